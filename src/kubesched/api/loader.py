@@ -1,0 +1,349 @@
+"""Decode Kubernetes objects from YAML / JSON files (`kubectl get -o yaml|json`, hand-written manifests).
+
+Accepted: a single object, multi-document YAML (`---`), JSON, `kind: List` and typed lists
+(`PodList`, `NodeList`, ...) whose items may omit `kind`. Kinds the scheduler does not model
+(Deployment, Service, ...) are counted in `LoadedObjects.skipped`, not rejected. Empty documents are
+ignored. As in the API server, a field set to null counts as absent.
+
+Errors are `InputError`s with `source` = the file and a path inside it:
+`items[3].spec.containers[0].name: expected str, got int`. When a file holds several YAML
+documents the path starts with the 1-based document number: `document 2: spec.priority: ...`.
+Syntax errors carry the line and column: `line 4, column 7: invalid YAML: ...`.
+
+Speed: YAML is parsed by libyaml (CSafeLoader) and JSON by msgspec; each object then costs one
+`msgspec.convert` into the lean Structs of `kubesched.api.objects`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import msgspec
+import yaml
+
+from kubesched.api.objects import (
+    KINDS,
+    CSINode,
+    KubeObject,
+    Namespace,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    StorageClass,
+)
+from kubesched.errors import InputError
+
+__all__ = ["FILE_SUFFIXES", "LoadedObjects", "load_documents", "load_paths"]
+
+#: File name endings picked up when walking a directory.
+FILE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass
+class LoadedObjects:
+    """Objects decoded from files, by kind, plus counts of the kinds that were skipped."""
+
+    pods: list[Pod] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+    namespaces: list[Namespace] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
+    persistent_volumes: list[PersistentVolume] = field(default_factory=list)
+    persistent_volume_claims: list[PersistentVolumeClaim] = field(default_factory=list)
+    storage_classes: list[StorageClass] = field(default_factory=list)
+    csi_nodes: list[CSINode] = field(default_factory=list)
+    pod_disruption_budgets: list[PodDisruptionBudget] = field(default_factory=list)
+    #: kind -> number of objects of that kind that were not loaded (the scheduler ignores them).
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def add(self, obj: KubeObject) -> None:
+        """File `obj` under the list for its kind."""
+        bucket: list[Any] = getattr(self, _ATTRIBUTES[type(obj)])
+        bucket.append(obj)
+
+    def __len__(self) -> int:
+        return sum(len(getattr(self, name)) for name in _ATTRIBUTES.values())
+
+
+_ATTRIBUTES: dict[type[msgspec.Struct], str] = {
+    Pod: "pods",
+    Node: "nodes",
+    Namespace: "namespaces",
+    PriorityClass: "priority_classes",
+    PersistentVolume: "persistent_volumes",
+    PersistentVolumeClaim: "persistent_volume_claims",
+    StorageClass: "storage_classes",
+    CSINode: "csi_nodes",
+    PodDisruptionBudget: "pod_disruption_budgets",
+}
+
+
+# --------------------------------------------------------------------------- syntax
+
+
+class _YamlLoader(yaml.CSafeLoader):
+    """libyaml's safe loader, except that timestamps stay strings, as the API server keeps them."""
+
+
+def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+_YamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+
+_JSON_BYTE_RE = re.compile(r"\(byte (\d+)\)")
+
+
+def _line_column(text: str, offset: int) -> str:
+    """`line L, column C` (1-based) for a UTF-8 byte offset into `text`."""
+    before = text.encode()[:offset].decode(errors="ignore")
+    line = before.count("\n") + 1
+    column = len(before) - (before.rfind("\n") + 1) + 1
+    return f"line {line}, column {column}"
+
+
+def _parse_json(text: str, source: str) -> list[Any]:
+    try:
+        return [msgspec.json.decode(text)]
+    except msgspec.DecodeError as err:
+        message = str(err)
+        match = _JSON_BYTE_RE.search(message)
+        where = _line_column(text, int(match[1])) if match else ""
+        message = _JSON_BYTE_RE.sub("", message).removeprefix("JSON is malformed:").strip()
+        raise InputError(
+            f"invalid JSON: {message[0].lower()}{message[1:]}", source=source, path=where
+        ) from None
+
+
+def _parse_yaml(text: str, source: str) -> list[Any]:
+    try:
+        return list(yaml.load_all(text, Loader=_YamlLoader))
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = err.problem or err.context or "malformed document"
+        raise InputError(f"invalid YAML: {problem}", source=source, path=where) from None
+    except yaml.YAMLError as err:
+        raise InputError(f"invalid YAML: {err}", source=source) from None
+
+
+# --------------------------------------------------------------------------- objects
+
+_MSGSPEC_PATH_RE = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
+_PLAIN_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
+_TYPE_NAMES = {
+    type(None): "null",
+    bool: "bool",
+    int: "int",
+    float: "float",
+    str: "str",
+    list: "array",
+    dict: "object",
+}
+
+
+def _type_name(value: object) -> str:
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _key_segment(key: str) -> str:
+    return f".{key}" if _PLAIN_KEY_RE.fullmatch(key) else f"[{key}]"
+
+
+def _translate_path(raw: str, doc: Any, got: str) -> str:
+    """`$.spec.containers[0].name` -> `spec.containers[0].name`, naming map keys msgspec elides.
+
+    msgspec reports a bad map value as `labels[...]`; the key is recovered by walking the document
+    and picking the first value of the reported type (exact whenever the map has one such value).
+    """
+    out: list[str] = []
+    node = doc
+    segments = list(_MSGSPEC_PATH_RE.finditer(raw.removeprefix("$")))
+    for i, seg in enumerate(segments):
+        name, index = seg[1], seg[2]
+        if name is not None:
+            out.append(f".{name}")
+            node = node.get(name) if isinstance(node, dict) else None
+        elif index != "...":
+            out.append(f"[{index}]")
+            node = node[int(index)] if isinstance(node, list) and int(index) < len(node) else None
+        else:
+            key = None
+            if isinstance(node, dict) and i == len(segments) - 1:
+                key = next((k for k, v in node.items() if _type_name(v) == got and isinstance(k, str)), None)
+            if key is None:
+                out.append("[...]")
+                node = None
+            else:
+                out.append(_key_segment(key))
+                node = node[key]
+    return "".join(out).removeprefix(".")
+
+
+def _validation_error(err: msgspec.ValidationError, doc: Any) -> InputError:
+    text = str(err)
+    message, _, raw_path = text.partition(" - at `")
+    raw_path = raw_path.removesuffix("`")
+    got_match = re.search(r"got `([^`]*)`", message)
+    path = _translate_path(raw_path, doc, got_match[1] if got_match else "") if raw_path else ""
+    if message.startswith("Expected"):
+        message = message.replace("`", "")
+    else:
+        message = re.sub(r"`([^`]*)`", r'"\1"', message)
+    return InputError(message[0].lower() + message[1:], path=path)
+
+
+def _drop_nulls(value: Any) -> Any:
+    """The document with null mapping values removed: the API server treats them as unset."""
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
+
+
+def _convert(doc: dict[str, Any], kind_type: type[msgspec.Struct]) -> KubeObject:
+    try:
+        obj = cast(KubeObject, msgspec.convert(doc, type=kind_type))
+    except msgspec.ValidationError:
+        # The rare slow path: retry without nulls, and report against that document.
+        doc = _drop_nulls(doc)
+        try:
+            obj = cast(KubeObject, msgspec.convert(doc, type=kind_type))
+        except msgspec.ValidationError as err:
+            raise _validation_error(err, doc) from None
+    return obj
+
+
+def _join(prefix: str, error: InputError) -> InputError:
+    if not prefix:
+        return error
+    path = f"{prefix}{error.path}" if error.path.startswith("[") else f"{prefix}.{error.path}".rstrip(".")
+    return InputError(error.message, path=path)
+
+
+def _is_list(kind: str, doc: dict[str, Any]) -> bool:
+    return kind == "List" or (kind.endswith("List") and ("items" in doc or kind[: -len("List")] in KINDS))
+
+
+def _kind_of(doc: dict[str, Any], default: str | None) -> str:
+    kind = doc.get("kind")
+    if kind is None or kind == "":
+        if default is None:
+            raise InputError("missing kind")
+        return default
+    if not isinstance(kind, str):
+        raise InputError(f"expected str, got {_type_name(kind)}", path="kind")
+    return kind
+
+
+def _decode_object(
+    doc: Any, out: list[KubeObject], skipped: dict[str, int], *, default_kind: str | None = None
+) -> None:
+    if not isinstance(doc, dict):
+        raise InputError(f"expected an object with a kind, got {_type_name(doc)}")
+    kind = _kind_of(doc, default_kind)
+    kind_type = KINDS.get(kind)
+    if kind_type is not None:
+        out.append(_convert(doc, kind_type))
+    elif default_kind is None and _is_list(kind, doc):
+        items = doc.get("items")
+        if items is None:
+            return
+        if not isinstance(items, list):
+            raise InputError(f"expected array, got {_type_name(items)}", path="items")
+        item_kind = None if kind == "List" else kind[: -len("List")]
+        for i, item in enumerate(items):
+            try:
+                _decode_object(item, out, skipped, default_kind=item_kind)
+            except InputError as err:
+                raise _join(f"items[{i}]", err) from None
+    else:
+        skipped[kind] = skipped.get(kind, 0) + 1
+
+
+def load_documents(text: str, source: str, *, skipped: dict[str, int] | None = None) -> list[KubeObject]:
+    """Decode every supported object in `text` (YAML or JSON); `source` names it in errors.
+
+    Objects of kinds the scheduler does not model are left out and counted into `skipped` when
+    given. Raises `InputError` (source = `source`) for malformed text or an invalid object.
+    """
+    counts: dict[str, int] = {} if skipped is None else skipped
+    is_json_file = source.endswith(".json")
+    stripped = text.lstrip()
+    documents: list[Any] | None = None
+    if stripped.startswith("{") or (is_json_file and stripped):
+        # JSON decodes much faster with msgspec; other text falls back to YAML (a superset).
+        try:
+            documents = _parse_json(text, source)
+        except InputError:
+            if is_json_file:
+                raise
+    if documents is None:
+        documents = _parse_yaml(text, source)
+
+    out: list[KubeObject] = []
+    several = len(documents) > 1
+    for number, doc in enumerate(documents, start=1):
+        if doc is None:
+            continue
+        try:
+            _decode_object(doc, out, counts)
+        except InputError as err:
+            if several:
+                location = f"document {number}: {err.path}" if err.path else f"document {number}"
+            else:
+                location = err.path
+            raise InputError(err.message, source=source, path=location) from None
+    return out
+
+
+def _walk(root: Path) -> list[Path]:
+    """Manifest files below `root` in sorted order; hidden files and directories are left out."""
+    found: list[tuple[tuple[str, ...], Path]] = []
+    for directory, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            if name.endswith(FILE_SUFFIXES) and not name.startswith("."):
+                path = Path(directory, name)
+                found.append((path.relative_to(root).parts, path))
+    return [path for _, path in sorted(found)]
+
+
+def _read(path: Path, source: str) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise InputError(err.strerror or str(err), source=source) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 text (byte {err.start})", source=source) from None
+
+
+def load_paths(paths: Sequence[str | Path]) -> LoadedObjects:
+    """Load files, and directories walked recursively for *.yaml, *.yml and *.json, in sorted order.
+
+    A file named explicitly is read whatever its extension. Raises `InputError` naming the file.
+    """
+    loaded = LoadedObjects()
+    for given in paths:
+        root = Path(given)
+        if root.is_dir():
+            files = _walk(root)
+        elif root.exists():
+            files = [root]
+        else:
+            raise InputError("no such file or directory", source=str(given))
+        for path in files:
+            source = str(path)
+            for obj in load_documents(_read(path, source), source, skipped=loaded.skipped):
+                loaded.add(obj)
+    return loaded

@@ -1,0 +1,413 @@
+"""The scheduler's view of Kubernetes objects.
+
+Lean msgspec Structs holding only the fields scheduling needs; everything else in a manifest is
+ignored while decoding. Field names are the Kubernetes JSON names (camelCase) so objects decode
+straight from `kubectl get -o yaml|json` output and from API server streams.
+
+Quantities stay as the strings the user wrote: they are parsed where they are used
+(`kubesched.api.resources`), so one bad quantity makes one pod fail, not the whole file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+#: A resource list as written in a manifest: name -> quantity string (or number).
+ResourceList = dict[str, "str | int | float"]
+
+
+class _Base(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel", frozen=True):
+    """Common options: keyword construction, camelCase wire names, defaults omitted, immutable."""
+
+
+# --------------------------------------------------------------------------- metadata
+
+
+class OwnerReference(_Base, frozen=True):
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    api_version: str = ""
+    controller: bool | None = None
+
+
+class ObjectMeta(_Base, frozen=True):
+    name: str = ""
+    generate_name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    owner_references: list[OwnerReference] = []
+
+
+# --------------------------------------------------------------------------- selectors
+
+
+class LabelSelectorRequirement(_Base, frozen=True):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class LabelSelector(_Base, frozen=True):
+    match_labels: dict[str, str] = {}
+    match_expressions: list[LabelSelectorRequirement] = []
+
+
+class NodeSelectorRequirement(_Base, frozen=True):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class NodeSelectorTerm(_Base, frozen=True):
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(_Base, frozen=True):
+    node_selector_terms: list[NodeSelectorTerm] = []
+
+
+class PreferredSchedulingTerm(_Base, frozen=True):
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(_Base, frozen=True):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
+
+
+class PodAffinityTerm(_Base, frozen=True):
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = []
+    topology_key: str = ""
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: list[str] = []
+    mismatch_label_keys: list[str] = []
+
+
+class WeightedPodAffinityTerm(_Base, frozen=True):
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(_Base, frozen=True):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
+
+
+class Affinity(_Base, frozen=True):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+# --------------------------------------------------------------------------- taints
+
+
+class Taint(_Base, frozen=True):
+    key: str
+    value: str = ""
+    effect: str = ""
+
+
+class Toleration(_Base, frozen=True):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+# --------------------------------------------------------------------------- pods
+
+
+class ResourceRequirements(_Base, frozen=True):
+    requests: dict[str, str | int | float] = {}
+    limits: dict[str, str | int | float] = {}
+
+
+class ContainerPort(_Base, frozen=True):
+    container_port: int = 0
+    host_port: int = 0
+    host_ip: str = ""
+    protocol: str = ""
+    name: str = ""
+
+
+class Container(_Base, frozen=True):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = ResourceRequirements()
+    ports: list[ContainerPort] = []
+    restart_policy: str | None = None
+
+
+class PodSchedulingGate(_Base, frozen=True):
+    name: str
+
+
+class TopologySpreadConstraint(_Base, frozen=True):
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] = []
+
+
+class PersistentVolumeClaimVolumeSource(_Base, frozen=True):
+    claim_name: str
+    read_only: bool = False
+
+
+class Volume(_Base, frozen=True):
+    """A pod volume; only the sources that scheduling plugins inspect are kept."""
+
+    name: str = ""
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: dict[str, Any] | None = None
+    gce_persistent_disk: dict[str, Any] | None = None
+    aws_elastic_block_store: dict[str, Any] | None = msgspec.field(default=None, name="awsElasticBlockStore")
+    rbd: dict[str, Any] | None = None
+    iscsi: dict[str, Any] | None = None
+    csi: dict[str, Any] | None = None
+
+
+class PodSpec(_Base, frozen=True):
+    node_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    node_selector: dict[str, str] = {}
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = []
+    scheduling_gates: list[PodSchedulingGate] = []
+    containers: list[Container] = []
+    init_containers: list[Container] = []
+    overhead: dict[str, str | int | float] = {}
+    resources: ResourceRequirements | None = None
+    volumes: list[Volume] = []
+    topology_spread_constraints: list[TopologySpreadConstraint] = []
+    host_network: bool = False
+
+
+class PodCondition(_Base, frozen=True):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+
+class PodStatus(_Base, frozen=True):
+    phase: str = ""
+    nominated_node_name: str = ""
+    start_time: str | None = None
+    conditions: list[PodCondition] = []
+
+
+class Pod(_Base, frozen=True):
+    api_version: str = "v1"
+    kind: str = "Pod"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodSpec = PodSpec()
+    status: PodStatus = PodStatus()
+
+    @property
+    def key(self) -> str:
+        """`namespace/name`, the way kubectl and the scheduler's messages name a pod."""
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+# --------------------------------------------------------------------------- nodes
+
+
+class ContainerImage(_Base, frozen=True):
+    names: list[str] = []
+    size_bytes: int = 0
+
+
+class NodeCondition(_Base, frozen=True):
+    type: str
+    status: str
+
+
+class NodeSpec(_Base, frozen=True):
+    unschedulable: bool = False
+    taints: list[Taint] = []
+
+
+class NodeStatus(_Base, frozen=True):
+    capacity: dict[str, str | int | float] = {}
+    allocatable: dict[str, str | int | float] = {}
+    images: list[ContainerImage] = []
+    conditions: list[NodeCondition] = []
+
+
+class Node(_Base, frozen=True):
+    api_version: str = "v1"
+    kind: str = "Node"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: NodeSpec = NodeSpec()
+    status: NodeStatus = NodeStatus()
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.metadata.labels
+
+    def effective_allocatable(self) -> dict[str, str | int | float]:
+        """`status.allocatable`, falling back to capacity as the API server's defaulting does."""
+        return self.status.allocatable or self.status.capacity
+
+
+# --------------------------------------------------------------------------- other kinds
+
+
+class Namespace(_Base, frozen=True):
+    api_version: str = "v1"
+    kind: str = "Namespace"
+    metadata: ObjectMeta = ObjectMeta()
+
+
+class PriorityClass(_Base, frozen=True):
+    api_version: str = "scheduling.k8s.io/v1"
+    kind: str = "PriorityClass"
+    metadata: ObjectMeta = ObjectMeta()
+    value: int = 0
+    global_default: bool = False
+    preemption_policy: str | None = None
+
+
+class PersistentVolumeSpec(_Base, frozen=True):
+    capacity: dict[str, str | int | float] = {}
+    access_modes: list[str] = []
+    storage_class_name: str = ""
+    node_affinity: dict[str, NodeSelector] | None = None
+    claim_ref: dict[str, str] | None = None
+    csi: dict[str, Any] | None = None
+    volume_mode: str | None = None
+
+
+class PersistentVolumeStatus(_Base, frozen=True):
+    phase: str = ""
+
+
+class PersistentVolume(_Base, frozen=True):
+    api_version: str = "v1"
+    kind: str = "PersistentVolume"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PersistentVolumeSpec = PersistentVolumeSpec()
+    status: PersistentVolumeStatus = PersistentVolumeStatus()
+
+
+class PersistentVolumeClaimSpec(_Base, frozen=True):
+    access_modes: list[str] = []
+    resources: ResourceRequirements = ResourceRequirements()
+    storage_class_name: str | None = None
+    volume_name: str = ""
+    volume_mode: str | None = None
+
+
+class PersistentVolumeClaimStatus(_Base, frozen=True):
+    phase: str = ""
+
+
+class PersistentVolumeClaim(_Base, frozen=True):
+    api_version: str = "v1"
+    kind: str = "PersistentVolumeClaim"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PersistentVolumeClaimSpec = PersistentVolumeClaimSpec()
+    status: PersistentVolumeClaimStatus = PersistentVolumeClaimStatus()
+
+
+class StorageClass(_Base, frozen=True):
+    api_version: str = "storage.k8s.io/v1"
+    kind: str = "StorageClass"
+    metadata: ObjectMeta = ObjectMeta()
+    provisioner: str = ""
+    volume_binding_mode: str | None = None
+    allowed_topologies: list[dict[str, Any]] = []
+
+
+class VolumeNodeResources(_Base, frozen=True):
+    count: int | None = None
+
+
+class CSINodeDriver(_Base, frozen=True):
+    name: str
+    node_id: str = msgspec.field(default="", name="nodeID")
+    allocatable: VolumeNodeResources | None = None
+    topology_keys: list[str] = []
+
+
+class CSINodeSpec(_Base, frozen=True):
+    drivers: list[CSINodeDriver] = []
+
+
+class CSINode(_Base, frozen=True):
+    api_version: str = "storage.k8s.io/v1"
+    kind: str = "CSINode"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: CSINodeSpec = CSINodeSpec()
+
+
+class PodDisruptionBudgetSpec(_Base, frozen=True):
+    selector: LabelSelector | None = None
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+
+
+class PodDisruptionBudgetStatus(_Base, frozen=True):
+    disruptions_allowed: int = 0
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    expected_pods: int = 0
+
+
+class PodDisruptionBudget(_Base, frozen=True):
+    api_version: str = "policy/v1"
+    kind: str = "PodDisruptionBudget"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodDisruptionBudgetSpec = PodDisruptionBudgetSpec()
+    status: PodDisruptionBudgetStatus = PodDisruptionBudgetStatus()
+
+
+#: Every kind the object model knows, by `kind`.
+KINDS: dict[str, type[msgspec.Struct]] = {
+    "Pod": Pod,
+    "Node": Node,
+    "Namespace": Namespace,
+    "PriorityClass": PriorityClass,
+    "PersistentVolume": PersistentVolume,
+    "PersistentVolumeClaim": PersistentVolumeClaim,
+    "StorageClass": StorageClass,
+    "CSINode": CSINode,
+    "PodDisruptionBudget": PodDisruptionBudget,
+}
+
+KubeObject = (
+    Pod
+    | Node
+    | Namespace
+    | PriorityClass
+    | PersistentVolume
+    | PersistentVolumeClaim
+    | StorageClass
+    | CSINode
+    | PodDisruptionBudget
+)

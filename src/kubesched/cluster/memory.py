@@ -1,0 +1,173 @@
+"""MemoryCluster: an in-process cluster that holds objects and applies the scheduler's decisions.
+
+It is the simulator's API server: binds set `spec.nodeName` (and refuse a second bind), status
+patches and Events are recorded, victims are deleted, and every change is delivered to the
+scheduler through the same handlers the live informers use.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import msgspec
+
+from kubesched.api.loader import LoadedObjects
+from kubesched.api.objects import Node, Pod, PodCondition, PriorityClass
+from kubesched.framework.node_info import pod_key
+
+_UID_NAMESPACE = uuid.UUID("6f1c4b52-9d7a-4a55-bf11-0d6c2f1b7e10")
+
+
+class ClusterError(Exception):
+    """A request the cluster refuses (binding an already bound pod, an unknown node, ...)."""
+
+
+class EventHandler(Protocol):
+    """The informer callbacks a scheduler exposes."""
+
+    def on_node_add(self, node: Node) -> None: ...
+
+    def on_pod_add(self, pod: Pod) -> None: ...
+
+    def on_pod_update(self, old: Pod, new: Pod) -> None: ...
+
+    def on_pod_delete(self, pod: Pod) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    """An events.k8s.io/v1 Event as the simulator keeps it."""
+
+    time: float
+    type: str
+    reason: str
+    action: str
+    note: str
+    reporting_controller: str
+    regarding: str  # namespace/name
+
+
+class MemoryCluster:
+    def __init__(self, objects: LoadedObjects, now: Any = lambda: 0.0) -> None:
+        self._now = now
+        self.priority_classes: dict[str, PriorityClass] = {pc.metadata.name: pc for pc in objects.priority_classes}
+        self.nodes: dict[str, Node] = {n.metadata.name: n for n in objects.nodes}
+        self.pods: dict[str, Pod] = {}
+        for pod in objects.pods:
+            prepared = self.admit(pod)
+            self.pods[pod_key(prepared)] = prepared
+        self.objects = objects
+        self.events: list[RecordedEvent] = []
+        self.bind_count: dict[str, int] = {}
+        self._handlers: list[EventHandler] = []
+
+    # ------------------------------------------------------------------ admission
+    def admit(self, pod: Pod) -> Pod:
+        """What the API server would have filled in: namespace, uid, priority from its class."""
+        meta = pod.metadata
+        namespace = meta.namespace or "default"
+        uid = meta.uid or str(uuid.uuid5(_UID_NAMESPACE, f"{namespace}/{meta.name}"))
+        spec = pod.spec
+        if spec.priority is None:
+            pc = self.priority_classes.get(spec.priority_class_name) if spec.priority_class_name else None
+            if pc is None and not spec.priority_class_name:
+                pc = next((p for p in self.priority_classes.values() if p.global_default), None)
+            if pc is not None:
+                spec = msgspec.structs.replace(
+                    spec,
+                    priority=pc.value,
+                    preemption_policy=spec.preemption_policy or pc.preemption_policy,
+                )
+        if namespace != meta.namespace or uid != meta.uid:
+            meta = msgspec.structs.replace(meta, namespace=namespace, uid=uid)
+        return msgspec.structs.replace(pod, metadata=meta, spec=spec)
+
+    # ------------------------------------------------------------------ watchers
+    def subscribe(self, handler: EventHandler, *, on_error: Any = None) -> None:
+        """Deliver the current objects (nodes first, then pods) and every later change.
+
+        `on_error(pod, exc)` receives pods the handler refused (e.g. an invalid quantity), so one
+        bad pod never stops the others.
+        """
+        self._handlers.append(handler)
+        for node in self.nodes.values():
+            handler.on_node_add(node)
+        for pod in self._ordered_pods():
+            try:
+                handler.on_pod_add(pod)
+            except Exception as exc:
+                if on_error is None:
+                    raise
+                on_error(pod, exc)
+
+    def _ordered_pods(self) -> Iterable[Pod]:
+        """Running pods before pending ones, so pending pods see the capacity already used."""
+        pods = list(self.pods.values())
+        return [p for p in pods if p.spec.node_name] + [p for p in pods if not p.spec.node_name]
+
+    # ------------------------------------------------------------------ ClusterPort
+    def bind(self, pod: Pod, node_name: str) -> None:
+        key = pod_key(pod)
+        current = self.pods.get(key)
+        if current is None:
+            raise ClusterError(f'pods "{pod.metadata.name}" not found')
+        if current.spec.node_name:
+            raise ClusterError(f"pod {pod.key} is already assigned to node {current.spec.node_name!r}")
+        if node_name not in self.nodes:
+            raise ClusterError(f'nodes "{node_name}" not found')
+        bound = msgspec.structs.replace(
+            current,
+            spec=msgspec.structs.replace(current.spec, node_name=node_name),
+            status=msgspec.structs.replace(
+                current.status,
+                conditions=[c for c in current.status.conditions if c.type != "PodScheduled"]
+                + [PodCondition(type="PodScheduled", status="True")],
+            ),
+        )
+        self.pods[key] = bound
+        self.bind_count[key] = self.bind_count.get(key, 0) + 1
+        for h in self._handlers:
+            h.on_pod_update(current, bound)
+
+    def record_event(self, pod: Pod, *, type: str, reason: str, action: str, note: str, reporter: str) -> None:
+        self.events.append(RecordedEvent(self._now(), type, reason, action, note, reporter, pod.key))
+
+    def set_pod_scheduled_condition(
+        self, pod: Pod, *, reason: str, message: str, nominated_node_name: str | None
+    ) -> None:
+        """Status-only patch: stored, not delivered (status changes do not requeue a pod)."""
+        key = pod_key(pod)
+        current = self.pods.get(key)
+        if current is None:
+            return
+        conditions = [c for c in current.status.conditions if c.type != "PodScheduled"]
+        conditions.append(PodCondition(type="PodScheduled", status="False", reason=reason, message=message))
+        status = msgspec.structs.replace(current.status, conditions=conditions)
+        if nominated_node_name is not None:
+            status = msgspec.structs.replace(status, nominated_node_name=nominated_node_name)
+        self.pods[key] = msgspec.structs.replace(current, status=status)
+
+    def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
+        key = pod_key(pod)
+        current = self.pods.pop(key, None)
+        if current is None:
+            return
+        for h in self._handlers:
+            h.on_pod_delete(current)
+
+    def lister(self, kind: str) -> Sequence[Any]:
+        mapping: dict[str, Sequence[Any]] = {
+            "Pod": list(self.pods.values()),
+            "Node": list(self.nodes.values()),
+            "Namespace": self.objects.namespaces,
+            "PriorityClass": list(self.priority_classes.values()),
+            "PersistentVolume": self.objects.persistent_volumes,
+            "PersistentVolumeClaim": self.objects.persistent_volume_claims,
+            "StorageClass": self.objects.storage_classes,
+            "CSINode": self.objects.csi_nodes,
+            "PodDisruptionBudget": self.objects.pod_disruption_budgets,
+        }
+        return mapping.get(kind, [])

@@ -1,0 +1,64 @@
+"""CycleState: a per-attempt key/value store shared by the plugins of one scheduling cycle."""
+
+from __future__ import annotations
+
+from typing import Protocol, TypeVar, runtime_checkable
+
+
+@runtime_checkable
+class StateData(Protocol):
+    """A value stored in CycleState. `clone` may return `self` for data never mutated after writing."""
+
+    def clone(self) -> StateData: ...
+
+
+class NotFoundError(KeyError):
+    """Raised by `CycleState.read` for a missing key (upstream's ErrNotFound: "not found")."""
+
+    def __str__(self) -> str:
+        return "not found"
+
+
+T = TypeVar("T", bound=StateData)
+
+
+class CycleState:
+    """Plugin data for one scheduling attempt. Preemption dry-runs operate on `clone()`s."""
+
+    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self) -> None:
+        self._data: dict[str, StateData] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+        self.record_plugin_metrics = False
+
+    def read(self, key: str) -> StateData:
+        try:
+            return self._data[key]
+        except KeyError:
+            raise NotFoundError(key) from None
+
+    def read_as(self, key: str, kind: type[T]) -> T:
+        """`read` with a type check, so plugins get a typed value or a clear error."""
+        value = self.read(key)
+        if not isinstance(value, kind):
+            raise TypeError(f"cycle state {key!r} holds {type(value).__name__}, not {kind.__name__}")
+        return value
+
+    def get(self, key: str) -> StateData | None:
+        return self._data.get(key)
+
+    def write(self, key: str, value: StateData) -> None:
+        self._data[key] = value
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def clone(self) -> CycleState:
+        copy = CycleState()
+        copy._data = {k: v.clone() for k, v in self._data.items()}
+        copy.skip_filter_plugins = set(self.skip_filter_plugins)
+        copy.skip_score_plugins = set(self.skip_score_plugins)
+        copy.record_plugin_metrics = self.record_plugin_metrics
+        return copy

@@ -1,0 +1,114 @@
+"""Cluster events that move unschedulable pods back to the active queue (upstream's ClusterEvent)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum, IntFlag
+from typing import Any
+
+
+class ActionType(IntFlag):
+    ADD = 1
+    DELETE = 2
+    UPDATE_NODE_ALLOCATABLE = 4
+    UPDATE_NODE_LABEL = 8
+    UPDATE_NODE_TAINT = 16
+    UPDATE_NODE_CONDITION = 32
+    UPDATE_NODE_ANNOTATION = 64
+    UPDATE_NODE_DECLARED_FEATURE = 128
+    UPDATE_POD_LABEL = 256
+    UPDATE_POD_SCALE_DOWN = 512
+    UPDATE_POD_TOLERATION = 1024
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 2048
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 4096
+    UPDATE = 8188  # every Update* bit
+    ALL = 8191
+
+    def label(self) -> str:
+        """Upstream's spelling, e.g. `Add`, `UpdateNodeTaint`, `Add|Delete`."""
+        if self == ActionType.ALL:
+            return "*"
+        if self == ActionType.UPDATE:
+            return "Update"
+        names = [_ACTION_LABELS[a] for a in _ACTION_LABELS if a & self]
+        return "|".join(names)
+
+
+_ACTION_LABELS = {
+    ActionType.ADD: "Add",
+    ActionType.DELETE: "Delete",
+    ActionType.UPDATE_NODE_ALLOCATABLE: "UpdateNodeAllocatable",
+    ActionType.UPDATE_NODE_LABEL: "UpdateNodeLabel",
+    ActionType.UPDATE_NODE_TAINT: "UpdateNodeTaint",
+    ActionType.UPDATE_NODE_CONDITION: "UpdateNodeCondition",
+    ActionType.UPDATE_NODE_ANNOTATION: "UpdateNodeAnnotation",
+    ActionType.UPDATE_NODE_DECLARED_FEATURE: "UpdateNodeDeclaredFeature",
+    ActionType.UPDATE_POD_LABEL: "UpdatePodLabel",
+    ActionType.UPDATE_POD_SCALE_DOWN: "UpdatePodScaleDown",
+    ActionType.UPDATE_POD_TOLERATION: "UpdatePodToleration",
+    ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED: "UpdatePodSchedulingGatesEliminated",
+    ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM: "UpdatePodGeneratedResourceClaim",
+}
+
+
+class Resource(str, Enum):
+    POD = "Pod"
+    ASSIGNED_POD = "AssignedPod"
+    UNSCHEDULED_POD = "UnscheduledPod"
+    NODE = "Node"
+    PERSISTENT_VOLUME = "PersistentVolume"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    CSI_NODE = "storage.k8s.io/CSINode"
+    STORAGE_CLASS = "storage.k8s.io/StorageClass"
+    POD_GROUP = "scheduling.x-k8s.io/PodGroup"
+    WILDCARD = "*"
+
+
+_POD_KINDS = frozenset({Resource.POD, Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD})
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    resource: Resource
+    action: ActionType
+    label_override: str = ""
+
+    @property
+    def label(self) -> str:
+        """Metric/event label, e.g. `NodeAdd`, `AssignedPodDelete`, `UnschedulableTimeout`."""
+        return self.label_override or f"{self.resource.value.rsplit('/', 1)[-1]}{self.action.label()}"
+
+    def matches(self, incoming: ClusterEvent) -> bool:
+        """Does this registered event cover `incoming`? (resource equal or wildcard, action bits)."""
+        if self.resource == Resource.WILDCARD or incoming.resource == Resource.WILDCARD:
+            resource_ok = True
+        elif self.resource == Resource.POD:
+            resource_ok = incoming.resource in _POD_KINDS
+        else:
+            resource_ok = self.resource == incoming.resource
+        return resource_ok and bool(self.action & incoming.action)
+
+
+class QueueingHint(Enum):
+    QUEUE = "Queue"
+    SKIP = "QueueSkip"
+
+
+#: A hint function: given the object before and after the event, may this pod now be schedulable?
+QueueingHintFn = Callable[[Any, Any, Any], QueueingHint]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None
+
+
+# Events the scheduler itself raises.
+WILDCARD_EVENT = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "WildCardEvent")
+UNSCHEDULABLE_TIMEOUT = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "UnschedulableTimeout")
+FORCE_ACTIVATE = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "ForceActivate")
+NODE_ADD = ClusterEvent(Resource.NODE, ActionType.ADD)
+ASSIGNED_POD_DELETE = ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE)
+ASSIGNED_POD_ADD = ClusterEvent(Resource.ASSIGNED_POD, ActionType.ADD)

@@ -1,0 +1,235 @@
+"""The extension points a plugin may implement, as Protocols.
+
+A plugin is a class with a `name` and one or more of the methods below. It may subclass these
+protocols for documentation and type checking, or just define the methods: the framework looks at
+which methods the class itself defines. Filter and Score come in two forms:
+
+* per node — `filter(state, pod, node_info)` / `score(state, pod, node_info)`: what a plugin
+  author writes first; the framework calls it only for nodes still feasible;
+* batch — `filter_nodes(state, pod, nodes)` / `score_nodes(state, pod, nodes)`: one call over a
+  NodeSet of the columnar NodeTable, returning a BatchFilterResult / an int64 score array.
+
+Methods return `None` for success. Binding-cycle methods (pre_bind, bind, post_bind) may block on
+I/O: the live scheduler runs them off the scheduling loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.api.objects import Pod
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ClusterEventWithHint
+from kubesched.framework.node_info import NodeInfo, PodInfo
+from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
+from kubesched.framework.status import Status
+from kubesched.framework.types import PostFilterResult, PreFilterResult, QueuedPodInfo
+
+if TYPE_CHECKING:
+    from kubesched.framework.waiting_pods import WaitingPod
+
+Scores = npt.NDArray[np.int64]
+
+
+class Plugin(Protocol):
+    """Every plugin has a unique name; `args_type` (a msgspec Struct) types its pluginConfig args."""
+
+    name: ClassVar[str]
+
+
+class Handle(Protocol):
+    """What the framework gives plugins: the node snapshot, waiting pods, the cluster, the clock."""
+
+    @property
+    def profile_name(self) -> str: ...
+
+    @property
+    def snapshot(self) -> NodeTable: ...
+
+    def now(self) -> float: ...
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def iterate_waiting_pods(self) -> Sequence[WaitingPod]: ...
+
+    def reject_waiting_pod(self, uid: str, plugin: str, message: str) -> bool: ...
+
+    def activate(self, pods: Sequence[Pod]) -> None: ...
+
+    def bind(self, pod: Pod, node_name: str) -> None:
+        """Bind through the cluster (API call in live mode); raises on failure."""
+        ...
+
+    def lister(self, kind: str) -> Sequence[Any]:
+        """Objects of a kind the cluster holds (`PersistentVolumeClaim`, `PodGroup`, ...)."""
+        ...
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Plugin, Protocol):
+    def pre_enqueue(self, pod: Pod) -> Status | None: ...
+
+
+@runtime_checkable
+class QueueSortPlugin(Plugin, Protocol):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: NodeSet
+    ) -> tuple[PreFilterResult | None, Status | None] | Status | None: ...
+
+
+@runtime_checkable
+class PreFilterExtensions(Plugin, Protocol):
+    """Keep PreFilter state current when the framework adds/removes pods (nominated pods, preemption)."""
+
+    def add_pod(
+        self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def remove_pod(
+        self, state: CycleState, pod: Pod, pod_info_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class BatchFilterPlugin(Plugin, Protocol):
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self, state: CycleState, pod: Pod, node_to_status: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status | None]: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None: ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | tuple[int, Status | None]: ...
+
+
+@runtime_checkable
+class BatchScorePlugin(Plugin, Protocol):
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Scores: ...
+
+
+@runtime_checkable
+class ScoreExtensions(Plugin, Protocol):
+    """NormalizeScore: rewrite `scores` (aligned with `nodes`) in place into [0, 100]."""
+
+    def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeSet, scores: Scores) -> Status | None: ...
+
+
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    """Return None/Success, a rejection, or `(Status.wait(), timeout_seconds)`."""
+
+    def permit(
+        self, state: CycleState, pod: Pod, node_name: str
+    ) -> Status | None | tuple[Status | None, float]: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class BindPlugin(Plugin, Protocol):
+    """Return `Status.skip()` to let the next Bind plugin handle the pod."""
+
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class PostBindPlugin(Plugin, Protocol):
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class EnqueueExtensions(Plugin, Protocol):
+    """Which cluster events may make a pod this plugin rejected schedulable again."""
+
+    def events_to_register(self) -> list[ClusterEventWithHint]: ...
+
+
+#: Extension point config key -> the methods that make a plugin implement it.
+EXTENSION_POINT_METHODS: dict[str, tuple[str, ...]] = {
+    "preEnqueue": ("pre_enqueue",),
+    "queueSort": ("less",),
+    "preFilter": ("pre_filter",),
+    "filter": ("filter", "filter_nodes"),
+    "postFilter": ("post_filter",),
+    "preScore": ("pre_score",),
+    "score": ("score", "score_nodes"),
+    "reserve": ("reserve",),
+    "permit": ("permit",),
+    "preBind": ("pre_bind",),
+    "bind": ("bind",),
+    "postBind": ("post_bind",),
+}
+
+_PROTOCOLS: tuple[type, ...] = (
+    Plugin,
+    PreEnqueuePlugin,
+    QueueSortPlugin,
+    PreFilterPlugin,
+    PreFilterExtensions,
+    FilterPlugin,
+    BatchFilterPlugin,
+    PostFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    BatchScorePlugin,
+    ScoreExtensions,
+    ReservePlugin,
+    PermitPlugin,
+    PreBindPlugin,
+    BindPlugin,
+    PostBindPlugin,
+    EnqueueExtensions,
+)
+
+
+def defines(cls: type, method: str) -> bool:
+    """True if `cls` (or a base that is not one of these protocols) defines `method`.
+
+    Subclassing a protocol for documentation must not make a plugin look like it implements
+    every extension point of that protocol.
+    """
+    for klass in cls.__mro__:
+        if klass in _PROTOCOLS or klass is object or klass is Protocol:
+            continue
+        if method in vars(klass):
+            return True
+    return False
+
+
+def extension_points_of(cls: type) -> list[str]:
+    """The config keys (`filter`, `score`, ...) of the extension points `cls` implements."""
+    return [point for point, methods in EXTENSION_POINT_METHODS.items() if any(defines(cls, m) for m in methods)]

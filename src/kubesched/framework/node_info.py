@@ -1,0 +1,193 @@
+"""PodInfo and NodeInfo: a pod with its precomputed scheduling facts, and a node with its pods."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from kubesched.api.objects import Node, Pod
+from kubesched.api.quantity import resource_amount
+from kubesched.api.resources import pod_non_zero_requests, pod_requests
+
+#: The (ip, protocol, port) triple of a host port; ip "" is stored as "0.0.0.0", protocol "" as "TCP".
+HostPort = tuple[str, str, int]
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+
+def pod_key(pod: Pod) -> str:
+    """The identity of a pod in caches: its UID, or `namespace/name` when it has none."""
+    return pod.metadata.uid or f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+class PodInfo:
+    """A pod plus what every cycle would otherwise recompute: requests, ports, affinity flags.
+
+    Raises `QuantityError` (an InputError) when one of the pod's quantities is invalid.
+    """
+
+    __slots__ = (
+        "has_affinity",
+        "has_required_anti_affinity",
+        "host_ports",
+        "key",
+        "non_zero_cpu",
+        "non_zero_memory",
+        "pod",
+        "priority",
+        "pvc_names",
+        "requests",
+    )
+
+    def __init__(self, pod: Pod) -> None:
+        self.pod = pod
+        self.key = pod_key(pod)
+        self.requests: dict[str, int] = pod_requests(pod)
+        self.non_zero_cpu, self.non_zero_memory = pod_non_zero_requests(pod)
+        self.priority = pod.spec.priority or 0
+        self.host_ports: list[HostPort] = [
+            (port.host_ip or "0.0.0.0", port.protocol or "TCP", port.host_port)
+            for c in (*pod.spec.init_containers, *pod.spec.containers)
+            for port in c.ports
+            if port.host_port > 0
+        ]
+        aff = pod.spec.affinity
+        self.has_affinity = aff is not None and (aff.pod_affinity is not None or aff.pod_anti_affinity is not None)
+        self.has_required_anti_affinity = bool(
+            aff is not None
+            and aff.pod_anti_affinity is not None
+            and aff.pod_anti_affinity.required_during_scheduling_ignored_during_execution
+        )
+        self.pvc_names = [
+            v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim
+        ]
+
+    @property
+    def name(self) -> str:
+        return self.pod.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.pod.metadata.namespace
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.pod.key})"
+
+
+def node_allocatable(node: Node) -> dict[str, int]:
+    """The node's allocatable resources in scheduler units (cpu in milli)."""
+    return {name: resource_amount(name, value) for name, value in node.effective_allocatable().items()}
+
+
+def ports_conflict(used: Iterable[HostPort], wanted: Iterable[HostPort]) -> bool:
+    """Same protocol and port, and either address is the wildcard or they are equal."""
+    by_port: dict[tuple[str, int], set[str]] = {}
+    for ip, proto, port in used:
+        by_port.setdefault((proto, port), set()).add(ip)
+    for ip, proto, port in wanted:
+        ips = by_port.get((proto, port))
+        if ips and (ip == "0.0.0.0" or "0.0.0.0" in ips or ip in ips):
+            return True
+    return False
+
+
+class NodeInfo:
+    """A node and the pods on it (bound and assumed), with running totals of their requests."""
+
+    __slots__ = (
+        "allocatable",
+        "generation",
+        "node",
+        "non_zero_cpu",
+        "non_zero_memory",
+        "pods",
+        "pods_with_affinity",
+        "pods_with_required_anti_affinity",
+        "pvc_ref_counts",
+        "requested",
+        "used_ports",
+    )
+
+    def __init__(self, node: Node, pods: Iterable[PodInfo] = ()) -> None:
+        self.node = node
+        self.allocatable: dict[str, int] = node_allocatable(node)
+        self.pods: dict[str, PodInfo] = {}
+        self.requested: dict[str, int] = {}
+        self.non_zero_cpu = 0
+        self.non_zero_memory = 0
+        self.used_ports: list[HostPort] = []
+        self.pods_with_affinity = 0
+        self.pods_with_required_anti_affinity = 0
+        self.pvc_ref_counts: dict[str, int] = {}
+        self.generation = 0
+        for pi in pods:
+            self.add_pod(pi)
+
+    # -- the node's identity, as plugin authors expect to reach it
+    @property
+    def name(self) -> str:
+        return self.node.metadata.name
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return self.node.metadata.labels
+
+    @property
+    def allowed_pod_number(self) -> int:
+        return self.allocatable.get(PODS, 0)
+
+    def set_node(self, node: Node) -> None:
+        self.node = node
+        self.allocatable = node_allocatable(node)
+        self.generation += 1
+
+    def add_pod(self, pi: PodInfo) -> None:
+        if pi.key in self.pods:
+            raise ValueError(f"pod {pi.pod.key} is already on node {self.name}")
+        self.pods[pi.key] = pi
+        self._account(pi, +1)
+
+    def remove_pod(self, key: str) -> PodInfo:
+        pi = self.pods.pop(key)
+        self._account(pi, -1)
+        return pi
+
+    def _account(self, pi: PodInfo, sign: int) -> None:
+        for name, amount in pi.requests.items():
+            self.requested[name] = self.requested.get(name, 0) + sign * amount
+        self.non_zero_cpu += sign * pi.non_zero_cpu
+        self.non_zero_memory += sign * pi.non_zero_memory
+        if sign > 0:
+            self.used_ports.extend(pi.host_ports)
+        else:
+            for hp in pi.host_ports:
+                self.used_ports.remove(hp)
+        self.pods_with_affinity += sign * pi.has_affinity
+        self.pods_with_required_anti_affinity += sign * pi.has_required_anti_affinity
+        for claim in pi.pvc_names:
+            ref = f"{pi.namespace}/{claim}"
+            self.pvc_ref_counts[ref] = self.pvc_ref_counts.get(ref, 0) + sign
+            if self.pvc_ref_counts[ref] <= 0:
+                del self.pvc_ref_counts[ref]
+        self.generation += 1
+
+    def clone(self) -> NodeInfo:
+        """A copy whose pod set can change without touching this one (preemption dry runs)."""
+        copy = NodeInfo.__new__(NodeInfo)
+        copy.node = self.node
+        copy.allocatable = self.allocatable
+        copy.pods = dict(self.pods)
+        copy.requested = dict(self.requested)
+        copy.non_zero_cpu = self.non_zero_cpu
+        copy.non_zero_memory = self.non_zero_memory
+        copy.used_ports = list(self.used_ports)
+        copy.pods_with_affinity = self.pods_with_affinity
+        copy.pods_with_required_anti_affinity = self.pods_with_required_anti_affinity
+        copy.pvc_ref_counts = dict(self.pvc_ref_counts)
+        copy.generation = self.generation
+        return copy
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name}, pods={len(self.pods)})"

@@ -1,0 +1,130 @@
+"""Registry: plugin name -> plugin class, from built-ins, entry points and `module:Class` names.
+
+A plugin class has a `name` (ClassVar) and may declare `args_type`, a msgspec Struct for its
+pluginConfig args. If the args struct has `validate() -> list[InputError]` it is called with the
+decoded args; error paths are relative to the args (e.g. `scoringStrategy.type`).
+The constructor may accept `args` and/or `handle` keyword arguments; it gets only those it names.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Iterable, Iterator, Mapping
+from importlib.metadata import entry_points
+from typing import Any
+
+import msgspec
+
+from kubesched.errors import InputError
+
+ENTRY_POINT_GROUP = "kubesched.plugins"
+
+
+class Registry(Mapping[str, type]):
+    """Known plugin classes by name. `resolve` also accepts `package.module:Class`."""
+
+    def __init__(self, plugins: Iterable[type] = ()) -> None:
+        self._plugins: dict[str, type] = {}
+        for cls in plugins:
+            self.register(cls)
+
+    def register(self, cls: type, name: str | None = None) -> None:
+        plugin_name = name or getattr(cls, "name", None)
+        if not isinstance(plugin_name, str) or not plugin_name:
+            raise InputError(f"plugin class {cls.__module__}.{cls.__qualname__} has no `name`")
+        if plugin_name in self._plugins and self._plugins[plugin_name] is not cls:
+            raise InputError(f"plugin {plugin_name!r} is registered twice")
+        self._plugins[plugin_name] = cls
+
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
+        """Register third-party plugins published under the `kubesched.plugins` entry-point group."""
+        for ep in entry_points(group=group):
+            try:
+                cls = ep.load()
+            except Exception as exc:  # a broken third-party package must say which one
+                raise InputError(f"cannot load plugin entry point {ep.name!r} ({ep.value}): {exc}") from None
+            self.register(cls, ep.name if getattr(cls, "name", None) is None else None)
+
+    def resolve(self, name: str) -> type | None:
+        """The class registered as `name`, or imported from `module:Class`; None if unknown."""
+        cls = self._plugins.get(name)
+        if cls is not None or ":" not in name:
+            return cls
+        module_name, _, attr = name.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise InputError(f"cannot import plugin {name!r}: {exc}") from None
+        if not isinstance(cls, type):
+            raise InputError(f"plugin {name!r} is not a class")
+        self._plugins[name] = cls
+        return cls
+
+    def __getitem__(self, name: str) -> type:
+        cls = self.resolve(name)
+        if cls is None:
+            raise KeyError(name)
+        return cls
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.resolve(name) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._plugins)
+
+    def __len__(self) -> int:
+        return len(self._plugins)
+
+
+def args_type_of(cls: type) -> type[msgspec.Struct] | None:
+    at = getattr(cls, "args_type", None)
+    return at if isinstance(at, type) and issubclass(at, msgspec.Struct) else None
+
+
+def decode_args(cls: type, raw: Any, path: str = "args") -> Any:
+    """Decode and validate pluginConfig args for plugin `cls`; InputError names the field path.
+
+    Plugins without an `args_type` get the raw value (out-of-tree args pass through undecoded).
+    """
+    at = args_type_of(cls)
+    if at is None:
+        return raw
+    try:
+        args = msgspec.convert(raw if raw is not None else {}, at, strict=False)
+    except msgspec.ValidationError as exc:
+        raise InputError(*_split_msgspec_error(str(exc), path)) from None
+    validate = getattr(args, "validate", None)
+    if callable(validate):
+        errors: list[InputError] = validate()
+        if errors:
+            first = errors[0]
+            raise InputError(first.message, path=f"{path}.{first.path}" if first.path else path)
+    return args
+
+
+def _split_msgspec_error(text: str, prefix: str) -> tuple[str, str]:
+    """msgspec says `Expected int, got str - at $.a[0].b`; return (message, `prefix.a[0].b`)."""
+    message, sep, where = text.rpartition(" - at `$")
+    if not sep:
+        return text, prefix
+    return message, prefix + where.rstrip("`")
+
+
+def instantiate(cls: type, args: Any = None, handle: Any = None) -> Any:
+    """Construct a plugin, passing `args`/`handle` only if its constructor names them."""
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    kwargs: dict[str, Any] = {}
+    if "args" in params:
+        kwargs["args"] = args if args is not None else _default_args(cls)
+    if "handle" in params:
+        kwargs["handle"] = handle
+    return cls(**kwargs)
+
+
+def _default_args(cls: type) -> Any:
+    at = args_type_of(cls)
+    return msgspec.convert({}, at) if at is not None else None

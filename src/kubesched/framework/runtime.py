@@ -1,0 +1,486 @@
+"""Framework: runs one profile's plugins at every extension point, with upstream's semantics.
+
+The scheduler drives it (scheduler/); this module only knows plugins, statuses and the NodeTable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.api.objects import Pod
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ClusterEventWithHint
+from kubesched.framework.interfaces import (
+    EXTENSION_POINT_METHODS,
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    BindPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PermitPlugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+    defines,
+)
+from kubesched.framework.node_info import NodeInfo, PodInfo
+from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
+from kubesched.framework.registry import Registry, instantiate
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import (
+    MAX_NODE_SCORE,
+    MAX_PERMIT_TIMEOUT,
+    MAX_TOTAL_SCORE,
+    MIN_NODE_SCORE,
+    PostFilterResult,
+    PreFilterResult,
+    QueuedPodInfo,
+)
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+class FrameworkError(Exception):
+    """A profile cannot be built (no bind plugin, two queue sorts, unknown plugin, ...)."""
+
+
+@dataclass(slots=True)
+class FilterOutcome:
+    """Filter verdicts over a NodeSet: `status_idx[i] == -1` means node i passed."""
+
+    nodes: NodeSet
+    status_idx: npt.NDArray[np.int32]
+    statuses: list[Status]
+    error: Status | None = None
+
+    @property
+    def feasible(self) -> BoolArray:
+        return self.status_idx < 0
+
+    def node_to_status(self) -> dict[str, Status]:
+        names = self.nodes.table.names
+        return {names[self.nodes.rows[i]]: self.statuses[j] for i, j in enumerate(self.status_idx) if j >= 0}
+
+
+@dataclass(slots=True)
+class ScoreOutcome:
+    """Scores over feasible nodes: per-plugin normalized (before weight) and the weighted totals."""
+
+    nodes: NodeSet
+    totals: IntArray
+    by_plugin: dict[str, IntArray] = field(default_factory=dict)
+    error: Status | None = None
+
+
+@dataclass(slots=True)
+class PermitOutcome:
+    status: Status | None
+    #: plugin -> timeout seconds, for the plugins that asked to wait.
+    waits: dict[str, float] = field(default_factory=dict)
+
+
+class Framework:
+    """One profile: its plugins by extension point, instantiated once and shared across points."""
+
+    def __init__(
+        self,
+        profile_name: str,
+        points: Mapping[str, Sequence[tuple[str, int]]],
+        plugin_args: Mapping[str, Any],
+        registry: Registry,
+        handle: Handle,
+        *,
+        percentage_of_nodes_to_score: int | None = None,
+    ) -> None:
+        self.profile_name = profile_name
+        self.handle = handle
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.plugins: dict[str, Any] = {}
+        self._points: dict[str, list[tuple[str, Any]]] = {}
+        self.score_weights: dict[str, int] = {}
+        for point, refs in points.items():
+            methods = EXTENSION_POINT_METHODS.get(point)
+            if methods is None:
+                raise FrameworkError(f"profile {profile_name!r}: unknown extension point {point!r}")
+            entries: list[tuple[str, Any]] = []
+            for name, weight in refs:
+                cls = registry.resolve(name)
+                if cls is None:
+                    raise FrameworkError(f"profile {profile_name!r}: unknown plugin {name!r}")
+                if not any(defines(cls, m) for m in methods):
+                    raise FrameworkError(f"profile {profile_name!r}: plugin {name!r} does not extend {point}")
+                if any(n == name for n, _ in entries):
+                    raise FrameworkError(f"profile {profile_name!r}: plugin {name!r} already registered at {point}")
+                plugin = self.plugins.get(name)
+                if plugin is None:
+                    plugin = self.plugins[name] = instantiate(cls, plugin_args.get(name), handle)
+                entries.append((name, plugin))
+                if point == "score":
+                    self.score_weights[name] = weight if weight > 0 else 1
+            self._points[point] = entries
+        if len(self._points.get("queueSort", [])) != 1:
+            raise FrameworkError(f"profile {profile_name!r}: exactly one queueSort plugin is required")
+        if not self._points.get("bind"):
+            raise FrameworkError(f"profile {profile_name!r}: at least one bind plugin is required")
+        if sum(self.score_weights.values()) * MAX_NODE_SCORE > MAX_TOTAL_SCORE:
+            raise FrameworkError(f"profile {profile_name!r}: total score of Score plugins could overflow")
+        # PreFilter extensions belong to PreFilter plugins.
+        self._pre_filter_ext = [
+            (n, p) for n, p in self._points.get("preFilter", []) if defines(type(p), "add_pod")
+        ]
+
+    # ------------------------------------------------------------------ introspection
+    def plugins_at(self, point: str) -> list[str]:
+        return [name for name, _ in self._points.get(point, [])]
+
+    def has_score_plugins(self) -> bool:
+        return bool(self._points.get("score"))
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self._points.get("filter"))
+
+    @property
+    def enqueue_events(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Events each plugin registered; plugins without EnqueueExtensions are moved by any event."""
+        events: dict[str, list[ClusterEventWithHint]] = {}
+        for name, plugin in self.plugins.items():
+            if defines(type(plugin), "events_to_register"):
+                events[name] = cast(EnqueueExtensions, plugin).events_to_register()
+        return events
+
+    # ------------------------------------------------------------------ queueing
+    def run_pre_enqueue(self, pod: Pod) -> tuple[str, Status | None]:
+        for name, plugin in self._points.get("preEnqueue", []):
+            status = cast(PreEnqueuePlugin, plugin).pre_enqueue(pod)
+            if status is not None and not status.is_success():
+                status.with_plugin(name)
+                if not status.is_rejected():
+                    status = Status.as_error(f"running PreEnqueue plugin {name!r}: {status.message()}")
+                    status.plugin = name
+                return name, status
+        return "", None
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        plugin = self._points["queueSort"][0][1]
+        return cast(QueueSortPlugin, plugin).less(a, b)
+
+    @property
+    def queue_sort_name(self) -> str:
+        return self._points["queueSort"][0][0]
+
+    # ------------------------------------------------------------------ PreFilter
+    def run_pre_filter(
+        self, state: CycleState, pod: Pod, nodes: NodeSet
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """Run every PreFilter plugin: (merged result, status, plugins that rejected or narrowed)."""
+        result: PreFilterResult | None = None
+        narrowing: list[str] = []
+        rejected: set[str] = set()
+        unschedulable: Status | None = None
+        for name, plugin in self._points.get("preFilter", []):
+            try:
+                out = cast(PreFilterPlugin, plugin).pre_filter(state, pod, nodes)
+            except Exception as exc:  # a plugin bug must fail this pod, not the scheduler
+                return None, _error(f"running PreFilter plugin {name!r}: {exc}", name), rejected
+            res, status = out if isinstance(out, tuple) else (None, out)
+            if status is not None and not status.is_success():
+                status.with_plugin(name)
+                if status.is_skip():
+                    state.skip_filter_plugins.add(name)
+                    continue
+                if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    rejected.add(name)
+                    return None, status, rejected
+                if status.is_rejected():
+                    rejected.add(name)
+                    if unschedulable is None:
+                        unschedulable = status
+                    continue
+                return None, _error(f"running PreFilter plugin {name!r}: {status.message()}", name), rejected
+            if res is not None and res.node_names is not None:
+                narrowing.append(name)
+                result = res if result is None else result.merge(res)
+                if result.node_names is not None and not result.node_names:
+                    if len(narrowing) > 1:
+                        msg = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] simultaneously"
+                    else:
+                        msg = f"node(s) didn't satisfy plugin {narrowing[0]}"
+                    rejected.update(narrowing)
+                    return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=narrowing[0]), rejected
+        if result is not None and result.node_names is not None:
+            rejected.update(narrowing)  # nodes it excluded report these plugins
+        if unschedulable is not None:
+            return result, unschedulable, rejected
+        return result, None, rejected
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        for name, plugin in self._pre_filter_ext:
+            if name in state.skip_filter_plugins:
+                continue
+            status = cast(PreFilterExtensions, plugin).add_pod(state, pod, to_add, node_info)
+            if status is not None and not status.is_success():
+                return _error(f"running AddPod on PreFilter plugin {name!r}: {status.message()}", name)
+        return None
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        for name, plugin in self._pre_filter_ext:
+            if name in state.skip_filter_plugins:
+                continue
+            status = cast(PreFilterExtensions, plugin).remove_pod(state, pod, to_remove, node_info)
+            if status is not None and not status.is_success():
+                return _error(f"running RemovePod on PreFilter plugin {name!r}: {status.message()}", name)
+        return None
+
+    # ------------------------------------------------------------------ Filter
+    def run_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> FilterOutcome:
+        """Run Filter plugins in order; each node keeps the status of the first plugin rejecting it.
+
+        Batch plugins see the still-feasible rows at once; per-node plugins are called only for
+        nodes still feasible. An Error status aborts the whole evaluation.
+        """
+        n = len(nodes)
+        status_idx = np.full(n, -1, dtype=np.int32)
+        statuses: list[Status] = []
+        feasible_pos = np.arange(n, dtype=np.intp)
+        for name, plugin in self._points.get("filter", []):
+            if name in state.skip_filter_plugins or len(feasible_pos) == 0:
+                continue
+            sub = NodeSet(nodes.table, nodes.rows[feasible_pos])
+            try:
+                result = self._filter_one(name, plugin, state, pod, sub)
+            except Exception as exc:
+                return FilterOutcome(nodes, status_idx, statuses, _error(f"running {name!r} filter plugin: {exc}", name))
+            failed = ~result.passed
+            if not failed.any():
+                continue
+            offset = len(statuses)
+            for st in result.statuses:
+                st.with_plugin(name)
+                if not st.is_rejected():
+                    msg = f"running {name!r} filter plugin: {st.message()}"
+                    return FilterOutcome(nodes, status_idx, statuses, _error(msg, name))
+            statuses.extend(result.statuses)
+            status_idx[feasible_pos[failed]] = result.codes[failed] + offset
+            feasible_pos = feasible_pos[~failed]
+        return FilterOutcome(nodes, status_idx, statuses)
+
+    def _filter_one(self, name: str, plugin: Any, state: CycleState, pod: Pod, sub: NodeSet) -> BatchFilterResult:
+        if defines(type(plugin), "filter_nodes"):
+            return cast(BatchFilterPlugin, plugin).filter_nodes(state, pod, sub)
+        per_node = cast(FilterPlugin, plugin)
+        codes = np.full(len(sub), -1, dtype=np.int32)
+        distinct: dict[Status, int] = {}
+        for i, info in enumerate(sub.infos):
+            status = per_node.filter(state, pod, info)
+            if status is not None and not status.is_success():
+                codes[i] = distinct.setdefault(status, len(distinct))
+        return BatchFilterResult(codes, list(distinct))
+
+    def run_filter_on_node(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """All Filter plugins on one (possibly cloned) NodeInfo: for nominated pods and preemption."""
+        table = NodeTable([node_info])
+        outcome = self.run_filter(state, pod, table.all())
+        if outcome.error is not None:
+            return outcome.error
+        if outcome.status_idx[0] >= 0:
+            return outcome.statuses[int(outcome.status_idx[0])]
+        return None
+
+    # ------------------------------------------------------------------ PostFilter
+    def run_post_filter(
+        self, state: CycleState, pod: Pod, node_to_status: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        reasons: list[str] = []
+        for name, plugin in self._points.get("postFilter", []):
+            try:
+                result, status = cast(PostFilterPlugin, plugin).post_filter(state, pod, node_to_status)
+            except Exception as exc:
+                return None, _error(f"running PostFilter plugin {name!r}: {exc}", name)
+            if status is None or status.is_success():
+                return result, Status(plugin=name)
+            status.with_plugin(name)
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return result, status
+            if not status.is_rejected():
+                return None, _error(f"running PostFilter plugin {name!r}: {status.message()}", name)
+            reasons.extend(status.all_reasons())
+        return None, Status(Code.UNSCHEDULABLE, *reasons)
+
+    # ------------------------------------------------------------------ PreScore / Score
+    def run_pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
+        for name, plugin in self._points.get("preScore", []):
+            try:
+                status = cast(PreScorePlugin, plugin).pre_score(state, pod, nodes)
+            except Exception as exc:
+                return _error(f"running PreScore plugin {name!r}: {exc}", name)
+            if status is None or status.is_success():
+                continue
+            if status.is_skip():
+                state.skip_score_plugins.add(name)
+                continue
+            return _error(f"running PreScore plugin {name!r}: {status.message()}", name)
+        return None
+
+    def run_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> ScoreOutcome:
+        totals = np.zeros(len(nodes), dtype=np.int64)
+        outcome = ScoreOutcome(nodes, totals)
+        for name, plugin in self._points.get("score", []):
+            if name in state.skip_score_plugins:
+                continue
+            try:
+                scores = self._score_one(plugin, state, pod, nodes)
+                if defines(type(plugin), "normalize_score"):
+                    status = cast(ScoreExtensions, plugin).normalize_score(state, pod, nodes, scores)
+                    if status is not None and not status.is_success():
+                        outcome.error = _error(f"running Normalize on Score plugin {name!r}: {status.message()}", name)
+                        return outcome
+            except _ScoreError as exc:
+                outcome.error = _error(f"running Score plugin {name!r}: {exc}", name)
+                return outcome
+            except Exception as exc:
+                outcome.error = _error(f"running Score plugin {name!r}: {exc}", name)
+                return outcome
+            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+                bad = int(scores[(scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)][0])
+                outcome.error = _error(
+                    f"plugin {name!r} returns an invalid score {bad}, it should in the range of "
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                    name,
+                )
+                return outcome
+            outcome.by_plugin[name] = scores
+            totals += scores * self.score_weights[name]
+        return outcome
+
+    @staticmethod
+    def _score_one(plugin: Any, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
+        if defines(type(plugin), "score_nodes"):
+            scores = np.asarray(cast(BatchScorePlugin, plugin).score_nodes(state, pod, nodes), dtype=np.int64)
+            if scores.shape != (len(nodes),):
+                raise _ScoreError(f"returned {scores.shape[0] if scores.ndim else 0} scores for {len(nodes)} nodes")
+            return scores.copy()
+        per_node = cast(ScorePlugin, plugin)
+        scores = np.zeros(len(nodes), dtype=np.int64)
+        for i, info in enumerate(nodes.infos):
+            out = per_node.score(state, pod, info)
+            value, status = out if isinstance(out, tuple) else (out, None)
+            if status is not None and not status.is_success():
+                raise _ScoreError(status.message())
+            scores[i] = int(value)
+        return scores
+
+    # ------------------------------------------------------------------ Reserve / Permit
+    def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for name, plugin in self._points.get("reserve", []):
+            try:
+                status = cast(ReservePlugin, plugin).reserve(state, pod, node_name)
+            except Exception as exc:
+                return _error(f"running Reserve plugin {name!r}: {exc}", name)
+            if status is not None and not status.is_success():
+                status.with_plugin(name)
+                if status.is_rejected():
+                    return status
+                return _error(f"running Reserve plugin {name!r}: {status.message()}", name)
+        return None
+
+    def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        """Every Reserve plugin's Unreserve, in reverse order (they must be idempotent)."""
+        for _name, plugin in reversed(self._points.get("reserve", [])):
+            cast(ReservePlugin, plugin).unreserve(state, pod, node_name)
+
+    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> PermitOutcome:
+        waits: dict[str, float] = {}
+        for name, plugin in self._points.get("permit", []):
+            try:
+                out = cast(PermitPlugin, plugin).permit(state, pod, node_name)
+            except Exception as exc:
+                return PermitOutcome(_error(f"running Permit plugin {name!r}: {exc}", name))
+            status, timeout = out if isinstance(out, tuple) else (out, 0.0)
+            if status is None or status.is_success():
+                continue
+            status.with_plugin(name)
+            if status.is_rejected():
+                return PermitOutcome(status)
+            if status.is_wait():
+                waits[name] = min(max(float(timeout), 0.0), MAX_PERMIT_TIMEOUT)
+                continue
+            return PermitOutcome(_error(f"running Permit plugin {name!r}: {status.message()}", name))
+        if waits:
+            msg = f'one or more plugins asked to wait and no plugin rejected pod "{pod.metadata.name}"'
+            return PermitOutcome(Status(Code.WAIT, msg), waits)
+        return PermitOutcome(None)
+
+    # ------------------------------------------------------------------ binding cycle
+    def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for name, plugin in self._points.get("preBind", []):
+            try:
+                status = cast(PreBindPlugin, plugin).pre_bind(state, pod, node_name)
+            except Exception as exc:
+                return _error(f"running PreBind plugin {name!r}: {exc}", name)
+            if status is not None and not status.is_success() and not status.is_skip():
+                status.with_plugin(name)
+                if status.is_rejected():
+                    return status
+                return _error(f"running PreBind plugin {name!r}: {status.message()}", name)
+        return None
+
+    def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Bind plugins in order; the first that does not Skip decides."""
+        for name, plugin in self._points.get("bind", []):
+            try:
+                status = cast(BindPlugin, plugin).bind(state, pod, node_name)
+            except Exception as exc:
+                return _error(f"running Bind plugin {name!r}: {exc}", name)
+            if status is not None and status.is_skip():
+                continue
+            if status is None or status.is_success():
+                return None
+            status.with_plugin(name)
+            if status.is_rejected():
+                return status
+            return _error(f"running Bind plugin {name!r}: {status.message()}", name)
+        return Status(Code.SKIP)
+
+    def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for _name, plugin in self._points.get("postBind", []):
+            cast(PostBindPlugin, plugin).post_bind(state, pod, node_name)
+
+
+class _ScoreError(Exception):
+    pass
+
+
+def _error(message: str, plugin: str) -> Status:
+    st = Status.as_error(message)
+    st.plugin = plugin
+    return st
+
+
+def num_feasible_nodes_to_find(profile_pct: int | None, global_pct: int, num_all_nodes: int) -> int:
+    """How many feasible nodes to look for before scoring (upstream's adaptive sampling)."""
+    min_nodes = 100
+    if num_all_nodes < min_nodes:
+        return num_all_nodes
+    pct = profile_pct if profile_pct is not None else global_pct
+    if pct == 0:
+        pct = max(50 - num_all_nodes // 125, 5)
+    return max(num_all_nodes * pct // 100, min_nodes)

@@ -1,0 +1,124 @@
+"""Values passed between the framework, plugins and the scheduler (upstream framework/types.go)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kubesched.api.objects import Pod
+from kubesched.framework.node_info import PodInfo
+from kubesched.framework.status import Code, Status
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+MAX_TOTAL_SCORE = 2**63 - 1
+#: Permit may ask a pod to wait at most this long (seconds).
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+#: The Event note limit; longer FailedScheduling messages are cut to 1020 bytes + " ...".
+NOTE_LENGTH_LIMIT = 1024
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """Nodes a PreFilter plugin restricts the pod to; `None` means all nodes."""
+
+    node_names: frozenset[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return other
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+
+
+@dataclass(slots=True)
+class QueuedPodInfo:
+    """A pod in the scheduling queue with its queueing history."""
+
+    pod_info: PodInfo
+    timestamp: float = 0.0
+    initial_attempt_timestamp: float | None = None
+    attempts: int = 0
+    unschedulable_count: int = 0
+    consecutive_errors: int = 0
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    gating_plugin: str = ""
+
+    @property
+    def pod(self) -> Pod:
+        return self.pod_info.pod
+
+    @property
+    def key(self) -> str:
+        return self.pod_info.key
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why no node fit: per-node statuses, the plugins that rejected, and PreFilter/PostFilter text."""
+
+    node_to_status: dict[str, Status] = field(default_factory=dict)
+    #: Status of nodes not in node_to_status (removed by PreFilterResult narrowing).
+    absent_nodes_status: Status | None = None
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+
+class FitError(Exception):
+    """The pod fits no node; `str()` is the FailedScheduling message, built exactly as upstream."""
+
+    def __init__(self, pod: Pod, num_all_nodes: int, diagnosis: Diagnosis) -> None:
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.diagnosis = diagnosis
+        super().__init__()
+
+    def __str__(self) -> str:
+        return fit_error_message(self.num_all_nodes, self.diagnosis)
+
+
+def fit_error_message(num_all_nodes: int, d: Diagnosis) -> str:
+    msg = f"0/{num_all_nodes} nodes are available:"
+    if d.pre_filter_msg:
+        msg += f" {d.pre_filter_msg}."
+    else:
+        counts: Counter[str] = Counter()
+        for st in d.node_to_status.values():
+            for reason in st.all_reasons():
+                counts[reason] += 1
+        absent = num_all_nodes - len(d.node_to_status)
+        if absent > 0 and d.absent_nodes_status is not None:
+            for reason in d.absent_nodes_status.all_reasons():
+                counts[reason] += absent
+        items = sorted(f"{n} {r}" for r, n in counts.items())
+        if items:
+            msg += " " + ", ".join(items) + "."
+    if d.post_filter_msg:
+        msg += f" {d.post_filter_msg}"
+    return msg
+
+
+def truncate_note(message: str) -> str:
+    """An Event note fits 1024 bytes; longer ones keep 1020 and end with " ..."."""
+    raw = message.encode()
+    if len(raw) <= NOTE_LENGTH_LIMIT:
+        return message
+    return raw[: NOTE_LENGTH_LIMIT - 4].decode(errors="ignore") + " ..."
+
+
+def rejected_by_plugins(plugins: list[str]) -> Status:
+    """The status of nodes a PreFilterResult excluded: `node(s) didn't satisfy plugin(s) [A B]`."""
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]")

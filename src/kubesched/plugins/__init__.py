@@ -1,0 +1,40 @@
+"""Built-in plugins, and the registry that also finds third-party ones."""
+
+from __future__ import annotations
+
+from kubesched.framework.registry import Registry
+from kubesched.plugins.balanced_allocation import NodeResourcesBalancedAllocation
+from kubesched.plugins.default_binder import DefaultBinder
+from kubesched.plugins.image_locality import ImageLocality
+from kubesched.plugins.node_affinity import NodeAffinity
+from kubesched.plugins.node_filter_label import NodeFilterLabel
+from kubesched.plugins.node_name import NodeName
+from kubesched.plugins.node_ports import NodePorts
+from kubesched.plugins.node_resources_fit import NodeResourcesFit
+from kubesched.plugins.node_unschedulable import NodeUnschedulable
+from kubesched.plugins.priority_sort import PrioritySort
+from kubesched.plugins.scheduling_gates import SchedulingGates
+from kubesched.plugins.taint_toleration import TaintToleration
+
+BUILTIN_PLUGINS: tuple[type, ...] = (
+    SchedulingGates,
+    PrioritySort,
+    NodeUnschedulable,
+    NodeName,
+    TaintToleration,
+    NodeAffinity,
+    NodePorts,
+    NodeResourcesFit,
+    NodeResourcesBalancedAllocation,
+    ImageLocality,
+    DefaultBinder,
+    NodeFilterLabel,
+)
+
+
+def default_registry(*, entry_points: bool = True) -> Registry:
+    """Built-in plugins plus those published under the `kubesched.plugins` entry-point group."""
+    registry = Registry(BUILTIN_PLUGINS)
+    if entry_points:
+        registry.load_entry_points()
+    return registry

@@ -1,0 +1,172 @@
+"""NodeResourcesBalancedAllocation: prefer nodes whose resources would be used evenly.
+
+A node with 90% of its cpu requested but 10% of its memory strands the memory: no pod can use it.
+For each configured resource this plugin takes the fraction `min((requested + pod) / allocatable, 1)`
+(real requests, not the 100m/200Mi defaults) and scores `int((1 - std) * 100)`, where std is the
+spread of those fractions: `|f0 - f1| / 2` for two, the population standard deviation for more,
+0 for fewer (reference §3.4). As upstream since ~v1.33, PreScore skips best-effort pods: they
+request nothing, so they cannot change any node's balance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.api.objects import Pod
+from kubesched.errors import FieldErrors, InputError
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import BatchScorePlugin, Handle, PreScorePlugin, ScorePlugin
+from kubesched.framework.node_info import NodeInfo
+from kubesched.framework.node_table import NodeSet
+from kubesched.framework.status import Status
+from kubesched.framework.types import MAX_NODE_SCORE
+from kubesched.plugins.node_resources_fit import (
+    ResourceSpec,
+    default_resources,
+    node_allocatable_requested,
+    score_pod_requests,
+    table_allocatable_requested,
+)
+
+__all__ = ["NodeResourcesBalancedAllocation", "NodeResourcesBalancedAllocationArgs", "balance_score"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+PRE_SCORE_STATE_KEY = "PreScoreNodeResourcesBalancedAllocation"
+
+
+class NodeResourcesBalancedAllocationArgs(msgspec.Struct, kw_only=True, rename="camel"):
+    """pluginConfig args (kind NodeResourcesBalancedAllocationArgs); every weight must be 1."""
+
+    resources: list[ResourceSpec] = msgspec.field(default_factory=default_resources)
+
+    def __post_init__(self) -> None:
+        if not self.resources:  # upstream defaulting: an empty list means cpu and memory
+            self.resources = default_resources()
+
+    def validate(self) -> list[InputError]:
+        errors: list[InputError] = []
+        seen: set[str] = set()
+        for i, spec in enumerate(self.resources):
+            if not spec.name:
+                errors.append(InputError("must not be empty", path=f"resources[{i}].name"))
+            elif spec.name in seen:
+                errors.append(InputError(f"duplicate value {spec.name!r}", path=f"resources[{i}].name"))
+            seen.add(spec.name)
+            if spec.weight != 1:
+                errors.append(InputError("must be 1", path=f"resources[{i}].weight"))
+        return errors
+
+
+def balance_score(fractions: Sequence[float]) -> int:
+    """`int((1 - std) * 100)` of resource fractions already capped at 1, in upstream's float order."""
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        total = 0.0
+        for f in fractions:
+            total += f
+        mean = total / len(fractions)
+        acc = 0.0
+        for f in fractions:
+            acc = acc + (f - mean) * (f - mean)
+        std = math.sqrt(acc / len(fractions))
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    """The pod's real request of each configured resource."""
+
+    pod_requests: tuple[int, ...]
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlugin):
+    """Score nodes by how evenly the configured resources would be requested with the pod on them."""
+
+    name: ClassVar[str] = "NodeResourcesBalancedAllocation"
+    args_type: ClassVar[type[NodeResourcesBalancedAllocationArgs]] = NodeResourcesBalancedAllocationArgs
+
+    def __init__(
+        self, args: NodeResourcesBalancedAllocationArgs | None = None, handle: Handle | None = None
+    ) -> None:
+        self.args = args if args is not None else NodeResourcesBalancedAllocationArgs()
+        errors = self.args.validate()
+        if errors:
+            raise FieldErrors(errors)
+        self.handle = handle
+        self.resources = [r.name for r in self.args.resources]
+
+    def _state(self, state: CycleState, pod: Pod) -> _PreScoreState:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(s, _PreScoreState):
+            return s
+        computed = _PreScoreState(tuple(score_pod_requests(pod, self.resources, non_zero=False)))
+        state.write(PRE_SCORE_STATE_KEY, computed)
+        return computed
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
+        s = _PreScoreState(tuple(score_pod_requests(pod, self.resources, non_zero=False)))
+        if not any(s.pod_requests):
+            return Status.skip()  # a best-effort pod leaves every node's balance as it is
+        state.write(PRE_SCORE_STATE_KEY, s)
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        s = self._state(state, pod)
+        fractions: list[float] = []
+        for name, pod_request in zip(self.resources, s.pod_requests, strict=True):
+            alloc, req = node_allocatable_requested(node_info, name, pod_request, non_zero=False)
+            if alloc == 0:
+                continue
+            fraction = float(req) / float(alloc)
+            fractions.append(1.0 if fraction > 1 else fraction)
+        return balance_score(fractions)
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
+        """`score` for every node at once, with the same float operations in the same order."""
+        s = self._state(state, pod)
+        n = len(nodes)
+        count = np.zeros(n, dtype=np.int64)
+        first = np.zeros(n, dtype=np.float64)
+        second = np.zeros(n, dtype=np.float64)
+        total = np.zeros(n, dtype=np.float64)
+        columns: list[tuple[npt.NDArray[np.bool_], FloatArray]] = []
+        for name, pod_request in zip(self.resources, s.pod_requests, strict=True):
+            alloc, req = table_allocatable_requested(nodes, name, pod_request, non_zero=False)
+            valid = alloc != 0
+            if not valid.any():
+                continue
+            fraction = req.astype(np.float64) / np.where(valid, alloc, 1).astype(np.float64)
+            fraction = np.where(valid & (fraction > 1), 1.0, np.where(valid, fraction, 0.0))
+            first = np.where(valid & (count == 0), fraction, first)
+            second = np.where(valid & (count == 1), fraction, second)
+            total = total + fraction  # invalid rows add an exact 0.0, as if skipped
+            count += valid
+            columns.append((valid, fraction))
+        std = np.zeros(n, dtype=np.float64)
+        two = count == 2
+        std[two] = np.abs((first[two] - second[two]) / 2)
+        many = count > 2
+        if many.any():
+            k = count[many].astype(np.float64)
+            mean = total[many] / k
+            acc = np.zeros(len(k), dtype=np.float64)
+            for valid, fraction in columns:
+                d = fraction[many] - mean
+                acc = acc + np.where(valid[many], d * d, 0.0)
+            std[many] = np.sqrt(acc / k)
+        out: IntArray = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+        return out

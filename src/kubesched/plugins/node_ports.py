@@ -1,0 +1,108 @@
+"""NodePorts: a pod asking for host ports fits only nodes where those ports are free.
+
+Two pods conflict when they want the same protocol and host port and either binds the wildcard
+address 0.0.0.0 (the default when `hostIP` is empty) or both bind the same address (reference §4.2).
+PreFilter collects the pod's host ports from its regular containers, as upstream does, and returns
+Skip when there are none, which is the case for almost every pod.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.api.objects import Pod
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin, PreFilterPlugin
+from kubesched.framework.node_info import HostPort, NodeInfo, ports_conflict
+from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
+from kubesched.framework.status import Status
+
+__all__ = ["ERR_REASON", "NodePorts", "pod_host_ports"]
+
+ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
+PRE_FILTER_STATE_KEY = "PreFilterNodePorts"
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+def pod_host_ports(pod: Pod) -> tuple[HostPort, ...]:
+    """The (ip, protocol, port) host ports the pod's containers ask for; ip "" means 0.0.0.0."""
+    return tuple(
+        (port.host_ip or "0.0.0.0", port.protocol or "TCP", port.host_port)
+        for c in pod.spec.containers
+        for port in c.ports
+        if port.host_port > 0
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _PreFilterState:
+    ports: tuple[HostPort, ...]
+
+    def clone(self) -> _PreFilterState:
+        return self
+
+
+class NodePorts(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+    """Filter out nodes where one of the pod's host ports is already taken."""
+
+    name: ClassVar[str] = "NodePorts"
+
+    def __init__(self) -> None:
+        self._with_ports: tuple[NodeTable, int, BoolArray] | None = None
+
+    def _wanted(self, state: CycleState, pod: Pod) -> tuple[HostPort, ...]:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if isinstance(s, _PreFilterState):
+            return s.ports
+        ports = pod_host_ports(pod)
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(ports))
+        return ports
+
+    def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
+        ports = pod_host_ports(pod)
+        if not ports:
+            return Status.skip()
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(ports))
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        wanted = self._wanted(state, pod)
+        if wanted and node_info.used_ports and ports_conflict(node_info.used_ports, wanted):
+            return Status.unschedulable(ERR_REASON)
+        return None
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
+        """Only nodes that already have host ports in use are looked at; all others pass."""
+        wanted = self._wanted(state, pod)
+        n = len(nodes)
+        if not wanted or n == 0:
+            return BatchFilterResult.all_pass(n)
+        candidates = np.flatnonzero(self._rows_with_ports(nodes.table)[nodes.rows])
+        passed = np.ones(n, dtype=np.bool_)
+        infos = nodes.table.infos
+        for pos in candidates:
+            if ports_conflict(infos[nodes.rows[pos]].used_ports, wanted):
+                passed[pos] = False
+        return BatchFilterResult.from_mask(passed, Status.unschedulable(ERR_REASON))
+
+    def _rows_with_ports(self, table: NodeTable) -> BoolArray:
+        """Which rows have any host port in use; recomputed only when the table changed."""
+        cached = self._with_ports
+        if cached is not None and cached[0] is table and cached[1] == table.generation:
+            return cached[2]
+        mask = np.fromiter((bool(ni.used_ports) for ni in table.infos), dtype=np.bool_, count=len(table))
+        self._with_ports = (table, table.generation, mask)
+        return mask
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A deleted pod frees its ports; a new node has all ports free."""
+        return [
+            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE)),
+            ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD)),
+        ]

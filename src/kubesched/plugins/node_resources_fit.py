@@ -1,0 +1,557 @@
+"""NodeResourcesFit: does the pod's request fit what is left on the node, and how full would it be.
+
+Filter (reference §3.3/§3.5): a node fails with `Too many pods` when it already runs its allowed
+number of pods, and with one `Insufficient <resource>` reason per resource whose free amount
+(allocatable minus the *real* requests of the pods already there) is below the pod's request.
+Extended resources listed in `ignoredResources`, or whose domain is in `ignoredResourceGroups`, are
+left to someone else (typically an extender). As in v1.37, a node whose total allocatable is below
+the request can never fit, so its status is UnschedulableAndUnresolvable and preemption skips it.
+
+Score (reference §3.4): LeastAllocated, MostAllocated or RequestedToCapacityRatio over the configured
+resources, where cpu and memory count the 100m / 200Mi defaults for containers that request nothing,
+so that best-effort pods still spread.
+
+The helpers that compute per-resource (allocatable, requested) pairs are shared with
+NodeResourcesBalancedAllocation, as upstream's `resourceAllocationScorer` is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.api.objects import Pod
+from kubesched.api.resources import is_scalar_resource, pod_non_zero_requests, pod_requests
+from kubesched.api.selectors import qualified_name_error
+from kubesched.errors import FieldErrors, InputError
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from kubesched.framework.interfaces import (
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+)
+from kubesched.framework.node_info import CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo
+from kubesched.framework.node_table import BatchFilterResult, NodeSet
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import MAX_NODE_SCORE
+
+__all__ = [
+    "LEAST_ALLOCATED",
+    "MOST_ALLOCATED",
+    "REQUESTED_TO_CAPACITY_RATIO",
+    "TOO_MANY_PODS",
+    "NodeResourcesFit",
+    "NodeResourcesFitArgs",
+    "RequestedToCapacityRatioParam",
+    "ResourceSpec",
+    "ScoringStrategy",
+    "UtilizationShapePoint",
+    "insufficient_reason",
+]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+SCORING_STRATEGY_TYPES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+
+TOO_MANY_PODS = "Too many pods"
+#: Shape scores are written 0..10 and scaled to node scores 0..100.
+MAX_CUSTOM_PRIORITY_SCORE = 10
+MAX_UTILIZATION = 100
+MAX_RESOURCE_WEIGHT = 100
+
+PRE_FILTER_STATE_KEY = "PreFilterNodeResourcesFit"
+PRE_SCORE_STATE_KEY = "PreScoreNodeResourcesFit"
+
+
+def insufficient_reason(resource: str) -> str:
+    return f"Insufficient {resource}"
+
+
+# --------------------------------------------------------------------------- args
+
+
+class _Args(msgspec.Struct, kw_only=True, rename="camel"):
+    """Plugin args decode from camelCase pluginConfig and are keyword-constructed in Python."""
+
+
+class ResourceSpec(_Args):
+    """A resource the score looks at, and its weight in the weighted average (0 means 1)."""
+
+    name: str = ""
+    weight: int = 1
+
+    def __post_init__(self) -> None:
+        if self.weight == 0:  # upstream defaulting: an unset weight counts 1
+            self.weight = 1
+
+
+def default_resources() -> list[ResourceSpec]:
+    return [ResourceSpec(name=CPU, weight=1), ResourceSpec(name=MEMORY, weight=1)]
+
+
+class UtilizationShapePoint(_Args):
+    """A point of the RequestedToCapacityRatio curve: utilization 0..100 -> score 0..10."""
+
+    utilization: int = 0
+    score: int = 0
+
+
+class RequestedToCapacityRatioParam(_Args):
+    shape: list[UtilizationShapePoint] = []
+
+
+class ScoringStrategy(_Args):
+    type: str = LEAST_ALLOCATED
+    resources: list[ResourceSpec] = msgspec.field(default_factory=default_resources)
+    requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
+
+    def __post_init__(self) -> None:
+        if not self.resources:  # upstream defaulting: an empty list means cpu:1, memory:1
+            self.resources = default_resources()
+
+
+class NodeResourcesFitArgs(_Args):
+    """pluginConfig args of NodeResourcesFit (kind NodeResourcesFitArgs)."""
+
+    ignored_resources: list[str] = []
+    ignored_resource_groups: list[str] = []
+    scoring_strategy: ScoringStrategy = msgspec.field(default_factory=ScoringStrategy)
+
+    def validate(self) -> list[InputError]:
+        """Field errors with paths relative to the args, e.g. `scoringStrategy.type`."""
+        errors: list[InputError] = []
+        for i, name in enumerate(self.ignored_resources):
+            why = qualified_name_error(name)
+            if why:
+                errors.append(
+                    InputError(f"invalid resource name {name!r}: {why}", path=f"ignoredResources[{i}]")
+                )
+        for i, group in enumerate(self.ignored_resource_groups):
+            path = f"ignoredResourceGroups[{i}]"
+            if "/" in group:
+                errors.append(InputError(f"resource group name {group!r} can't contain '/'", path=path))
+            else:
+                why = qualified_name_error(group)
+                if why:
+                    errors.append(InputError(f"invalid resource group name {group!r}: {why}", path=path))
+        strategy = self.scoring_strategy
+        if strategy.type not in SCORING_STRATEGY_TYPES:
+            supported = ", ".join(f'"{t}"' for t in SCORING_STRATEGY_TYPES)
+            errors.append(
+                InputError(
+                    f'unsupported value "{strategy.type}": supported values: {supported}',
+                    path="scoringStrategy.type",
+                )
+            )
+        errors.extend(validate_resource_specs(strategy.resources, "scoringStrategy.resources"))
+        ratio = strategy.requested_to_capacity_ratio
+        shape_path = "scoringStrategy.requestedToCapacityRatio.shape"
+        if ratio is not None:
+            errors.extend(validate_shape(ratio.shape, shape_path))
+        elif strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+            errors.append(InputError("at least one point must be specified", path=shape_path))
+        return errors
+
+
+def validate_resource_specs(resources: Sequence[ResourceSpec], path: str) -> list[InputError]:
+    errors: list[InputError] = []
+    for i, spec in enumerate(resources):
+        if not spec.name:
+            errors.append(InputError("must not be empty", path=f"{path}[{i}].name"))
+        if not 1 <= spec.weight <= MAX_RESOURCE_WEIGHT:
+            errors.append(
+                InputError(f"must be in the range [1, {MAX_RESOURCE_WEIGHT}]", path=f"{path}[{i}].weight")
+            )
+    return errors
+
+
+def validate_shape(shape: Sequence[UtilizationShapePoint], path: str) -> list[InputError]:
+    if not shape:
+        return [InputError("at least one point must be specified", path=path)]
+    errors: list[InputError] = []
+    for i in range(1, len(shape)):
+        if shape[i - 1].utilization >= shape[i].utilization:
+            errors.append(
+                InputError(
+                    "utilization values must be sorted in increasing order", path=f"{path}[{i}].utilization"
+                )
+            )
+            break
+    for i, point in enumerate(shape):
+        if not 0 <= point.utilization <= MAX_UTILIZATION:
+            errors.append(
+                InputError(f"must be in the range [0, {MAX_UTILIZATION}]", path=f"{path}[{i}].utilization")
+            )
+        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
+            errors.append(
+                InputError(
+                    f"must be in the range [0, {MAX_CUSTOM_PRIORITY_SCORE}]", path=f"{path}[{i}].score"
+                )
+            )
+    return errors
+
+
+# --------------------------------------------------------------------------- resource helpers
+
+
+def is_extended_resource(name: str) -> bool:
+    """`domain/name` outside the `kubernetes.io/` namespace (upstream `IsExtendedResourceName`)."""
+    return "/" in name and "kubernetes.io/" not in name and is_scalar_resource(name)
+
+
+def score_pod_requests(pod: Pod, resources: Sequence[str], *, non_zero: bool) -> list[int]:
+    """The pod's request of each scored resource; `non_zero` counts 100m / 200Mi for missing cpu/memory."""
+    requests = pod_requests(pod)
+    out = [requests.get(name, 0) for name in resources]
+    if non_zero and (CPU in resources or MEMORY in resources):
+        cpu, memory = pod_non_zero_requests(pod)
+        out = [
+            cpu if name == CPU else memory if name == MEMORY else v
+            for name, v in zip(resources, out, strict=True)
+        ]
+    return out
+
+
+def node_allocatable_requested(
+    ni: NodeInfo, name: str, pod_request: int, *, non_zero: bool
+) -> tuple[int, int]:
+    """(allocatable, requested including the pod) of one resource; (0, 0) means "do not score it".
+
+    An extended/scalar resource the pod does not request is skipped, so nodes with special hardware
+    are not penalised for pods that do not need it. `non_zero` uses NonZeroRequested for cpu/memory.
+    """
+    if name == CPU:
+        used = ni.non_zero_cpu if non_zero else ni.requested.get(CPU, 0)
+    elif name == MEMORY:
+        used = ni.non_zero_memory if non_zero else ni.requested.get(MEMORY, 0)
+    elif name == EPHEMERAL_STORAGE or (is_scalar_resource(name) and pod_request != 0):
+        used = ni.requested.get(name, 0)
+    else:
+        return 0, 0
+    return ni.allocatable.get(name, 0), used + pod_request
+
+
+def table_allocatable_requested(
+    nodes: NodeSet, name: str, pod_request: int, *, non_zero: bool
+) -> tuple[IntArray, IntArray]:
+    """`node_allocatable_requested` for every row of `nodes` (allocatable 0 where not scored)."""
+    table, rows = nodes.table, nodes.rows
+    n = len(rows)
+    zeros = np.zeros(n, dtype=np.int64)
+    if name not in (CPU, MEMORY, EPHEMERAL_STORAGE) and not (is_scalar_resource(name) and pod_request != 0):
+        return zeros, zeros
+    col = table.resource_index.get(name)
+    alloc = table.allocatable[rows, col] if col is not None else zeros
+    if non_zero and name in (CPU, MEMORY):
+        used = table.non_zero_requested[rows, 0 if name == CPU else 1]
+    else:
+        used = table.requested[rows, col] if col is not None else zeros
+    return alloc, used + pod_request
+
+
+# --------------------------------------------------------------------------- scorers
+
+
+def _trunc_div(a: int, b: int) -> int:
+    """Integer division truncating toward zero, as Go's `/` does."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _trunc_div_array(a: IntArray, b: IntArray) -> IntArray:
+    q: IntArray = np.abs(a) // np.abs(b)
+    return np.where((a >= 0) == (b > 0), q, -q)
+
+
+def _round_half_up(total: int, weights: int) -> int:
+    """`round(total / weights)` with halves away from zero (Go `math.Round`), exactly in integers."""
+    return (2 * total + weights) // (2 * weights)
+
+
+class _Scorer:
+    """One scoring strategy, computed both for one node (ints) and for a NodeSet (numpy)."""
+
+    def __init__(self, strategy: ScoringStrategy) -> None:
+        self.type = strategy.type
+        self.names = [r.name for r in strategy.resources]
+        self.weights = [r.weight for r in strategy.resources]
+        ratio = strategy.requested_to_capacity_ratio
+        shape = ratio.shape if ratio is not None else []
+        self.shape_u = [p.utilization for p in shape]
+        self.shape_s = [p.score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE) for p in shape]
+        self._shape_u = np.asarray(self.shape_u, dtype=np.int64)
+        self._shape_s = np.asarray(self.shape_s, dtype=np.int64)
+
+    # -- one node
+    def resource_score(self, requested: int, capacity: int) -> int:
+        if self.type == LEAST_ALLOCATED:
+            return 0 if requested > capacity else (capacity - requested) * MAX_NODE_SCORE // capacity
+        if self.type == MOST_ALLOCATED:
+            return min(requested, capacity) * MAX_NODE_SCORE // capacity
+        u = MAX_UTILIZATION if requested > capacity else requested * MAX_UTILIZATION // capacity
+        return self._broken_linear(u)
+
+    def _broken_linear(self, u: int) -> int:
+        us, ss = self.shape_u, self.shape_s
+        for i, point in enumerate(us):
+            if u <= point:
+                if i == 0:
+                    return ss[0]
+                return ss[i - 1] + _trunc_div((ss[i] - ss[i - 1]) * (u - us[i - 1]), point - us[i - 1])
+        return ss[-1]
+
+    def combine(self, pairs: Sequence[tuple[int, int, int]]) -> int:
+        """Weighted average of (allocatable, requested, weight) triples with allocatable > 0."""
+        total = weight_sum = 0
+        ratio = self.type == REQUESTED_TO_CAPACITY_RATIO
+        for alloc, req, w in pairs:
+            s = self.resource_score(req, alloc)
+            if ratio and s <= 0:
+                continue  # RequestedToCapacityRatio averages only over resources that score
+            total += s * w
+            weight_sum += w
+        if weight_sum == 0:
+            return 0
+        return _round_half_up(total, weight_sum) if ratio else total // weight_sum
+
+    # -- a NodeSet
+    def resource_scores(self, requested: IntArray, capacity: IntArray) -> IntArray:
+        """Per-node resource score; rows with capacity 0 get garbage the caller masks out."""
+        cap = np.where(capacity == 0, 1, capacity)
+        if self.type == LEAST_ALLOCATED:
+            return np.where(requested > capacity, 0, (cap - requested) * MAX_NODE_SCORE // cap)
+        if self.type == MOST_ALLOCATED:
+            return np.minimum(requested, cap) * MAX_NODE_SCORE // cap
+        u = np.where(requested > capacity, MAX_UTILIZATION, requested * MAX_UTILIZATION // cap)
+        return self._broken_linear_array(u)
+
+    def _broken_linear_array(self, u: IntArray) -> IntArray:
+        us, ss = self._shape_u, self._shape_s
+        idx = np.searchsorted(us, u, side="left")  # first point with u <= utilization
+        last = len(us)
+        hi = np.minimum(idx, last - 1)
+        lo = np.maximum(hi - 1, 0)
+        span = np.where(hi == lo, 1, us[hi] - us[lo])
+        interp = ss[lo] + _trunc_div_array((ss[hi] - ss[lo]) * (u - us[lo]), span)
+        out: IntArray = np.where(idx >= last, ss[-1], np.where(idx == 0, ss[0], interp))
+        return out
+
+    def combine_arrays(self, pairs: Sequence[tuple[IntArray, IntArray, int]], n: int) -> IntArray:
+        total = np.zeros(n, dtype=np.int64)
+        weight_sum = np.zeros(n, dtype=np.int64)
+        ratio = self.type == REQUESTED_TO_CAPACITY_RATIO
+        for alloc, req, w in pairs:
+            s = self.resource_scores(req, alloc)
+            counted = alloc != 0
+            if ratio:
+                counted &= s > 0
+            total += np.where(counted, s * w, 0)
+            weight_sum += np.where(counted, w, 0)
+        ws = np.where(weight_sum == 0, 1, weight_sum)
+        avg = (2 * total + ws) // (2 * ws) if ratio else total // ws
+        return np.where(weight_sum == 0, 0, avg).astype(np.int64)
+
+
+# --------------------------------------------------------------------------- cycle state
+
+
+@dataclass(frozen=True, slots=True)
+class _PreFilterState:
+    """The pod's request, and the (resource, amount) pairs Filter compares, in reason order."""
+
+    requests: Mapping[str, int]
+    checks: tuple[tuple[str, int], ...]
+
+    def clone(self) -> _PreFilterState:
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    """The pod's request of each scored resource (aligned with scoringStrategy.resources)."""
+
+    pod_requests: tuple[int, ...]
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+# --------------------------------------------------------------------------- plugin
+
+
+class NodeResourcesFit(
+    PreFilterPlugin,
+    FilterPlugin,
+    BatchFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    BatchScorePlugin,
+    EnqueueExtensions,
+):
+    """Filter nodes without room for the pod's request; score nodes by how allocated they would be."""
+
+    name: ClassVar[str] = "NodeResourcesFit"
+    args_type: ClassVar[type[NodeResourcesFitArgs]] = NodeResourcesFitArgs
+
+    def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
+        self.args = args if args is not None else NodeResourcesFitArgs()
+        errors = self.args.validate()
+        if errors:
+            raise FieldErrors(errors)
+        self.handle = handle
+        self.ignored_resources = frozenset(self.args.ignored_resources)
+        self.ignored_groups = frozenset(self.args.ignored_resource_groups)
+        self.scorer = _Scorer(self.args.scoring_strategy)
+
+    # ------------------------------------------------------------------ PreFilter / Filter
+    def _compute_pre_filter(self, pod: Pod) -> _PreFilterState:
+        requests = pod_requests(pod)
+        checks = [(r, requests[r]) for r in (CPU, MEMORY, EPHEMERAL_STORAGE) if requests.get(r, 0) > 0]
+        for r in sorted(requests):
+            amount = requests[r]
+            if amount <= 0 or r in (CPU, MEMORY, EPHEMERAL_STORAGE) or not is_scalar_resource(r):
+                continue
+            if is_extended_resource(r) and (
+                r in self.ignored_resources or r.partition("/")[0] in self.ignored_groups
+            ):
+                continue  # someone else (an extender, a device plugin controller) accounts for it
+            checks.append((r, amount))
+        return _PreFilterState(requests, tuple(checks))
+
+    def _pre_filter_state(self, state: CycleState, pod: Pod) -> _PreFilterState:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if isinstance(s, _PreFilterState):
+            return s
+        computed = self._compute_pre_filter(pod)
+        state.write(PRE_FILTER_STATE_KEY, computed)
+        return computed
+
+    def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
+        state.write(PRE_FILTER_STATE_KEY, self._compute_pre_filter(pod))
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        s = self._pre_filter_state(state, pod)
+        reasons: list[str] = []
+        if len(node_info.pods) + 1 > node_info.allowed_pod_number:
+            reasons.append(TOO_MANY_PODS)
+        unresolvable = False
+        alloc, used = node_info.allocatable, node_info.requested
+        for resource, amount in s.checks:
+            total = alloc.get(resource, 0)
+            if amount > total - used.get(resource, 0):
+                reasons.append(insufficient_reason(resource))
+                unresolvable = unresolvable or amount > total
+        if not reasons:
+            return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE, *reasons)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
+        s = self._pre_filter_state(state, pod)
+        table, rows = nodes.table, nodes.rows
+        n = len(rows)
+        labels = [TOO_MANY_PODS, *(insufficient_reason(r) for r, _ in s.checks)]
+        # One column per possible reason, plus a last one for "can never fit".
+        fails = np.zeros((n, len(labels) + 1), dtype=np.bool_)
+        fails[:, 0] = table.pod_count[rows] + 1 > table.allowed_pods[rows]
+        for k, (resource, amount) in enumerate(s.checks, start=1):
+            col = table.resource_index.get(resource)
+            if col is None:  # no node has it: allocatable 0 everywhere
+                fails[:, k] = True
+                fails[:, -1] = True
+                continue
+            total = table.allocatable[rows, col]
+            short = amount > total - table.requested[rows, col]
+            fails[:, k] = short
+            fails[:, -1] |= short & (amount > total)
+        failing = np.flatnonzero(fails[:, :-1].any(axis=1))
+        codes = np.full(n, -1, dtype=np.int32)
+        if len(failing) == 0:
+            return BatchFilterResult(codes, [])
+        combos, inverse = _unique_rows(fails[failing])
+        codes[failing] = inverse
+        statuses = [
+            Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE if combo[-1] else Code.UNSCHEDULABLE,
+                *(label for label, bad in zip(labels, combo[:-1], strict=True) if bad),
+            )
+            for combo in combos
+        ]
+        return BatchFilterResult(codes, statuses)
+
+    # ------------------------------------------------------------------ PreScore / Score
+    def _pre_score_state(self, state: CycleState, pod: Pod) -> _PreScoreState:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(s, _PreScoreState):
+            return s
+        computed = _PreScoreState(tuple(score_pod_requests(pod, self.scorer.names, non_zero=True)))
+        state.write(PRE_SCORE_STATE_KEY, computed)
+        return computed
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
+        state.write(
+            PRE_SCORE_STATE_KEY,
+            _PreScoreState(tuple(score_pod_requests(pod, self.scorer.names, non_zero=True))),
+        )
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        s = self._pre_score_state(state, pod)
+        pairs: list[tuple[int, int, int]] = []
+        for name, w, pod_request in zip(self.scorer.names, self.scorer.weights, s.pod_requests, strict=True):
+            alloc, req = node_allocatable_requested(node_info, name, pod_request, non_zero=True)
+            if alloc != 0:
+                pairs.append((alloc, req, w))
+        return self.scorer.combine(pairs)
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
+        s = self._pre_score_state(state, pod)
+        pairs = [
+            (*table_allocatable_requested(nodes, name, pod_request, non_zero=True), w)
+            for name, w, pod_request in zip(
+                self.scorer.names, self.scorer.weights, s.pod_requests, strict=True
+            )
+        ]
+        return self.scorer.combine_arrays(pairs, len(nodes))
+
+    # ------------------------------------------------------------------ queueing
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A deleted pod frees resources; a new or grown node adds them."""
+        return [
+            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE)),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)
+            ),
+        ]
+
+
+def _unique_rows(matrix: BoolArray) -> tuple[list[list[bool]], npt.NDArray[np.intp]]:
+    """Distinct rows of a boolean matrix and, per input row, the index of its distinct row.
+
+    Rows are packed into one int64 key when they fit (the common case: a handful of reasons), so
+    grouping thousands of failing nodes costs one `np.unique` over integers.
+    """
+    width = matrix.shape[1]
+    if width <= 62:
+        weights = np.left_shift(np.int64(1), np.arange(width, dtype=np.int64))
+        keys = matrix.astype(np.int64) @ weights
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        combos = [[bool((int(key) >> b) & 1) for b in range(width)] for key in uniq]
+        return combos, inverse.reshape(-1)
+    uniq_rows, inverse = np.unique(matrix, axis=0, return_inverse=True)
+    return [[bool(v) for v in row] for row in uniq_rows], inverse.reshape(-1)

@@ -1,0 +1,52 @@
+"""NodeUnschedulable: keep pods off cordoned nodes (`spec.unschedulable`) unless they tolerate it."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from kubesched.api.objects import Pod, Taint
+from kubesched.api.taints import EFFECT_NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, toleration_tolerates
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin
+from kubesched.framework.node_info import NodeInfo
+from kubesched.framework.node_table import BatchFilterResult, NodeSet
+from kubesched.framework.status import Status
+
+__all__ = ["ERR_REASON_UNSCHEDULABLE", "NodeUnschedulable"]
+
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+
+#: The taint `kubectl cordon` implies; tolerating it lets a pod onto an unschedulable node.
+_UNSCHEDULABLE_TAINT = Taint(key=TAINT_NODE_UNSCHEDULABLE, effect=EFFECT_NO_SCHEDULE)
+
+
+def _tolerates_unschedulable(pod: Pod) -> bool:
+    return any(toleration_tolerates(t, _UNSCHEDULABLE_TAINT) for t in pod.spec.tolerations)
+
+
+class NodeUnschedulable(FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+    """Filter: a node with `spec.unschedulable: true` is UnschedulableAndUnresolvable for pods that
+    do not tolerate `node.kubernetes.io/unschedulable:NoSchedule` (DaemonSet pods usually do)."""
+
+    name: ClassVar[str] = "NodeUnschedulable"
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if node_info.node.spec.unschedulable and not _tolerates_unschedulable(pod):
+            return Status.unschedulable_and_unresolvable(ERR_REASON_UNSCHEDULABLE)
+        return None
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
+        if _tolerates_unschedulable(pod):
+            return BatchFilterResult.all_pass(len(nodes))
+        cordoned = nodes.table.unschedulable[nodes.rows]
+        return BatchFilterResult.from_mask(
+            ~cordoned, Status.unschedulable_and_unresolvable(ERR_REASON_UNSCHEDULABLE)
+        )
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # Uncordoning a node is classified as a taint update, as upstream does.
+        return [
+            ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT)),
+            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATION)),
+        ]

@@ -1,0 +1,86 @@
+"""Pods nominated to nodes by preemption, so later cycles keep room for them (upstream's nominator).
+
+A nominated pod has evicted victims on a node but is not bound yet. Until it is, filters run a
+pass with the nominated pods of equal or higher priority added to the node, so a lower-priority pod
+cannot take the room that preemption freed for them.
+"""
+
+from __future__ import annotations
+
+from kubesched.api.objects import Pod
+from kubesched.framework.node_info import PodInfo
+
+
+class Nominator:
+    """Pod -> nominated node and node -> nominated pods, kept in nomination order."""
+
+    __slots__ = ("_node_of", "_pods_on")
+
+    def __init__(self) -> None:
+        self._node_of: dict[str, str] = {}
+        self._pods_on: dict[str, dict[str, PodInfo]] = {}
+
+    def add(self, pod_info: PodInfo, node_name: str | None = None) -> None:
+        """Nominate the pod, replacing any earlier nomination.
+
+        `node_name=None` keeps what the pod object says (`status.nominatedNodeName`; upstream's
+        ModeNoop) — how nominations survive a scheduler restart. A name overrides it and `""`
+        clears it (ModeOverride). A pod already bound (`spec.nodeName`) is never nominated.
+        """
+        self.delete(pod_info.key)
+        name = pod_info.pod.status.nominated_node_name if node_name is None else node_name
+        if not name or pod_info.pod.spec.node_name:
+            return
+        self._node_of[pod_info.key] = name
+        self._pods_on.setdefault(name, {})[pod_info.key] = pod_info
+
+    def delete(self, pod_key: str) -> None:
+        """Forget the pod's nomination (bound, deleted, or re-nominated); unknown keys are ignored."""
+        name = self._node_of.pop(pod_key, None)
+        if name is None:
+            return
+        pods = self._pods_on[name]
+        del pods[pod_key]
+        if not pods:
+            del self._pods_on[name]
+
+    def update(self, old_pod: Pod, new_pod_info: PodInfo) -> None:
+        """Refresh the stored pod object after an update event.
+
+        An update that neither had nor has `nominatedNodeName` keeps the in-memory nomination: the
+        scheduler may have nominated the pod a moment before the status patch reached the informer.
+        Otherwise the new object's field wins (added, changed or removed).
+        """
+        kept: str | None = None
+        if not old_pod.status.nominated_node_name and not new_pod_info.pod.status.nominated_node_name:
+            kept = self._node_of.get(new_pod_info.key)
+        self.add(new_pod_info, kept)
+
+    def nominated_node(self, pod_key: str) -> str | None:
+        return self._node_of.get(pod_key)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        """The pods nominated to `node_name`, oldest nomination first (a copy)."""
+        return list(self._pods_on.get(node_name, {}).values())
+
+    def nominated_pods_for_filter(self, node_name: str, pod_info: PodInfo) -> list[PodInfo]:
+        """The nominated pods the filter pass must assume on the node when scheduling `pod_info`.
+
+        Only pods of priority >= the incoming pod's reserve room against it; the pod itself never
+        counts (it may be re-scheduling after its own nomination).
+        """
+        return [
+            p
+            for p in self._pods_on.get(node_name, {}).values()
+            if p.priority >= pod_info.priority and p.key != pod_info.key
+        ]
+
+    def has_nominated_pods(self) -> bool:
+        """Cheap check so the filter pass can skip the two-pass path entirely."""
+        return bool(self._node_of)
+
+    def __contains__(self, pod_key: object) -> bool:
+        return pod_key in self._node_of
+
+    def __len__(self) -> int:
+        return len(self._node_of)

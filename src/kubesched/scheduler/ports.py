@@ -1,0 +1,39 @@
+"""What the scheduler needs from a cluster: the decisions it sends out.
+
+Implemented by `cluster.memory.MemoryCluster` (simulator) and the live API-server adapter.
+The scheduler core never does I/O itself; `bind` and `delete_pod` may block (live mode runs
+binding cycles off the scheduling loop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from kubesched.api.objects import Pod
+
+
+class ClusterPort(Protocol):
+    def bind(self, pod: Pod, node_name: str) -> None:
+        """Bind `pod` to `node_name`; raise on failure (the pod is then retried)."""
+        ...
+
+    def record_event(
+        self, pod: Pod, *, type: str, reason: str, action: str, note: str, reporter: str
+    ) -> None:
+        """An events.k8s.io/v1 Event about `pod` (Scheduled, FailedScheduling, Preempted)."""
+        ...
+
+    def set_pod_scheduled_condition(
+        self, pod: Pod, *, reason: str, message: str, nominated_node_name: str | None
+    ) -> None:
+        """Patch `PodScheduled=False` with reason/message, and `status.nominatedNodeName` when given."""
+        ...
+
+    def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
+        """Evict a preemption victim."""
+        ...
+
+    def lister(self, kind: str) -> Sequence[Any]:
+        """Objects of `kind` (PersistentVolumeClaim, PodDisruptionBudget, ...) for plugins."""
+        ...

@@ -1,0 +1,654 @@
+"""Scheduler: pops pods, runs the scheduling cycle, then the binding cycle, as kube-scheduler does.
+
+Cluster changes come in through the `on_*` handlers; decisions go out through a ClusterPort.
+Time comes from the injected clock and ties are broken by a seeded RNG, so a run is
+reproducible. Binding cycles are handed to `run_binding` (called inline by the simulator, on a
+worker by the live scheduler).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubesched.api.objects import Node, Pod
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    ActionType,
+    ClusterEvent,
+    Resource,
+)
+from kubesched.framework.node_info import PodInfo, pod_key
+from kubesched.framework.node_table import NodeSet, NodeTable
+from kubesched.framework.registry import Registry
+from kubesched.framework.runtime import Framework, num_feasible_nodes_to_find
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import (
+    NO_NODES_AVAILABLE,
+    Diagnosis,
+    FitError,
+    QueuedPodInfo,
+    rejected_by_plugins,
+    truncate_note,
+)
+from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
+from kubesched.scheduler.cache import Cache
+from kubesched.scheduler.clock import Clock
+from kubesched.scheduler.nominator import Nominator
+from kubesched.scheduler.ports import ClusterPort
+from kubesched.scheduler.queue import SchedulingQueue
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileSpec:
+    """One resolved profile: plugins per extension point (name, weight) and their decoded args."""
+
+    scheduler_name: str
+    points: Mapping[str, Sequence[tuple[str, int]]]
+    plugin_args: Mapping[str, Any]
+    percentage_of_nodes_to_score: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerOptions:
+    percentage_of_nodes_to_score: int = 0
+    pod_initial_backoff_seconds: float = 1.0
+    pod_max_backoff_seconds: float = 10.0
+    seed: int = 0
+    #: Keep per-node filter statuses and per-plugin scores of each attempt (simulate --explain).
+    explain: bool = False
+
+
+@dataclass(slots=True)
+class Attempt:
+    """The outcome of one scheduling attempt (or of its binding cycle), for reports and metrics."""
+
+    pod: Pod
+    profile: str
+    result: str  # Scheduled | Unschedulable | Error | Waiting
+    node: str | None = None
+    message: str | None = None
+    nominated_node: str | None = None
+    filter: dict[str, Status] | None = None
+    scores: dict[str, tuple[dict[str, int], int]] | None = None
+    duration: float = 0.0
+
+
+@dataclass(slots=True)
+class _ScheduleResult:
+    node: str
+    evaluated: int
+    feasible: int
+    scores: dict[str, tuple[dict[str, int], int]] | None = None
+    filter: dict[str, Status] | None = None
+
+
+@dataclass(slots=True)
+class _Binding:
+    fwk: Framework
+    state: CycleState
+    qpi: QueuedPodInfo
+    node: str
+    assumed: Pod
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _ProfileHandle:
+    """The Handle plugins of one profile get."""
+
+    def __init__(self, scheduler: Scheduler, profile: str) -> None:
+        self._s = scheduler
+        self._profile = profile
+
+    @property
+    def profile_name(self) -> str:
+        return self._profile
+
+    @property
+    def snapshot(self) -> NodeTable:
+        return self._s.cache.snapshot()
+
+    def now(self) -> float:
+        return self._s.clock.now()
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self._s.waiting.get(uid)
+
+    def iterate_waiting_pods(self) -> Sequence[WaitingPod]:
+        return list(self._s.waiting)
+
+    def reject_waiting_pod(self, uid: str, plugin: str, message: str) -> bool:
+        wp = self._s.waiting.get(uid)
+        if wp is None:
+            return False
+        wp.reject(plugin, message)
+        return True
+
+    def activate(self, pods: Sequence[Pod]) -> None:
+        self._s.queue.activate([pod_key(p) for p in pods])
+
+    def bind(self, pod: Pod, node_name: str) -> None:
+        self._s.port.bind(pod, node_name)
+
+    def lister(self, kind: str) -> Sequence[Any]:
+        return self._s.port.lister(kind)
+
+
+class Scheduler:
+    def __init__(
+        self,
+        profiles: Sequence[ProfileSpec],
+        registry: Registry,
+        port: ClusterPort,
+        clock: Clock,
+        options: SchedulerOptions = SchedulerOptions(),
+        *,
+        observer: Callable[[Attempt], None] | None = None,
+        run_binding: Callable[[Callable[[], None]], None] | None = None,
+    ) -> None:
+        self.port = port
+        self.clock = clock
+        self.options = options
+        self.rng = random.Random(options.seed)
+        self.cache = Cache()
+        self.nominator = Nominator()
+        self.waiting = WaitingPods()
+        self.observer = observer or (lambda attempt: None)
+        self.run_binding = run_binding or (lambda fn: fn())
+        self.frameworks: dict[str, Framework] = {}
+        for spec in profiles:
+            self.frameworks[spec.scheduler_name] = Framework(
+                spec.scheduler_name,
+                spec.points,
+                spec.plugin_args,
+                registry,
+                _ProfileHandle(self, spec.scheduler_name),
+                percentage_of_nodes_to_score=spec.percentage_of_nodes_to_score,
+            )
+        first = next(iter(self.frameworks.values()))
+        self.queue = SchedulingQueue(
+            first.less,
+            clock,
+            profiles=self.frameworks,
+            initial_backoff=options.pod_initial_backoff_seconds,
+            max_backoff=options.pod_max_backoff_seconds,
+        )
+        self._pending: dict[str, Pod] = {}  # unassigned pods this scheduler is responsible for
+        self._parked: dict[str, _Binding] = {}  # pods waiting at Permit
+        self._next_start = 0
+
+    # ================================================================== cluster events in
+    def responsible_for(self, pod: Pod) -> bool:
+        return pod.spec.scheduler_name in self.frameworks
+
+    def on_node_add(self, node: Node) -> None:
+        self.cache.add_node(node)
+        self.queue.move_all_to_active_or_backoff(NODE_ADD, None, node)
+
+    def on_node_update(self, old: Node, new: Node) -> None:
+        self.cache.update_node(new)
+        self.queue.move_all_to_active_or_backoff(
+            ClusterEvent(Resource.NODE, _node_change(old, new)), old, new
+        )
+
+    def on_node_delete(self, node: Node) -> None:
+        self.cache.remove_node(node.metadata.name)
+
+    def on_pod_add(self, pod: Pod) -> None:
+        """A pod appeared. Raises InputError (e.g. a bad quantity) so the caller can report the pod."""
+        if pod.spec.node_name:
+            self.cache.add_pod(PodInfo(pod))
+            self._pending.pop(pod_key(pod), None)
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, None, pod)
+            return
+        if not self.responsible_for(pod):
+            return
+        pi = PodInfo(pod)
+        self._pending[pi.key] = pod
+        self.queue.add(pi)
+
+    def on_pod_update(self, old: Pod, new: Pod) -> None:
+        key = pod_key(new)
+        if new.spec.node_name:
+            was_pending = key in self._pending
+            self._pending.pop(key, None)
+            if was_pending:
+                self.queue.delete(key)
+            self.cache.update_pod(PodInfo(new))
+            if not old.spec.node_name:
+                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, old, new)
+            return
+        if not self.responsible_for(new):
+            return
+        self._pending[key] = new
+        self.queue.update(old, PodInfo(new))
+
+    def on_pod_delete(self, pod: Pod) -> None:
+        key = pod_key(pod)
+        if self._pending.pop(key, None) is not None:
+            self.queue.delete(key)
+            self.nominator.delete(key)
+            wp = self.waiting.get(key)
+            if wp is not None:
+                wp.reject("", "pod deleted")
+            return
+        if self.cache.remove_pod(key) is not None:
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+
+    # ================================================================== scheduling cycle
+    def schedule_one(self) -> bool:
+        """Pop one pod and run its scheduling cycle. False when the active queue is empty."""
+        qpi = self.queue.pop()
+        if qpi is None:
+            return False
+        pod = self._pending.get(qpi.key)
+        fwk = self.frameworks.get(qpi.pod.spec.scheduler_name)
+        if pod is None or fwk is None or self.cache.has_pod(qpi.key):
+            self.queue.done(qpi.key)
+            return True
+        if pod.metadata.deletion_timestamp:
+            self.port.record_event(
+                pod,
+                type="Warning",
+                reason="FailedScheduling",
+                action="Scheduling",
+                note=f"skip schedule deleting pod: {pod.key}",
+                reporter=fwk.profile_name,
+            )
+            self.queue.done(qpi.key)
+            return True
+        started = self.clock.now()
+        state = CycleState()
+        try:
+            result = self._schedule_pod(fwk, state, qpi)
+        except FitError as fit:
+            self._after_fit_error(fwk, state, qpi, fit, started)
+            return True
+        except _CycleError as err:
+            self._fail(fwk, qpi, err.status, started, filter_=err.filter)
+            return True
+        self._assume_and_reserve(fwk, state, qpi, result, started)
+        return True
+
+    def _schedule_pod(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo) -> _ScheduleResult:
+        pod = qpi.pod
+        table = self.cache.snapshot()
+        if len(table) == 0:
+            raise _CycleError(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE))
+        all_nodes = table.all()
+        diagnosis = Diagnosis()
+        pre_result, status, plugins = fwk.run_pre_filter(state, pod, all_nodes)
+        diagnosis.unschedulable_plugins |= plugins
+        if status is not None and not status.is_success():
+            if not status.is_rejected():
+                raise _CycleError(status)
+            diagnosis.pre_filter_msg = status.message()
+            if status.code == Code.PENDING:
+                diagnosis.pending_plugins |= plugins
+            raise FitError(pod, len(table), diagnosis)
+
+        # An earlier preemption nominated a node: try it alone first.
+        nominated = pod.status.nominated_node_name or self.nominator.nominated_node(qpi.key)
+        if nominated and nominated in table.index:
+            if pre_result is None or pre_result.node_names is None or nominated in pre_result.node_names:
+                st = self._filter_with_nominated_pods(fwk, state, qpi.pod_info, table, nominated)
+                if st is None:
+                    return _ScheduleResult(nominated, 1, 1)
+
+        nodes = all_nodes
+        if pre_result is not None and pre_result.node_names is not None:
+            nodes = table.subset(sorted(pre_result.node_names))
+            diagnosis.absent_nodes_status = rejected_by_plugins(sorted(plugins))
+        feasible, evaluated, node_to_status = self._find_nodes_that_pass_filters(fwk, state, qpi, nodes)
+        self._next_start = (self._next_start + evaluated) % len(table)
+        diagnosis.node_to_status = node_to_status
+        for st in node_to_status.values():
+            if st.plugin:
+                diagnosis.unschedulable_plugins.add(st.plugin)
+        if len(feasible) == 0:
+            raise FitError(pod, len(table), diagnosis)
+        explain_filter = node_to_status if self.options.explain else None
+        if len(feasible) == 1:
+            return _ScheduleResult(feasible.names[0], evaluated, 1, filter=explain_filter)
+        status = fwk.run_pre_score(state, pod, feasible)
+        if status is not None:
+            raise _CycleError(status, explain_filter)
+        outcome = fwk.run_score(state, pod, feasible)
+        if outcome.error is not None:
+            raise _CycleError(outcome.error, explain_filter)
+        if not fwk.has_score_plugins():
+            outcome.totals[:] = 1
+        best = self._select_host(outcome.totals)
+        scores = None
+        if self.options.explain:
+            names = feasible.names
+            scores = {
+                names[i]: ({p: int(s[i]) for p, s in outcome.by_plugin.items()}, int(outcome.totals[i]))
+                for i in range(len(feasible))
+            }
+        return _ScheduleResult(feasible.names[best], evaluated, len(feasible), scores, explain_filter)
+
+    def _find_nodes_that_pass_filters(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, nodes: NodeSet
+    ) -> tuple[NodeSet, int, dict[str, Status]]:
+        """Filter from a rotating start, keep the first `numFeasibleNodesToFind` feasible nodes."""
+        n = len(nodes)
+        if n == 0:
+            return nodes, 0, {}
+        to_find = num_feasible_nodes_to_find(
+            fwk.percentage_of_nodes_to_score, self.options.percentage_of_nodes_to_score, n
+        )
+        if not fwk.has_score_plugins():
+            to_find = 1
+        start = self._next_start % n
+        rotated = NodeSet(nodes.table, np.roll(nodes.rows, -start))
+        outcome = fwk.run_filter(state, qpi.pod, rotated)
+        if outcome.error is not None:
+            raise _CycleError(outcome.error)
+        feasible_pos = np.flatnonzero(outcome.feasible)
+        evaluated = n
+        if len(feasible_pos) > to_find:
+            evaluated = int(feasible_pos[to_find - 1]) + 1
+            feasible_pos = feasible_pos[:to_find]
+            outcome.status_idx[evaluated:] = -2  # not evaluated: neither feasible nor failed
+        failed = {}
+        names = nodes.table.names
+        for i in np.flatnonzero(outcome.status_idx >= 0):
+            failed[names[rotated.rows[i]]] = outcome.statuses[int(outcome.status_idx[i])]
+        feasible = NodeSet(nodes.table, rotated.rows[feasible_pos])
+        feasible = self._apply_nominated_pods(fwk, state, qpi, feasible, failed)
+        return feasible, evaluated, failed
+
+    def _apply_nominated_pods(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        feasible: NodeSet,
+        failed: dict[str, Status],
+    ) -> NodeSet:
+        """Re-check feasible nodes that have nominated pods of equal or higher priority."""
+        if not self.nominator.has_nominated_pods():
+            return feasible
+        keep = np.ones(len(feasible), dtype=np.bool_)
+        for i, name in enumerate(feasible.names):
+            if self.nominator.nominated_pods_for_filter(name, qpi.pod_info):
+                st = self._filter_with_nominated_pods(fwk, state, qpi.pod_info, feasible.table, name)
+                if st is not None:
+                    keep[i] = False
+                    failed[name] = st
+        return feasible.select(keep)
+
+    def _filter_with_nominated_pods(
+        self, fwk: Framework, state: CycleState, pi: PodInfo, table: NodeTable, node_name: str
+    ) -> Status | None:
+        """Filters with higher-or-equal priority nominated pods added, then without them; both must pass."""
+        info = table.infos[table.index[node_name]]
+        nominated = self.nominator.nominated_pods_for_filter(node_name, pi)
+        if nominated:
+            state_with = state.clone()
+            info_with = info.clone()
+            for other in nominated:
+                info_with.add_pod(other)
+                st = fwk.run_pre_filter_extension_add_pod(state_with, pi.pod, other, info_with)
+                if st is not None:
+                    return st
+            st = fwk.run_filter_on_node(state_with, pi.pod, info_with)
+            if st is not None:
+                return st
+        return fwk.run_filter_on_node(state, pi.pod, info)
+
+    def _select_host(self, totals: np.ndarray[Any, np.dtype[np.int64]]) -> int:
+        """Uniformly random among the top-scoring nodes, from the seeded RNG."""
+        top = np.flatnonzero(totals == totals.max())
+        if len(top) == 1:
+            return int(top[0])
+        return int(top[self.rng.randrange(len(top))])
+
+    # ================================================================== assume, reserve, permit
+    def _assume_and_reserve(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, result: _ScheduleResult, started: float
+    ) -> None:
+        pod = qpi.pod
+        node = result.node
+        assumed = _with_node_name(pod, node)
+        assumed_info = PodInfo(assumed)
+        self.cache.assume_pod(assumed_info, node)
+        self.nominator.delete(qpi.key)
+
+        status = fwk.run_reserve(state, assumed, node)
+        if status is not None:
+            fwk.run_unreserve(state, assumed, node)
+            self.cache.forget_pod(qpi.key)
+            self._fail(fwk, qpi, _as_fit_status(status), started, filter_=result.filter)
+            return
+        permit = fwk.run_permit(state, assumed, node)
+        if permit.status is not None and not permit.status.is_wait():
+            fwk.run_unreserve(state, assumed, node)
+            self.cache.forget_pod(qpi.key)
+            self._fail(fwk, qpi, _as_fit_status(permit.status), started, filter_=result.filter)
+            return
+        binding = _Binding(fwk, state, qpi, node, assumed)
+        binding.extra["result"] = result
+        binding.extra["started"] = started
+        if permit.waits:
+            now = self.clock.now()
+            deadlines = {p: now + t for p, t in permit.waits.items()}
+            self.waiting.add(qpi.key, WaitingPod(assumed, node, deadlines, now))
+            self._parked[qpi.key] = binding
+            self.observer(
+                Attempt(
+                    pod,
+                    fwk.profile_name,
+                    "Waiting",
+                    node=node,
+                    message=permit.status.message() if permit.status else None,
+                    filter=result.filter,
+                    scores=result.scores,
+                )
+            )
+            return
+        self.run_binding(lambda: self._binding_cycle(binding))
+
+    # ================================================================== binding cycle
+    def release_waiting_pods(self) -> int:
+        """Expire Permit timers and start the binding cycles of pods no longer waiting."""
+        now = self.clock.now()
+        released = 0
+        for key, binding in list(self._parked.items()):
+            wp = self.waiting.get(key)
+            if wp is None:
+                continue
+            wp.expire(now)
+            if wp.result is not None:
+                del self._parked[key]
+                released += 1
+                self.run_binding(lambda b=binding: self._binding_cycle(b))  # type: ignore[misc]
+        return released
+
+    def next_permit_deadline(self) -> float | None:
+        return self.waiting.next_deadline()
+
+    def _binding_cycle(self, b: _Binding) -> None:
+        key = b.qpi.key
+        fwk, state, pod, node = b.fwk, b.state, b.assumed, b.node
+        started: float = b.extra["started"]
+        result: _ScheduleResult = b.extra["result"]
+        wp = self.waiting.get(key)
+        if wp is not None:
+            status = wp.result if wp.result is not None else wp.wait()
+            self.waiting.remove(key)
+            if status is not None and not status.is_success():
+                self._binding_failed(b, _as_fit_status(status), started)
+                return
+        self.queue.done(key)
+        status = fwk.run_pre_bind(state, pod, node)
+        if status is None:
+            status = fwk.run_bind(state, pod, node)
+        if status is not None:
+            self._binding_failed(b, status, started)
+            return
+        self.cache.finish_binding(key)
+        self._pending.pop(key, None)
+        self.port.record_event(
+            pod,
+            type="Normal",
+            reason="Scheduled",
+            action="Binding",
+            note=f"Successfully assigned {pod.metadata.namespace}/{pod.metadata.name} to {node}",
+            reporter=fwk.profile_name,
+        )
+        fwk.run_post_bind(state, pod, node)
+        self.observer(
+            Attempt(
+                b.qpi.pod,
+                fwk.profile_name,
+                "Scheduled",
+                node=node,
+                filter=result.filter,
+                scores=result.scores,
+                duration=self.clock.now() - started,
+            )
+        )
+
+    def _binding_failed(self, b: _Binding, status: Status, started: float) -> None:
+        key = b.qpi.key
+        b.fwk.run_unreserve(b.state, b.assumed, b.node)
+        if self.cache.is_assumed(key):
+            self.cache.forget_pod(key)
+        self.queue.move_all_to_active_or_backoff(
+            ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE), b.assumed, None
+        )
+        self._fail(b.fwk, b.qpi, status, started, filter_=None)
+
+    # ================================================================== failures
+    def _after_fit_error(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, fit: FitError, started: float
+    ) -> None:
+        nominated: str | None = None
+        if fwk.plugins_at("postFilter"):
+            result, status = fwk.run_post_filter(state, qpi.pod, fit.diagnosis.node_to_status)
+            fit.diagnosis.post_filter_msg = status.message()
+            if result is not None and result.nominated_node_name:
+                nominated = result.nominated_node_name
+        qpi.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
+        qpi.pending_plugins = set(fit.diagnosis.pending_plugins)
+        explain = fit.diagnosis.node_to_status if self.options.explain else None
+        if explain is not None and fit.diagnosis.absent_nodes_status is not None:
+            explain = dict(explain)
+            table = self.cache.snapshot()
+            for name in table.names:
+                explain.setdefault(name, fit.diagnosis.absent_nodes_status)
+        status = Status(Code.UNSCHEDULABLE, error=fit)
+        self._fail(fwk, qpi, status, started, filter_=explain, nominated=nominated)
+
+    def _fail(
+        self,
+        fwk: Framework,
+        qpi: QueuedPodInfo,
+        status: Status,
+        started: float,
+        *,
+        filter_: dict[str, Status] | None,
+        nominated: str | None = None,
+    ) -> None:
+        """Upstream's handleSchedulingFailure: requeue, nominate, FailedScheduling event, condition."""
+        key = qpi.key
+        rejected = status.is_rejected()
+        reason = "Unschedulable" if rejected else "SchedulerError"
+        if rejected and status.plugin and not isinstance(status.error, FitError):
+            qpi.unschedulable_plugins.add(status.plugin)
+        if not rejected:
+            qpi.unschedulable_plugins = set()
+            qpi.pending_plugins = set()
+        message = status.message()
+        pod = self._pending.get(key)
+        if pod is not None and not self.cache.has_pod(key):
+            self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
+            if nominated:
+                self.nominator.add(qpi.pod_info, nominated)
+            self.port.record_event(
+                pod,
+                type="Warning",
+                reason="FailedScheduling",
+                action="Scheduling",
+                note=truncate_note(message),
+                reporter=fwk.profile_name,
+            )
+            self.port.set_pod_scheduled_condition(
+                pod, reason=reason, message=message, nominated_node_name=nominated
+            )
+        self.queue.done(key)
+        self.observer(
+            Attempt(
+                qpi.pod,
+                fwk.profile_name,
+                "Unschedulable" if rejected else "Error",
+                message=message,
+                nominated_node=nominated or self.nominator.nominated_node(key),
+                filter=filter_,
+                duration=self.clock.now() - started,
+            )
+        )
+
+
+class _CycleError(Exception):
+    def __init__(self, status: Status, filter: dict[str, Status] | None = None) -> None:
+        self.status = status
+        self.filter = filter
+        super().__init__(status.message())
+
+
+def _as_fit_status(status: Status) -> Status:
+    """Reserve/Permit rejections read like a one-node FitError: `0/1 nodes are available: <r>.`"""
+    if not status.is_rejected():
+        return status
+    d = Diagnosis(
+        node_to_status={"": status}, unschedulable_plugins={status.plugin} if status.plugin else set()
+    )
+    wrapped = Status(status.code, error=_PlainFitError(d))
+    wrapped.plugin = status.plugin
+    return wrapped
+
+
+class _PlainFitError(Exception):
+    def __init__(self, diagnosis: Diagnosis) -> None:
+        self.diagnosis = diagnosis
+        super().__init__()
+
+    def __str__(self) -> str:
+        from kubesched.framework.types import fit_error_message
+
+        return fit_error_message(1, self.diagnosis)
+
+
+def _with_node_name(pod: Pod, node: str) -> Pod:
+    import msgspec
+
+    return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=node))
+
+
+def _node_change(old: Node, new: Node) -> ActionType:
+    """Which Update* bits a node update carries (labels, taints, allocatable, conditions)."""
+    action = ActionType(0)
+    if old.metadata.labels != new.metadata.labels:
+        action |= ActionType.UPDATE_NODE_LABEL
+    if old.spec.taints != new.spec.taints or old.spec.unschedulable != new.spec.unschedulable:
+        action |= ActionType.UPDATE_NODE_TAINT
+    if old.effective_allocatable() != new.effective_allocatable():
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if old.status.conditions != new.status.conditions:
+        action |= ActionType.UPDATE_NODE_CONDITION
+    if old.metadata.annotations != new.metadata.annotations:
+        action |= ActionType.UPDATE_NODE_ANNOTATION
+    return action or ActionType.UPDATE
+
+
+__all__ = ["Attempt", "ProfileSpec", "Scheduler", "SchedulerOptions"]

@@ -1,0 +1,214 @@
+"""Run the scheduler over an in-memory cluster, in virtual time, and build the report."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kubesched.api.loader import LoadedObjects
+from kubesched.api.objects import Pod
+from kubesched.api.quantity import format_quantity
+from kubesched.cluster.memory import MemoryCluster
+from kubesched.config.types import KubeSchedulerConfiguration
+from kubesched.framework.node_info import PODS, NodeInfo, pod_key
+from kubesched.framework.registry import Registry
+from kubesched.framework.status import Status
+from kubesched.scheduler.clock import VirtualClock
+from kubesched.scheduler.profiles import options_from_config, profiles_from_config
+from kubesched.scheduler.scheduler import Attempt, Scheduler
+from kubesched.simulate.report import FilterVerdict, NodeScores, NodeUsage, PodResult, Report, Summary
+
+#: Stop once this much virtual time passed without a pod being bound (covers Permit's 15 min cap).
+IDLE_HORIZON_SECONDS = 16 * 60.0
+
+
+@dataclass(slots=True)
+class _PodRecord:
+    pod: Pod
+    result: str = "Gated"
+    node: str | None = None
+    nominated_node: str | None = None
+    message: str | None = None
+    attempts: int = 0
+    filter: dict[str, Status] | None = None
+    scores: dict[str, tuple[dict[str, int], int]] | None = None
+
+
+@dataclass(slots=True)
+class _Progress:
+    """Counts for a progress display: pods decided so far out of all pending pods."""
+
+    total: int
+    done: int = 0
+    callback: Callable[[int, int], None] | None = None
+    decided: set[str] = field(default_factory=set)
+
+    def mark(self, key: str) -> None:
+        if key not in self.decided:
+            self.decided.add(key)
+            self.done += 1
+            if self.callback is not None:
+                self.callback(self.done, self.total)
+
+
+def simulate(
+    objects: LoadedObjects,
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
+    *,
+    seed: int = 0,
+    explain: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed."""
+    clock = VirtualClock()
+    cluster = MemoryCluster(objects, clock.now)
+    records: dict[str, _PodRecord] = {}
+    ignored: list[Pod] = []
+    profiles = profiles_from_config(config, registry)
+    names = {p.scheduler_name for p in profiles}
+    for pod in cluster.pods.values():
+        if pod.spec.node_name:
+            continue
+        if pod.spec.scheduler_name in names:
+            records[pod_key(pod)] = _PodRecord(pod)
+        else:
+            ignored.append(pod)
+    tracker = _Progress(len(records), callback=progress)
+
+    def observe(attempt: Attempt) -> None:
+        rec = records.get(pod_key(attempt.pod))
+        if rec is None:
+            return
+        if rec.result != "Waiting":
+            rec.attempts += 1
+        rec.result = attempt.result
+        rec.node = attempt.node
+        rec.message = attempt.message
+        rec.nominated_node = attempt.nominated_node
+        rec.filter = attempt.filter
+        rec.scores = attempt.scores
+        if attempt.result == "Scheduled":
+            tracker.mark(pod_key(attempt.pod))
+
+    scheduler = Scheduler(
+        profiles, registry, cluster, clock, options_from_config(config, seed=seed, explain=explain), observer=observe
+    )
+
+    def refuse(pod: Pod, exc: Exception) -> None:
+        rec = records.get(pod_key(pod))
+        if rec is not None:
+            rec.result = "Error"
+            rec.message = str(exc)
+            tracker.mark(pod_key(pod))
+
+    started = time.perf_counter()
+    cluster.subscribe(scheduler, on_error=refuse)
+    run_until_settled(scheduler, clock, cluster)
+    seconds = time.perf_counter() - started
+
+    for key, rec in records.items():
+        if rec.attempts == 0 and rec.result == "Gated":
+            where = scheduler.queue.where(key)
+            if where is not None and where != "gated":
+                rec.result = "Unschedulable"
+    return _build_report(records, ignored, scheduler, seconds)
+
+
+def run_until_settled(scheduler: Scheduler, clock: VirtualClock, cluster: MemoryCluster) -> None:
+    """Schedule until nothing can progress: queues drained, waits resolved, no backoff left."""
+    last_progress = clock.now()
+    binds = 0
+    while True:
+        while scheduler.schedule_one():
+            pass
+        scheduler.release_waiting_pods()
+        total_binds = sum(cluster.bind_count.values())
+        if total_binds != binds:
+            binds = total_binds
+            last_progress = clock.now()
+        if scheduler.queue.pending_counts().get("active", 0):
+            continue
+        wakeups = [t for t in (scheduler.queue.next_backoff_expiry(), scheduler.next_permit_deadline()) if t]
+        if not wakeups or min(wakeups) - last_progress > IDLE_HORIZON_SECONDS:
+            return
+        clock.advance_to(min(wakeups))
+        scheduler.queue.flush_backoff_completed()
+
+
+def _build_report(
+    records: dict[str, _PodRecord], ignored: list[Pod], scheduler: Scheduler, seconds: float
+) -> Report:
+    pods = [_pod_result(rec) for rec in records.values()]
+    pods.extend(
+        PodResult(
+            namespace=p.metadata.namespace,
+            name=p.metadata.name,
+            scheduler_name=p.spec.scheduler_name,
+            result="Ignored",
+            message=f'no profile named "{p.spec.scheduler_name}"',
+        )
+        for p in ignored
+    )
+    table = scheduler.cache.snapshot()
+    nodes = [_node_usage(info) for info in sorted(table.infos, key=lambda i: i.name)]
+    counts = {r: sum(1 for p in pods if p.result == r) for r in ("Scheduled", "Unschedulable", "Error", "Gated")}
+    waiting = sum(1 for p in pods if p.result == "Waiting")
+    scheduled = counts["Scheduled"]
+    return Report(
+        pods=pods,
+        nodes=nodes,
+        summary=Summary(
+            scheduled=scheduled,
+            unschedulable=counts["Unschedulable"],
+            pods=len(records),
+            nodes=len(table),
+            seconds=round(seconds, 6),
+            pods_per_second=round(scheduled / seconds, 1) if seconds > 0 else 0.0,
+            errors=counts["Error"],
+            gated=counts["Gated"],
+            waiting=waiting,
+            ignored=len(ignored),
+        ),
+    )
+
+
+def _pod_result(rec: _PodRecord) -> PodResult:
+    pod = rec.pod
+    filter_ = {
+        node: FilterVerdict(plugin=st.plugin, code=str(st.code), reasons=st.all_reasons())
+        for node, st in sorted((rec.filter or {}).items())
+    }
+    scores = {
+        node: NodeScores(plugins=dict(sorted(plugins.items())), total=total)
+        for node, (plugins, total) in sorted((rec.scores or {}).items())
+    }
+    message = rec.message
+    if rec.result == "Gated" and message is None:
+        gates = [g.name for g in pod.spec.scheduling_gates]
+        message = f"waiting for scheduling gates: [{' '.join(gates)}]" if gates else None
+    return PodResult(
+        namespace=pod.metadata.namespace,
+        name=pod.metadata.name,
+        scheduler_name=pod.spec.scheduler_name,
+        result=rec.result,
+        node=rec.node if rec.result in ("Scheduled", "Waiting") else None,
+        nominated_node=rec.nominated_node or None,
+        message=message if rec.result != "Scheduled" else None,
+        attempts=rec.attempts,
+        filter=filter_,
+        scores=scores,
+    )
+
+
+def _node_usage(info: NodeInfo) -> NodeUsage:
+    alloc = info.allocatable
+    names = [r for r in ("cpu", "memory", "ephemeral-storage") if r in alloc]
+    names += sorted(r for r in alloc if r not in names and r != PODS)
+    return NodeUsage(
+        name=info.name,
+        pods=len(info.pods),
+        allocatable={r: format_quantity(alloc[r], r) for r in names} | {PODS: str(alloc.get(PODS, 0))},
+        requested={r: format_quantity(info.requested.get(r, 0), r) for r in names},
+    )

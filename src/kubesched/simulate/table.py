@@ -1,0 +1,68 @@
+"""The human view of a simulate report: one line per pod, node utilization, a summary."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from kubesched.api.quantity import parse_quantity
+from kubesched.simulate.report import NodeUsage, Report
+
+_STYLE = {
+    "Scheduled": "green",
+    "Unschedulable": "red",
+    "Error": "bold red",
+    "Gated": "yellow",
+    "Waiting": "cyan",
+    "Ignored": "dim",
+}
+REASON_WIDTH = 110
+
+
+def render_table(report: Report, console: Console) -> None:
+    pods = Table(title="Pods", show_lines=False, header_style="bold")
+    for column in ("POD", "PROFILE", "RESULT", "NODE", "ATTEMPTS", "REASON"):
+        pods.add_column(column, overflow="fold" if column == "REASON" else "ellipsis")
+    for p in report.pods:
+        reason = p.message or ""
+        if len(reason) > REASON_WIDTH:
+            reason = reason[: REASON_WIDTH - 3] + "..."
+        style = _STYLE.get(p.result, "")
+        pods.add_row(
+            f"{p.namespace}/{p.name}",
+            p.scheduler_name,
+            f"[{style}]{p.result}[/]" if style else p.result,
+            p.node or "",
+            str(p.attempts),
+            reason,
+        )
+    console.print(pods)
+    console.print(_node_table(report.nodes))
+    s = report.summary
+    console.print(
+        f"[bold]{s.scheduled}/{s.pods}[/] pods scheduled on {s.nodes} nodes in {s.seconds:.2f}s "
+        f"({s.pods_per_second:g} pods/s); {s.unschedulable} unschedulable, {s.errors} error, "
+        f"{s.gated} gated, {s.waiting} waiting, {s.ignored} ignored (other schedulers)"
+    )
+
+
+def _node_table(nodes: list[NodeUsage]) -> Table:
+    extended = sorted({r for n in nodes for r in n.allocatable if "/" in r})
+    table = Table(title="Node utilization (requested / allocatable)", header_style="bold")
+    for column in ("NODE", "PODS", "CPU", "MEMORY", *(r.upper() for r in extended)):
+        table.add_column(column)
+    for n in nodes:
+        cells = [n.name, f"{n.pods}/{n.allocatable.get('pods', '0')}"]
+        cells += [_usage(n, r) for r in ("cpu", "memory", *extended)]
+        table.add_row(*cells)
+    return table
+
+
+def _usage(node: NodeUsage, resource: str) -> str:
+    alloc = node.allocatable.get(resource)
+    if alloc is None:
+        return "-"
+    used = node.requested.get(resource, "0")
+    total = parse_quantity(alloc)
+    pct = f" {float(parse_quantity(used) * 100 / total):.0f}%" if total else ""
+    return f"{used}/{alloc}{pct}"

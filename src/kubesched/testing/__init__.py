@@ -1,0 +1,1 @@
+"""Helpers for tests, benchmarks and examples: object builders (and later the local control plane)."""
