@@ -732,7 +732,7 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
             ),
         ),
         (
-            20,
+            12,
             web(
                 "spark-executor",
                 "spark",

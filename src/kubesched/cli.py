@@ -20,11 +20,11 @@ DEMO_DIR = Path(__file__).parent / "simulate" / "demo"
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if not hasattr(args, "handler"):
+    if not hasattr(args, "func"):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        code: int = args.handler(args)
+        code: int = args.func(args)
     except InputError as err:
         print(f"kubesched: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--output", "-o", choices=("table", "json"), default="table", help="report format")
     sim.add_argument("--explain", action="store_true", help="per node: filter verdicts and plugin scores")
     sim.add_argument("--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)")
-    sim.set_defaults(handler=_simulate)
+    sim.set_defaults(func=_simulate)
 
     add_config_commands(sub)
     return parser

@@ -138,7 +138,7 @@ class ResourceRequirements(_Base, frozen=True):
 class ContainerPort(_Base, frozen=True):
     container_port: int = 0
     host_port: int = 0
-    host_ip: str = ""
+    host_ip: str = msgspec.field(default="", name="hostIP")
     protocol: str = ""
     name: str = ""
 

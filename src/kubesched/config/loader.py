@@ -74,10 +74,15 @@ def dump_config(cfg: KubeSchedulerConfiguration) -> str:
 def parse_document(text: str, source: str) -> Any:
     """The single YAML (or JSON) document in `text` as builtins; syntax errors give line and column."""
     if text.lstrip().startswith("{"):
+        # JSON (tabs and all) first; a YAML flow mapping is not JSON but is still accepted below.
         try:
             return msgspec.json.decode(text)
         except msgspec.DecodeError as exc:
-            raise _json_error(str(exc), text, source) from None
+            json_error = _json_error(str(exc), text, source)
+        try:
+            return yaml.load(text, Loader=_StrictLoader)
+        except yaml.YAMLError:
+            raise json_error from None
     try:
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:

@@ -11,9 +11,10 @@ Two steps, as upstream does them:
    extension point its class implements, unless that point disables it (or `*`). A plugin also
    enabled explicitly at the point is not duplicated: the point's entry (and weight) wins.
 
-Resulting order at a point (upstream's): plugins enabled at the point that also appear in multiPoint
-(in the point's order), then the multiPoint plugins (in multiPoint order), then the point's other
-plugins. So a custom Filter plugin listed under `filter` runs after the default filters.
+Resulting order at a point (upstream's): plugins enabled at the point that multiPoint would also
+have put there (in the point's order), then the other multiPoint plugins (in multiPoint order), then
+the point's remaining plugins. So a custom Filter plugin listed under `filter` runs after the
+default filters, while re-weighting a default Score plugin under `score` moves it first.
 """
 
 from __future__ import annotations
@@ -129,14 +130,14 @@ def resolve_profile_plugins(plugins: Plugins, registry: Mapping[str, type]) -> R
             ordered = list(pset.enabled)
         else:
             at_point = {p.name for p in pset.enabled}
-            expanded = [
-                p for p in multi_point if point in implements[p.name] and p.name not in disabled | at_point
-            ]
-            in_multi = {p.name for p in multi_point if point in implements[p.name]}
+            # multiPoint plugins this point takes (a disabled one is only here if enabled explicitly).
+            candidates = [p for p in multi_point if point in implements[p.name] and p.name not in disabled]
+            expanded = [p for p in candidates if p.name not in at_point]
+            in_multi = {p.name for p in candidates}
             overrides = [p for p in pset.enabled if p.name in in_multi]
             rest = [p for p in pset.enabled if p.name not in in_multi]
             ordered = overrides + expanded + rest
-        points[point] = tuple(PluginRef(p.name, p.weight or 0) for p in ordered)
+        points[point] = tuple(PluginRef(p.name, p.weight if p.weight else 1) for p in ordered)
 
     total = sum(ref.weight for ref in points.get("score", ())) * MAX_NODE_SCORE
     if total > MAX_TOTAL_SCORE:

@@ -49,7 +49,7 @@ class PodInfo:
         self.priority = pod.spec.priority or 0
         self.host_ports: list[HostPort] = [
             (port.host_ip or "0.0.0.0", port.protocol or "TCP", port.host_port)
-            for c in (*pod.spec.init_containers, *pod.spec.containers)
+            for c in pod.spec.containers
             for port in c.ports
             if port.host_port > 0
         ]

@@ -93,7 +93,8 @@ def decode_args(cls: type, raw: Any, path: str = "args") -> Any:
     try:
         args = msgspec.convert(raw if raw is not None else {}, at, strict=False)
     except msgspec.ValidationError as exc:
-        raise InputError(*_split_msgspec_error(str(exc), path)) from None
+        message, where = _split_msgspec_error(str(exc), path)
+        raise InputError(message, path=where) from None
     validate = getattr(args, "validate", None)
     if callable(validate):
         errors: list[InputError] = validate()

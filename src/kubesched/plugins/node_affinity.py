@@ -58,7 +58,7 @@ _POD_PREFERRED_PATH = f"spec.affinity.nodeAffinity.{_PREFERRED}"
 _NAME_FIELD = "metadata.name"
 
 
-class NodeAffinityArgs(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
+class NodeAffinityArgs(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True, frozen=True):
     """pluginConfig args: `addedAffinity` applies to every pod of the profile, on top of its own."""
 
     added_affinity: NodeAffinitySpec | None = None
@@ -215,6 +215,9 @@ class NodeAffinity(
 
     def __init__(self, args: NodeAffinityArgs | None = None) -> None:
         self.args = args if args is not None else NodeAffinityArgs()
+        errors = self.args.validate()  # done by config decoding too; a direct caller gets the same error
+        if errors:
+            raise errors[0]
         added = self.args.added_affinity
         required = added.required_during_scheduling_ignored_during_execution if added is not None else None
         self._added_required = compile_node_selector(required) if required is not None else None

@@ -29,7 +29,9 @@ def _default_labels() -> dict[str, list[str]]:
     return {"node": ["hello"]}
 
 
-class NodeFilterLabelArgs(msgspec.Struct, kw_only=True, frozen=True):
+class NodeFilterLabelArgs(
+    msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True, frozen=True
+):
     """pluginConfig args: label key -> values to reject; an empty list rejects any value of the key."""
 
     labels: dict[str, list[str]] = msgspec.field(default_factory=_default_labels)

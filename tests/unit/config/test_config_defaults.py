@@ -6,7 +6,15 @@ from typing import Any
 
 import msgspec
 import pytest
-from config_fakes import DEFAULT_ORDER, CustomFilter, DefaultBinder, PrioritySort, registry
+from config_fakes import (
+    DEFAULT_ORDER,
+    CustomFilter,
+    DefaultBinder,
+    DefaultPreemptionArgs,
+    NodeResourcesFitArgs,
+    PrioritySort,
+    registry,
+)
 
 from kubesched.config import (
     UPSTREAM_DEFAULT_PLUGINS,
@@ -14,6 +22,8 @@ from kubesched.config import (
     apply_defaults,
     default_config,
     default_plugins,
+    encode_args,
+    plugin_args,
 )
 from kubesched.framework.registry import Registry
 
@@ -304,3 +314,44 @@ def test_default_config_is_the_defaulted_empty_config() -> None:
         msgspec.convert(HEADER, KubeSchedulerConfiguration), REGISTRY
     )
     assert default_config(REGISTRY).api_version == "kubescheduler.config.k8s.io/v1"
+
+
+class _Shape(msgspec.Struct, tag="Linear", tag_field="kind", omit_defaults=True, rename="camel"):
+    max_score: int = 10
+
+
+class _TaggedArgs(msgspec.Struct, omit_defaults=True, rename="camel"):
+    shape: _Shape = msgspec.field(default_factory=_Shape)
+    note: str | None = None
+
+
+def test_encode_args_keeps_defaults_and_union_tags() -> None:
+    assert encode_args("Tagged", _TaggedArgs()) == {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "TaggedArgs",
+        "shape": {"kind": "Linear", "maxScore": 10},
+    }
+    assert encode_args("Raw", {"a": 1}) == {"a": 1}
+
+
+def test_plugin_args_and_duration_helpers_of_a_defaulted_config() -> None:
+    cfg = apply_defaults(
+        msgspec.convert(
+            {
+                **HEADER,
+                "leaderElection": {"leaseDuration": "1m30s"},
+                "extenders": [{"urlPrefix": "http://e"}],
+                "profiles": [{"pluginConfig": [{"name": "RawArgs", "args": {"x": 1}}]}],
+            },
+            KubeSchedulerConfiguration,
+        ),
+        REGISTRY,
+    )
+    args = plugin_args(cfg.profiles[0], REGISTRY)
+    assert args["RawArgs"] == {"x": 1}
+    assert args["DefaultPreemption"] == DefaultPreemptionArgs()
+    assert isinstance(args["NodeResourcesFit"], NodeResourcesFitArgs)
+    assert cfg.leader_election is not None
+    assert cfg.leader_election.lease_duration_seconds == 90.0
+    assert cfg.leader_election.retry_period_seconds == 2.0
+    assert cfg.extenders[0].http_timeout_seconds == 5.0

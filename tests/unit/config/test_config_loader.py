@@ -127,8 +127,8 @@ def test_binary_file(tmp_path: Path) -> None:
             id="two documents",
         ),
         pytest.param(
-            '{\n  "apiVersion": "kubescheduler.config.k8s.io/v1",\n  "parallelism": ,\n}',
-            "sched.yaml: line 3, column 18: invalid JSON: invalid character",
+            '{\n  "apiVersion": "kubescheduler.config.k8s.io/v1",\n  "profiles": [{"schedulerName": "a"}\n}',
+            "sched.yaml: line 4, column 1: invalid JSON: expected ',' or ']'",
             id="malformed JSON",
         ),
     ],
@@ -144,6 +144,13 @@ def test_yaml_merge_keys_are_not_duplicates() -> None:
         HEADER + "leaderElection: &le {leaderElect: false}\nclientConnection:\n  <<: {burst: 5}\n  burst: 7\n"
     )
     assert cfg.client_connection is not None and cfg.client_connection.burst == 7
+
+
+def test_yaml_flow_mapping_is_not_mistaken_for_json() -> None:
+    cfg = decode(
+        "{apiVersion: kubescheduler.config.k8s.io/v1, kind: KubeSchedulerConfiguration, parallelism: 3}"
+    )
+    assert cfg.parallelism == 3
 
 
 def test_json_config_is_accepted() -> None:

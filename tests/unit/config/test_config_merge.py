@@ -376,8 +376,8 @@ def without(items: list[Any], *names: str) -> list[Any]:
                 }
             },
             "score",
-            [("NodeAffinity", 4), *without(DEFAULT_SCORE, "NodeAffinity")],
-            id="enabled beats disabled at the same point",
+            [*without(DEFAULT_SCORE, "NodeAffinity"), ("NodeAffinity", 4)],
+            id="enabled beats disabled at the same point (not an override: last)",
         ),
     ],
 )

@@ -30,7 +30,9 @@ FOO = "example.com/foo"
 
 
 def _args(*names: str) -> NodeResourcesBalancedAllocationArgs:
-    return msgspec.convert({"resources": [{"name": n, "weight": 1} for n in names]}, NodeResourcesBalancedAllocationArgs)
+    return msgspec.convert(
+        {"resources": [{"name": n, "weight": 1} for n in names]}, NodeResourcesBalancedAllocationArgs
+    )
 
 
 def _score_both(plugin: NodeResourcesBalancedAllocation, pod: Pod, nodes: NodeSet) -> list[int]:
@@ -44,8 +46,12 @@ def _score_both(plugin: NodeResourcesBalancedAllocation, pod: Pod, nodes: NodeSe
 
 
 def _on(node: Node, *existing: Pod) -> NodeSet:
-    placed = [msgspec.structs.replace(p, spec=msgspec.structs.replace(p.spec, node_name=node.name)) for p in existing]
-    return make_table([node], placed).all()
+    placed = [
+        msgspec.structs.replace(p, spec=msgspec.structs.replace(p.spec, node_name=node.name))
+        for p in existing
+    ]
+    table: NodeTable = make_table([node], placed)
+    return table.all()
 
 
 SCORE_CASES: list[tuple[str, tuple[str, ...], Node, list[Pod], Pod, int]] = [
@@ -59,9 +65,23 @@ SCORE_CASES: list[tuple[str, tuple[str, ...], Node, list[Pod], Pod, int]] = [
         87,
     ),
     # equal fractions -> 100
-    ("perfectly balanced", (), make_node("n", cpu="4", memory="8Gi"), [], make_pod("p", cpu="2", memory="4Gi"), 100),
+    (
+        "perfectly balanced",
+        (),
+        make_node("n", cpu="4", memory="8Gi"),
+        [],
+        make_pod("p", cpu="2", memory="4Gi"),
+        100,
+    ),
     # cpu 3/2 is capped at 1, memory 1/8: std (1 - 0.125)/2 = 0.4375 -> int(56.25) = 56
-    ("fraction capped at 1", (), make_node("n", cpu="2", memory="8Gi"), [], make_pod("p", cpu="3", memory="1Gi"), 56),
+    (
+        "fraction capped at 1",
+        (),
+        make_node("n", cpu="2", memory="8Gi"),
+        [],
+        make_pod("p", cpu="3", memory="1Gi"),
+        56,
+    ),
     # Real requests, not the 100m/200Mi defaults: the best-effort pods add nothing. 0.5/0.5 -> 100
     (
         "real requests only",
@@ -72,7 +92,14 @@ SCORE_CASES: list[tuple[str, tuple[str, ...], Node, list[Pod], Pod, int]] = [
         100,
     ),
     # cpu only requested: cpu 0.25, memory 0 -> std 0.125 -> 87
-    ("missing memory request is zero", (), make_node("n", cpu="4", memory="8Gi"), [], make_pod("p", cpu="1"), 87),
+    (
+        "missing memory request is zero",
+        (),
+        make_node("n", cpu="4", memory="8Gi"),
+        [],
+        make_pod("p", cpu="1"),
+        87,
+    ),
     # Three resources: 0.25, 0.5, 0.75 -> mean 0.5, std sqrt(0.125/3) = 0.2041 -> int(79.58) = 79
     (
         "three resources",
@@ -250,9 +277,16 @@ def _cluster(draw: st.DrawFn) -> tuple[NodeSet, Pod]:
         if draw(st.booleans()):
             extra["hugepages-2Mi"] = f"{draw(st.integers(0, 8)) * 2}Mi"
         nodes.append(
-            make_node(f"n{i}", cpu=f"{draw(st.integers(0, 4000))}m", memory=str(draw(st.integers(0, 4000)) * MI), extra=extra)
+            make_node(
+                f"n{i}",
+                cpu=f"{draw(st.integers(0, 4000))}m",
+                memory=str(draw(st.integers(0, 4000)) * MI),
+                extra=extra,
+            )
         )
-    existing = [_random_pod(draw, f"e{j}", f"n{draw(st.integers(0, n - 1))}") for j in range(draw(st.integers(0, 8)))]
+    existing = [
+        _random_pod(draw, f"e{j}", f"n{draw(st.integers(0, n - 1))}") for j in range(draw(st.integers(0, 8)))
+    ]
     table: NodeTable = make_table(nodes, existing)
     rows = draw(st.lists(st.integers(0, n - 1), unique=True).map(sorted))
     return NodeSet(table, np.asarray(rows, dtype=np.intp)), _random_pod(draw, "p")

@@ -133,17 +133,22 @@ CASES: list[tuple[str, list[Node], Pod, list[int]]] = [
         [100],
     ),
     # init containers count, and the maximum scales with the container count:
-    # 600 + 600 = 1200MiB of 2000MiB -> 100 * (1200-23) // (2000-23) = 59
+    # 900 + 600 = 1500MiB of 2000MiB -> 100 * (1500-23) // (2000-23) = 74
     (
         "init containers included",
-        [_node("a", (["init:1"], 600 * MIB), (["app:1"], 600 * MIB))],
+        [_node("a", (["init:1"], 900 * MIB), (["app:1"], 600 * MIB))],
         _pod("app:1", init=["init:1"]),
-        [59],
+        [74],
     ),
     # the same image in two containers counts twice: 2 * 600MiB of 2000MiB -> 59
     ("image used by two containers", [_node("a", (["app:1"], 600 * MIB))], _pod("app:1", "app:1"), [59]),
     # one image present, one absent: 600MiB of 2000MiB -> 100 * 577 // 1977 = 29
-    ("two containers, one image present", [_node("a", (["app:1"], 600 * MIB))], _pod("app:1", "other:1"), [29]),
+    (
+        "two containers, one image present",
+        [_node("a", (["app:1"], 600 * MIB))],
+        _pod("app:1", "other:1"),
+        [29],
+    ),
     # digests are compared as written
     (
         "digest reference",
@@ -224,7 +229,11 @@ def _cluster(draw: st.DrawFn) -> tuple[NodeTable, NodeSet, Pod]:
         images = draw(
             st.lists(
                 st.tuples(
-                    st.lists(st.sampled_from([normalized_image_name(x) for x in _IMAGES] + _IMAGES), min_size=1, max_size=2),
+                    st.lists(
+                        st.sampled_from([normalized_image_name(x) for x in _IMAGES] + _IMAGES),
+                        min_size=1,
+                        max_size=2,
+                    ),
                     st.integers(0, 3000).map(lambda m: m * MIB + 17),
                 ),
                 max_size=4,

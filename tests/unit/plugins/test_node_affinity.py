@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -42,7 +43,7 @@ def term(*exprs: dict[str, Any], fields: tuple[dict[str, Any], ...] = ()) -> Ter
 
 def affinity_pod(
     required: list[Term] | None = None,
-    preferred: list[tuple[int, Term]] = (),  # type: ignore[assignment]
+    preferred: Sequence[tuple[int, Term]] = (),
     node_selector: dict[str, str] | None = None,
 ) -> Pod:
     node_affinity: dict[str, Any] = {}
@@ -354,7 +355,8 @@ SCORE_TABLE = [
 
 
 def score_table() -> NodeTable:
-    return make_table([make_node(f"n{i}", labels=labels) for i, labels in enumerate(SCORE_TABLE)])
+    table: NodeTable = make_table([make_node(f"n{i}", labels=labels) for i, labels in enumerate(SCORE_TABLE)])
+    return table
 
 
 def test_score_sums_matching_preferred_weights() -> None:
@@ -547,6 +549,11 @@ def test_arg_validation_errors(added: dict[str, Any], path: str, message: str) -
     assert message in info.value.message
 
 
+def test_unknown_fields_are_refused() -> None:
+    with pytest.raises(msgspec.ValidationError, match="unknown field `addedAffinities`"):
+        msgspec.convert({"addedAffinities": {}}, NodeAffinityArgs, strict=False)
+
+
 def test_validate_reports_every_problem() -> None:
     args = msgspec.convert(
         {
@@ -570,6 +577,21 @@ def test_validate_reports_every_problem() -> None:
         f"{pref}[0].weight",
         f"{pref}[0].preference.matchExpressions[0].values",
     ]
+
+
+def test_invalid_args_refused_at_construction() -> None:
+    args = msgspec.convert(
+        {
+            "addedAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [term(expr("a", "In"))]
+                }
+            }
+        },
+        NodeAffinityArgs,
+    )
+    with pytest.raises(InputError, match="must be specified"):
+        NodeAffinity(args)
 
 
 def test_events() -> None:
@@ -662,9 +684,9 @@ def test_batch_agrees_with_per_node(
     rows = sorted(data.draw(st.sets(st.integers(0, len(node_labels) - 1))) if node_labels else set())
     nodes = NodeSet(table, np.array(rows, dtype=np.intp))
     pod = affinity_pod(required=required, preferred=preferred, node_selector=node_selector)
-    plugin = plugin_with(added) if added is None or not _invalid_added_preferred(added) else None
+    plugin = plugin_with(added) if added is None or not _invalid_added(added) else None
     if plugin is None:
-        return  # an invalid added preferred term is refused at construction (config validation)
+        return  # invalid addedAffinity is refused at construction, as by config validation
 
     run_filter(plugin, pod, table, nodes)  # asserts the two filter forms agree
 
@@ -681,7 +703,7 @@ def test_batch_agrees_with_per_node(
     assert plugin.score_nodes(state, pod, nodes).tolist() == per_node
 
 
-def _invalid_added_preferred(added: dict[str, Any]) -> bool:
+def _invalid_added(added: dict[str, Any]) -> bool:
     try:
         plugin_with(added)
     except InputError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -116,6 +117,11 @@ def test_arg_validation_errors(raw: dict[str, Any], path: str, message: str) -> 
         decode_args(NodeFilterLabel, raw)
     assert info.value.path == path
     assert message in info.value.message
+
+
+def test_unknown_fields_are_refused() -> None:
+    with pytest.raises(msgspec.ValidationError, match="unknown field `label`"):
+        msgspec.convert({"label": {"node": ["x"]}}, NodeFilterLabelArgs, strict=False)
 
 
 def test_validate_reports_every_problem() -> None:

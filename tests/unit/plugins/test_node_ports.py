@@ -74,7 +74,9 @@ def test_pre_filter_skips_pods_without_host_ports() -> None:
 
 def test_pre_filter_writes_the_ports() -> None:
     state = CycleState()
-    assert NodePorts().pre_filter(state, _pod("p", [("", "", 80)]), make_table([make_node("a")]).all()) is None
+    assert (
+        NodePorts().pre_filter(state, _pod("p", [("", "", 80)]), make_table([make_node("a")]).all()) is None
+    )
     data = state.read("PreFilterNodePorts")
     assert data.clone() is data
     assert data.ports == (("0.0.0.0", "TCP", 80),)  # type: ignore[attr-defined]
@@ -95,7 +97,9 @@ CONFLICTS: list[tuple[str, list[Port], list[Port], bool]] = [
 ]
 
 
-@pytest.mark.parametrize(("used", "wanted", "fits"), [c[1:] for c in CONFLICTS], ids=[c[0] for c in CONFLICTS])
+@pytest.mark.parametrize(
+    ("used", "wanted", "fits"), [c[1:] for c in CONFLICTS], ids=[c[0] for c in CONFLICTS]
+)
 def test_filter(used: list[Port], wanted: list[Port], fits: bool) -> None:
     table = make_table([make_node("a")], [_pod("e", used, node_name="a")] if used else [])
     [got] = _verdicts(NodePorts(), _pod("p", wanted), table.all())
@@ -118,7 +122,9 @@ def test_filter_many_nodes_and_a_subset() -> None:
     wanted = _pod("p", [("", "", 80), ("10.0.0.2", "", 8080)])
     got = _verdicts(NodePorts(), wanted, table.all())
     assert [v is None for v in got] == [True, False, True, True, True]
-    got = _verdicts(NodePorts(), _pod("p", [("10.0.0.1", "", 8080)]), NodeSet(table, np.array([1, 2], dtype=np.intp)))
+    got = _verdicts(
+        NodePorts(), _pod("p", [("10.0.0.1", "", 8080)]), NodeSet(table, np.array([1, 2], dtype=np.intp))
+    )
     assert [v is None for v in got] == [True, False]
 
 
@@ -179,7 +185,11 @@ def _cluster(draw: st.DrawFn) -> tuple[NodeTable, NodeSet, Pod]:
     ]
     table = make_table([make_node(f"n{i}") for i in range(n)], existing)
     rows = draw(st.lists(st.integers(0, n - 1), unique=True).map(sorted))
-    return table, NodeSet(table, np.asarray(rows, dtype=np.intp)), _pod("p", draw(st.lists(_port, max_size=3)))
+    return (
+        table,
+        NodeSet(table, np.asarray(rows, dtype=np.intp)),
+        _pod("p", draw(st.lists(_port, max_size=3))),
+    )
 
 
 @settings(max_examples=200, deadline=None)

@@ -69,13 +69,13 @@ def _args(**raw: Any) -> NodeResourcesFitArgs:
 
 
 def _one(node: Node, existing: Sequence[Pod] = ()) -> NodeSet:
-    return make_table(
-        [node],
-        [
-            msgspec.structs.replace(p, spec=msgspec.structs.replace(p.spec, node_name=node.name))
-            for p in existing
-        ],
-    ).all()
+    """A one-node table with `existing` placed on the node."""
+    placed = [
+        msgspec.structs.replace(p, spec=msgspec.structs.replace(p.spec, node_name=node.name))
+        for p in existing
+    ]
+    table: NodeTable = make_table([node], placed)
+    return table.all()
 
 
 def _pod(name: str = "p", **kw: Any) -> Pod:
@@ -689,7 +689,8 @@ def test_args_validation_messages() -> None:
     assert "can't contain '/'" in err.message
     [err] = _args(scoringStrategy={"type": "Spread"}).validate()
     assert err.message == (
-        'unsupported value "Spread": supported values: "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"'
+        'unsupported value "Spread": supported values: '
+        '"LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"'
     )
     [err] = _args(scoringStrategy={"type": "RequestedToCapacityRatio"}).validate()
     assert err.message == "at least one point must be specified"
