@@ -189,7 +189,7 @@ def allocatable_cpu_m(cpus: int) -> int:
 
 
 def capacity_memory_ki(gib: int) -> int:
-    return gib * MIB * 97 // 100  # firmware and kernel keep ~3%
+    return gib * 1024 * 97 // 100 * KIB  # firmware and kernel keep ~3%; whole MiB, for readable reports
 
 
 def allocatable_memory_ki(gib: int) -> int:
@@ -642,7 +642,7 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
     big_workers = required_affinity([(INSTANCE_TYPE, "In", ["m5.2xlarge", "m5.4xlarge"])])
     low, high = "low-priority", "high-priority"
 
-    def web(
+    def workload(
         app: str, image: str, cpus: Sequence[int], mems_mib: Sequence[int], namespace: str = "web", **kw: Any
     ) -> Callable[[], PodShape]:
         """A workload: each pod draws its cpu (milli) and memory (MiB) request from the choices."""
@@ -650,11 +650,11 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
 
     plan: list[tuple[int, Callable[[], PodShape]]] = [
         # Web deployments scaling up.
-        (50, web("storefront", "storefront", [100, 250], [128, 256])),
-        (20, web("checkout-api", "checkout", [500], [512, 1024], priority_class=high)),
+        (50, workload("storefront", "storefront", [100, 250], [128, 256])),
+        (20, workload("checkout-api", "checkout", [500], [512, 1024], priority_class=high)),
         (
             10,
-            web(
+            workload(
                 "search",
                 "search",
                 [500, 1000],
@@ -664,7 +664,7 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
         ),
         (
             20,
-            web(
+            workload(
                 "recommendations",
                 "recommend",
                 [250, 500],
@@ -676,13 +676,13 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
                 ),
             ),
         ),
-        (10, web("frontend-canary", "nginx", [100], [128], node_selector={ZONE: "us-east-1a"})),
-        (20, web("docs-site", "nginx", [100], [128], namespace="default")),
+        (10, workload("frontend-canary", "nginx", [100], [128], node_selector={ZONE: "us-east-1a"})),
+        (20, workload("docs-site", "nginx", [100], [128], namespace="default")),
         # The nodelabelfilter profile keeps these off nodes labelled node=hello.
-        (25, web("edge-cache", "edge-cache", [200], [256], scheduler_name="nodelabelfilter")),
+        (25, workload("edge-cache", "edge-cache", [200], [256], scheduler_name="nodelabelfilter")),
         (
             15,
-            web(
+            workload(
                 "legacy-api",
                 "legacy-api",
                 [250, 500],
@@ -694,7 +694,7 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
         # Pods for another scheduler: listed as Ignored.
         (
             5,
-            web(
+            workload(
                 "volcano-job",
                 "busybox",
                 [500],
@@ -707,7 +707,7 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
         # Batch jobs: low priority, half of them happy to run on tainted spot nodes.
         (
             25,
-            web(
+            workload(
                 "etl-nightly",
                 "etl",
                 [2000, 3000, 4000],
@@ -719,7 +719,7 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
         ),
         (
             25,
-            web(
+            workload(
                 "etl-backfill",
                 "etl",
                 [2000, 3000, 4000],
@@ -733,7 +733,7 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
         ),
         (
             12,
-            web(
+            workload(
                 "spark-executor",
                 "spark",
                 [2000],
@@ -743,10 +743,15 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
                 affinity=node_affinity(spot_only),
             ),
         ),
-        (10, web("queue-worker", "python", [500], [1024], namespace="default", tolerations=[TOLERATE_SPOT])),
         (
             10,
-            web(
+            workload(
+                "queue-worker", "python", [500], [1024], namespace="default", tolerations=[TOLERATE_SPOT]
+            ),
+        ),
+        (
+            10,
+            workload(
                 "report-builder",
                 "reports",
                 [1000],
@@ -757,11 +762,11 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
             ),
         ),
         # Memory-heavy analytics.
-        (8, web("analytics", "python", [2000], [24576, 32768, 40960, 49152], namespace="default")),
+        (8, workload("analytics", "python", [2000], [24576, 32768, 40960, 49152], namespace="default")),
         # Scheduling gates: stay Gated.
         (
             3,
-            web(
+            workload(
                 "gated-train",
                 "pytorch",
                 [4000],
@@ -774,7 +779,7 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
         # Control-plane daemons.
         (
             2,
-            web(
+            workload(
                 "cloud-controller-manager",
                 "cloud-controller",
                 [200],
@@ -788,7 +793,7 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
         # Two more ingress replicas want hostPorts 80/443 on the four ingress nodes; three are taken.
         (
             2,
-            web(
+            workload(
                 "ingress-nginx-controller",
                 "ingress-nginx",
                 [100],
@@ -801,7 +806,7 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
         # GPU work: more GPUs are asked for than are free.
         (
             10,
-            web(
+            workload(
                 "inference",
                 "triton",
                 [2000],
@@ -814,7 +819,7 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
         ),
         (
             4,
-            web(
+            workload(
                 "finetune",
                 "pytorch",
                 [8000],
@@ -828,7 +833,7 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
         ),
         (
             3,
-            web(
+            workload(
                 "train-a100",
                 "pytorch",
                 [16000],
@@ -847,7 +852,7 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
         ),
         (
             2,
-            web(
+            workload(
                 "train-8gpu",
                 "pytorch",
                 [48000],
@@ -860,10 +865,10 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
             ),
         ),
         # Pods that cannot fit anywhere, so the report shows FailedScheduling messages.
-        (1, web("huge-cpu", "python", [64000], [8192], namespace="batch", owner_kind="Job")),
+        (1, workload("huge-cpu", "python", [64000], [8192], namespace="batch", owner_kind="Job")),
         (
             1,
-            web(
+            workload(
                 "train-16gpu",
                 "pytorch",
                 [64000],
@@ -874,9 +879,9 @@ def build_pending_pods(rng: random.Random, namer: Namer) -> list[Obj]:
                 tolerations=[TOLERATE_GPU],
             ),
         ),
-        (1, web("huge-memory", "python", [4000], [307200], namespace="default")),
+        (1, workload("huge-memory", "python", [4000], [307200], namespace="default")),
         # An invalid quantity: this pod alone gets result Error.
-        (1, web("bad-quantity", "busybox", [100], [128], namespace="default", bad_memory="12XB")),
+        (1, workload("bad-quantity", "busybox", [100], [128], namespace="default", bad_memory="12XB")),
     ]
     pods = [pod_object(make(), namer) for count, make in plan for _ in range(count)]
     rng.shuffle(pods)  # arrival order: a realistic mix, not grouped by workload
@@ -893,7 +898,8 @@ class _Dumper(yaml.SafeDumper):
         return True  # shared toleration dicts are written out in full, never as &anchors
 
     def represent_str(self, data: str) -> yaml.ScalarNode:
-        plain_is_str = self.resolve(yaml.ScalarNode, data, (True, False)) == "tag:yaml.org,2002:str"
+        tag = self.resolve(yaml.ScalarNode, data, (True, False))  # type: ignore[no-untyped-call]
+        plain_is_str = tag == "tag:yaml.org,2002:str"
         return self.represent_scalar(
             "tag:yaml.org,2002:str", data, style=None if plain_is_str and data else '"'
         )

@@ -40,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="kubesched",
-        description="A Kubernetes scheduler framework in Python: plugins, profiles and an explaining simulator.",
+        description="A Kubernetes scheduler framework in Python: plugins, profiles, an explaining simulator.",
     )
     parser.add_argument("--version", action="version", version=f"kubesched {__version__}")
     sub = parser.add_subparsers(metavar="COMMAND")
@@ -49,16 +49,20 @@ def _parser() -> argparse.ArgumentParser:
         "simulate",
         help="schedule pods on an in-memory cluster loaded from YAML and explain every decision",
         description=(
-            "Schedule the pending pods of PATHs (files or directories of Kubernetes objects, e.g. the output of "
-            "`kubectl get nodes,pods -A -o yaml`) in memory. Without PATH the bundled demo cluster and its "
-            "configuration are used."
+            "Schedule the pending pods of PATHs (files or directories of Kubernetes objects, e.g. the "
+            "output of `kubectl get nodes,pods -A -o yaml`) in memory. Without PATH the bundled demo "
+            "cluster and its configuration are used."
         ),
     )
     sim.add_argument("paths", nargs="*", metavar="PATH", help="YAML/JSON files or directories of objects")
-    sim.add_argument("--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: upstream defaults)")
+    sim.add_argument(
+        "--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: upstream defaults)"
+    )
     sim.add_argument("--output", "-o", choices=("table", "json"), default="table", help="report format")
     sim.add_argument("--explain", action="store_true", help="per node: filter verdicts and plugin scores")
-    sim.add_argument("--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)")
+    sim.add_argument(
+        "--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)"
+    )
     sim.set_defaults(func=_simulate)
 
     add_config_commands(sub)

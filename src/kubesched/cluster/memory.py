@@ -53,7 +53,9 @@ class RecordedEvent:
 class MemoryCluster:
     def __init__(self, objects: LoadedObjects, now: Any = lambda: 0.0) -> None:
         self._now = now
-        self.priority_classes: dict[str, PriorityClass] = {pc.metadata.name: pc for pc in objects.priority_classes}
+        self.priority_classes: dict[str, PriorityClass] = {
+            pc.metadata.name: pc for pc in objects.priority_classes
+        }
         self.nodes: dict[str, Node] = {n.metadata.name: n for n in objects.nodes}
         self.pods: dict[str, Pod] = {}
         for pod in objects.pods:
@@ -132,7 +134,9 @@ class MemoryCluster:
         for h in self._handlers:
             h.on_pod_update(current, bound)
 
-    def record_event(self, pod: Pod, *, type: str, reason: str, action: str, note: str, reporter: str) -> None:
+    def record_event(
+        self, pod: Pod, *, type: str, reason: str, action: str, note: str, reporter: str
+    ) -> None:
         self.events.append(RecordedEvent(self._now(), type, reason, action, note, reporter, pod.key))
 
     def set_pod_scheduled_condition(

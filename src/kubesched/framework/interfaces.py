@@ -135,7 +135,9 @@ class BatchScorePlugin(Plugin, Protocol):
 class ScoreExtensions(Plugin, Protocol):
     """NormalizeScore: rewrite `scores` (aligned with `nodes`) in place into [0, 100]."""
 
-    def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeSet, scores: Scores) -> Status | None: ...
+    def normalize_score(
+        self, state: CycleState, pod: Pod, nodes: NodeSet, scores: Scores
+    ) -> Status | None: ...
 
 
 @runtime_checkable
@@ -151,7 +153,7 @@ class PermitPlugin(Plugin, Protocol):
 
     def permit(
         self, state: CycleState, pod: Pod, node_name: str
-    ) -> Status | None | tuple[Status | None, float]: ...
+    ) -> Status | tuple[Status | None, float] | None: ...
 
 
 @runtime_checkable
@@ -232,4 +234,6 @@ def defines(cls: type, method: str) -> bool:
 
 def extension_points_of(cls: type) -> list[str]:
     """The config keys (`filter`, `score`, ...) of the extension points `cls` implements."""
-    return [point for point, methods in EXTENSION_POINT_METHODS.items() if any(defines(cls, m) for m in methods)]
+    return [
+        point for point, methods in EXTENSION_POINT_METHODS.items() if any(defines(cls, m) for m in methods)
+    ]

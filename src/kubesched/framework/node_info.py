@@ -54,7 +54,9 @@ class PodInfo:
             if port.host_port > 0
         ]
         aff = pod.spec.affinity
-        self.has_affinity = aff is not None and (aff.pod_affinity is not None or aff.pod_anti_affinity is not None)
+        self.has_affinity = aff is not None and (
+            aff.pod_affinity is not None or aff.pod_anti_affinity is not None
+        )
         self.has_required_anti_affinity = bool(
             aff is not None
             and aff.pod_anti_affinity is not None

@@ -115,9 +115,11 @@ def _split_msgspec_error(text: str, prefix: str) -> tuple[str, str]:
 def instantiate(cls: type, args: Any = None, handle: Any = None) -> Any:
     """Construct a plugin, passing `args`/`handle` only if its constructor names them."""
     try:
-        params = inspect.signature(cls).parameters
+        signature = inspect.signature(cls)
     except (TypeError, ValueError):
-        params = {}  # type: ignore[assignment]
+        signature = inspect.Signature()
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    params = {name for name, p in signature.parameters.items() if p.kind in named}
     kwargs: dict[str, Any] = {}
     if "args" in params:
         kwargs["args"] = args if args is not None else _default_args(cls)

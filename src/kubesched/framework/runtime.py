@@ -121,11 +121,13 @@ class Framework:
             for name, weight in refs:
                 cls = registry.resolve(name)
                 if cls is None:
-                    raise FrameworkError(f"profile {profile_name!r}: unknown plugin {name!r}")
+                    raise FrameworkError(f'profile {profile_name!r}: unknown plugin "{name}"')
                 if not any(defines(cls, m) for m in methods):
-                    raise FrameworkError(f"profile {profile_name!r}: plugin {name!r} does not extend {point}")
+                    raise FrameworkError(f'profile {profile_name!r}: plugin "{name}" does not extend {point}')
                 if any(n == name for n, _ in entries):
-                    raise FrameworkError(f"profile {profile_name!r}: plugin {name!r} already registered at {point}")
+                    raise FrameworkError(
+                        f'profile {profile_name!r}: plugin "{name}" already registered at {point}'
+                    )
                 plugin = self.plugins.get(name)
                 if plugin is None:
                     plugin = self.plugins[name] = instantiate(cls, plugin_args.get(name), handle)
@@ -170,7 +172,7 @@ class Framework:
             if status is not None and not status.is_success():
                 status.with_plugin(name)
                 if not status.is_rejected():
-                    status = Status.as_error(f"running PreEnqueue plugin {name!r}: {status.message()}")
+                    status = Status.as_error(f'running PreEnqueue plugin "{name}": {status.message()}')
                     status.plugin = name
                 return name, status
         return "", None
@@ -196,7 +198,7 @@ class Framework:
             try:
                 out = cast(PreFilterPlugin, plugin).pre_filter(state, pod, nodes)
             except Exception as exc:  # a plugin bug must fail this pod, not the scheduler
-                return None, _error(f"running PreFilter plugin {name!r}: {exc}", name), rejected
+                return None, _error(f'running PreFilter plugin "{name}": {exc}', name), rejected
             res, status = out if isinstance(out, tuple) else (None, out)
             if status is not None and not status.is_success():
                 status.with_plugin(name)
@@ -211,7 +213,7 @@ class Framework:
                     if unschedulable is None:
                         unschedulable = status
                     continue
-                return None, _error(f"running PreFilter plugin {name!r}: {status.message()}", name), rejected
+                return None, _error(f'running PreFilter plugin "{name}": {status.message()}', name), rejected
             if res is not None and res.node_names is not None:
                 narrowing.append(name)
                 result = res if result is None else result.merge(res)
@@ -221,7 +223,11 @@ class Framework:
                     else:
                         msg = f"node(s) didn't satisfy plugin {narrowing[0]}"
                     rejected.update(narrowing)
-                    return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=narrowing[0]), rejected
+                    return (
+                        None,
+                        Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=narrowing[0]),
+                        rejected,
+                    )
         if result is not None and result.node_names is not None:
             rejected.update(narrowing)  # nodes it excluded report these plugins
         if unschedulable is not None:
@@ -236,7 +242,7 @@ class Framework:
                 continue
             status = cast(PreFilterExtensions, plugin).add_pod(state, pod, to_add, node_info)
             if status is not None and not status.is_success():
-                return _error(f"running AddPod on PreFilter plugin {name!r}: {status.message()}", name)
+                return _error(f'running AddPod on PreFilter plugin "{name}": {status.message()}', name)
         return None
 
     def run_pre_filter_extension_remove_pod(
@@ -247,7 +253,7 @@ class Framework:
                 continue
             status = cast(PreFilterExtensions, plugin).remove_pod(state, pod, to_remove, node_info)
             if status is not None and not status.is_success():
-                return _error(f"running RemovePod on PreFilter plugin {name!r}: {status.message()}", name)
+                return _error(f'running RemovePod on PreFilter plugin "{name}": {status.message()}', name)
         return None
 
     # ------------------------------------------------------------------ Filter
@@ -268,7 +274,9 @@ class Framework:
             try:
                 result = self._filter_one(name, plugin, state, pod, sub)
             except Exception as exc:
-                return FilterOutcome(nodes, status_idx, statuses, _error(f"running {name!r} filter plugin: {exc}", name))
+                return FilterOutcome(
+                    nodes, status_idx, statuses, _error(f'running "{name}" filter plugin: {exc}', name)
+                )
             failed = ~result.passed
             if not failed.any():
                 continue
@@ -276,14 +284,16 @@ class Framework:
             for st in result.statuses:
                 st.with_plugin(name)
                 if not st.is_rejected():
-                    msg = f"running {name!r} filter plugin: {st.message()}"
+                    msg = f'running "{name}" filter plugin: {st.message()}'
                     return FilterOutcome(nodes, status_idx, statuses, _error(msg, name))
             statuses.extend(result.statuses)
             status_idx[feasible_pos[failed]] = result.codes[failed] + offset
             feasible_pos = feasible_pos[~failed]
         return FilterOutcome(nodes, status_idx, statuses)
 
-    def _filter_one(self, name: str, plugin: Any, state: CycleState, pod: Pod, sub: NodeSet) -> BatchFilterResult:
+    def _filter_one(
+        self, name: str, plugin: Any, state: CycleState, pod: Pod, sub: NodeSet
+    ) -> BatchFilterResult:
         if defines(type(plugin), "filter_nodes"):
             return cast(BatchFilterPlugin, plugin).filter_nodes(state, pod, sub)
         per_node = cast(FilterPlugin, plugin)
@@ -314,14 +324,14 @@ class Framework:
             try:
                 result, status = cast(PostFilterPlugin, plugin).post_filter(state, pod, node_to_status)
             except Exception as exc:
-                return None, _error(f"running PostFilter plugin {name!r}: {exc}", name)
+                return None, _error(f'running PostFilter plugin "{name}": {exc}', name)
             if status is None or status.is_success():
                 return result, Status(plugin=name)
             status.with_plugin(name)
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return result, status
             if not status.is_rejected():
-                return None, _error(f"running PostFilter plugin {name!r}: {status.message()}", name)
+                return None, _error(f'running PostFilter plugin "{name}": {status.message()}', name)
             reasons.extend(status.all_reasons())
         return None, Status(Code.UNSCHEDULABLE, *reasons)
 
@@ -331,13 +341,13 @@ class Framework:
             try:
                 status = cast(PreScorePlugin, plugin).pre_score(state, pod, nodes)
             except Exception as exc:
-                return _error(f"running PreScore plugin {name!r}: {exc}", name)
+                return _error(f'running PreScore plugin "{name}": {exc}', name)
             if status is None or status.is_success():
                 continue
             if status.is_skip():
                 state.skip_score_plugins.add(name)
                 continue
-            return _error(f"running PreScore plugin {name!r}: {status.message()}", name)
+            return _error(f'running PreScore plugin "{name}": {status.message()}', name)
         return None
 
     def run_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> ScoreOutcome:
@@ -351,18 +361,20 @@ class Framework:
                 if defines(type(plugin), "normalize_score"):
                     status = cast(ScoreExtensions, plugin).normalize_score(state, pod, nodes, scores)
                     if status is not None and not status.is_success():
-                        outcome.error = _error(f"running Normalize on Score plugin {name!r}: {status.message()}", name)
+                        outcome.error = _error(
+                            f'running Normalize on Score plugin "{name}": {status.message()}', name
+                        )
                         return outcome
             except _ScoreError as exc:
-                outcome.error = _error(f"running Score plugin {name!r}: {exc}", name)
+                outcome.error = _error(f'running Score plugin "{name}": {exc}', name)
                 return outcome
             except Exception as exc:
-                outcome.error = _error(f"running Score plugin {name!r}: {exc}", name)
+                outcome.error = _error(f'running Score plugin "{name}": {exc}', name)
                 return outcome
             if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
                 bad = int(scores[(scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)][0])
                 outcome.error = _error(
-                    f"plugin {name!r} returns an invalid score {bad}, it should in the range of "
+                    f'plugin "{name}" returns an invalid score {bad}, it should in the range of '
                     f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
                     name,
                 )
@@ -376,7 +388,9 @@ class Framework:
         if defines(type(plugin), "score_nodes"):
             scores = np.asarray(cast(BatchScorePlugin, plugin).score_nodes(state, pod, nodes), dtype=np.int64)
             if scores.shape != (len(nodes),):
-                raise _ScoreError(f"returned {scores.shape[0] if scores.ndim else 0} scores for {len(nodes)} nodes")
+                raise _ScoreError(
+                    f"returned {scores.shape[0] if scores.ndim else 0} scores for {len(nodes)} nodes"
+                )
             return scores.copy()
         per_node = cast(ScorePlugin, plugin)
         scores = np.zeros(len(nodes), dtype=np.int64)
@@ -394,12 +408,12 @@ class Framework:
             try:
                 status = cast(ReservePlugin, plugin).reserve(state, pod, node_name)
             except Exception as exc:
-                return _error(f"running Reserve plugin {name!r}: {exc}", name)
+                return _error(f'running Reserve plugin "{name}": {exc}', name)
             if status is not None and not status.is_success():
                 status.with_plugin(name)
                 if status.is_rejected():
                     return status
-                return _error(f"running Reserve plugin {name!r}: {status.message()}", name)
+                return _error(f'running Reserve plugin "{name}": {status.message()}', name)
         return None
 
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
@@ -413,7 +427,7 @@ class Framework:
             try:
                 out = cast(PermitPlugin, plugin).permit(state, pod, node_name)
             except Exception as exc:
-                return PermitOutcome(_error(f"running Permit plugin {name!r}: {exc}", name))
+                return PermitOutcome(_error(f'running Permit plugin "{name}": {exc}', name))
             status, timeout = out if isinstance(out, tuple) else (out, 0.0)
             if status is None or status.is_success():
                 continue
@@ -423,7 +437,7 @@ class Framework:
             if status.is_wait():
                 waits[name] = min(max(float(timeout), 0.0), MAX_PERMIT_TIMEOUT)
                 continue
-            return PermitOutcome(_error(f"running Permit plugin {name!r}: {status.message()}", name))
+            return PermitOutcome(_error(f'running Permit plugin "{name}": {status.message()}', name))
         if waits:
             msg = f'one or more plugins asked to wait and no plugin rejected pod "{pod.metadata.name}"'
             return PermitOutcome(Status(Code.WAIT, msg), waits)
@@ -435,12 +449,12 @@ class Framework:
             try:
                 status = cast(PreBindPlugin, plugin).pre_bind(state, pod, node_name)
             except Exception as exc:
-                return _error(f"running PreBind plugin {name!r}: {exc}", name)
+                return _error(f'running PreBind plugin "{name}": {exc}', name)
             if status is not None and not status.is_success() and not status.is_skip():
                 status.with_plugin(name)
                 if status.is_rejected():
                     return status
-                return _error(f"running PreBind plugin {name!r}: {status.message()}", name)
+                return _error(f'running PreBind plugin "{name}": {status.message()}', name)
         return None
 
     def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -449,7 +463,7 @@ class Framework:
             try:
                 status = cast(BindPlugin, plugin).bind(state, pod, node_name)
             except Exception as exc:
-                return _error(f"running Bind plugin {name!r}: {exc}", name)
+                return _error(f'running Bind plugin "{name}": {exc}', name)
             if status is not None and status.is_skip():
                 continue
             if status is None or status.is_success():
@@ -457,7 +471,7 @@ class Framework:
             status.with_plugin(name)
             if status.is_rejected():
                 return status
-            return _error(f"running Bind plugin {name!r}: {status.message()}", name)
+            return _error(f'running Bind plugin "{name}": {status.message()}', name)
         return Status(Code.SKIP)
 
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:

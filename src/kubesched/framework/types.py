@@ -121,4 +121,6 @@ def truncate_note(message: str) -> str:
 
 def rejected_by_plugins(plugins: list[str]) -> Status:
     """The status of nodes a PreFilterResult excluded: `node(s) didn't satisfy plugin(s) [A B]`."""
-    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]")
+    return Status(
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]"
+    )

@@ -16,7 +16,9 @@ def profiles_from_config(cfg: KubeSchedulerConfiguration, registry: Registry) ->
         specs.append(
             ProfileSpec(
                 scheduler_name=profile.scheduler_name or "default-scheduler",
-                points={point: [(ref.name, ref.weight) for ref in refs] for point, refs in resolved.points.items()},
+                points={
+                    point: [(ref.name, ref.weight) for ref in refs] for point, refs in resolved.points.items()
+                },
                 plugin_args=plugin_args(profile, registry),
                 percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
             )

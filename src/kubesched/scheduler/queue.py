@@ -28,6 +28,7 @@ from kubesched.api.objects import Pod
 from kubesched.framework.events import (
     FORCE_ACTIVATE,
     UNSCHEDULABLE_TIMEOUT,
+    WILDCARD_EVENT,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -68,13 +69,21 @@ BACKOFF_COMPLETE = "BackoffComplete"
 
 Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 
+#: What a plugin without EnqueueExtensions is registered for: every event, hint Queue.
+_ANY_EVENT = (ClusterEventWithHint(WILDCARD_EVENT),)
+
 
 class QueueProfile(Protocol):
     """What the queue needs from a scheduling profile (one per `spec.schedulerName`)."""
 
     @property
     def enqueue_events(self) -> Mapping[str, Sequence[ClusterEventWithHint]]:
-        """Plugin name -> the cluster events (with hints) that may make its rejections stale."""
+        """Plugin name -> the cluster events (with hints) that may make its rejections stale.
+
+        Read once per profile. A plugin absent from the mapping (no EnqueueExtensions) is moved by
+        any event, as upstream registers such plugins for the wildcard event; a plugin mapped to an
+        empty list is moved by no event (only by the leftover flush).
+        """
         ...
 
     def run_pre_enqueue(self, pod: Pod) -> tuple[str, Status | None]:
@@ -207,6 +216,7 @@ class SchedulingQueue:
         self._error_backoff_heap: list[tuple[float, int, str]] = []
         self._pool: dict[str, QueuedPodInfo] = {}
         self._gated = 0
+        self._registered: dict[str, Mapping[str, Sequence[ClusterEventWithHint]]] = {}
         self._in_flight: dict[str, _InFlight] = {}
         self._events: deque[_Event] = deque()
         self._event_seq = 0
@@ -250,7 +260,9 @@ class SchedulingQueue:
 
         if (item := self._active.get(key)) is not None:
             item.qpi.pod_info = new_pod_info
-            self._active_dirty = True  # the pod's order may have changed
+            # `less` may read anything in the pod, so its heap position may be wrong now: rebuild the
+            # heap (once, at the next pop) rather than guess.
+            self._active_dirty = True
             return
         if (entry := self._backoff.get(key)) is not None:
             entry.qpi.pod_info = new_pod_info
@@ -289,9 +301,9 @@ class SchedulingQueue:
         """The pod is gone (or bound elsewhere): drop it from every queue and from the nominator."""
         if self.nominator is not None:
             self.nominator.delete(pod_key)
-        if self._active.pop(pod_key, None) is not None:
-            self._active_dirty = True  # its heap entry is now stale
-        self._backoff.pop(pod_key, None)  # heap entries without a dict entry are skipped
+        # Heap entries without a matching dict entry are skipped when they surface.
+        self._active.pop(pod_key, None)
+        self._backoff.pop(pod_key, None)
         if pod_key in self._pool:
             self._remove_from_pool(pod_key)
         if (rec := self._in_flight.get(pod_key)) is not None:
@@ -429,16 +441,24 @@ class SchedulingQueue:
         """Both flushes, for the scheduling loop to call (upstream: every 1 s and every 30 s)."""
         return self.flush_backoff_completed() + self.flush_unschedulable_leftover()
 
-    def next_wakeup(self) -> float | None:
-        """When the next backoff ends or the next leftover flush is due; None if nothing is waiting.
-
-        The simulator advances its virtual clock to this time when activeQ is empty.
-        """
+    def next_backoff_expiry(self) -> float | None:
+        """When the earliest backoff ends (either heap); None when backoffQ is empty."""
         times: list[float] = []
         for heap in (self._backoff_heap, self._error_backoff_heap):
             self._drop_stale_backoff_heads(heap)
             if heap:
                 times.append(heap[0][0])
+        return min(times) if times else None
+
+    def next_wakeup(self) -> float | None:
+        """When the next backoff ends or the next leftover flush is due; None if nothing is waiting.
+
+        The simulator advances its virtual clock to this time when activeQ is empty. Pool pods make
+        a leftover flush due every `max_in_unschedulable`, so a loop that must end should also stop
+        once such retries stop making progress.
+        """
+        backoff = self.next_backoff_expiry()
+        times = [] if backoff is None else [backoff]
         pooled = [qpi.timestamp for qpi in self._pool.values() if not qpi.gating_plugin]
         if pooled:
             times.append(min(pooled) + self.max_in_unschedulable)
@@ -535,6 +555,16 @@ class SchedulingQueue:
         qpi.gating_plugin = ""
         return True
 
+    def _registered_events(self, pod: Pod) -> Mapping[str, Sequence[ClusterEventWithHint]]:
+        """The profile's registrations, read once: upstream builds its hint map at startup too."""
+        name = pod.spec.scheduler_name
+        registered = self._registered.get(name)
+        if registered is None:
+            profile = self._profiles.get(name)
+            registered = {} if profile is None else dict(profile.enqueue_events)
+            self._registered[name] = registered
+        return registered
+
     def _move_to_active(self, qpi: QueuedPodInfo, label: str) -> str:
         if not self._admit(qpi):
             return GATED
@@ -601,12 +631,9 @@ class SchedulingQueue:
         if EXTENDER in rejectors and not pending:
             return _Strategy.AFTER_BACKOFF
         strategy = _Strategy.AFTER_BACKOFF if EXTENDER in rejectors else _Strategy.SKIP
-        profile = self._profile(qpi.pod)
-        if profile is None:
-            return strategy
-        registered = profile.enqueue_events
+        registered = self._registered_events(qpi.pod)
         for plugin in sorted(rejectors):
-            for reg in registered.get(plugin, ()):
+            for reg in registered.get(plugin, _ANY_EVENT):
                 if (
                     not reg.event.matches(event)
                     or self._hint(reg, qpi.pod, old_obj, new_obj) is QueueingHint.SKIP

@@ -296,11 +296,11 @@ class Scheduler:
 
         # An earlier preemption nominated a node: try it alone first.
         nominated = pod.status.nominated_node_name or self.nominator.nominated_node(qpi.key)
-        if nominated and nominated in table.index:
-            if pre_result is None or pre_result.node_names is None or nominated in pre_result.node_names:
-                st = self._filter_with_nominated_pods(fwk, state, qpi.pod_info, table, nominated)
-                if st is None:
-                    return _ScheduleResult(nominated, 1, 1)
+        allowed = pre_result is None or pre_result.node_names is None or nominated in pre_result.node_names
+        if nominated and nominated in table.index and allowed:
+            st = self._filter_with_nominated_pods(fwk, state, qpi.pod_info, table, nominated)
+            if st is None:
+                return _ScheduleResult(nominated, 1, 1)
 
         nodes = all_nodes
         if pre_result is not None and pre_result.node_names is not None:

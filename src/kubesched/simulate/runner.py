@@ -93,7 +93,12 @@ def simulate(
             tracker.mark(pod_key(attempt.pod))
 
     scheduler = Scheduler(
-        profiles, registry, cluster, clock, options_from_config(config, seed=seed, explain=explain), observer=observe
+        profiles,
+        registry,
+        cluster,
+        clock,
+        options_from_config(config, seed=seed, explain=explain),
+        observer=observe,
     )
 
     def refuse(pod: Pod, exc: Exception) -> None:
@@ -153,7 +158,9 @@ def _build_report(
     )
     table = scheduler.cache.snapshot()
     nodes = [_node_usage(info) for info in sorted(table.infos, key=lambda i: i.name)]
-    counts = {r: sum(1 for p in pods if p.result == r) for r in ("Scheduled", "Unschedulable", "Error", "Gated")}
+    counts = {
+        r: sum(1 for p in pods if p.result == r) for r in ("Scheduled", "Unschedulable", "Error", "Gated")
+    }
     waiting = sum(1 for p in pods if p.result == "Waiting")
     scheduled = counts["Scheduled"]
     return Report(
@@ -204,7 +211,7 @@ def _pod_result(rec: _PodRecord) -> PodResult:
 
 def _node_usage(info: NodeInfo) -> NodeUsage:
     alloc = info.allocatable
-    names = [r for r in ("cpu", "memory", "ephemeral-storage") if r in alloc]
+    names: list[str] = [r for r in ("cpu", "memory", "ephemeral-storage") if r in alloc]
     names += sorted(r for r in alloc if r not in names and r != PODS)
     return NodeUsage(
         name=info.name,

@@ -26,7 +26,11 @@ def make_node(
     resources: dict[str, Any] = {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})}
     return msgspec.convert(
         {
-            "metadata": {"name": name, "uid": f"node-{name}", "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+            "metadata": {
+                "name": name,
+                "uid": f"node-{name}",
+                "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+            },
             "spec": {"unschedulable": unschedulable, "taints": [msgspec.to_builtins(t) for t in taints]},
             "status": {
                 "capacity": resources,

@@ -48,7 +48,9 @@ def make_plugin(name: str, **methods: Any) -> type:
     return type(name, (), body)
 
 
-def build(points: dict[str, list[str]], plugins: list[type], weights: dict[str, int] | None = None) -> Framework:
+def build(
+    points: dict[str, list[str]], plugins: list[type], weights: dict[str, int] | None = None
+) -> Framework:
     registry = Registry([Sort, Binder, *plugins])
     spec = {"queueSort": [("Sort", 1)], "bind": [("Binder", 1)]}
     for point, names in points.items():
@@ -95,7 +97,9 @@ def test_one_instance_per_plugin_across_points() -> None:
 
 
 def test_prefilter_skip_removes_the_coupled_filter() -> None:
-    P = make_plugin("P", pre_filter=lambda *a: (None, Status.skip()), filter=lambda *a: Status.unschedulable("no"))
+    P = make_plugin(
+        "P", pre_filter=lambda *a: (None, Status.skip()), filter=lambda *a: Status.unschedulable("no")
+    )
     fwk = build({"preFilter": ["P"], "filter": ["P"]}, [P])
     state = CycleState()
     _, status, _ = fwk.run_pre_filter(state, POD, all_nodes())
@@ -124,7 +128,7 @@ def test_prefilter_error_names_the_plugin() -> None:
     fwk = build({"preFilter": ["A"]}, [A])
     _, status, _ = fwk.run_pre_filter(CycleState(), POD, all_nodes())
     assert status is not None and status.code == Code.ERROR
-    assert status.message() == "running PreFilter plugin 'A': boom"
+    assert status.message() == 'running PreFilter plugin "A": boom'
 
 
 @pytest.mark.parametrize(
@@ -185,7 +189,7 @@ def test_filter_error_aborts_the_evaluation() -> None:
     A = make_plugin("A", filter=lambda s, p, ni: Status.as_error("disk on fire") if ni.name == "n2" else None)
     fwk = build({"filter": ["A"]}, [A])
     outcome = fwk.run_filter(CycleState(), POD, all_nodes())
-    assert outcome.error is not None and outcome.error.message() == "running 'A' filter plugin: disk on fire"
+    assert outcome.error is not None and outcome.error.message() == 'running "A" filter plugin: disk on fire'
 
 
 def test_filter_exception_becomes_an_error_status() -> None:
@@ -250,7 +254,7 @@ def test_score_out_of_range_after_normalize_is_an_error() -> None:
     outcome = build({"score": ["A"]}, [A]).run_score(CycleState(), POD, all_nodes())
     assert outcome.error is not None
     assert outcome.error.message() == (
-        "plugin 'A' returns an invalid score 101, it should in the range of [0, 100] after normalizing"
+        'plugin "A" returns an invalid score 101, it should in the range of [0, 100] after normalizing'
     )
 
 
@@ -315,8 +319,18 @@ def test_bind_chain_skips_until_a_plugin_decides() -> None:
 
 @pytest.mark.parametrize(
     ("nodes", "pct", "expected"),
-    [(50, 0, 50), (99, 10, 99), (500, 0, 230), (1000, 0, 420), (5000, 0, 500), (6000, 0, 300), (10000, 0, 500),
-     (1000, 100, 1000), (1000, 5, 100), (300, 50, 150)],
+    [
+        (50, 0, 50),
+        (99, 10, 99),
+        (500, 0, 230),
+        (1000, 0, 420),
+        (5000, 0, 500),
+        (6000, 0, 300),
+        (10000, 0, 500),
+        (1000, 100, 1000),
+        (1000, 5, 100),
+        (300, 50, 150),
+    ],
 )
 def test_num_feasible_nodes_to_find(nodes: int, pct: int, expected: int) -> None:
     assert num_feasible_nodes_to_find(None, pct, nodes) == expected
@@ -331,4 +345,3 @@ def test_preenqueue_reports_the_gating_plugin() -> None:
     G = make_plugin("G", pre_enqueue=lambda pod: Status.unschedulable_and_unresolvable("gated"))
     name, status = build({"preEnqueue": ["G"]}, [G]).run_pre_enqueue(POD)
     assert name == "G" and status is not None and status.is_rejected()
-

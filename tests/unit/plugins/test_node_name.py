@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.framework.cycle_state import CycleState
@@ -52,6 +52,7 @@ def test_batch_on_subset_and_unknown_name() -> None:
     assert [s is None for s in _batch(NodeName(), "gone", table.all())] == [False] * 4
 
 
+@settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), unique=True, max_size=5),
     st.sampled_from(["", "a", "b", "x"]),

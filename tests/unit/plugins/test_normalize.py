@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.framework.normalize import default_normalize_score
@@ -62,6 +62,7 @@ def _go_reference(scores: list[int], reverse: bool) -> list[int]:
     return out
 
 
+@settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=10**6), max_size=20), st.booleans())
 def test_matches_scalar_definition_and_stays_in_range(scores: list[int], reverse: bool) -> None:
     arr = np.array(scores, dtype=np.int64)

@@ -109,6 +109,7 @@ DEFAULT_EVENTS: dict[str, list[ClusterEventWithHint]] = {
     "Broken": [ClusterEventWithHint(NODE_ADD, broken_hint)],
     "Labels": [ClusterEventWithHint(POD_LABEL_UPDATE, queue_hint)],
     GATES: [ClusterEventWithHint(GATES_ELIMINATED, queue_hint)],
+    "Never": [],
 }
 
 
@@ -336,7 +337,9 @@ def test_flush_backoff_completed_at_expiry() -> None:
         pytest.param(["Ports"], [], NODE_ADD, "unschedulable", id="not-registered"),
         pytest.param(["Ports"], [], ASSIGNED_POD_DELETE, "backoff", id="registered-pod-delete"),
         pytest.param(["Taint", "Fit"], [], NODE_ADD, "backoff", id="any-plugin-queue"),
-        pytest.param(["Unknown"], [], NODE_ADD, "unschedulable", id="plugin-without-events"),
+        pytest.param(["Unregistered"], [], NODE_ADD, "backoff", id="no-enqueue-extensions-any-event"),
+        pytest.param(["Never"], [], WILDCARD_EVENT, "backoff", id="empty-registration-wildcard-only"),
+        pytest.param(["Never"], [], NODE_ADD, "unschedulable", id="empty-registration"),
         pytest.param([], ["Fit"], NODE_ADD, "active", id="pending-skips-backoff"),
         pytest.param(["Fit"], ["Taint"], NODE_ADD, "backoff", id="pending-skip-unsched-queue"),
         pytest.param(["Taint"], ["Fit"], NODE_ADD, "active", id="pending-queue-wins"),
@@ -414,7 +417,9 @@ def test_hints_from_non_rejecting_plugins_are_ignored() -> None:
         calls.append(pod.metadata.name)
         return QueueingHint.QUEUE
 
-    q, _ = make_queue(events={"P": [ClusterEventWithHint(NODE_ADD, hint)], "Q": []})
+    q, _ = make_queue(
+        events={"P": [ClusterEventWithHint(NODE_ADD, hint)], "Q": [ClusterEventWithHint(NODE_ADD, skip_hint)]}
+    )
     park(q, "a", ["Q"])
     assert q.move_all_to_active_or_backoff(NODE_ADD) == 0
     assert calls == []
@@ -558,11 +563,14 @@ def test_gated_pods_reconsidered_only_for_gating_plugin_events(
 
 
 def test_gated_pods_skip_leftover_flush_and_wakeup() -> None:
-    q, clock = make_queue()
+    profile = FakeProfile(DEFAULT_EVENTS)
+    clock = VirtualClock()
+    q = SchedulingQueue(priority_less, clock, profiles={"default-scheduler": profile})
     q.add(info("a", gates=["g"]))
     assert q.next_wakeup() is None
     clock.advance(1000.0)
     assert q.flush_unschedulable_leftover() == 0
+    assert profile.pre_enqueue_calls == 1  # only at add: a timeout is no reason to ask PreEnqueue again
 
 
 # ------------------------------------------------------------------ pool updates
@@ -714,7 +722,7 @@ def test_delete_removes_everywhere(location: str) -> None:
 
 def test_next_wakeup() -> None:
     q, clock = make_queue()
-    assert q.next_wakeup() is None
+    assert q.next_wakeup() is None and q.next_backoff_expiry() is None
     q.add(info("active"))
     assert q.next_wakeup() is None  # activeQ needs no wakeup
     assert drain(q) == ["active"]
@@ -725,9 +733,9 @@ def test_next_wakeup() -> None:
     assert fail(q, qpi) == "backoff"
     assert q.next_wakeup() == 11.0
     park(q, "parked", ["Taint"])
-    assert q.next_wakeup() == 11.0
+    assert q.next_wakeup() == q.next_backoff_expiry() == 11.0
     q.delete(key("err"))
-    assert q.next_wakeup() == 310.0
+    assert q.next_wakeup() == 310.0 and q.next_backoff_expiry() is None
     clock.advance_to(310.0)
     q.run_periodic()
     assert q.next_wakeup() is None
@@ -737,7 +745,9 @@ def test_next_wakeup_drives_a_virtual_clock_loop() -> None:
     q, clock = make_queue()
     q.add(info("a"))
     attempts = 0
-    while attempts < 6:
+    for _ in range(50):  # bounded: a wakeup that makes no progress must fail, not hang
+        if attempts == 6:
+            break
         qpi = q.pop()
         if qpi is None:
             wake = q.next_wakeup()
@@ -747,6 +757,7 @@ def test_next_wakeup_drives_a_virtual_clock_loop() -> None:
             continue
         attempts += 1
         assert fail(q, qpi) == "backoff"
+    assert attempts == 6
     # Error backoff 1+2+4+8+10 seconds between the six attempts.
     assert clock.now() == 25.0
 
@@ -780,3 +791,37 @@ def test_queue_keeps_nominator_in_step() -> None:
 def test_rejects_negative_durations() -> None:
     with pytest.raises(ValueError, match="negative"):
         make_queue(initial_backoff=-1.0)
+
+
+def test_registrations_are_read_once_per_profile() -> None:
+    class CountingProfile:
+        reads = 0
+
+        @property
+        def enqueue_events(self) -> Mapping[str, Sequence[ClusterEventWithHint]]:
+            self.reads += 1
+            return DEFAULT_EVENTS
+
+        def run_pre_enqueue(self, pod: Pod) -> tuple[str, Status | None]:
+            return "", None
+
+    profile = CountingProfile()
+    q = SchedulingQueue(priority_less, VirtualClock(), profiles={"default-scheduler": profile})
+    park(q, "a", ["Taint"])
+    park(q, "b", ["Taint"])
+    for _ in range(3):
+        q.move_all_to_active_or_backoff(NODE_ADD)
+    assert profile.reads == 1
+
+
+def test_stale_heap_entry_of_a_deleted_then_readded_pod_is_skipped() -> None:
+    q, _ = make_queue()
+    q.add(info("a", priority=10))
+    q.add(info("b", priority=5))
+    q.delete(key("a"))
+    q.add(info("a", priority=0))  # the old entry (priority 10) still sits at the top of the heap
+    popped = q.pop()
+    assert popped is not None and popped.pod.metadata.name == "b"
+    again = q.pop()
+    assert again is not None and again.pod_info.priority == 0
+    assert q.pop() is None

@@ -51,8 +51,15 @@ class OnePodPerNode:
 
 
 class Harness:
-    def __init__(self, nodes: int, pods: list[Pod], extra: dict[str, list[tuple[str, int]]], plugins: list[type],
-                 seed: int = 0, args: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        nodes: int,
+        pods: list[Pod],
+        extra: dict[str, list[tuple[str, int]]],
+        plugins: list[type],
+        seed: int = 0,
+        args: dict[str, Any] | None = None,
+    ) -> None:
         self.clock = VirtualClock()
         objects = LoadedObjects(nodes=[make_node(f"n{i}") for i in range(nodes)], pods=pods)
         self.cluster = MemoryCluster(objects, self.clock.now)
@@ -122,8 +129,13 @@ def test_ties_are_broken_by_the_seeded_rng() -> None:
             return 50
 
     def placements(seed: int) -> list[str]:
-        h = Harness(10, [make_pod(f"p{i}", priority=100 - i) for i in range(20)], {"score": [("Flat", 1)]}, [Flat],
-                    seed=seed)
+        h = Harness(
+            10,
+            [make_pod(f"p{i}", priority=100 - i) for i in range(20)],
+            {"score": [("Flat", 1)]},
+            [Flat],
+            seed=seed,
+        )
         h.run()
         return [h.node_of(f"p{i}") for i in range(20)]
 
@@ -150,7 +162,7 @@ def test_reserve_failure_unreserves_in_reverse_and_forgets_the_pod() -> None:
     assert log == ["reserve A", "reserve B", "unreserve B", "unreserve A"]
     assert not h.scheduler.cache.has_pod("default-p")
     assert h.attempts[-1].result == "Unschedulable"
-    assert h.attempts[-1].message == "0/1 nodes are available: volume taken."
+    assert h.attempts[-1].message == "0/1 nodes are available: 1 volume taken."
 
 
 class WaitForPair:
@@ -190,8 +202,9 @@ def test_permit_timeout_rejects_in_virtual_time_and_unreserves() -> None:
         def unreserve(self, state: Any, pod: Pod, node: str) -> None:
             unreserved.append(pod.metadata.name)
 
-    h = Harness(1, [make_pod("lonely")], {"permit": [("WaitForPair", 1)], "reserve": [("Res", 1)]},
-                [WaitForPair, Res])
+    h = Harness(
+        1, [make_pod("lonely")], {"permit": [("WaitForPair", 1)], "reserve": [("Res", 1)]}, [WaitForPair, Res]
+    )
     h.scheduler.schedule_one()
     assert h.scheduler.cache.is_assumed("default-lonely")
     h.clock.advance_to(10.0)
@@ -199,7 +212,7 @@ def test_permit_timeout_rejects_in_virtual_time_and_unreserves() -> None:
     assert unreserved == ["lonely"]
     assert not h.scheduler.cache.has_pod("default-lonely")
     assert h.attempts[-1].message == (
-        "0/1 nodes are available: rejected due to timeout after waiting 10s at plugin WaitForPair."
+        "0/1 nodes are available: 1 rejected due to timeout after waiting 10s at plugin WaitForPair."
     )
     assert h.cluster.pods["default-lonely"].spec.node_name == ""
 
@@ -222,8 +235,12 @@ def test_prefilter_narrowing_reports_absent_nodes() -> None:
         def pre_filter(self, state: Any, pod: Any, nodes: Any) -> Any:
             return PreFilterResult(frozenset({"n1"})), None
 
-    h = Harness(3, [make_pod("a"), make_pod("b")], {"preFilter": [("Only", 1)], "filter": [("OnePodPerNode", 1)]},
-                [Only, OnePodPerNode])
+    h = Harness(
+        3,
+        [make_pod("a"), make_pod("b")],
+        {"preFilter": [("Only", 1)], "filter": [("OnePodPerNode", 1)]},
+        [Only, OnePodPerNode],
+    )
     h.run()
     assert h.node_of("a") == "n1" or h.node_of("b") == "n1"
     assert h.events("FailedScheduling") == [
