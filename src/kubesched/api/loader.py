@@ -37,6 +37,10 @@ from kubesched.api.objects import (
     Pod,
     PodDisruptionBudget,
     PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
     StorageClass,
 )
 from kubesched.errors import InputError
@@ -60,6 +64,10 @@ class LoadedObjects:
     storage_classes: list[StorageClass] = field(default_factory=list)
     csi_nodes: list[CSINode] = field(default_factory=list)
     pod_disruption_budgets: list[PodDisruptionBudget] = field(default_factory=list)
+    services: list[Service] = field(default_factory=list)
+    replication_controllers: list[ReplicationController] = field(default_factory=list)
+    replica_sets: list[ReplicaSet] = field(default_factory=list)
+    stateful_sets: list[StatefulSet] = field(default_factory=list)
     #: kind -> number of objects of that kind that were not loaded (the scheduler ignores them).
     skipped: dict[str, int] = field(default_factory=dict)
 
@@ -82,6 +90,10 @@ _ATTRIBUTES: dict[type[msgspec.Struct], str] = {
     StorageClass: "storage_classes",
     CSINode: "csi_nodes",
     PodDisruptionBudget: "pod_disruption_budgets",
+    Service: "services",
+    ReplicationController: "replication_controllers",
+    ReplicaSet: "replica_sets",
+    StatefulSet: "stateful_sets",
 }
 
 

@@ -387,6 +387,50 @@ class PodDisruptionBudget(_Base, frozen=True):
     status: PodDisruptionBudgetStatus = PodDisruptionBudgetStatus()
 
 
+class ServiceSpec(_Base, frozen=True):
+    selector: dict[str, str] = {}
+
+
+class Service(_Base, frozen=True):
+    """Only its selector matters: PodTopologySpread's system default constraints spread by it."""
+
+    api_version: str = "v1"
+    kind: str = "Service"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: ServiceSpec = ServiceSpec()
+
+
+class ReplicationControllerSpec(_Base, frozen=True):
+    selector: dict[str, str] = {}
+
+
+class ReplicationController(_Base, frozen=True):
+    api_version: str = "v1"
+    kind: str = "ReplicationController"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: ReplicationControllerSpec = ReplicationControllerSpec()
+
+
+class WorkloadSpec(_Base, frozen=True):
+    """The part of a ReplicaSet/StatefulSet spec the scheduler reads."""
+
+    selector: LabelSelector | None = None
+
+
+class ReplicaSet(_Base, frozen=True):
+    api_version: str = "apps/v1"
+    kind: str = "ReplicaSet"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: WorkloadSpec = WorkloadSpec()
+
+
+class StatefulSet(_Base, frozen=True):
+    api_version: str = "apps/v1"
+    kind: str = "StatefulSet"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: WorkloadSpec = WorkloadSpec()
+
+
 #: Every kind the object model knows, by `kind`.
 KINDS: dict[str, type[msgspec.Struct]] = {
     "Pod": Pod,
@@ -398,6 +442,10 @@ KINDS: dict[str, type[msgspec.Struct]] = {
     "StorageClass": StorageClass,
     "CSINode": CSINode,
     "PodDisruptionBudget": PodDisruptionBudget,
+    "Service": Service,
+    "ReplicationController": ReplicationController,
+    "ReplicaSet": ReplicaSet,
+    "StatefulSet": StatefulSet,
 }
 
 KubeObject = (
@@ -410,4 +458,8 @@ KubeObject = (
     | StorageClass
     | CSINode
     | PodDisruptionBudget
+    | Service
+    | ReplicationController
+    | ReplicaSet
+    | StatefulSet
 )

@@ -173,5 +173,9 @@ class MemoryCluster:
             "StorageClass": self.objects.storage_classes,
             "CSINode": self.objects.csi_nodes,
             "PodDisruptionBudget": self.objects.pod_disruption_budgets,
+            "Service": self.objects.services,
+            "ReplicationController": self.objects.replication_controllers,
+            "ReplicaSet": self.objects.replica_sets,
+            "StatefulSet": self.objects.stateful_sets,
         }
         return mapping.get(kind, [])

@@ -92,7 +92,7 @@ metadata: {name: d}
 ---
 kind: List
 items:
-- {kind: Service, metadata: {name: s}}
+- {kind: Endpoints, metadata: {name: s}}
 - {kind: Deployment}
 - {kind: PriorityClass, metadata: {name: high}, value: 1000}
 ---
@@ -103,7 +103,7 @@ items:
 """
     skipped: dict[str, int] = {}
     objs = load_documents(text, "mixed.yaml", skipped=skipped)
-    assert skipped == {"Deployment": 2, "Service": 1, "ConfigMap": 2}
+    assert skipped == {"Deployment": 2, "Endpoints": 1, "ConfigMap": 2}
     assert len(objs) == 1 and isinstance(objs[0], PriorityClass) and objs[0].value == 1000
 
 
@@ -206,10 +206,10 @@ def test_load_paths_walks_directories_in_sorted_order(tmp_path: Path) -> None:
     write(tmp_path / "notes.txt", pod("ignored"))
     write(tmp_path / ".hidden.yaml", pod("hidden"))
     write(tmp_path / ".git" / "x.yaml", pod("hidden dir"))
-    write(tmp_path / "svc.yaml", "kind: Service\n")
+    write(tmp_path / "svc.yaml", "kind: Endpoints\n")
     loaded = load_paths([tmp_path])
     assert [p.metadata.name for p in loaded.pods] == ["a/deeper/x", "a/z", "a-b", "b"]
-    assert loaded.skipped == {"Service": 1}
+    assert loaded.skipped == {"Endpoints": 1}
 
 
 def test_load_paths_files_and_kinds(tmp_path: Path) -> None:
