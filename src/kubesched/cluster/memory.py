@@ -154,6 +154,13 @@ class MemoryCluster:
             status = msgspec.structs.replace(status, nominated_node_name=nominated_node_name)
         self.pods[key] = msgspec.structs.replace(current, status=status)
 
+    def set_nominated_node_name(self, pod: Pod, node_name: str) -> None:
+        key = pod_key(pod)
+        current = self.pods.get(key)
+        if current is not None:
+            status = msgspec.structs.replace(current.status, nominated_node_name=node_name)
+            self.pods[key] = msgspec.structs.replace(current, status=status)
+
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
         key = pod_key(pod)
         current = self.pods.pop(key, None)

@@ -68,6 +68,35 @@ class Handle(Protocol):
         """Objects of a kind the cluster holds (`PersistentVolumeClaim`, `PodGroup`, ...)."""
         ...
 
+    # -- what preemption needs (upstream's Handle offers the same)
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """All Filter plugins of this profile on `node_info`, honouring nominated pods."""
+        ...
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_info_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+    def set_nominated_node(self, pod: Pod, node_name: str) -> None:
+        """Nominate `pod` to `node_name` ("" clears it) and patch its status accordingly."""
+        ...
+
+    def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
+        """Evict a pod through the cluster (a preemption victim)."""
+        ...
+
+    def record_event(self, pod: Pod, *, type: str, reason: str, action: str, note: str) -> None:
+        """An Event about `pod`, reported by this profile's scheduler name."""
+        ...
+
 
 @runtime_checkable
 class PreEnqueuePlugin(Plugin, Protocol):

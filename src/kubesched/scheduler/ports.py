@@ -30,6 +30,10 @@ class ClusterPort(Protocol):
         """Patch `PodScheduled=False` with reason/message, and `status.nominatedNodeName` when given."""
         ...
 
+    def set_nominated_node_name(self, pod: Pod, node_name: str) -> None:
+        """Patch only `status.nominatedNodeName` ("" clears it)."""
+        ...
+
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
         """Evict a preemption victim."""
         ...

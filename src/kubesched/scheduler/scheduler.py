@@ -25,7 +25,7 @@ from kubesched.framework.events import (
     ClusterEvent,
     Resource,
 )
-from kubesched.framework.node_info import PodInfo, pod_key
+from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, num_feasible_nodes_to_find
@@ -139,6 +139,44 @@ class _ProfileHandle:
 
     def lister(self, kind: str) -> Sequence[Any]:
         return self._s.port.lister(kind)
+
+    def _framework(self) -> Framework:
+        return self._s.frameworks[self._profile]
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        table = NodeTable([node_info])
+        return self._s._filter_with_nominated_pods(
+            self._framework(), state, PodInfo(pod), table, node_info.name
+        )
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        return self._framework().run_pre_filter_extension_add_pod(state, pod, pod_info_to_add, node_info)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_info_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        return self._framework().run_pre_filter_extension_remove_pod(
+            state, pod, pod_info_to_remove, node_info
+        )
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return self._s.nominator.nominated_pods_for_node(node_name)
+
+    def set_nominated_node(self, pod: Pod, node_name: str) -> None:
+        self._s.nominator.add(PodInfo(pod), node_name)
+        self._s.port.set_nominated_node_name(pod, node_name)
+
+    def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
+        self._s.port.delete_pod(pod, reason=reason, message=message)
+
+    def record_event(self, pod: Pod, *, type: str, reason: str, action: str, note: str) -> None:
+        self._s.port.record_event(
+            pod, type=type, reason=reason, action=action, note=note, reporter=self._profile
+        )
 
 
 class Scheduler:
