@@ -87,7 +87,10 @@ class NodeTable:
         self.taint_set_ids: npt.NDArray[np.int32] = np.zeros(n, dtype=np.int32)
         self._intern_taints()
         self._label_columns: dict[str, LabelColumn] = {}
+        #: Bumped on every change (pods or nodes).
         self.generation = 0
+        #: Bumped only when a Node object changes in place; a new table starts at 0.
+        self.node_generation = 0
 
     # ------------------------------------------------------------------ construction helpers
     def _load_row(self, i: int, ni: NodeInfo) -> None:
@@ -199,6 +202,7 @@ class NodeTable:
         if old.metadata.labels != node.metadata.labels or old.spec.taints != node.spec.taints:
             return False
         ni.set_node(node)
+        self.node_generation += 1
         if any(r not in self.resource_index for r in ni.allocatable if r != PODS):
             return False
         self._load_row(row, ni)

@@ -13,14 +13,13 @@ once per snapshot and reused while the nodes do not change.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.objects import Node, Pod
+from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import BatchScorePlugin, Handle, ScorePlugin
 from kubesched.framework.node_info import NodeInfo
@@ -80,7 +79,7 @@ class _ImageIndex:
     summary per image name for the whole cache.
     """
 
-    nodes: list[Node]
+    node_generation: int
     images: dict[str, tuple[int, IndexArray]]
 
     @classmethod
@@ -95,12 +94,11 @@ class _ImageIndex:
                         on.append(i)
                     sizes.setdefault(name, image.size_bytes)
         images = {name: (sizes[name], np.asarray(r, dtype=np.intp)) for name, r in rows.items()}
-        return cls([ni.node for ni in table.infos], images)
+        return cls(table.node_generation, images)
 
     def current_for(self, table: NodeTable) -> bool:
-        """True while the table holds the very same Node objects (images only change with them)."""
-        nodes = [ni.node for ni in table.infos]
-        return len(nodes) == len(self.nodes) and all(map(operator.is_, nodes, self.nodes))
+        """True while no Node object of the table changed (images only change with them)."""
+        return self.node_generation == table.node_generation
 
 
 @dataclass(frozen=True, slots=True)

@@ -371,7 +371,8 @@ class Scheduler:
                 names[i]: ({p: int(s[i]) for p, s in outcome.by_plugin.items()}, int(outcome.totals[i]))
                 for i in range(len(feasible))
             }
-        return _ScheduleResult(feasible.names[best], evaluated, len(feasible), scores, explain_filter)
+        chosen = feasible.table.names[int(feasible.rows[best])]
+        return _ScheduleResult(chosen, evaluated, len(feasible), scores, explain_filter)
 
     def _find_nodes_that_pass_filters(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, nodes: NodeSet

@@ -1,0 +1,93 @@
+"""Scheduling throughput of `kubesched simulate` on scheduler_perf's SchedulingBasic shape.
+
+Nodes: 4 CPU, 32Gi, 110 pods. Pods: 100m CPU / 500Mi. Each case places `init` running pods first,
+then schedules `pods` pending pods with the default profile, and prints one JSON object per case:
+
+    {"case": "5000Nodes_10000Pods", "nodes": 5000, "pods": 10000, "percentageOfNodesToScore": 0,
+     "scheduled": 10000, "seconds": 11.2, "podsPerSecond": 893.1, "rssMiB": 412.0}
+
+Upstream's threshold for SchedulingBasic 5000Nodes_10000Pods is 680 pods/s (integration setup,
+adaptive sampling). Run: `.venv/bin/python benchmarks/simulate_throughput.py [--quick]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+from dataclasses import dataclass
+
+import msgspec
+
+from kubesched.api.loader import LoadedObjects
+from kubesched.config import default_config
+from kubesched.plugins import default_registry
+from kubesched.scheduler.profiles import profiles_from_config
+from kubesched.simulate.runner import simulate
+from kubesched.testing.builders import make_node, make_pod
+
+
+@dataclass(frozen=True)
+class Case:
+    nodes: int
+    init: int
+    pods: int
+    percentage: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.nodes}Nodes_{self.pods}Pods"
+
+
+CASES = (
+    Case(500, 500, 1000, 0),
+    Case(500, 500, 1000, 100),
+    Case(5000, 1000, 10000, 0),
+    Case(5000, 1000, 10000, 100),
+)
+QUICK = (Case(500, 500, 1000, 0), Case(5000, 1000, 2000, 0))
+
+
+def cluster(case: Case) -> LoadedObjects:
+    nodes = [
+        make_node(f"node-{i}", cpu="4", memory="32Gi", pods=110, labels={"topology.kubernetes.io/zone": f"z{i % 3}"})
+        for i in range(case.nodes)
+    ]
+    init = [make_pod(f"init-{i}", cpu="100m", memory="500Mi", node_name=f"node-{i % case.nodes}") for i in range(case.init)]
+    pending = [make_pod(f"pod-{i}", cpu="100m", memory="500Mi") for i in range(case.pods)]
+    return LoadedObjects(nodes=nodes, pods=init + pending)
+
+
+def run(case: Case) -> dict[str, object]:
+    registry = default_registry()
+    config = msgspec.structs.replace(default_config(registry), percentage_of_nodes_to_score=case.percentage)
+    report = simulate(cluster(case), config, registry)
+    spec = profiles_from_config(config, registry)[0]
+    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "case": case.name,
+        "nodes": case.nodes,
+        "initPods": case.init,
+        "pods": case.pods,
+        "percentageOfNodesToScore": case.percentage,
+        "scheduled": report.summary.scheduled,
+        "seconds": round(report.summary.seconds, 3),
+        "podsPerSecond": report.summary.pods_per_second,
+        "maxRssMiB": round(rss_mib, 1),
+        "filterPlugins": spec.points.get("filter", []) and [n for n, _ in spec.points["filter"]],
+        "scorePlugins": [f"{n}:{w}" for n, w in spec.points.get("score", [])],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="smaller cases, for a smoke run")
+    args = parser.parse_args()
+    for case in QUICK if args.quick else CASES:
+        print(json.dumps(run(case)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
