@@ -186,7 +186,8 @@ class NodeTable:
         for r, v in pi.requests.items():
             if r == PODS:
                 continue
-            self.requested[row, self.ensure_resource(r)] += sign * v
+            col = self.ensure_resource(r)  # may grow the matrices: index them only afterwards
+            self.requested[row, col] += sign * v
         self.non_zero_requested[row, 0] += sign * pi.non_zero_cpu
         self.non_zero_requested[row, 1] += sign * pi.non_zero_memory
         self.pod_count[row] += sign

@@ -1,0 +1,102 @@
+"""Plugins found by name, by entry point and by `module:Class`; args decoded with field paths."""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import msgspec
+import pytest
+
+from kubesched.errors import InputError
+from kubesched.framework import FilterPlugin, Status
+from kubesched.framework.interfaces import extension_points_of
+from kubesched.framework.registry import Registry, decode_args, instantiate
+from kubesched.plugins import BUILTIN_PLUGINS, default_registry
+
+
+class ThresholdArgs(msgspec.Struct, rename="camel"):
+    max_pods: int = 10
+
+    def validate(self) -> list[InputError]:
+        return [InputError("must be positive", path="maxPods")] if self.max_pods <= 0 else []
+
+
+class Threshold(FilterPlugin):
+    name = "Threshold"
+    args_type = ThresholdArgs
+
+    def __init__(self, args: ThresholdArgs, handle: Any = None) -> None:
+        self.args = args
+        self.handle = handle
+
+    def filter(self, state: Any, pod: Any, node_info: Any) -> Status | None:
+        return None
+
+
+def test_builtins_are_registered_under_their_names() -> None:
+    registry = default_registry(entry_points=False)
+    assert set(registry) == {cls.name for cls in BUILTIN_PLUGINS}  # type: ignore[attr-defined]
+    assert registry["NodeFilterLabel"].__name__ == "NodeFilterLabel"
+
+
+def test_subclassing_a_protocol_does_not_claim_other_extension_points() -> None:
+    assert extension_points_of(Threshold) == ["filter"]
+
+
+def test_module_class_names_are_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("my_plugins")
+    module.Threshold = Threshold  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "my_plugins", module)
+    registry = Registry()
+    assert registry.resolve("my_plugins:Threshold") is Threshold
+    assert "my_plugins:Threshold" in registry
+    assert registry.resolve("NotThere") is None
+    with pytest.raises(InputError, match="cannot import plugin 'no_such_module:X'"):
+        registry.resolve("no_such_module:X")
+
+
+def test_entry_points_register_third_party_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    class FakeEntryPoint:
+        name = "Threshold"
+        value = "pkg:Threshold"
+
+        def load(self) -> type:
+            return Threshold
+
+    class Broken(FakeEntryPoint):
+        name = "Broken"
+
+        def load(self) -> type:
+            raise ImportError("numpy too old")
+
+    monkeypatch.setattr("kubesched.framework.registry.entry_points", lambda group: [FakeEntryPoint()])
+    registry = Registry()
+    registry.load_entry_points()
+    assert registry["Threshold"] is Threshold
+    monkeypatch.setattr("kubesched.framework.registry.entry_points", lambda group: [Broken()])
+    with pytest.raises(InputError, match=r"cannot load plugin entry point 'Broken'.*numpy too old"):
+        Registry().load_entry_points()
+
+
+def test_the_same_name_twice_is_refused() -> None:
+    other = type("Other", (), {"name": "Threshold"})
+    with pytest.raises(InputError, match="registered twice"):
+        Registry([Threshold, other])
+
+
+def test_args_are_decoded_validated_and_located() -> None:
+    assert decode_args(Threshold, {"maxPods": 3}).max_pods == 3
+    with pytest.raises(InputError) as err:
+        decode_args(Threshold, {"maxPods": "many"}, path="profiles[0].pluginConfig[1].args")
+    assert str(err.value) == "profiles[0].pluginConfig[1].args.maxPods: Expected `int`, got `str`"
+    with pytest.raises(InputError, match=r"^args.maxPods: must be positive$"):
+        decode_args(Threshold, {"maxPods": 0})
+
+
+def test_instantiate_passes_only_the_parameters_a_constructor_names() -> None:
+    plugin = instantiate(Threshold, None, handle="H")
+    assert plugin.args == ThresholdArgs() and plugin.handle == "H"
+    bare = instantiate(type("Bare", (FilterPlugin,), {"name": "Bare", "filter": lambda *a: None}), "x", "H")
+    assert bare.name == "Bare"

@@ -1,0 +1,138 @@
+"""Status codes, CycleState, the FailedScheduling message and Permit waits."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubesched.framework import Code, CycleState, NotFoundError, Status
+from kubesched.framework.types import Diagnosis, fit_error_message, truncate_note
+from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
+from kubesched.testing.builders import make_pod
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "rejected"),
+    [
+        (Code.SUCCESS, "Success", False),
+        (Code.ERROR, "Error", False),
+        (Code.UNSCHEDULABLE, "Unschedulable", True),
+        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "UnschedulableAndUnresolvable", True),
+        (Code.WAIT, "Wait", False),
+        (Code.SKIP, "Skip", False),
+        (Code.PENDING, "Pending", True),
+    ],
+)
+def test_codes_have_upstream_names_values_and_rejection(code: Code, name: str, rejected: bool) -> None:
+    assert str(code) == name
+    assert Status(code, "r").is_rejected() is rejected
+    assert int(code) == list(Code).index(code)
+
+
+def test_status_message_puts_the_error_first() -> None:
+    st = Status(Code.ERROR, "second", error=RuntimeError("first"))
+    assert st.all_reasons() == ["first", "second"] and st.message() == "first, second"
+    assert Status.unschedulable("a", "b").message() == "a, b"
+
+
+def test_with_plugin_keeps_the_first_plugin() -> None:
+    st = Status.unschedulable("x").with_plugin("A").with_plugin("B")
+    assert st.plugin == "A"
+
+
+class Counter:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def clone(self) -> Counter:
+        return Counter(self.n)
+
+
+def test_cycle_state_clone_is_deep_for_state_data() -> None:
+    state = CycleState()
+    state.write("k", Counter(1))
+    state.skip_filter_plugins.add("P")
+    copy = state.clone()
+    copy.read_as("k", Counter).n = 5
+    copy.skip_filter_plugins.add("Q")
+    assert state.read_as("k", Counter).n == 1 and state.skip_filter_plugins == {"P"}
+    with pytest.raises(NotFoundError, match="not found"):
+        state.read("missing")
+    with pytest.raises(TypeError):
+        state.read_as("k", CycleState)  # type: ignore[type-var]
+
+
+def test_fit_error_counts_each_reason_and_sorts_as_strings() -> None:
+    d = Diagnosis(
+        node_to_status={
+            **{f"a{i}": Status.unschedulable("Insufficient cpu") for i in range(10)},
+            **{f"b{i}": Status.unschedulable("Insufficient cpu", "Insufficient memory") for i in range(2)},
+            "c": Status.unschedulable_and_unresolvable("node(s) had untolerated taint(s)"),
+        }
+    )
+    assert fit_error_message(13, d) == (
+        "0/13 nodes are available: 1 node(s) had untolerated taint(s), 12 Insufficient cpu, "
+        "2 Insufficient memory."
+    )
+
+
+def test_fit_error_absent_nodes_and_post_filter_message() -> None:
+    d = Diagnosis(
+        node_to_status={"n1": Status.unschedulable("Too many pods")},
+        absent_nodes_status=Status.unschedulable_and_unresolvable(
+            "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+        ),
+        post_filter_msg="preemption: not eligible due to preemptionPolicy=Never.",
+    )
+    assert fit_error_message(4, d) == (
+        "0/4 nodes are available: 1 Too many pods, 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        "preemption: not eligible due to preemptionPolicy=Never."
+    )
+
+
+def test_fit_error_prefilter_message_replaces_node_reasons() -> None:
+    d = Diagnosis(
+        node_to_status={"n1": Status.unschedulable("ignored")}, pre_filter_msg="pod has unbound PVCs"
+    )
+    assert fit_error_message(2, d) == "0/2 nodes are available: pod has unbound PVCs."
+
+
+def test_event_note_is_truncated_to_1024_bytes() -> None:
+    assert truncate_note("short") == "short"
+    long = "x" * 2000
+    note = truncate_note(long)
+    assert len(note.encode()) == 1024 and note.endswith(" ...") and note.startswith("x" * 1020)
+
+
+def test_waiting_pod_allows_only_when_every_plugin_allowed() -> None:
+    wp = WaitingPod(make_pod("p"), "n1", {"A": 10.0, "B": 20.0}, started_at=0.0)
+    wp.allow("A")
+    assert wp.result is None and wp.pending_plugins == ["B"]
+    wp.allow("B")
+    assert wp.result is not None and wp.result.is_success()
+
+
+def test_waiting_pod_reject_and_timeout() -> None:
+    wp = WaitingPod(make_pod("p"), "n1", {"A": 10.0}, started_at=0.0)
+    wp.reject("A", "gang broken")
+    assert (
+        wp.result is not None
+        and wp.result.code == Code.UNSCHEDULABLE
+        and wp.result.message() == "gang broken"
+    )
+    timed = WaitingPod(make_pod("q"), "n1", {"A": 90.0, "B": 30.0}, started_at=0.0)
+    timed.expire(29.0)
+    assert timed.result is None
+    timed.expire(30.0)
+    assert timed.result is not None
+    assert timed.result.message() == "rejected due to timeout after waiting 30s at plugin B"
+    assert timed.result.plugin == "B"
+
+
+def test_waiting_pods_next_deadline() -> None:
+    pods = WaitingPods()
+    assert pods.next_deadline() is None
+    pods.add("a", WaitingPod(make_pod("a"), "n", {"A": 40.0}, 0.0))
+    pods.add("b", WaitingPod(make_pod("b"), "n", {"A": 15.0}, 0.0))
+    assert pods.next_deadline() == 15.0
+    pods.remove("b")
+    assert pods.next_deadline() == 40.0 and len(pods) == 1
