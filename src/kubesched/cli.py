@@ -37,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     from kubesched.cli_config import add_config_commands
+    from kubesched.cli_run import add_run_command
 
     parser = argparse.ArgumentParser(
         prog="kubesched",
@@ -66,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     sim.set_defaults(func=_simulate)
 
     add_config_commands(sub)
+    add_run_command(sub)
     return parser
 
 

@@ -43,6 +43,7 @@ from kubesched.api.objects import (
     StatefulSet,
     StorageClass,
 )
+from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.errors import InputError
 
 __all__ = ["FILE_SUFFIXES", "LoadedObjects", "load_documents", "load_paths"]
@@ -221,6 +222,16 @@ def _drop_nulls(value: Any) -> Any:
     return value
 
 
+def _check_node_quantities(node: Node) -> None:
+    """A node's capacity and allocatable must parse: a bad one would otherwise fail far from its file."""
+    for field_name, values in (("capacity", node.status.capacity), ("allocatable", node.status.allocatable)):
+        for resource, value in values.items():
+            try:
+                quantity_nanos(value)
+            except QuantityError as err:
+                raise InputError(err.message, path=f"status.{field_name}[{resource}]") from None
+
+
 def _convert(doc: dict[str, Any], kind_type: type[msgspec.Struct]) -> KubeObject:
     try:
         obj = cast(KubeObject, msgspec.convert(doc, type=kind_type))
@@ -264,7 +275,10 @@ def _decode_object(
     kind = _kind_of(doc, default_kind)
     kind_type = KINDS.get(kind)
     if kind_type is not None:
-        out.append(_convert(doc, kind_type))
+        obj = _convert(doc, kind_type)
+        if isinstance(obj, Node):
+            _check_node_quantities(obj)
+        out.append(obj)
     elif default_kind is None and _is_list(kind, doc):
         items = doc.get("items")
         if items is None:

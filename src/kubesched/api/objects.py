@@ -301,6 +301,9 @@ class PersistentVolumeSpec(_Base, frozen=True):
     claim_ref: dict[str, str] | None = None
     csi: dict[str, Any] | None = None
     volume_mode: str | None = None
+    # In-tree sources that CSI migration counts against the CSI driver's attach limit.
+    gce_persistent_disk: dict[str, Any] | None = None
+    aws_elastic_block_store: dict[str, Any] | None = msgspec.field(default=None, name="awsElasticBlockStore")
 
 
 class PersistentVolumeStatus(_Base, frozen=True):
@@ -321,6 +324,7 @@ class PersistentVolumeClaimSpec(_Base, frozen=True):
     storage_class_name: str | None = None
     volume_name: str = ""
     volume_mode: str | None = None
+    selector: LabelSelector | None = None
 
 
 class PersistentVolumeClaimStatus(_Base, frozen=True):

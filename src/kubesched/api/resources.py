@@ -48,7 +48,7 @@ def _field(path: str, name: str) -> str:
 
 def _parse_list(values: Mapping[str, str | int | float], path: str) -> Nanos:
     try:
-        return {name: quantity_nanos(v) for name, v in values.items()}
+        parsed = {name: quantity_nanos(v) for name, v in values.items()}
     except QuantityError:
         for name, v in values.items():
             try:
@@ -56,6 +56,10 @@ def _parse_list(values: Mapping[str, str | int | float], path: str) -> Nanos:
             except QuantityError as err:
                 raise QuantityError(err.message, path=_field(path, name)) from None
         raise
+    for name, amount in parsed.items():
+        if amount < 0:  # the API server refuses these; counting them would free capacity
+            raise QuantityError("must be greater than or equal to 0", path=_field(path, name))
+    return parsed
 
 
 def _container_nanos(c: Container, path: str, non_missing: bool) -> Nanos:

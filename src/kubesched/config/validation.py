@@ -169,7 +169,7 @@ def _check_plugin_lists(
             where = f"{base}.enabled[{j}]"
             cls = lookup_plugin(registry, entry.name)
             if cls is None:
-                _err(errors, f"{where}.name", _unknown(entry.name))
+                _err(errors, f"{where}.name", _unknown(entry.name, registry))
             elif key != "multiPoint" and key not in extension_points_of(cls):
                 _err(errors, f"{where}.name", f"plugin {quote(entry.name)} does not implement {key}")
             if entry.name in seen:
@@ -182,10 +182,15 @@ def _check_plugin_lists(
             # written for kube-scheduler keep working.
             name = entry.name
             if name != "*" and name not in _UPSTREAM_DEFAULT_NAMES and lookup_plugin(registry, name) is None:
-                _err(errors, f"{base}.disabled[{j}].name", _unknown(name))
+                _err(errors, f"{base}.disabled[{j}].name", _unknown(name, registry))
 
 
-def _unknown(name: str) -> str:
+def _unknown(name: str, registry: Mapping[str, type]) -> str:
+    if ":" in name:
+        try:
+            registry.get(name)  # a `module:Class` that fails to import says why
+        except InputError as exc:
+            return exc.message
     if name in _UPSTREAM_DEFAULT_NAMES:
         return f"unknown plugin {quote(name)} (an upstream default plugin kubesched does not provide yet)"
     return f"unknown plugin {quote(name)}"
@@ -203,7 +208,7 @@ def _check_plugin_config(
         seen.add(pc.name)
         cls = lookup_plugin(registry, pc.name)
         if cls is None:
-            _err(errors, f"{where}.name", _unknown(pc.name))
+            _err(errors, f"{where}.name", _unknown(pc.name, registry))
             continue
         try:
             decode_plugin_args(pc.name, cls, pc.args, f"{where}.args")

@@ -54,8 +54,8 @@ class Registry(Mapping[str, type]):
         module_name, _, attr = name.partition(":")
         try:
             cls = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise InputError(f"cannot import plugin {name!r}: {exc}") from None
+        except Exception as exc:  # whatever a plugin module raises on import is a bad config value
+            raise InputError(f"cannot import plugin {name!r}: {type(exc).__name__}: {exc}") from None
         if not isinstance(cls, type):
             raise InputError(f"plugin {name!r} is not a class")
         self._plugins[name] = cls

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api.objects import Pod
+from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ClusterEventWithHint
 from kubesched.framework.interfaces import (
@@ -55,8 +56,8 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-class FrameworkError(Exception):
-    """A profile cannot be built (no bind plugin, two queue sorts, unknown plugin, ...)."""
+class FrameworkError(InputError):
+    """A profile cannot be built (no bind plugin, two queue sorts, a plugin that fails to start, ...)."""
 
 
 @dataclass(slots=True)
@@ -130,7 +131,14 @@ class Framework:
                     )
                 plugin = self.plugins.get(name)
                 if plugin is None:
-                    plugin = self.plugins[name] = instantiate(cls, plugin_args.get(name), handle)
+                    try:
+                        plugin = instantiate(cls, plugin_args.get(name), handle)
+                    except InputError as exc:
+                        raise FrameworkError(f'profile "{profile_name}": plugin "{name}": {exc}') from None
+                    except Exception as exc:  # a plugin's own bug must not become a traceback
+                        msg = f'profile "{profile_name}": plugin "{name}" failed to start: {type(exc).__name__}: {exc}'
+                        raise FrameworkError(msg) from None
+                    self.plugins[name] = plugin
                 entries.append((name, plugin))
                 if point == "score":
                     self.score_weights[name] = weight if weight > 0 else 1
@@ -319,7 +327,13 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pod: Pod, node_to_status: dict[str, Status]
     ) -> tuple[PostFilterResult | None, Status]:
+        """Plugins in order until one succeeds, is unresolvable or errs; rejections accumulate.
+
+        A rejecting plugin's result is still kept when it changes the nomination (e.g. clears it).
+        """
         reasons: list[str] = []
+        kept: PostFilterResult | None = None
+        rejector = ""
         for name, plugin in self._points.get("postFilter", []):
             try:
                 result, status = cast(PostFilterPlugin, plugin).post_filter(state, pod, node_to_status)
@@ -332,8 +346,11 @@ class Framework:
                 return result, status
             if not status.is_rejected():
                 return None, _error(f'running PostFilter plugin "{name}": {status.message()}', name)
+            if result is not None and result.nominated_node_name is not None:
+                kept = result
             reasons.extend(status.all_reasons())
-        return None, Status(Code.UNSCHEDULABLE, *reasons)
+            rejector = rejector or name
+        return kept, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
 
     # ------------------------------------------------------------------ PreScore / Score
     def run_pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:

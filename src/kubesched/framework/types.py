@@ -38,7 +38,15 @@ class PreFilterResult:
 
 @dataclass(slots=True)
 class PostFilterResult:
-    nominated_node_name: str = ""
+    """What a PostFilter plugin (preemption) decided for the pod.
+
+    `nominated_node_name`: None leaves the pod's nomination as it is (upstream's ModeNoop); a name
+    nominates the pod to that node and `""` clears its nomination (ModeOverride). `victims` are the
+    pods evicted to make room, as `namespace/name`, for reports.
+    """
+
+    nominated_node_name: str | None = None
+    victims: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -5,16 +5,23 @@ from __future__ import annotations
 from kubesched.framework.registry import Registry
 from kubesched.plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from kubesched.plugins.default_binder import DefaultBinder
+from kubesched.plugins.default_preemption import DefaultPreemption
 from kubesched.plugins.image_locality import ImageLocality
+from kubesched.plugins.inter_pod_affinity import InterPodAffinity
 from kubesched.plugins.node_affinity import NodeAffinity
 from kubesched.plugins.node_filter_label import NodeFilterLabel
 from kubesched.plugins.node_name import NodeName
 from kubesched.plugins.node_ports import NodePorts
 from kubesched.plugins.node_resources_fit import NodeResourcesFit
 from kubesched.plugins.node_unschedulable import NodeUnschedulable
+from kubesched.plugins.node_volume_limits import NodeVolumeLimits
+from kubesched.plugins.pod_topology_spread import PodTopologySpread
 from kubesched.plugins.priority_sort import PrioritySort
 from kubesched.plugins.scheduling_gates import SchedulingGates
 from kubesched.plugins.taint_toleration import TaintToleration
+from kubesched.plugins.volume_binding import VolumeBinding
+from kubesched.plugins.volume_restrictions import VolumeRestrictions
+from kubesched.plugins.volume_zone import VolumeZone
 
 BUILTIN_PLUGINS: tuple[type, ...] = (
     SchedulingGates,
@@ -25,6 +32,13 @@ BUILTIN_PLUGINS: tuple[type, ...] = (
     NodeAffinity,
     NodePorts,
     NodeResourcesFit,
+    VolumeRestrictions,
+    NodeVolumeLimits,
+    VolumeBinding,
+    VolumeZone,
+    PodTopologySpread,
+    InterPodAffinity,
+    DefaultPreemption,
     NodeResourcesBalancedAllocation,
     ImageLocality,
     DefaultBinder,

@@ -377,16 +377,18 @@ class SchedulingQueue:
     # ------------------------------------------------------------------ moves
 
     def move_all_to_active_or_backoff(
-        self, event: ClusterEvent, old_obj: Any = None, new_obj: Any = None
+        self, event: ClusterEvent, old_obj: Any = None, new_obj: Any = None, *, exclude: str | None = None
     ) -> int:
         """A cluster event: requeue the pool pods whose rejecting plugins' hints say it may help.
 
         Returns how many pods left the pool (to activeQ or backoffQ). The event is also remembered
-        for the pods in flight, which are judged against it when they come back.
+        for the pods in flight, which are judged against it when they come back. `exclude` names a
+        pod the event must not move (a failed bind's own pod, which caused the event).
         """
         self._record_event(event, old_obj, new_obj)
         self._move_request_cycle = self._scheduling_cycle
-        return self._move_pool_pods(list(self._pool.values()), event, old_obj, new_obj)
+        pods = [qpi for qpi in self._pool.values() if qpi.key != exclude]
+        return self._move_pool_pods(pods, event, old_obj, new_obj)
 
     def flush_backoff_completed(self) -> int:
         """Backoff over -> activeQ (through PreEnqueue). Returns the number of pods moved."""

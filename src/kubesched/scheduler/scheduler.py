@@ -79,6 +79,8 @@ class Attempt:
     filter: dict[str, Status] | None = None
     scores: dict[str, tuple[dict[str, int], int]] | None = None
     duration: float = 0.0
+    #: Pods evicted by this attempt's PostFilter (preemption), as `namespace/name`.
+    victims: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -114,6 +116,11 @@ class _ProfileHandle:
     @property
     def snapshot(self) -> NodeTable:
         return self._s.cache.snapshot()
+
+    @property
+    def seed(self) -> int:
+        """The run's seed, for plugins that draw random numbers of their own (preemption offset)."""
+        return self._s.options.seed
 
     def now(self) -> float:
         return self._s.clock.now()
@@ -276,6 +283,10 @@ class Scheduler:
             wp = self.waiting.get(key)
             if wp is not None:
                 wp.reject("", "pod deleted")
+            # Live mode runs binding cycles concurrently: a pod deleted while its bind is in flight
+            # is still assumed here; drop it, or its resources would stay accounted on the node.
+            if self.cache.is_assumed(key):
+                self.cache.remove_pod(key)
             return
         if self.cache.remove_pod(key) is not None:
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
@@ -562,9 +573,14 @@ class Scheduler:
         b.fwk.run_unreserve(b.state, b.assumed, b.node)
         if self.cache.is_assumed(key):
             self.cache.forget_pod(key)
-        self.queue.move_all_to_active_or_backoff(
-            ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE), b.assumed, None
-        )
+        freed = ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE)
+        if status.is_rejected():
+            # Requeue the pod first, then tell the others about the freed room without moving the
+            # pod itself: it stays unschedulable instead of cycling through backoff.
+            self._fail(b.fwk, b.qpi, status, started, filter_=None)
+            self.queue.move_all_to_active_or_backoff(freed, b.assumed, None, exclude=key)
+            return
+        self.queue.move_all_to_active_or_backoff(freed, b.assumed, None)
         self._fail(b.fwk, b.qpi, status, started, filter_=None)
 
     # ================================================================== failures
@@ -572,11 +588,14 @@ class Scheduler:
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, fit: FitError, started: float
     ) -> None:
         nominated: str | None = None
+        victims: list[str] = []
         if fwk.plugins_at("postFilter"):
             result, status = fwk.run_post_filter(state, qpi.pod, fit.diagnosis.node_to_status)
             fit.diagnosis.post_filter_msg = status.message()
-            if result is not None and result.nominated_node_name:
+            if result is not None:
+                # None keeps the pod's nomination, "" clears it, a name nominates (preemption).
                 nominated = result.nominated_node_name
+                victims = list(result.victims)
         qpi.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
         qpi.pending_plugins = set(fit.diagnosis.pending_plugins)
         explain = fit.diagnosis.node_to_status if self.options.explain else None
@@ -586,7 +605,7 @@ class Scheduler:
             for name in table.names:
                 explain.setdefault(name, fit.diagnosis.absent_nodes_status)
         status = Status(Code.UNSCHEDULABLE, error=fit)
-        self._fail(fwk, qpi, status, started, filter_=explain, nominated=nominated)
+        self._fail(fwk, qpi, status, started, filter_=explain, nominated=nominated, victims=victims)
 
     def _fail(
         self,
@@ -597,8 +616,12 @@ class Scheduler:
         *,
         filter_: dict[str, Status] | None,
         nominated: str | None = None,
+        victims: list[str] | None = None,
     ) -> None:
-        """Upstream's handleSchedulingFailure: requeue, nominate, FailedScheduling event, condition."""
+        """Upstream's handleSchedulingFailure: requeue, nominate, FailedScheduling event, condition.
+
+        `nominated`: None keeps the pod's nomination, "" clears it, a node name nominates the pod.
+        """
         key = qpi.key
         rejected = status.is_rejected()
         reason = "Unschedulable" if rejected else "SchedulerError"
@@ -611,7 +634,7 @@ class Scheduler:
         pod = self._pending.get(key)
         if pod is not None and not self.cache.has_pod(key):
             self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
-            if nominated:
+            if nominated is not None:
                 self.nominator.add(qpi.pod_info, nominated)
             self.port.record_event(
                 pod,
@@ -634,6 +657,7 @@ class Scheduler:
                 nominated_node=nominated or self.nominator.nominated_node(key),
                 filter=filter_,
                 duration=self.clock.now() - started,
+                victims=list(victims or ()),
             )
         )
 

@@ -35,6 +35,8 @@ class PodResult(_Out):
     result: str
     node: str | None = None
     nominated_node: str | None = None
+    #: Pods evicted to make room for this pod (preemption), as `namespace/name`; [] when none.
+    victims: list[str] = []
     message: str | None = None
     attempts: int = 0
     filter: dict[str, FilterVerdict] = {}

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import Pod
-from kubesched.api.quantity import format_quantity
+from kubesched.api.objects import Node, Pod
+from kubesched.api.quantity import QuantityError, format_quantity, resource_amount
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config.types import KubeSchedulerConfiguration
+from kubesched.errors import InputError
 from kubesched.framework.node_info import PODS, NodeInfo, pod_key
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status
@@ -33,6 +35,8 @@ class _PodRecord:
     attempts: int = 0
     filter: dict[str, Status] | None = None
     scores: dict[str, tuple[dict[str, int], int]] | None = None
+    #: Pods this pod's preemptions evicted, over all its attempts.
+    victims: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -62,6 +66,8 @@ def simulate(
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed."""
+    for node in objects.nodes:
+        check_node_quantities(node)
     clock = VirtualClock()
     cluster = MemoryCluster(objects, clock.now)
     records: dict[str, _PodRecord] = {}
@@ -86,7 +92,11 @@ def simulate(
         rec.result = attempt.result
         rec.node = attempt.node
         rec.message = attempt.message
-        rec.nominated_node = attempt.nominated_node
+        if attempt.result in ("Unschedulable", "Error"):
+            # Failed attempts carry the pod's current nomination (None once cleared); Waiting and
+            # Scheduled attempts do not, so a bound preemptor still shows where it was nominated.
+            rec.nominated_node = attempt.nominated_node
+        rec.victims.extend(attempt.victims)
         rec.filter = attempt.filter
         rec.scores = attempt.scores
         if attempt.result == "Scheduled":
@@ -110,7 +120,7 @@ def simulate(
 
     started = time.perf_counter()
     cluster.subscribe(scheduler, on_error=refuse)
-    run_until_settled(scheduler, clock, cluster)
+    run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
     seconds = time.perf_counter() - started
 
     for key, rec in records.items():
@@ -121,8 +131,36 @@ def simulate(
     return _build_report(records, ignored, scheduler, seconds)
 
 
-def run_until_settled(scheduler: Scheduler, clock: VirtualClock, cluster: MemoryCluster) -> None:
-    """Schedule until nothing can progress: queues drained, waits resolved, no backoff left."""
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def check_node_quantities(node: Node) -> None:
+    """Raise InputError naming the node and field of an invalid allocatable (or capacity) quantity.
+
+    A bad node is bad input, not one bad pod. The loader already checks nodes read from files (and
+    names the file); this covers LoadedObjects built in code, whose bad quantity would otherwise
+    surface from the scheduler's cache without naming the node or the field.
+    """
+    field_name = "allocatable" if node.status.allocatable else "capacity"
+    for resource, value in node.effective_allocatable().items():
+        try:
+            resource_amount(resource, value)
+        except QuantityError as err:
+            key = f".{resource}" if _PLAIN_KEY.fullmatch(resource) else f"[{resource}]"
+            where = f'node "{node.metadata.name}": status.{field_name}{key}'
+            raise InputError(err.message, path=where) from None
+
+
+def run_until_settled(
+    scheduler: Scheduler, clock: VirtualClock, cluster: MemoryCluster, *, retry_unschedulable: bool = False
+) -> None:
+    """Schedule until nothing can progress: queues drained, waits resolved, no backoff left.
+
+    With `retry_unschedulable` (what `simulate` does), pods parked as unschedulable are also retried
+    each time they have waited podMaxInUnschedulablePodsDuration (5 min), as kube-scheduler's leftover
+    flush does, until IDLE_HORIZON_SECONDS pass without a bind. Without it, the loop stops once only
+    such pods are left, so a failing pod is tried once unless a cluster event requeues it.
+    """
     last_progress = clock.now()
     binds = 0
     while True:
@@ -135,11 +173,17 @@ def run_until_settled(scheduler: Scheduler, clock: VirtualClock, cluster: Memory
             last_progress = clock.now()
         if scheduler.queue.pending_counts().get("active", 0):
             continue
-        wakeups = [t for t in (scheduler.queue.next_backoff_expiry(), scheduler.next_permit_deadline()) if t]
+        queue_wakeup = (
+            scheduler.queue.next_wakeup() if retry_unschedulable else scheduler.queue.next_backoff_expiry()
+        )
+        wakeups = [t for t in (queue_wakeup, scheduler.next_permit_deadline()) if t]
         if not wakeups or min(wakeups) - last_progress > IDLE_HORIZON_SECONDS:
             return
         clock.advance_to(min(wakeups))
-        scheduler.queue.flush_backoff_completed()
+        if retry_unschedulable:
+            scheduler.queue.run_periodic()
+        else:
+            scheduler.queue.flush_backoff_completed()
 
 
 def _build_report(
@@ -202,6 +246,7 @@ def _pod_result(rec: _PodRecord) -> PodResult:
         result=rec.result,
         node=rec.node if rec.result in ("Scheduled", "Waiting") else None,
         nominated_node=rec.nominated_node or None,
+        victims=list(rec.victims),
         message=message if rec.result != "Scheduled" else None,
         attempts=rec.attempts,
         filter=filter_,

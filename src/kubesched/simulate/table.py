@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kubesched.api.quantity import parse_quantity
@@ -28,13 +29,14 @@ def render_table(report: Report, console: Console) -> None:
         if len(reason) > REASON_WIDTH:
             reason = reason[: REASON_WIDTH - 3] + "..."
         style = _STYLE.get(p.result, "")
+        # Cells hold input text: escape it, or rich takes `[a b]` (scheduling gates) for markup.
         pods.add_row(
-            f"{p.namespace}/{p.name}",
-            p.scheduler_name,
+            escape(f"{p.namespace}/{p.name}"),
+            escape(p.scheduler_name),
             f"[{style}]{p.result}[/]" if style else p.result,
-            p.node or "",
+            escape(p.node or ""),
             str(p.attempts),
-            reason,
+            escape(reason),
         )
     console.print(pods)
     console.print(_node_table(report.nodes))
@@ -52,7 +54,7 @@ def _node_table(nodes: list[NodeUsage]) -> Table:
     for column in ("NODE", "PODS", "CPU", "MEMORY", *(r.upper() for r in extended)):
         table.add_column(column)
     for n in nodes:
-        cells = [n.name, f"{n.pods}/{n.allocatable.get('pods', '0')}"]
+        cells = [escape(n.name), f"{n.pods}/{n.allocatable.get('pods', '0')}"]
         cells += [_usage(n, r) for r in ("cpu", "memory", *extended)]
         table.add_row(*cells)
     return table

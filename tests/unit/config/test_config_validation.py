@@ -149,7 +149,8 @@ CASES = [
     ),
     pytest.param(
         "profiles: [{plugins: {filter: {enabled: [{name: 'no.such.module:Plugin'}]}}}]",
-        'profiles[0].plugins.filter.enabled[0].name: unknown plugin "no.such.module:Plugin"',
+        "profiles[0].plugins.filter.enabled[0].name: cannot import plugin 'no.such.module:Plugin': "
+        "ModuleNotFoundError: No module named 'no'",
         id="unimportable module:Class",
     ),
     pytest.param(

@@ -1,0 +1,274 @@
+"""`kubesched run --config FILE [--kubeconfig PATH] [--listen ADDR]`: schedule pods in a real cluster.
+
+The composition root of live mode: config -> API clients -> LiveCluster (informers, scheduling loop,
+binding pool) -> leader election -> health/metrics server, and an orderly shutdown.
+
+Where the cluster is: `--kubeconfig`, else the config's `clientConnection.kubeconfig`, else the
+in-cluster service account when `KUBERNETES_SERVICE_HOST` is set, else `$KUBECONFIG` /
+`~/.kube/config`.
+
+Lifecycle: serve the health endpoints, start informers and wait for them to sync, then (with
+`leaderElection.leaderElect`) wait to acquire the Lease; only the leader schedules. SIGTERM or
+SIGINT stops popping pods, lets in-flight binds finish, flushes Events, releases the Lease and exits
+0. Losing the Lease exits 1 at once (as kube-scheduler does), so the restarted process starts clean.
+A bad config, kubeconfig or listen address is one line on stderr and exit 2.
+
+Heavy imports happen inside `run`, so `kubesched --help` and the other commands stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from kubesched.errors import InputError
+
+if TYPE_CHECKING:
+    from kubesched.cluster.kube.leader import LeaderElector
+    from kubesched.cluster.kube.live import LiveCluster
+    from kubesched.metrics import HealthServer, SchedulerMetrics
+
+__all__ = ["add_run_command", "run"]
+
+log = logging.getLogger("kubesched.run")
+
+EXIT_LOST_LEASE = 1
+
+
+def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `run`; sets `func(args) -> int`."""
+    p = subparsers.add_parser(
+        "run",
+        help="schedule pods in a real cluster (list/watch, bind, Events, leader election)",
+        description=(
+            "Run as a (secondary) scheduler against a Kubernetes API server: schedule the unbound pods "
+            "whose spec.schedulerName names one of the config's profiles."
+        ),
+    )
+    p.add_argument("--config", required=True, metavar="FILE", help="a KubeSchedulerConfiguration")
+    p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig (default: in-cluster, then $KUBECONFIG)")
+    p.add_argument(
+        "--listen",
+        default="127.0.0.1:10259",
+        metavar="ADDR",
+        help="HOST:PORT for /healthz, /livez, /readyz and /metrics, plain HTTP (default 127.0.0.1:10259)",
+    )
+    p.add_argument(
+        "--bind-workers",
+        type=int,
+        default=32,
+        metavar="N",
+        help="binding cycles in flight at once (default 32)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=("debug", "info", "warning", "error"),
+        help="log verbosity (default info)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run until signalled (exit 0) or until the Lease is lost (exit 1)."""
+    from kubesched.cluster.kube.client import KubeClient, load_connection
+    from kubesched.cluster.kube.leader import ApiLeaseLock, LeaderElector, default_identity
+    from kubesched.cluster.kube.live import LiveCluster, LiveOptions
+    from kubesched.config import load_config
+    from kubesched.metrics import SchedulerMetrics, parse_listen
+    from kubesched.plugins import default_registry
+
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper()),
+        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    # httpx2 logs every request at INFO: far too much for a scheduler making thousands a second.
+    logging.getLogger("httpx2").setLevel(max(logging.WARNING, logging.getLogger().level))
+    if args.bind_workers < 1:
+        raise InputError("must be at least 1", source="--bind-workers")
+    registry = default_registry()
+    cfg = load_config(args.config, registry)
+    parse_listen(args.listen)  # a bad address is bad input: exit 2 before touching the cluster
+    conn = cfg.client_connection
+    le = cfg.leader_election
+    assert conn is not None and le is not None  # filled in by defaulting
+    single = load_connection(args.kubeconfig or conn.kubeconfig or None)
+    qps, burst = float(conn.qps or 0), int(conn.burst or 0)
+    client = KubeClient(single, qps=qps, burst=burst, name="scheduler")
+    # kube-scheduler gives Events their own client (and rate limiter), so they never starve binds.
+    events_client = KubeClient(single, qps=qps, burst=burst, name="events")
+    try:
+        metrics = SchedulerMetrics()
+        cluster = LiveCluster(
+            cfg,
+            registry,
+            client,
+            events_client=events_client,
+            metrics=metrics,
+            options=LiveOptions(bind_workers=args.bind_workers),
+        )
+        elector = None
+        lease = f"{le.resource_namespace}/{le.resource_name}"
+        if le.leader_elect:
+            elector = LeaderElector(
+                ApiLeaseLock(client, le.resource_namespace or "kube-system", le.resource_name or "kubesched"),
+                default_identity(),
+                lease_duration=le.lease_duration_seconds,
+                renew_deadline=le.renew_deadline_seconds,
+                retry_period=le.retry_period_seconds,
+            )
+        return _Runner(cluster, metrics, elector, lease, args.listen).run()
+    finally:
+        client.close()
+        events_client.close()
+
+
+class _Runner:
+    """Starts the pieces in order, waits for a signal or a lost Lease, and stops them in order."""
+
+    def __init__(
+        self,
+        cluster: LiveCluster,
+        metrics: SchedulerMetrics,
+        elector: LeaderElector | None,
+        lease: str,
+        listen: str,
+    ) -> None:
+        from kubesched.metrics import HealthServer
+
+        self.cluster = cluster
+        self.metrics = metrics
+        self.elector = elector
+        self.lease = lease
+        self.stopping = threading.Event()
+        self.lost = threading.Event()
+        self.elector_thread: threading.Thread | None = None
+        self.server: HealthServer = HealthServer(
+            listen,
+            metrics,
+            live_checks={
+                "ping": lambda: None,
+                "scheduling-loop": cluster.loop_problem,
+                "leaderElection": self._leader_problem,
+            },
+            ready_checks={"informer-sync": self._sync_problem},
+        )
+
+    # ------------------------------------------------------------------ checks
+
+    def _sync_problem(self) -> str | None:
+        if not self.cluster.informers:
+            return "informers not started"
+        missing = self.cluster.unsynced()
+        return f"not synced: {', '.join(missing)}" if missing else None
+
+    def _leader_problem(self) -> str | None:
+        if self.elector is None:
+            return None
+        if not self.elector.healthy():
+            return "the lease was not renewed in time"
+        return None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if not self.stopping.is_set():
+            log.info("received %s: shutting down", signal.Signals(signum).name)
+        self.stopping.set()
+
+    def run(self) -> int:
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            try:
+                self.server.start()
+            except OSError as exc:
+                raise InputError(str(exc), source="--listen") from None
+            names = ", ".join(sorted(self.cluster.profile_names))
+            log.info("serving /healthz /livez /readyz /metrics on %s; profiles: %s", self.server.url, names)
+            if self._start_informers() and self._wait_for_sync():
+                self.cluster.start_loop()
+                self._lead()
+                self.stopping.wait()
+            return self._shutdown()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _start_informers(self) -> bool:
+        """Discover kinds and start informers, retrying while the API server is unreachable.
+
+        Authentication and authorization failures are not retried: they will not fix themselves.
+        """
+        from kubesched.cluster.kube.client import ApiError
+        from kubesched.cluster.kube.informer import Backoff
+
+        backoff = Backoff()
+        while not self.stopping.is_set():
+            try:
+                self.cluster.start_informers()
+                return True
+            except ApiError as exc:
+                if exc.code in (401, 403):
+                    raise InputError(f"refused: {exc}", source=self.cluster.client.server) from None
+                delay = backoff.next()
+                log.warning("cannot reach the API server (%s); retrying in %.1f s", exc, delay)
+                self.stopping.wait(delay)
+        return False
+
+    def _wait_for_sync(self) -> bool:
+        log.info("waiting for informers to sync")
+        while not self.cluster.has_synced():
+            if self.stopping.wait(0.1):
+                return False
+        log.info("informers synced: %s", ", ".join(sorted(self.cluster.informers)))
+        return True
+
+    def _lead(self) -> None:
+        elector = self.elector
+        if elector is None:
+            self.cluster.set_leading(True)
+            return
+        gauge = self.metrics.leader.labels(self.lease)
+        gauge.set(0)
+
+        def started() -> None:
+            log.info("leading %s as %s", self.lease, elector.identity)
+            gauge.set(1)
+            self.cluster.set_leading(True)
+
+        def stopped() -> None:
+            self.cluster.set_leading(False)
+            gauge.set(0)
+
+        def elect() -> None:
+            if elector.run(started, stopped):
+                self.lost.set()
+            self.stopping.set()
+
+        self.elector_thread = threading.Thread(target=elect, name="leader-election", daemon=True)
+        self.elector_thread.start()
+
+    def _shutdown(self) -> int:
+        # Order matters: no new pods, then the binds already started, then the Lease (a standby must
+        # not start binding while our binds are still landing), then the endpoint.
+        lost = self.lost.is_set()
+        if lost:
+            log.error("leader election lost; exiting")
+        self.cluster.stop()
+        if self.elector is not None:
+            self.elector.stop()
+            if self.elector_thread is not None:
+                self.elector_thread.join(15.0)  # its run() releases the Lease on the way out
+        self.server.stop()
+        log.info(
+            "stopped: %d pods scheduled, %d bind conflicts",
+            self.cluster.scheduled,
+            self.cluster.bind_conflicts,
+        )
+        return EXIT_LOST_LEASE if lost else 0

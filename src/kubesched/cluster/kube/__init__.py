@@ -1,0 +1,16 @@
+"""The live cluster adapter: kubesched talking to a real kube-apiserver.
+
+Small modules with one job each:
+
+* `client`   - a connection (kubeconfig or in-cluster; auth and TLS from lightkube), a qps/burst
+               token bucket, JSON requests and watch streams, `ApiError`.
+* `informer` - list then watch one resource kind into the lean msgspec structs, with bookmarks,
+               resume, relist on 410 Gone and reconnect backoff.
+* `binder`   - `POST pods/{name}/binding`; a 409 "already assigned" is final.
+* `events`   - events.k8s.io/v1 Events (Scheduled, FailedScheduling, Preempted), sent off-thread.
+* `status`   - the `PodScheduled=False` condition and `status.nominatedNodeName` patches.
+* `leader`   - coordination.k8s.io/v1 Lease leader election.
+* `live`     - `LiveCluster`: the ClusterPort over all of the above plus the scheduling loop.
+
+Nothing here is imported by the scheduler core; `kubesched run` wires it up (`kubesched.cli_run`).
+"""

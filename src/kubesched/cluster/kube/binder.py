@@ -1,0 +1,62 @@
+"""Bind a pod to a node: `POST /api/v1/namespaces/{ns}/pods/{name}/binding`.
+
+The Binding carries the pod's UID, so the API server refuses it (409) if the pod was deleted and
+recreated under the same name since we saw it. A 409 saying the pod "is already assigned to node X"
+is final: the pod is bound, by us (an earlier attempt whose answer was lost) or by someone else,
+and binding it again can only fail. `BindConflict` reports which node holds it; nothing here ever
+retries a bind, so a pod is never bound twice by kubesched.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kubesched.api.objects import Pod
+from kubesched.cluster.kube.client import ApiError, KubeClient
+
+__all__ = ["BindConflict", "Binder", "binding_body"]
+
+_ASSIGNED_RE = re.compile(r'is already assigned to node "([^"]*)"')
+
+
+class BindConflict(ApiError):
+    """409: the pod is already bound (to `node`), or it is no longer the pod we scheduled."""
+
+    def __init__(self, error: ApiError, node: str | None) -> None:
+        super().__init__(error.code, error.reason, error.message, details=error.details)
+        #: The node the pod is bound to, when the server said so.
+        self.node = node
+
+
+def binding_body(pod: Pod, node_name: str) -> dict[str, object]:
+    """The v1 Binding upstream's DefaultBinder posts: the pod's name, namespace and UID, and the node."""
+    meta: dict[str, str] = {"name": pod.metadata.name, "namespace": pod.metadata.namespace}
+    if pod.metadata.uid:
+        meta["uid"] = pod.metadata.uid
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": meta,
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+    }
+
+
+def binding_path(pod: Pod) -> str:
+    return f"/api/v1/namespaces/{pod.metadata.namespace}/pods/{pod.metadata.name}/binding"
+
+
+class Binder:
+    """Sends Bindings. Blocking; call it from a binding worker, never from the scheduling loop."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+
+    def bind(self, pod: Pod, node_name: str) -> None:
+        """Bind or raise: BindConflict for a 409, ApiError for anything else (status 0: no answer)."""
+        try:
+            self.client.post(binding_path(pod), binding_body(pod, node_name))
+        except ApiError as exc:
+            if exc.code == 409:
+                match = _ASSIGNED_RE.search(exc.message)
+                raise BindConflict(exc, match.group(1) if match else None) from exc
+            raise

@@ -1,0 +1,559 @@
+"""LiveCluster: the scheduler core driven by a real API server.
+
+It is three things at once:
+
+* the `ClusterPort` the core sends decisions to (binds, Events, status patches, evictions,
+  listers), mirroring `cluster.memory.MemoryCluster`;
+* the owner of the informers that feed the core (Pods, Nodes, and every other kind plugins list,
+  skipping kinds the server does not serve);
+* the scheduling loop, with binding cycles on a thread pool.
+
+Concurrency model (one rule): **all scheduler state is guarded by one lock, `StateLock`**, and
+everything that touches the `Scheduler` holds it:
+
+* informer threads take it to deliver each batch of changes (`dispatch`);
+* the scheduling-loop thread takes it for one step at a time (flush backoff, release Permit
+  waiters, one `schedule_one()`), so events and binding results interleave between pods;
+* each binding cycle runs on a pool thread (`bind_workers` of them) holding the lock, and **lets go
+  of it for the duration of the `POST .../binding`** (`bind`), so many binds are in flight while
+  the loop keeps scheduling. The core is written for this: before the POST the pod is assumed in the
+  cache and done in the queue, so anything that happens meanwhile (its own watch event, a delete)
+  sees a consistent state.
+
+The lock is FIFO (a waiting binder is not starved by the loop re-taking the lock at once, which a
+plain `threading.Lock` allows) and knows its owner (so `bind` can tell it is held). Events, status
+patches and evictions never block anyone: they are queued to worker threads (`AsyncCalls`).
+
+Never bound twice: a pod is only popped while unbound and not in the cache; the API server refuses
+a second Binding with 409 "already assigned", which `bind` treats as final: if it names the node we
+chose, an earlier attempt of ours landed (success); otherwise the pod is recorded as bound there at
+once, so it leaves the queue instead of being retried.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from kubesched.api.objects import ObjectMeta, Pod, PodSpec
+from kubesched.cluster.kube.binder import BindConflict, Binder
+from kubesched.cluster.kube.client import ApiError, KubeClient
+from kubesched.cluster.kube.events import EventRecorder
+from kubesched.cluster.kube.informer import KINDS, ApiListWatch, Informer, ListWatch, ResourceKind
+from kubesched.cluster.kube.status import PodStatusWriter
+from kubesched.cluster.kube.workers import AsyncCalls
+from kubesched.config.types import KubeSchedulerConfiguration
+from kubesched.errors import InputError
+from kubesched.framework.events import ActionType, ClusterEvent, Resource
+from kubesched.framework.registry import Registry
+from kubesched.scheduler.clock import Clock, RealClock
+from kubesched.scheduler.profiles import options_from_config, profiles_from_config
+from kubesched.scheduler.scheduler import Attempt, Scheduler
+
+__all__ = ["LiveCluster", "LiveOptions", "StateLock"]
+
+log = logging.getLogger(__name__)
+
+#: Kinds whose changes may make an unschedulable pod schedulable, and the event resource they raise.
+_EVENT_RESOURCES: dict[str, Resource] = {
+    "PersistentVolume": Resource.PERSISTENT_VOLUME,
+    "PersistentVolumeClaim": Resource.PERSISTENT_VOLUME_CLAIM,
+    "StorageClass": Resource.STORAGE_CLASS,
+    "CSINode": Resource.CSI_NODE,
+}
+#: Kinds without which there is nothing to schedule.
+_REQUIRED_KINDS = ("Node", "Pod")
+#: Pods parked longer than upstream's 5 minutes are retried; checked this often (upstream: 30 s).
+LEFTOVER_FLUSH_PERIOD = 30.0
+#: How often queue/cache gauges are refreshed.
+HOUSEKEEPING_PERIOD = 0.5
+
+
+class StateLock:
+    """A FIFO lock that knows which thread holds it.
+
+    Release hands the lock directly to the longest waiter, so a thread that re-acquires in a loop
+    cannot starve the others. `released()` lets the owner step out for blocking I/O.
+    """
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._held = False
+        self._owner: int | None = None
+        self._waiters: deque[threading.Lock] = deque()
+
+    def acquire(self) -> None:
+        me = threading.get_ident()
+        with self._mutex:
+            if not self._held:
+                self._held = True
+                self._owner = me
+                return
+            gate = threading.Lock()
+            gate.acquire()
+            self._waiters.append(gate)
+        gate.acquire()  # released by the previous owner: the lock is ours, still marked held
+        self._owner = me
+
+    def release(self) -> None:
+        with self._mutex:
+            if self._owner != threading.get_ident():
+                raise RuntimeError("StateLock released by a thread that does not hold it")
+            self._owner = None
+            if self._waiters:
+                self._waiters.popleft().release()
+            else:
+                self._held = False
+
+    def owned(self) -> bool:
+        return self._owner == threading.get_ident()
+
+    def __enter__(self) -> StateLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    @contextlib.contextmanager
+    def released(self) -> Iterator[None]:
+        """Step out of the lock if this thread holds it (for blocking I/O), and take it back after."""
+        if not self.owned():
+            yield
+            return
+        self.release()
+        try:
+            yield
+        finally:
+            self.acquire()
+
+
+@dataclass(frozen=True, slots=True)
+class LiveOptions:
+    #: Binding cycles in flight at once (threads blocked in the bind POST).
+    bind_workers: int = 32
+    #: Threads sending Events, and threads sending status patches / evictions.
+    event_workers: int = 4
+    status_workers: int = 2
+    #: Kinds to watch besides Pods and Nodes (default: every kind plugins may list).
+    kinds: tuple[str, ...] | None = None
+
+
+class _Handlers:
+    """Informer callbacks bound to three functions."""
+
+    def __init__(
+        self,
+        add: Callable[[Any], None],
+        update: Callable[[Any, Any], None],
+        delete: Callable[[Any], None],
+    ) -> None:
+        self.on_add = add
+        self.on_update = update
+        self.on_delete = delete
+
+
+class _PodIdentitySpec(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
+    scheduler_name: str = "default-scheduler"
+    node_name: str = ""
+
+
+class _PodIdentity(msgspec.Struct, kw_only=True, frozen=True):
+    """What we can still read of a pod that did not decode: who it is and who should schedule it."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    spec: _PodIdentitySpec = _PodIdentitySpec()
+
+
+class LiveCluster:
+    """ClusterPort over the API server, informers, and the scheduling loop (see module docstring)."""
+
+    def __init__(
+        self,
+        config: KubeSchedulerConfiguration,
+        registry: Registry,
+        client: KubeClient,
+        *,
+        events_client: KubeClient | None = None,
+        metrics: Any = None,
+        options: LiveOptions = LiveOptions(),
+        clock: Clock | None = None,
+        source: ListWatch | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.options = options
+        self.metrics = metrics
+        self._lock = StateLock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._leading = threading.Event()
+        self._clock = clock or RealClock()
+        profiles = profiles_from_config(config, registry)
+        self.profile_names = frozenset(p.scheduler_name for p in profiles)
+        self.scheduler = Scheduler(
+            profiles,
+            registry,
+            self,
+            self._clock,
+            options_from_config(config),
+            observer=self._observe,
+            run_binding=self._run_binding,
+        )
+        if metrics is not None:
+            from kubesched.metrics import instrument_plugins
+
+            for fwk in self.scheduler.frameworks.values():
+                instrument_plugins(fwk.plugins, metrics)
+        self.binder = Binder(client)
+        self._event_calls = AsyncCalls("events", options.event_workers)
+        self._status_calls = AsyncCalls("pod-status", options.status_workers)
+        self.events = EventRecorder(events_client or client, self._event_calls)
+        self.status = PodStatusWriter(client, self._status_calls)
+        self._bind_pool = ThreadPoolExecutor(options.bind_workers, thread_name_prefix="bind")
+        self._source = source or ApiListWatch(client)
+        self.informers: dict[str, Informer] = {}
+        self._loop_thread: threading.Thread | None = None
+        self._loop_error: BaseException | None = None
+        self._reported_bad: set[tuple[str, str]] = set()
+        self._next_leftover_flush = 0.0
+        #: Counters (read them under no lock; they only grow). `binds_in_flight` is under the lock.
+        self.binds_in_flight = 0
+        self.scheduled = 0
+        self.bind_conflicts = 0
+        self.attempts = 0
+
+    # ================================================================== ClusterPort
+
+    def bind(self, pod: Pod, node_name: str) -> None:
+        """POST the Binding with the state lock let go; a 409 is final (see module docstring)."""
+        conflict: BindConflict | None = None
+        with self._lock.released():
+            try:
+                self.binder.bind(pod, node_name)
+            except BindConflict as exc:
+                conflict = exc
+        if conflict is None:
+            return
+        self.bind_conflicts += 1
+        if conflict.node == node_name:
+            log.info("pod %s was already bound to %s by an earlier attempt", pod.key, node_name)
+            return
+        if conflict.node:
+            # Bound elsewhere: tell the core now (the watch event may lag), so the pod leaves the
+            # queue and the failed binding cycle below does not requeue it.
+            pods = self.informers.get("Pod")
+            current = pods.get(f"{pod.metadata.namespace}/{pod.metadata.name}") if pods else None
+            if (
+                current is not None
+                and current.metadata.uid == pod.metadata.uid
+                and not current.spec.node_name
+            ):
+                bound = msgspec.structs.replace(
+                    current, spec=msgspec.structs.replace(current.spec, node_name=conflict.node)
+                )
+                self.scheduler.on_pod_update(current, bound)
+        raise conflict
+
+    def record_event(
+        self, pod: Pod, *, type: str, reason: str, action: str, note: str, reporter: str
+    ) -> None:
+        self.events.record(pod, type=type, reason=reason, action=action, note=note, reporter=reporter)
+
+    def set_pod_scheduled_condition(
+        self, pod: Pod, *, reason: str, message: str, nominated_node_name: str | None
+    ) -> None:
+        self.status.set_pod_scheduled_condition(
+            pod, reason=reason, message=message, nominated_node_name=nominated_node_name
+        )
+
+    def set_nominated_node_name(self, pod: Pod, node_name: str) -> None:
+        self.status.set_nominated_node_name(pod, node_name)
+
+    def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
+        self.status.delete_pod(pod, reason=reason, message=message)
+
+    def lister(self, kind: str) -> list[Any]:
+        informer = self.informers.get(kind)
+        return informer.objects() if informer is not None else []
+
+    # ================================================================== informers
+
+    def discover(self) -> list[ResourceKind]:
+        """The kinds to watch that this server serves (Pods and Nodes are required)."""
+        wanted = self.options.kinds if self.options.kinds is not None else tuple(KINDS)
+        names = list(dict.fromkeys([*_REQUIRED_KINDS, *wanted]))
+        served: dict[str, set[str] | None] = {}
+        kinds: list[ResourceKind] = []
+        for name in names:
+            rk = KINDS[name]
+            if rk.group_version not in served:
+                served[rk.group_version] = self.client.served_resources(rk.group_version)
+            resources = served[rk.group_version]
+            if resources is not None and rk.plural in resources:
+                kinds.append(rk)
+            elif name in _REQUIRED_KINDS:
+                raise ApiError(404, "NotFound", f"the server does not serve {rk.path}")
+            else:
+                log.info("not watching %s: the server does not serve %s", name, rk.path)
+        return kinds
+
+    def start_informers(self, kinds: list[ResourceKind] | None = None) -> None:
+        for rk in kinds if kinds is not None else self.discover():
+            informer = Informer(
+                rk,
+                self._source,
+                self._handlers_for(rk.kind),
+                dispatch=self._dispatch,
+                on_decode_error=self._pod_decode_error if rk.kind == "Pod" else None,
+            )
+            self.informers[rk.kind] = informer
+        self._event_calls.start()
+        self._status_calls.start()
+        for informer in self.informers.values():
+            informer.start()
+
+    def has_synced(self) -> bool:
+        return bool(self.informers) and all(i.has_synced for i in self.informers.values())
+
+    def unsynced(self) -> list[str]:
+        return [kind for kind, i in self.informers.items() if not i.has_synced]
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for informer in self.informers.values():
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            while not informer.wait_for_sync(0.2 if remaining is None else min(0.2, remaining)):
+                if self._stopping.is_set():
+                    return False
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        return True
+
+    def _dispatch(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            fn()
+        self._wake.set()
+
+    def _handlers_for(self, kind: str) -> _Handlers | None:
+        s = self.scheduler
+        if kind == "Node":
+            return _Handlers(s.on_node_add, s.on_node_update, s.on_node_delete)
+        if kind == "Pod":
+            return _Handlers(self._on_pod_add, self._on_pod_update, s.on_pod_delete)
+        resource = _EVENT_RESOURCES.get(kind)
+        if resource is None:
+            return None  # listed by plugins, but no queueing event is tied to it
+
+        def moved(action: ActionType) -> Callable[[Any, Any], None]:
+            def handle(old: Any, new: Any) -> None:
+                s.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)
+
+            return handle
+
+        add, update, delete = moved(ActionType.ADD), moved(ActionType.UPDATE), moved(ActionType.DELETE)
+        return _Handlers(lambda o: add(None, o), update, lambda o: delete(o, None))
+
+    def _on_pod_add(self, pod: Pod) -> None:
+        try:
+            self.scheduler.on_pod_add(pod)
+        except InputError as exc:
+            self._bad_pod(pod, str(exc))
+
+    def _on_pod_update(self, old: Pod, new: Pod) -> None:
+        try:
+            self.scheduler.on_pod_update(old, new)
+        except InputError as exc:
+            self._bad_pod(new, str(exc))
+
+    def _pod_decode_error(self, raw: bytes, exc: Exception) -> None:
+        try:
+            ident = msgspec.json.decode(raw, type=_PodIdentity)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            log.warning("skipping an undecodable pod: %s", exc)
+            return
+        pod = Pod(
+            metadata=ident.metadata,
+            spec=PodSpec(scheduler_name=ident.spec.scheduler_name, node_name=ident.spec.node_name),
+        )
+        self._dispatch(lambda: self._bad_pod(pod, f"cannot decode the pod: {exc}"))
+
+    def _bad_pod(self, pod: Pod, message: str) -> None:
+        """A pod the core cannot take (e.g. an invalid quantity): tell its owner once per version.
+
+        Only this pod is affected: it gets a FailedScheduling Event and `PodScheduled=False` with
+        reason SchedulerError, and every other pod is scheduled as usual.
+        """
+        if pod.spec.node_name or pod.spec.scheduler_name not in self.profile_names:
+            log.warning("ignoring pod %s: %s", pod.key, message)
+            return
+        mark = (pod.metadata.uid or pod.key, pod.metadata.resource_version)
+        if mark in self._reported_bad:
+            return
+        if len(self._reported_bad) > 10_000:
+            self._reported_bad.clear()
+        self._reported_bad.add(mark)
+        log.warning("pod %s cannot be scheduled: %s", pod.key, message)
+        reporter = pod.spec.scheduler_name
+        self.record_event(
+            pod,
+            type="Warning",
+            reason="FailedScheduling",
+            action="Scheduling",
+            note=message,
+            reporter=reporter,
+        )
+        self.set_pod_scheduled_condition(
+            pod, reason="SchedulerError", message=message, nominated_node_name=None
+        )
+        if self.metrics is not None:
+            self.metrics.observe_attempt("Error", reporter, 0.0)
+
+    # ================================================================== scheduling loop
+
+    def set_leading(self, leading: bool) -> None:
+        """Start or stop popping pods (leader election); informers keep running either way."""
+        if leading:
+            self._leading.set()
+        else:
+            self._leading.clear()
+        self._wake.set()
+
+    @property
+    def leading(self) -> bool:
+        return self._leading.is_set()
+
+    def start_loop(self) -> None:
+        self._loop_thread = threading.Thread(target=self._loop, name="scheduling-loop", daemon=True)
+        self._loop_thread.start()
+
+    @property
+    def loop_alive(self) -> bool:
+        return self._loop_thread is not None and self._loop_thread.is_alive()
+
+    def loop_problem(self) -> str | None:
+        """For /livez: None while the loop runs (or has not been started yet)."""
+        if self._loop_error is not None:
+            return f"scheduling loop crashed: {self._loop_error!r}"
+        if self._loop_thread is not None and not self._loop_thread.is_alive() and not self._stopping.is_set():
+            return "scheduling loop exited"
+        return None
+
+    def _loop(self) -> None:
+        last_housekeeping = 0.0
+        try:
+            while not self._stopping.is_set():
+                self._wake.clear()
+                wait = 1.0
+                if self._leading.is_set():
+                    with self._lock:
+                        wait = self._step()
+                now = time.monotonic()
+                if now - last_housekeeping >= HOUSEKEEPING_PERIOD:
+                    last_housekeeping = now
+                    self._housekeeping()
+                if wait > 0:
+                    self._wake.wait(wait)
+        except BaseException as exc:
+            self._loop_error = exc
+            log.exception("scheduling loop crashed")
+            raise
+
+    def _step(self) -> float:
+        """One loop step under the lock; returns how long to sleep (0: go on at once)."""
+        s = self.scheduler
+        queue = s.queue
+        now = self._clock.now()
+        queue.flush_backoff_completed()
+        if now >= self._next_leftover_flush:
+            queue.flush_unschedulable_leftover()
+            self._next_leftover_flush = now + LEFTOVER_FLUSH_PERIOD
+        s.release_waiting_pods()
+        try:
+            if s.schedule_one():
+                return 0.0
+        except Exception:
+            # A bug in a plugin or the core must not take the scheduler down; the pod stays in
+            # flight (visible in logs), every other pod goes on.
+            log.exception("scheduling cycle failed")
+            return 0.0
+        wakeups = [t for t in (queue.next_backoff_expiry(), s.next_permit_deadline()) if t is not None]
+        if not wakeups:
+            return 1.0
+        return min(1.0, max(0.005, min(wakeups) - now))
+
+    def _housekeeping(self) -> None:
+        if self.metrics is None:
+            return
+        with self._lock:
+            q = self.scheduler.queue
+            cache = self.scheduler.cache
+            counts = q.pending_counts()
+            sizes = (cache.node_count, cache.pod_count, cache.assumed_count)
+            incoming = dict(q.incoming)
+        self.metrics.set_pending(counts)
+        self.metrics.set_cache_size(*sizes)
+        self.metrics.sync_incoming(incoming)
+
+    def _run_binding(self, fn: Callable[[], None]) -> None:
+        """The core's `run_binding` hook (called under the lock): run the binding cycle on the pool."""
+        self.binds_in_flight += 1
+        self._bind_pool.submit(self._binding_task, fn)
+
+    def _binding_task(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            try:
+                fn()
+            except Exception:
+                log.exception("binding cycle failed")
+            finally:
+                self.binds_in_flight -= 1
+        self._wake.set()  # a failed bind requeued its pod
+
+    def _observe(self, attempt: Attempt) -> None:
+        if attempt.result == "Waiting":
+            return
+        self.attempts += 1
+        if attempt.result == "Scheduled":
+            self.scheduled += 1
+        if self.metrics is None:
+            return
+        self.metrics.observe_attempt(attempt.result, attempt.profile, attempt.duration)
+        if attempt.result == "Unschedulable":
+            fwk = self.scheduler.frameworks.get(attempt.profile)
+            if fwk is not None and fwk.plugins_at("postFilter"):
+                self.metrics.preemption_attempts.inc()
+
+    # ================================================================== shutdown
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop popping, let in-flight binds finish, flush Events/status, stop the informers."""
+        self._stopping.set()
+        self._leading.clear()
+        self._wake.set()
+        if self._loop_thread is not None:
+            self._loop_thread.join(timeout)
+        self._bind_pool.shutdown(wait=True)
+        self._event_calls.stop(min(timeout, 5.0))
+        self._status_calls.stop(min(timeout, 5.0))
+        for informer in self.informers.values():
+            informer.stop()
+
+    def snapshot_counts(self) -> dict[str, int]:
+        """Queue and cache sizes (for logs, tests and benchmarks)."""
+        with self._lock:
+            counts = dict(self.scheduler.queue.pending_counts())
+            counts["in_flight_binds"] = self.binds_in_flight
+            counts["cache_pods"] = self.scheduler.cache.pod_count
+            counts["assumed"] = self.scheduler.cache.assumed_count
+            return counts

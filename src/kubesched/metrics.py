@@ -1,0 +1,362 @@
+"""Prometheus metrics with kube-scheduler's names, and the health/metrics HTTP endpoint.
+
+Metric names, labels and buckets are upstream's (reference/kube-scheduler.md §9), so existing
+dashboards and alerts work unchanged:
+
+* `scheduler_schedule_attempts_total{result,profile}` - result `scheduled`/`unschedulable`/`error`
+* `scheduler_scheduling_attempt_duration_seconds{result,profile}` - buckets exp(0.001, 2, 15)
+* `scheduler_pending_pods{queue}` - `active`, `backoff`, `unschedulable`, `gated`
+* `scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}` - exp(0.00001, 1.5, 20);
+  coarse: plugins that filter/score node by node are timed per call only at the other points
+* `scheduler_preemption_attempts_total` - failed attempts of profiles that run PostFilter plugins
+* `scheduler_queue_incoming_pods_total{queue,event}`
+* `scheduler_scheduler_cache_size{type}` - `nodes`, `pods`, `assumed_pods`
+* `leader_election_master_status{name}` - 1 while this instance leads
+
+The registry is our own (not prometheus-client's global one), so two schedulers in one process, as
+in tests, do not collide. `_created` series are turned off: kube-scheduler has none.
+
+The HTTP side is a small Starlette app served by uvicorn on a thread: `/healthz`, `/livez`,
+`/readyz` and `/metrics`. It speaks plain HTTP on 127.0.0.1:10259 by default (kube-scheduler serves
+HTTPS with delegated auth on that port; put kubesched behind a Service/NetworkPolicy or a sidecar if
+metrics must leave the pod encrypted).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import prometheus_client
+import uvicorn
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from kubesched.errors import InputError
+from kubesched.framework.interfaces import EXTENSION_POINT_METHODS, defines
+from kubesched.framework.status import Status
+
+__all__ = [
+    "HealthServer",
+    "SchedulerMetrics",
+    "exponential_buckets",
+    "instrument_plugins",
+    "parse_listen",
+]
+
+log = logging.getLogger(__name__)
+
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+
+#: Attempt results as upstream labels them, keyed by `Attempt.result`.
+RESULT_LABELS = {"Scheduled": "scheduled", "Unschedulable": "unschedulable", "Error": "error"}
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
+    """Prometheus' ExponentialBuckets: `count` bounds from `start`, each `factor` times the last."""
+    return [start * factor**i for i in range(count)]
+
+
+class SchedulerMetrics:
+    """The metric objects, in their own registry."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.schedule_attempts = Counter(
+            "scheduler_schedule_attempts_total",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
+            "scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"],
+            registry=r,
+        )
+        self.attempt_duration = Histogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"],
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        self.pending_pods = Gauge(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type.",
+            ["queue"],
+            registry=r,
+        )
+        self.plugin_duration = Histogram(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point.",
+            ["plugin", "extension_point", "status"],
+            buckets=exponential_buckets(0.00001, 1.5, 20),
+            registry=r,
+        )
+        self.preemption_attempts = Counter(
+            "scheduler_preemption_attempts_total",
+            "Total preemption attempts in the cluster till now",
+            registry=r,
+        )
+        self.queue_incoming = Counter(
+            "scheduler_queue_incoming_pods_total",
+            "Number of pods added to scheduling queues by event and queue type.",
+            ["queue", "event"],
+            registry=r,
+        )
+        self.cache_size = Gauge(
+            "scheduler_scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            ["type"],
+            registry=r,
+        )
+        self.leader = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+            "1 indicates master. 'name' is the string used to identify the lease.",
+            ["name"],
+            registry=r,
+        )
+        for queue in ("active", "backoff", "unschedulable", "gated"):
+            self.pending_pods.labels(queue)
+        for kind in ("nodes", "pods", "assumed_pods"):
+            self.cache_size.labels(kind)
+        self._incoming_seen: dict[tuple[str, str], int] = {}
+
+    # ------------------------------------------------------------------ updates
+
+    def observe_attempt(self, result: str, profile: str, duration: float) -> None:
+        """One finished attempt (`Attempt.result`: Scheduled / Unschedulable / Error)."""
+        label = RESULT_LABELS.get(result)
+        if label is None:
+            return  # "Waiting" (at Permit) is not a finished attempt
+        self.schedule_attempts.labels(label, profile).inc()
+        self.attempt_duration.labels(label, profile).observe(max(0.0, duration))
+
+    def set_pending(self, counts: Mapping[str, int]) -> None:
+        for queue, n in counts.items():
+            self.pending_pods.labels(queue).set(n)
+
+    def set_cache_size(self, nodes: int, pods: int, assumed: int) -> None:
+        self.cache_size.labels("nodes").set(nodes)
+        self.cache_size.labels("pods").set(pods)
+        self.cache_size.labels("assumed_pods").set(assumed)
+
+    def sync_incoming(self, incoming: Mapping[tuple[str, str], int]) -> None:
+        """Mirror the queue's running counter (queue, event) -> n into the Prometheus counter."""
+        for key, total in incoming.items():
+            delta = total - self._incoming_seen.get(key, 0)
+            if delta > 0:
+                self.queue_incoming.labels(*key).inc(delta)
+                self._incoming_seen[key] = total
+
+    def render(self) -> bytes:
+        return prometheus_client.generate_latest(self.registry)
+
+
+# --------------------------------------------------------------------------- plugin timing
+
+#: Methods timed per extension point. Per-node `filter`/`score` run once per node, so timing them
+#: would cost more than the plugin; their batch forms and every once-per-cycle method are timed.
+_TIMED_METHODS: dict[str, tuple[str, ...]] = {
+    point: tuple(m for m in methods if m not in ("filter", "score", "less", "pre_enqueue"))
+    for point, methods in EXTENSION_POINT_METHODS.items()
+}
+_POINT_LABELS = {
+    "preFilter": "PreFilter",
+    "filter": "Filter",
+    "postFilter": "PostFilter",
+    "preScore": "PreScore",
+    "score": "Score",
+    "reserve": "Reserve",
+    "permit": "Permit",
+    "preBind": "PreBind",
+    "bind": "Bind",
+    "postBind": "PostBind",
+}
+
+
+def _status_label(result: Any) -> str:
+    if isinstance(result, tuple):  # (PreFilterResult, Status), (Status, timeout), ...
+        result = next((x for x in result if isinstance(x, Status)), None)
+    if isinstance(result, Status):
+        return str(result.code)
+    return "Success"
+
+
+def instrument_plugins(plugins: Mapping[str, Any], metrics: SchedulerMetrics) -> int:
+    """Time plugin calls into `scheduler_plugin_execution_duration_seconds`. Returns methods wrapped.
+
+    The wrapper is set on the plugin *instance*, so the framework's dispatch (which inspects the
+    class) is unchanged; plugins whose instances take no attributes (`__slots__`) are left untimed.
+    An exception is timed with status `Error` and re-raised for the framework to handle.
+    """
+    wrapped = 0
+    for name, plugin in plugins.items():
+        for point, methods in _TIMED_METHODS.items():
+            label = _POINT_LABELS.get(point)
+            if label is None:
+                continue
+            for method in methods:
+                if not defines(type(plugin), method):
+                    continue
+                original = getattr(plugin, method)
+                timed = _timed(original, metrics.plugin_duration, name, label)
+                try:
+                    setattr(plugin, method, timed)
+                except (AttributeError, TypeError):
+                    continue
+                wrapped += 1
+    return wrapped
+
+
+def _timed(fn: Callable[..., Any], hist: Histogram, plugin: str, point: str) -> Callable[..., Any]:
+    children: dict[str, Any] = {}
+
+    def child(status: str) -> Any:
+        c = children.get(status)
+        if c is None:
+            c = children[status] = hist.labels(plugin, point, status)
+        return c
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException:
+            child("Error").observe(time.perf_counter() - start)
+            raise
+        child(_status_label(result)).observe(time.perf_counter() - start)
+        return result
+
+    call.__wrapped__ = fn  # type: ignore[attr-defined]
+    return call
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+def parse_listen(address: str) -> tuple[str, int]:
+    """`HOST:PORT`, `[v6]:PORT` or `:PORT` (all interfaces) -> (host, port); InputError otherwise."""
+    host, sep, port_text = address.rpartition(":")
+    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise InputError(f"expected HOST:PORT, got {address!r}", source="--listen")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port_text)
+
+
+Check = Callable[[], str | None]
+"""A health check: None when fine, else a short reason."""
+
+
+class HealthServer:
+    """`/healthz`, `/livez`, `/readyz` and `/metrics` on a uvicorn thread.
+
+    `live_checks` back `/healthz` and `/livez`; `/readyz` runs those plus `ready_checks`. A failing
+    check answers 500 with `[-]name failed: reason` lines, as kube components do with `?verbose`.
+    """
+
+    def __init__(
+        self,
+        listen: str,
+        metrics: SchedulerMetrics,
+        *,
+        live_checks: Mapping[str, Check] | None = None,
+        ready_checks: Mapping[str, Check] | None = None,
+    ) -> None:
+        self.host, self.port = parse_listen(listen)
+        self.metrics = metrics
+        self.live_checks = dict(live_checks or {})
+        self.ready_checks = dict(ready_checks or {})
+        self.app = Starlette(
+            routes=[
+                Route("/healthz", self._live),
+                Route("/livez", self._live),
+                Route("/readyz", self._ready),
+                Route("/metrics", self._metrics),
+            ]
+        )
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ handlers
+
+    @staticmethod
+    def _run_checks(checks: Mapping[str, Check], verbose: bool, what: str) -> Response:
+        lines: list[str] = []
+        failed = False
+        for name, check in checks.items():
+            try:
+                problem = check()
+            except Exception as exc:  # a broken check is a failing check, not a 500 traceback
+                problem = f"{type(exc).__name__}: {exc}"
+            if problem:
+                failed = True
+                lines.append(f"[-]{name} failed: {problem}")
+            else:
+                lines.append(f"[+]{name} ok")
+        if failed:
+            return PlainTextResponse("\n".join(lines) + f"\n{what} check failed\n", status_code=500)
+        if verbose:
+            return PlainTextResponse("\n".join(lines) + f"\n{what} check passed\n")
+        return PlainTextResponse("ok")
+
+    async def _live(self, request: Request) -> Response:
+        return self._run_checks(self.live_checks, "verbose" in request.query_params, "livez")
+
+    async def _ready(self, request: Request) -> Response:
+        checks = {**self.live_checks, **self.ready_checks}
+        return self._run_checks(checks, "verbose" in request.query_params, "readyz")
+
+    async def _metrics(self, request: Request) -> Response:
+        return Response(self.metrics.render(), media_type=prometheus_client.CONTENT_TYPE_LATEST)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Serve on a daemon thread; returns once listening. Raises OSError if the port is taken."""
+        config = uvicorn.Config(
+            self.app,
+            host=self.host,
+            port=self.port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+        )
+        server = uvicorn.Server(config)
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            try:
+                server.run()
+            except BaseException as exc:  # SystemExit from uvicorn when the bind fails
+                failure.append(exc)
+
+        self._server = server
+        self._thread = threading.Thread(target=serve, name="health-server", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if failure or not self._thread.is_alive():
+                raise OSError(f"cannot serve on {self.host}:{self.port} (address in use or not available)")
+            if time.monotonic() > deadline:
+                raise OSError(f"health server did not start on {self.host}:{self.port}")
+            time.sleep(0.01)
+        if self.port == 0:
+            sockets = [s for srv in server.servers for s in srv.sockets]
+            if sockets:
+                self.port = sockets[0].getsockname()[1]
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"

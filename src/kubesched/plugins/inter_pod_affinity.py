@@ -1,0 +1,853 @@
+"""InterPodAffinity: place a pod relative to the pods already running, by topology domain.
+
+A pod affinity term says "in the topology domain (`topologyKey` value) of the node, there is a pod
+matching this selector in these namespaces"; anti-affinity says there is none. Filter enforces the
+required terms of the incoming pod and the required anti-affinity terms of the pods already
+running; Score adds up preferred terms (both directions) and the running pods' required affinity.
+
+Everything is counted per topology domain once per cycle (PreFilter / PreScore) by scanning the
+running pods, then each node is judged by looking its domain up in those counts. The batch forms
+do that lookup as one numpy gather per topology key over the NodeTable's interned label column,
+so the per-node cost is independent of how many pods run in the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
+
+import msgspec
+import numpy as np
+
+from kubesched.api.objects import (
+    LabelSelector,
+    LabelSelectorRequirement,
+    Namespace,
+    Pod,
+    PodAffinity,
+    PodAffinityTerm,
+    WeightedPodAffinityTerm,
+)
+from kubesched.api.selectors import LabelSelectorMatcher, compile_label_selector
+from kubesched.errors import InputError
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from kubesched.framework.interfaces import (
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+    Scores,
+)
+from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
+from kubesched.framework.node_table import BatchFilterResult, IndexArray, NodeSet, NodeTable
+from kubesched.framework.status import Status
+from kubesched.framework.types import MAX_NODE_SCORE, PreFilterResult
+
+__all__ = [
+    "ERR_REASON_AFFINITY",
+    "ERR_REASON_ANTI_AFFINITY",
+    "ERR_REASON_EXISTING_ANTI_AFFINITY",
+    "AffinityTerm",
+    "InterPodAffinity",
+    "InterPodAffinityArgs",
+    "PodAffinityTerms",
+    "compile_pod_terms",
+]
+
+ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+ERR_REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+PRE_FILTER_STATE_KEY = "PreFilterInterPodAffinity"
+PRE_SCORE_STATE_KEY = "PreScoreInterPodAffinity"
+
+MIN_HARD_POD_AFFINITY_WEIGHT: Final = 0
+MAX_HARD_POD_AFFINITY_WEIGHT: Final = 100
+
+#: Compiled terms are cached per pod; past this many pods the oldest entries are dropped.
+_TERM_CACHE_SIZE: Final = 65536
+
+_AFFINITY_PATH = "spec.affinity.podAffinity"
+_ANTI_AFFINITY_PATH = "spec.affinity.podAntiAffinity"
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+_NOTHING = compile_label_selector(None)
+_NO_LABELS: Mapping[str, str] = {}
+_NO_COUNTS: Mapping[str, int] = {}
+
+#: Topology key -> topology value (the domain) -> amount. Values never stored as 0 in Filter counts.
+Counts = dict[str, dict[str, int]]
+
+
+class InterPodAffinityArgs(
+    msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True, frozen=True
+):
+    """pluginConfig args (kind InterPodAffinityArgs).
+
+    `hardPodAffinityWeight` is what a running pod's *required* affinity term matching the incoming
+    pod adds to its domain's score (0 turns that off); `ignorePreferredTermsOfExistingPods` stops
+    the running pods' preferred terms from scoring, which saves the scan when the incoming pod has
+    no preferred terms of its own.
+    """
+
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+    def validate(self) -> list[InputError]:
+        w = self.hard_pod_affinity_weight
+        if not MIN_HARD_POD_AFFINITY_WEIGHT <= w <= MAX_HARD_POD_AFFINITY_WEIGHT:
+            return [
+                InputError(
+                    f"must be in the range [{MIN_HARD_POD_AFFINITY_WEIGHT}, {MAX_HARD_POD_AFFINITY_WEIGHT}],"
+                    f" got {w}",
+                    path="hardPodAffinityWeight",
+                )
+            ]
+        return []
+
+
+# --------------------------------------------------------------------------- compiled terms
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """One pod (anti-)affinity term, compiled: which pods it selects and over which topology key.
+
+    A pod is selected when its namespace is in `namespaces` or the labels of the namespace satisfy
+    `namespace_selector`, and its labels satisfy `selector`.
+    """
+
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelectorMatcher
+    selector: LabelSelectorMatcher
+    topology_key: str
+
+    def matches(self, pod: Pod, ns_labels: Mapping[str, str]) -> bool:
+        """Does `pod` (whose namespace carries `ns_labels`) fall under this term?"""
+        meta = pod.metadata
+        if meta.namespace in self.namespaces or self.namespace_selector.matches(ns_labels):
+            return self.selector.matches(meta.labels)
+        return False
+
+    def may_match(self, pod: Pod) -> bool:
+        """`matches`, assuming any namespace selector might select the pod's namespace.
+
+        Queueing hints use it: they must never say "skip" for an event that could help, and they
+        have no namespace labels at hand.
+        """
+        meta = pod.metadata
+        if meta.namespace in self.namespaces or not self.namespace_selector.matches_nothing:
+            return self.selector.matches(meta.labels)
+        return False
+
+
+WeightedTerm = tuple[int, AffinityTerm]
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerms:
+    """A pod's four lists of terms (upstream PodInfo's precomputed terms) and what failed to compile.
+
+    As upstream, a list with an invalid term is dropped as a whole and the problem recorded.
+    """
+
+    required_affinity: tuple[AffinityTerm, ...] = ()
+    required_anti_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_affinity: tuple[WeightedTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedTerm, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    @property
+    def has_required(self) -> bool:
+        return bool(self.required_affinity or self.required_anti_affinity)
+
+
+_NO_TERMS = PodAffinityTerms()
+
+
+def _merged_label_selector(term: PodAffinityTerm, pod_labels: Mapping[str, str]) -> LabelSelector | None:
+    """The term's selector with `matchLabelKeys` (In) / `mismatchLabelKeys` (NotIn) of the pod's values.
+
+    Keys the pod lacks are ignored; a missing selector stays missing (it selects nothing anyway).
+    Keys the selector already constrains are left alone: the API server merges these keys into
+    the selector at pod creation, so a pod read from a live cluster already carries them, and
+    merging again with labels changed since would contradict the first merge.
+    """
+    selector = term.label_selector
+    if selector is None or not (term.match_label_keys or term.mismatch_label_keys):
+        return selector
+    constrained = set(selector.match_labels) | {req.key for req in selector.match_expressions}
+    extra: list[LabelSelectorRequirement] = []
+    for keys, operator in ((term.match_label_keys, "In"), (term.mismatch_label_keys, "NotIn")):
+        for key in keys:
+            value = pod_labels.get(key)
+            if value is not None and key not in constrained:
+                extra.append(LabelSelectorRequirement(key=key, operator=operator, values=[value]))
+    if not extra:
+        return selector
+    return LabelSelector(
+        match_labels=selector.match_labels, match_expressions=[*selector.match_expressions, *extra]
+    )
+
+
+def _compile_term(pod: Pod, term: PodAffinityTerm, path: str) -> AffinityTerm:
+    """Raises InputError (located under `path`) for an invalid selector."""
+    selector = compile_label_selector(
+        _merged_label_selector(term, pod.metadata.labels), path=f"{path}.labelSelector"
+    )
+    namespace_selector = compile_label_selector(term.namespace_selector, path=f"{path}.namespaceSelector")
+    if not term.namespaces and term.namespace_selector is None:
+        namespaces = frozenset((pod.metadata.namespace,))
+    else:
+        namespaces = frozenset(term.namespaces)
+    return AffinityTerm(namespaces, namespace_selector, selector, term.topology_key)
+
+
+def compile_pod_terms(pod: Pod) -> PodAffinityTerms:
+    """Compile every pod (anti-)affinity term of `pod`; problems land in `.errors`, never raised."""
+    affinity = pod.spec.affinity
+    if affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None):
+        return _NO_TERMS
+    errors: list[str] = []
+
+    def required(spec_path: str, terms: Sequence[PodAffinityTerm]) -> tuple[AffinityTerm, ...]:
+        try:
+            return tuple(_compile_term(pod, t, f"{spec_path}.{_REQUIRED}[{i}]") for i, t in enumerate(terms))
+        except InputError as err:
+            errors.append(str(err))
+            return ()
+
+    def preferred(spec_path: str, terms: Sequence[WeightedPodAffinityTerm]) -> tuple[WeightedTerm, ...]:
+        try:
+            return tuple(
+                (
+                    t.weight,
+                    _compile_term(pod, t.pod_affinity_term, f"{spec_path}.{_PREFERRED}[{i}].podAffinityTerm"),
+                )
+                for i, t in enumerate(terms)
+            )
+        except InputError as err:
+            errors.append(str(err))
+            return ()
+
+    pa = affinity.pod_affinity or PodAffinity()
+    anti = affinity.pod_anti_affinity or PodAffinity()
+    return PodAffinityTerms(
+        required_affinity=required(_AFFINITY_PATH, pa.required_during_scheduling_ignored_during_execution),
+        required_anti_affinity=required(
+            _ANTI_AFFINITY_PATH, anti.required_during_scheduling_ignored_during_execution
+        ),
+        preferred_affinity=preferred(_AFFINITY_PATH, pa.preferred_during_scheduling_ignored_during_execution),
+        preferred_anti_affinity=preferred(
+            _ANTI_AFFINITY_PATH, anti.preferred_during_scheduling_ignored_during_execution
+        ),
+        errors=tuple(errors),
+    )
+
+
+def _parse_error(terms: PodAffinityTerms) -> str:
+    """Upstream's `parsing pod: %+v` of an error aggregate: one error bare, several in brackets."""
+    detail = terms.errors[0] if len(terms.errors) == 1 else f"[{', '.join(terms.errors)}]"
+    return f"parsing pod: {detail}"
+
+
+class _NamespaceLabels(Mapping[str, str]):
+    """The labels of the incoming pod's Namespace, looked up only if a namespace selector asks.
+
+    Listing namespaces goes through the cluster port, so a cycle whose terms never need them
+    (the common case: no namespaceSelector) never pays for it. A namespace the cluster does not
+    know has no labels, as upstream assumes.
+    """
+
+    __slots__ = ("_handle", "_labels", "_namespace")
+
+    def __init__(self, handle: Handle | None, namespace: str) -> None:
+        self._handle = handle
+        self._namespace = namespace
+        self._labels: Mapping[str, str] | None = None
+
+    def _load(self) -> Mapping[str, str]:
+        if self._labels is None:
+            self._labels = {}
+            for ns in _list_namespaces(self._handle):
+                if ns.metadata.name == self._namespace:
+                    self._labels = dict(ns.metadata.labels)
+                    break
+        return self._labels
+
+    def __getitem__(self, key: str) -> str:
+        return self._load()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+def _list_namespaces(handle: Handle | None) -> Sequence[Namespace]:
+    if handle is None:
+        return ()
+    return [ns for ns in handle.lister("Namespace") if isinstance(ns, Namespace)]
+
+
+def _merge_namespace_selectors(
+    terms: tuple[AffinityTerm, ...], namespaces: list[Namespace] | None, handle: Handle | None
+) -> tuple[tuple[AffinityTerm, ...], list[Namespace] | None]:
+    """Fold each term's namespaceSelector into its namespace set, from the cluster's Namespaces.
+
+    Done per cycle for the incoming pod only (namespaces come and go), so its terms then match
+    without namespace labels. An empty selector (`{}`, all namespaces) and a missing one (none)
+    need no listing and are kept as they are. Returns the listed namespaces for reuse.
+    """
+    out: list[AffinityTerm] = []
+    for t in terms:
+        sel = t.namespace_selector
+        if sel.matches_everything or sel.matches_nothing:
+            out.append(t)
+            continue
+        if namespaces is None:
+            namespaces = list(_list_namespaces(handle))
+        names = {ns.metadata.name for ns in namespaces if sel.matches(ns.metadata.labels)}
+        out.append(AffinityTerm(t.namespaces | names, _NOTHING, t.selector, t.topology_key))
+    return tuple(out), namespaces
+
+
+def _all_match(terms: Sequence[AffinityTerm], pod: Pod) -> bool:
+    """Upstream's podMatchesAllAffinityTerms: False for no terms (incoming terms, merged namespaces)."""
+    return bool(terms) and all(t.matches(pod, _NO_LABELS) for t in terms)
+
+
+# --------------------------------------------------------------------------- counting
+
+
+def _add(counts: Counts, key: str, value: str, delta: int) -> None:
+    """Add `delta` at (key, value), dropping entries that reach 0 so emptiness means "no pod"."""
+    inner = counts.get(key)
+    if inner is None:
+        inner = counts[key] = {}
+    total = inner.get(value, 0) + delta
+    if total == 0:
+        inner.pop(value, None)
+        if not inner:
+            del counts[key]
+    else:
+        inner[value] = total
+
+
+def _count(counts: Counts, key: str, labels: Mapping[str, str], delta: int) -> None:
+    value = labels.get(key)
+    if value is not None:
+        _add(counts, key, value, delta)
+
+
+def _domain_amounts(
+    table: NodeTable, key: str, amounts: Mapping[str, int] | None, rows: IndexArray
+) -> Scores:
+    """`amounts[value of key on node]` for each row (0 where the node lacks the key), via domain ids.
+
+    Only the domains that have an amount are touched in Python; the per-node work is one gather.
+    """
+    col = table.label_column(key)
+    per_domain = np.zeros(len(col.values) + 1, dtype=np.int64)  # the extra slot: label missing (-1)
+    if amounts:
+        index = col.index
+        for value, amount in amounts.items():
+            j = index.get(value)
+            if j is not None:
+                per_domain[j] = amount
+    gathered: Scores = per_domain[col.ids[rows]]
+    return gathered
+
+
+@dataclass(slots=True)
+class _PreFilterState:
+    """The incoming pod's required terms and, per topology domain, how many running pods
+    match them (`affinity`: pods matching *all* required affinity terms; `anti_affinity`: pods
+    matching each anti-affinity term) and how many running pods' required anti-affinity terms
+    match the incoming pod (`existing_anti_affinity`). Updated by AddPod / RemovePod.
+    """
+
+    pod: Pod
+    terms: PodAffinityTerms
+    ns_labels: Mapping[str, str]
+    affinity: Counts
+    anti_affinity: Counts
+    existing_anti_affinity: Counts
+    #: The pod matches all its own required affinity terms (it may start a self-affine group).
+    self_affine: bool
+
+    def clone(self) -> _PreFilterState:
+        return _PreFilterState(
+            self.pod,
+            self.terms,
+            self.ns_labels,
+            {k: dict(v) for k, v in self.affinity.items()},
+            {k: dict(v) for k, v in self.anti_affinity.items()},
+            {k: dict(v) for k, v in self.existing_anti_affinity.items()},
+            self.self_affine,
+        )
+
+    @property
+    def relevant(self) -> bool:
+        """False when Filter could reject nothing (upstream's PreFilter Skip)."""
+        return bool(self.existing_anti_affinity) or self.terms.has_required
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    """Topology key -> domain -> summed weight; every node in a domain scores that domain's sum."""
+
+    topology_score: Counts
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+# --------------------------------------------------------------------------- the plugin
+
+
+class InterPodAffinity(
+    PreFilterPlugin,
+    PreFilterExtensions,
+    FilterPlugin,
+    BatchFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    BatchScorePlugin,
+    ScoreExtensions,
+    EnqueueExtensions,
+):
+    """Pod affinity and anti-affinity, required (Filter) and preferred (Score).
+
+    Filter, in this order, per node:
+
+    1. each required affinity term of the pod needs the node to carry its topology key and the
+       node's domain to hold a running pod matching *all* the terms
+       (`node(s) didn't match pod affinity rules`, UnschedulableAndUnresolvable) — unless no such
+       pod exists anywhere and the pod matches its own terms: it is the first of a self-affine group;
+    2. no required anti-affinity term of the pod may have a matching pod in the node's domain
+       (`node(s) didn't match pod anti-affinity rules`, Unschedulable);
+    3. no running pod's required anti-affinity term may select the pod from a domain the node is
+       in (`node(s) didn't satisfy existing pods anti-affinity rules`, Unschedulable).
+
+    Score: per domain, + weight of each preferred affinity term of the pod matching a running
+    pod there, - weight for preferred anti-affinity; + `hardPodAffinityWeight` per required
+    affinity term of a running pod matching the incoming pod; ± the running pods' preferred terms
+    matching the incoming pod (unless `ignorePreferredTermsOfExistingPods`). Min-max normalized.
+    """
+
+    name: ClassVar[str] = "InterPodAffinity"
+    args_type: ClassVar[type[InterPodAffinityArgs]] = InterPodAffinityArgs
+
+    def __init__(self, args: InterPodAffinityArgs | None = None, handle: Handle | None = None) -> None:
+        self.args = args if args is not None else InterPodAffinityArgs()
+        errors = self.args.validate()  # done by config decoding too; a direct caller gets the same error
+        if errors:
+            raise errors[0]
+        self.handle = handle
+        self._cache: dict[str, tuple[Pod, PodAffinityTerms]] = {}
+
+    # ------------------------------------------------------------------ term cache
+    def terms_of(self, pod: Pod) -> PodAffinityTerms:
+        """The pod's compiled terms, compiled once per pod object (a new object is recompiled)."""
+        affinity = pod.spec.affinity
+        if affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None):
+            return _NO_TERMS
+        key = pod_key(pod)
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is pod:
+            return hit[1]
+        terms = compile_pod_terms(pod)
+        if hit is None and len(self._cache) >= _TERM_CACHE_SIZE:
+            del self._cache[next(iter(self._cache))]
+        self._cache[key] = (pod, terms)
+        return terms
+
+    def _incoming_terms(self, pod: Pod) -> PodAffinityTerms:
+        """The incoming pod's terms with namespace selectors folded into namespace sets."""
+        t = self.terms_of(pod)
+        if t.errors:
+            return t
+        listed: list[Namespace] | None = None
+        req, listed = _merge_namespace_selectors(t.required_affinity, listed, self.handle)
+        anti, listed = _merge_namespace_selectors(t.required_anti_affinity, listed, self.handle)
+        weights = [w for w, _ in t.preferred_affinity]
+        pref, listed = _merge_namespace_selectors(
+            tuple(x for _, x in t.preferred_affinity), listed, self.handle
+        )
+        anti_weights = [w for w, _ in t.preferred_anti_affinity]
+        pref_anti, listed = _merge_namespace_selectors(
+            tuple(x for _, x in t.preferred_anti_affinity), listed, self.handle
+        )
+        return PodAffinityTerms(
+            req,
+            anti,
+            tuple(zip(weights, pref, strict=True)),
+            tuple(zip(anti_weights, pref_anti, strict=True)),
+        )
+
+    # ------------------------------------------------------------------ PreFilter
+    def _compute_pre_filter(self, pod: Pod, table: NodeTable) -> _PreFilterState | Status:
+        terms = self._incoming_terms(pod)
+        if terms.errors:
+            return Status.unschedulable_and_unresolvable(_parse_error(terms))
+        ns_labels = _NamespaceLabels(self.handle, pod.metadata.namespace)
+        affinity: Counts = {}
+        anti: Counts = {}
+        existing: Counts = {}
+        req, anti_terms = terms.required_affinity, terms.required_anti_affinity
+        for ni in table.infos:
+            if not ni.pods:
+                continue
+            labels = ni.labels
+            if req or anti_terms:
+                for pi in ni.pods.values():
+                    other = pi.pod
+                    if req and _all_match(req, other):
+                        for t in req:
+                            _count(affinity, t.topology_key, labels, 1)
+                    for t in anti_terms:
+                        if t.matches(other, _NO_LABELS):
+                            _count(anti, t.topology_key, labels, 1)
+            if ni.pods_with_required_anti_affinity > 0:
+                for pi in ni.pods.values():
+                    if pi.has_required_anti_affinity:
+                        for t in self.terms_of(pi.pod).required_anti_affinity:
+                            if t.matches(pod, ns_labels):
+                                _count(existing, t.topology_key, labels, 1)
+        return _PreFilterState(pod, terms, ns_labels, affinity, anti, existing, _all_match(req, pod))
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: NodeSet
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        computed = self._compute_pre_filter(pod, nodes.table)
+        if isinstance(computed, Status):
+            return None, computed
+        if not computed.relevant:
+            return None, Status.skip()
+        state.write(PRE_FILTER_STATE_KEY, computed)
+        return None, None
+
+    def _pre_filter_state(
+        self, state: CycleState, pod: Pod, table: NodeTable | None
+    ) -> _PreFilterState | Status:
+        """The PreFilter state; computed here (and kept) when PreFilter is not enabled."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if isinstance(s, _PreFilterState):
+            return s
+        if self.handle is not None:
+            table = self.handle.snapshot
+        if table is None:
+            return Status.as_error("InterPodAffinity needs its PreFilter state or the node snapshot")
+        computed = self._compute_pre_filter(pod, table)
+        if isinstance(computed, _PreFilterState):
+            state.write(PRE_FILTER_STATE_KEY, computed)
+        return computed
+
+    # -- PreFilter extensions: nominated pods and preemption victims
+    def _update_with_pod(
+        self, state: CycleState, pi: PodInfo, node_info: NodeInfo, delta: int
+    ) -> Status | None:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return Status.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycle state: not found")
+        labels = node_info.labels
+        other = pi.pod
+        if pi.has_required_anti_affinity:
+            for t in self.terms_of(other).required_anti_affinity:
+                if t.matches(s.pod, s.ns_labels):
+                    _count(s.existing_anti_affinity, t.topology_key, labels, delta)
+        req = s.terms.required_affinity
+        if req and _all_match(req, other):
+            for t in req:
+                _count(s.affinity, t.topology_key, labels, delta)
+        for t in s.terms.required_anti_affinity:
+            if t.matches(other, _NO_LABELS):
+                _count(s.anti_affinity, t.topology_key, labels, delta)
+        return None
+
+    def add_pod(
+        self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        return self._update_with_pod(state, pod_info_to_add, node_info, 1)
+
+    def remove_pod(
+        self, state: CycleState, pod: Pod, pod_info_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        return self._update_with_pod(state, pod_info_to_remove, node_info, -1)
+
+    # ------------------------------------------------------------------ Filter
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        s = self._pre_filter_state(state, pod, None)
+        if isinstance(s, Status):
+            return s
+        labels = node_info.labels
+        req = s.terms.required_affinity
+        if req:
+            pods_exist = True
+            for t in req:
+                value = labels.get(t.topology_key)
+                if value is None:
+                    return Status.unschedulable_and_unresolvable(ERR_REASON_AFFINITY)
+                if s.affinity.get(t.topology_key, _NO_COUNTS).get(value, 0) <= 0:
+                    pods_exist = False
+            if not pods_exist and not (not s.affinity and s.self_affine):
+                return Status.unschedulable_and_unresolvable(ERR_REASON_AFFINITY)
+        if s.anti_affinity:
+            for t in s.terms.required_anti_affinity:
+                value = labels.get(t.topology_key)
+                if value is not None and s.anti_affinity.get(t.topology_key, _NO_COUNTS).get(value, 0) > 0:
+                    return Status.unschedulable(ERR_REASON_ANTI_AFFINITY)
+        for key, domains in s.existing_anti_affinity.items():
+            value = labels.get(key)
+            if value is not None and domains.get(value, 0) > 0:
+                return Status.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY)
+        return None
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
+        n = len(nodes)
+        s = self._pre_filter_state(state, pod, nodes.table)
+        if isinstance(s, Status):
+            return BatchFilterResult(np.zeros(n, dtype=np.int32), [s])
+        table, rows = nodes.table, nodes.rows
+        codes = np.full(n, -1, dtype=np.int32)
+        req = s.terms.required_affinity
+        if req:
+            has_keys = np.ones(n, dtype=np.bool_)
+            pods_exist = np.ones(n, dtype=np.bool_)
+            for t in req:
+                has_keys &= table.label_column(t.topology_key).ids[rows] >= 0
+                pods_exist &= _domain_amounts(table, t.topology_key, s.affinity.get(t.topology_key), rows) > 0
+            first_of_group = not s.affinity and s.self_affine
+            codes[~(has_keys & (pods_exist | first_of_group))] = 0
+        if s.anti_affinity and s.terms.required_anti_affinity:
+            clash = np.zeros(n, dtype=np.bool_)
+            for t in s.terms.required_anti_affinity:
+                clash |= _domain_amounts(table, t.topology_key, s.anti_affinity.get(t.topology_key), rows) > 0
+            codes[(codes < 0) & clash] = 1
+        if s.existing_anti_affinity:
+            clash = np.zeros(n, dtype=np.bool_)
+            for key, domains in s.existing_anti_affinity.items():
+                clash |= _domain_amounts(table, key, domains, rows) > 0
+            codes[(codes < 0) & clash] = 2
+        return BatchFilterResult(
+            codes,
+            [
+                Status.unschedulable_and_unresolvable(ERR_REASON_AFFINITY),
+                Status.unschedulable(ERR_REASON_ANTI_AFFINITY),
+                Status.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY),
+            ],
+        )
+
+    # ------------------------------------------------------------------ PreScore / Score
+    def _compute_pre_score(self, pod: Pod, table: NodeTable) -> _PreScoreState | Status | None:
+        """The per-domain score sums; Skip (a Status) when nothing can contribute, None on no nodes."""
+        affinity = pod.spec.affinity
+        has_preferred = affinity is not None and bool(
+            (
+                affinity.pod_affinity
+                and affinity.pod_affinity.preferred_during_scheduling_ignored_during_execution
+            )
+            or (
+                affinity.pod_anti_affinity
+                and affinity.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution
+            )
+        )
+        ignore_existing_preferred = self.args.ignore_preferred_terms_of_existing_pods
+        if ignore_existing_preferred and not has_preferred:
+            return Status.skip()
+        terms = self._incoming_terms(pod)
+        if terms.errors:
+            return Status.as_error(f"failed to {_parse_error(terms)}")
+        ns_labels = _NamespaceLabels(self.handle, pod.metadata.namespace)
+        hard_weight = self.args.hard_pod_affinity_weight
+        preferred, preferred_anti = terms.preferred_affinity, terms.preferred_anti_affinity
+        topology_score: Counts = {}
+
+        def add(term: AffinityTerm, amount: int, labels: Mapping[str, str]) -> None:
+            value = labels.get(term.topology_key)
+            if value is not None:
+                domains = topology_score.setdefault(term.topology_key, {})
+                domains[value] = domains.get(value, 0) + amount
+
+        for ni in table.infos:
+            # Without preferred terms of its own, the pod can only be scored by running pods' terms.
+            if not has_preferred and ni.pods_with_affinity <= 0:
+                continue
+            labels = ni.labels
+            if not labels:
+                continue
+            for pi in ni.pods.values():
+                other = pi.pod
+                for w, t in preferred:
+                    if t.matches(other, _NO_LABELS):
+                        add(t, w, labels)
+                for w, t in preferred_anti:
+                    if t.matches(other, _NO_LABELS):
+                        add(t, -w, labels)
+                if not pi.has_affinity:
+                    continue
+                theirs = self.terms_of(other)
+                if hard_weight > 0:
+                    for t in theirs.required_affinity:
+                        if t.matches(pod, ns_labels):
+                            add(t, hard_weight, labels)
+                if not ignore_existing_preferred:
+                    for w, t in theirs.preferred_affinity:
+                        if t.matches(pod, ns_labels):
+                            add(t, w, labels)
+                    for w, t in theirs.preferred_anti_affinity:
+                        if t.matches(pod, ns_labels):
+                            add(t, -w, labels)
+        if not topology_score:
+            return Status.skip()
+        return _PreScoreState(topology_score)
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
+        if len(nodes) == 0:
+            return Status.skip()
+        computed = self._compute_pre_score(pod, nodes.table)
+        if isinstance(computed, _PreScoreState):
+            state.write(PRE_SCORE_STATE_KEY, computed)
+            return None
+        return computed
+
+    def _pre_score_state(
+        self, state: CycleState, pod: Pod, table: NodeTable | None
+    ) -> _PreScoreState | Status:
+        """The PreScore state; computed here (and kept) when PreScore is not enabled.
+
+        A Skip from the computation means every node scores 0, so an empty state stands for it.
+        """
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(s, _PreScoreState):
+            return s
+        if self.handle is not None:
+            table = self.handle.snapshot
+        if table is None:
+            return Status.as_error("InterPodAffinity needs its PreScore state or the node snapshot")
+        computed = self._compute_pre_score(pod, table)
+        if isinstance(computed, Status) and not computed.is_skip():
+            return computed
+        kept = computed if isinstance(computed, _PreScoreState) else _PreScoreState({})
+        state.write(PRE_SCORE_STATE_KEY, kept)
+        return kept
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | tuple[int, Status | None]:
+        s = self._pre_score_state(state, pod, None)
+        if isinstance(s, Status):
+            return 0, s
+        labels = node_info.labels
+        total = 0
+        for key, domains in s.topology_score.items():
+            value = labels.get(key)
+            if value is not None:
+                total += domains.get(value, 0)
+        return total
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Scores:
+        s = self._pre_score_state(state, pod, nodes.table)
+        if isinstance(s, Status):
+            raise RuntimeError(s.message())
+        scores = np.zeros(len(nodes), dtype=np.int64)
+        for key, domains in s.topology_score.items():
+            scores += _domain_amounts(nodes.table, key, domains, nodes.rows)
+        return scores
+
+    def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeSet, scores: Scores) -> Status | None:
+        """Min-max onto [0, 100]: `int(100 * ((s - min) / (max - min)))` in float64; all 0 if max == min."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState) or not s.topology_score or scores.size == 0:
+            return None
+        low = int(scores.min())
+        spread = int(scores.max()) - low
+        if spread <= 0:
+            scores[...] = 0
+            return None
+        fractions = (scores - low).astype(np.float64) / float(spread)
+        scores[...] = (float(MAX_NODE_SCORE) * fractions).astype(np.int64)
+        return None
+
+    # ------------------------------------------------------------------ queueing
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Pods appearing, leaving or relabelled change the counts; a new or relabelled node may
+        open a domain. Node events get no hint: a node rejected for a running pod's anti-affinity
+        can be helped by a change of any of its labels."""
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+                self._pod_event_hint,
+            ),
+            ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
+        ]
+
+    def _pod_event_hint(self, pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
+        """May this pod event let `pod` (rejected by this plugin) pass now? Errs towards Queue.
+
+        Only running pods count. A pod starting to run only adds matches, which helps required
+        affinity alone. A relabelled pod helps if it now matches all affinity terms, or stops
+        matching an anti-affinity term. A pod leaving helps if it matched an anti-affinity term,
+        had an anti-affinity term against `pod`, or was the match that kept a self-affine pod
+        from starting its group.
+        """
+        old = old_obj if isinstance(old_obj, Pod) else None
+        new = new_obj if isinstance(new_obj, Pod) else None
+        old_running = old is not None and bool(old.spec.node_name)
+        terms = self.terms_of(pod)
+        req, anti = terms.required_affinity, terms.required_anti_affinity
+        self_affine = bool(req) and all(t.may_match(pod) for t in req)
+
+        def all_affinity(p: Pod) -> bool:
+            return bool(req) and all(t.may_match(p) for t in req)
+
+        def any_anti(p: Pod) -> bool:
+            return any(t.may_match(p) for t in anti)
+
+        if new is not None:
+            if not new.spec.node_name:
+                return QueueingHint.SKIP
+            if old is None or not old_running:
+                return QueueingHint.QUEUE if all_affinity(new) else QueueingHint.SKIP
+            helps = (
+                (all_affinity(new) and not all_affinity(old))
+                or (any_anti(old) and not any_anti(new))
+                or (self_affine and all_affinity(old) and not all_affinity(new))
+                or _merges_own_labels(old)
+            )
+            return QueueingHint.QUEUE if helps else QueueingHint.SKIP
+        if old is None or not old_running:
+            return QueueingHint.SKIP
+        helps = (
+            any_anti(old)
+            or any(t.may_match(pod) for t in self.terms_of(old).required_anti_affinity)
+            or (self_affine and all_affinity(old))
+        )
+        return QueueingHint.QUEUE if helps else QueueingHint.SKIP
+
+
+def _merges_own_labels(pod: Pod) -> bool:
+    """Whether the pod's required anti-affinity reads its own labels (matchLabelKeys), so a label
+    change alters which pods it repels."""
+    affinity = pod.spec.affinity
+    if affinity is None or affinity.pod_anti_affinity is None:
+        return False
+    return any(
+        t.match_label_keys or t.mismatch_label_keys
+        for t in affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution
+    )

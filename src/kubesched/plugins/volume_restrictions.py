@@ -1,0 +1,307 @@
+"""VolumeRestrictions: volumes that only one pod (or one node) may use at a time.
+
+Two rules (reference §3.3, §3.5):
+
+* **Disk conflicts** — some in-tree volume types cannot be attached read-write to two pods on the
+  same node. A node is rejected (`node(s) had no available disk`, Unschedulable) when a pod on it
+  already uses: the same GCE PD `pdName` (unless both mounts are read-only), the same AWS EBS
+  `volumeID` (always), the same RBD image — an overlapping Ceph monitor, the same pool and the same
+  image — (unless both read-only), or the same iSCSI `iqn` (unless both read-only).
+* **ReadWriteOncePod** — a claim with that access mode may be used by one pod in the whole
+  cluster. If any scheduled (or assumed) pod already uses such a claim of the incoming pod, every
+  node is rejected with `node has pod using PersistentVolumeClaim with the same name and
+  ReadWriteOncePod access mode` (Unschedulable, so preemption can evict the user).
+
+PreFilter looks the pod's claims up (a missing claim is UnschedulableAndUnresolvable with the API
+server's NotFound text), counts how many uses of its RWOP claims exist, and returns Skip when the
+pod has neither conflict-prone volumes nor RWOP claims in use. The count is kept current through
+AddPod/RemovePod, so preemption dry runs see a victim's claim freed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kubesched.api.objects import Pod, Volume
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from kubesched.framework.interfaces import (
+    BatchFilterPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    PreFilterExtensions,
+    PreFilterPlugin,
+)
+from kubesched.framework.node_info import NodeInfo, PodInfo
+from kubesched.framework.node_table import BatchFilterResult, BoolArray, NodeSet, NodeTable
+from kubesched.framework.status import Code, Status
+from kubesched.plugins._volumes import VolumeHandle, VolumeObjects, claim_key, pvc_not_found
+
+__all__ = [
+    "ERR_REASON_DISK_CONFLICT",
+    "ERR_REASON_RWOP_CONFLICT",
+    "READ_WRITE_ONCE_POD",
+    "VolumeRestrictions",
+    "volumes_conflict",
+]
+
+ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
+ERR_REASON_RWOP_CONFLICT = (
+    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+)
+READ_WRITE_ONCE_POD = "ReadWriteOncePod"
+PRE_FILTER_STATE_KEY = "PreFilterVolumeRestrictions"
+
+
+def _source(volume: Volume) -> tuple[str, Mapping[str, Any]] | None:
+    """The conflict-prone source of a volume as (type, fields), or None for every other type."""
+    if volume.gce_persistent_disk is not None:
+        return "gce", volume.gce_persistent_disk
+    if volume.aws_elastic_block_store is not None:
+        return "ebs", volume.aws_elastic_block_store
+    if volume.rbd is not None:
+        return "rbd", volume.rbd
+    if volume.iscsi is not None:
+        return "iscsi", volume.iscsi
+    return None
+
+
+def _read_only(source: Mapping[str, Any]) -> bool:
+    return bool(source.get("readOnly", False))
+
+
+def _conflict(kind: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two sources of the same type name the same disk and may not be shared."""
+    both_read_only = _read_only(a) and _read_only(b)
+    if kind == "gce":
+        return a.get("pdName") == b.get("pdName") and not both_read_only
+    if kind == "ebs":
+        # EBS volumes attach to one instance at a time, whatever the mount mode.
+        return a.get("volumeID") == b.get("volumeID")
+    if kind == "iscsi":
+        return a.get("iqn") == b.get("iqn") and not both_read_only
+    # rbd: the same image is any shared monitor + same pool (API default "rbd") + same image name.
+    monitors_a, monitors_b = set(a.get("monitors") or ()), set(b.get("monitors") or ())
+    return (
+        bool(monitors_a & monitors_b)
+        and (a.get("pool") or "rbd") == (b.get("pool") or "rbd")
+        and a.get("image") == b.get("image")
+        and not both_read_only
+    )
+
+
+def volumes_conflict(wanted: Sequence[Volume], existing: Pod) -> bool:
+    """Whether one of `wanted` is a disk that `existing` already uses in a conflicting way."""
+    for volume in wanted:
+        mine = _source(volume)
+        if mine is None:
+            continue
+        for other in existing.spec.volumes:
+            theirs = _source(other)
+            if theirs is not None and theirs[0] == mine[0] and _conflict(mine[0], mine[1], theirs[1]):
+                return True
+    return False
+
+
+def _has_restricted_volume(pod: Pod) -> bool:
+    return any(_source(v) is not None for v in pod.spec.volumes)
+
+
+@dataclass(slots=True)
+class _PreFilterState:
+    #: The pod's volumes of the conflict-prone types (empty: no disk check needed).
+    restricted: tuple[Volume, ...]
+    #: `namespace/claim` of the pod's ReadWriteOncePod claims.
+    rwop_claims: frozenset[str]
+    #: How many uses of those claims scheduled pods hold; > 0 rejects every node.
+    conflicting_refs: int
+
+    def clone(self) -> _PreFilterState:
+        return _PreFilterState(self.restricted, self.rwop_claims, self.conflicting_refs)
+
+    def refs_of(self, pod: Pod) -> int:
+        namespace = pod.metadata.namespace
+        return sum(
+            1
+            for v in pod.spec.volumes
+            if v.persistent_volume_claim is not None
+            and claim_key(namespace, v.persistent_volume_claim.claim_name) in self.rwop_claims
+        )
+
+
+class VolumeRestrictions(
+    PreFilterPlugin, PreFilterExtensions, FilterPlugin, BatchFilterPlugin, EnqueueExtensions
+):
+    """Reject nodes where the pod's disks are already used, and any node while its RWOP claim is."""
+
+    name: ClassVar[str] = "VolumeRestrictions"
+
+    def __init__(self, handle: VolumeHandle | None = None) -> None:
+        self._handle = handle
+        self._restricted_rows: tuple[NodeTable, int, BoolArray] | None = None
+        self._used_claims: tuple[NodeTable, int, frozenset[str]] | None = None
+
+    # -- PreFilter
+    def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
+        data, status = self._compute(pod, nodes.table)
+        if status is not None:
+            return status
+        assert data is not None
+        if not data.restricted and data.conflicting_refs == 0:
+            return Status.skip()
+        state.write(PRE_FILTER_STATE_KEY, data)
+        return None
+
+    def _compute(self, pod: Pod, table: NodeTable) -> tuple[_PreFilterState | None, Status | None]:
+        restricted = tuple(v for v in pod.spec.volumes if _source(v) is not None)
+        namespace = pod.metadata.namespace
+        rwop: set[str] = set()
+        objects: VolumeObjects | None = None
+        for volume in pod.spec.volumes:
+            source = volume.persistent_volume_claim
+            if source is None:
+                continue
+            objects = objects or VolumeObjects(self._handle)
+            pvc = objects.pvc(namespace, source.claim_name)
+            if pvc is None:
+                return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, pvc_not_found(source.claim_name))
+            if READ_WRITE_ONCE_POD in pvc.spec.access_modes:
+                rwop.add(claim_key(namespace, source.claim_name))
+        used = self._claims_in_use(table) if rwop else frozenset()
+        return _PreFilterState(restricted, frozenset(rwop), len(rwop & used)), None
+
+    def _claims_in_use(self, table: NodeTable) -> frozenset[str]:
+        """`namespace/claim` of every claim a scheduled or assumed pod uses (upstream's usedPVCSet)."""
+        cached = self._used_claims
+        if cached is not None and cached[0] is table and cached[1] == table.generation:
+            return cached[2]
+        used = frozenset(ref for ni in table.infos for ref in ni.pvc_ref_counts)
+        self._used_claims = (table, table.generation, used)
+        return used
+
+    def _state(self, state: CycleState, pod: Pod, table: NodeTable) -> _PreFilterState | Status:
+        data = state.get(PRE_FILTER_STATE_KEY)
+        if isinstance(data, _PreFilterState):
+            return data
+        # PreFilter disabled: work it out here, against the whole cluster when the handle has it.
+        computed, status = self._compute(pod, self._handle.snapshot if self._handle is not None else table)
+        if status is not None:
+            return status
+        assert computed is not None
+        return computed
+
+    # -- PreFilter extensions: a pod added/removed changes who holds the RWOP claims
+    def add_pod(
+        self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        data = state.get(PRE_FILTER_STATE_KEY)
+        if isinstance(data, _PreFilterState):
+            data.conflicting_refs += data.refs_of(pod_info_to_add.pod)
+        return None
+
+    def remove_pod(
+        self, state: CycleState, pod: Pod, pod_info_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        data = state.get(PRE_FILTER_STATE_KEY)
+        if isinstance(data, _PreFilterState):
+            data.conflicting_refs -= data.refs_of(pod_info_to_remove.pod)
+        return None
+
+    # -- Filter
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        data = self._state(state, pod, NodeTable([node_info]))
+        if isinstance(data, Status):
+            return data
+        if data.restricted and any(
+            volumes_conflict(data.restricted, pi.pod) for pi in node_info.pods.values()
+        ):
+            return Status.unschedulable(ERR_REASON_DISK_CONFLICT)
+        if data.conflicting_refs > 0:
+            return Status.unschedulable(ERR_REASON_RWOP_CONFLICT)
+        return None
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
+        """Disk conflicts are looked for only on nodes running a pod with a conflict-prone volume."""
+        n = len(nodes)
+        data = self._state(state, pod, nodes.table)
+        if isinstance(data, Status):
+            return BatchFilterResult.from_mask(np.zeros(n, dtype=np.bool_), data)
+        codes = np.full(n, -1, dtype=np.int32)
+        statuses: list[Status] = []
+        if data.restricted and n:
+            infos = nodes.table.infos
+            conflicted = np.zeros(n, dtype=np.bool_)
+            for pos in np.flatnonzero(self._rows_with_restricted(nodes.table)[nodes.rows]):
+                pods = infos[nodes.rows[pos]].pods.values()
+                conflicted[pos] = any(volumes_conflict(data.restricted, pi.pod) for pi in pods)
+            if conflicted.any():
+                codes[conflicted] = len(statuses)
+                statuses.append(Status.unschedulable(ERR_REASON_DISK_CONFLICT))
+        if data.conflicting_refs > 0:
+            codes[codes < 0] = len(statuses)
+            statuses.append(Status.unschedulable(ERR_REASON_RWOP_CONFLICT))
+        return BatchFilterResult(codes, statuses)
+
+    def _rows_with_restricted(self, table: NodeTable) -> BoolArray:
+        """Rows running a pod with a conflict-prone volume; recomputed only when the table changed."""
+        cached = self._restricted_rows
+        if cached is not None and cached[0] is table and cached[1] == table.generation:
+            return cached[2]
+        mask = np.fromiter(
+            (any(_has_restricted_volume(pi.pod) for pi in ni.pods.values()) for ni in table.infos),
+            dtype=np.bool_,
+            count=len(table),
+        )
+        self._restricted_rows = (table, table.generation, mask)
+        return mask
+
+    # -- requeueing
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A deleted pod frees its disks and claims; a new node has none in use; a missing claim may appear.
+
+        Pod volumes are immutable, so pod updates never help.
+        """
+        return [
+            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE), _after_pod_deleted),
+            ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD)),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD), _after_claim_added
+            ),
+        ]
+
+
+def _after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """Queue when the deleted pod held one of the pod's disks or one of its claims."""
+    if not isinstance(old, Pod):
+        return QueueingHint.QUEUE
+    if volumes_conflict([v for v in pod.spec.volumes if _source(v) is not None], old):
+        return QueueingHint.QUEUE
+    if old.metadata.namespace == pod.metadata.namespace:
+        mine = {v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim}
+        theirs = {v.persistent_volume_claim.claim_name for v in old.spec.volumes if v.persistent_volume_claim}
+        if mine & theirs:
+            return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+def _after_claim_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """Queue when the new claim is one the pod references."""
+    meta = getattr(new, "metadata", None)
+    if meta is None:
+        return QueueingHint.QUEUE
+    if meta.namespace != pod.metadata.namespace:
+        return QueueingHint.SKIP
+    for v in pod.spec.volumes:
+        if v.persistent_volume_claim is not None and v.persistent_volume_claim.claim_name == meta.name:
+            return QueueingHint.QUEUE
+    return QueueingHint.SKIP
