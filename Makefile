@@ -15,12 +15,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/kubesched simulate --config examples/demo/scheduler-config.yaml examples/demo/cluster
 
-test: $(STAMP) lint typecheck
-	$(BIN)/python -m pytest -q -n 2 tests
+test: $(STAMP) lint typecheck kube-binaries
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

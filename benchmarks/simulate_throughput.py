@@ -51,10 +51,15 @@ QUICK = (Case(500, 500, 1000, 0), Case(5000, 1000, 2000, 0))
 
 def cluster(case: Case) -> LoadedObjects:
     nodes = [
-        make_node(f"node-{i}", cpu="4", memory="32Gi", pods=110, labels={"topology.kubernetes.io/zone": f"z{i % 3}"})
+        make_node(
+            f"node-{i}", cpu="4", memory="32Gi", pods=110, labels={"topology.kubernetes.io/zone": f"z{i % 3}"}
+        )
         for i in range(case.nodes)
     ]
-    init = [make_pod(f"init-{i}", cpu="100m", memory="500Mi", node_name=f"node-{i % case.nodes}") for i in range(case.init)]
+    init = [
+        make_pod(f"init-{i}", cpu="100m", memory="500Mi", node_name=f"node-{i % case.nodes}")
+        for i in range(case.init)
+    ]
     pending = [make_pod(f"pod-{i}", cpu="100m", memory="500Mi") for i in range(case.pods)]
     return LoadedObjects(nodes=nodes, pods=init + pending)
 

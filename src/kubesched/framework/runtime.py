@@ -136,7 +136,8 @@ class Framework:
                     except InputError as exc:
                         raise FrameworkError(f'profile "{profile_name}": plugin "{name}": {exc}') from None
                     except Exception as exc:  # a plugin's own bug must not become a traceback
-                        msg = f'profile "{profile_name}": plugin "{name}" failed to start: {type(exc).__name__}: {exc}'
+                        cause = f"{type(exc).__name__}: {exc}"
+                        msg = f'profile "{profile_name}": plugin "{name}" failed to start: {cause}'
                         raise FrameworkError(msg) from None
                     self.plugins[name] = plugin
                 entries.append((name, plugin))

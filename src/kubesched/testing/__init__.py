@@ -1,1 +1,1 @@
-"""Helpers for tests, benchmarks and examples: object builders (and later the local control plane)."""
+"""Helpers for tests, benchmarks and examples: object builders, the local control plane, fake nodes."""

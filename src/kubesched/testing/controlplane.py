@@ -108,7 +108,7 @@ def find_binaries() -> KubeBinaries:
     """Locate (building on first use) etcd, kube-apiserver and kube-scheduler.
 
     ``KUBESCHED_KUBE_BIN`` wins, so a machine with prebuilt binaries never needs Go. Otherwise
-    ``tools/kube/build.sh`` is run: it returns at once from its cache, or builds (about 20 minutes cold
+    ``tools/kube/build.sh`` is run: it returns at once from its cache, or builds (about 6 minutes cold
     on 2 cores) with its progress on our stderr, so a person sees why the first run is slow.
     """
     prebuilt = os.environ.get("KUBESCHED_KUBE_BIN")

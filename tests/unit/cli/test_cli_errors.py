@@ -298,11 +298,6 @@ def test_plugin_module_that_raises_on_import(
     assert "kubesched_broken_plugins:X" in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="config validation reports `unknown plugin` for a `module:Class` plugin whose import fails "
-    "because config/args.py lookup_plugin swallows the InputError that says why the import failed",
-)
 def test_plugin_import_failure_says_why(
     tmp_path: Path, capsys: Capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
