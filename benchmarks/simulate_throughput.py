@@ -1,7 +1,9 @@
 """Scheduling throughput of `kubesched simulate` on scheduler_perf's SchedulingBasic shape.
 
-Nodes: 4 CPU, 32Gi, 110 pods. Pods: 100m CPU / 500Mi. Each case places `init` running pods first,
-then schedules `pods` pending pods with the default profile, and prints one JSON object per case:
+Nodes: 4 CPU, 32Gi, 110 pods, in 3 zones. Pods: 100m CPU / 500Mi; SchedulingPodAntiAffinity pods are
+anti-affine to each other on the hostname, TopologySpreading pods spread across zones (maxSkew 5).
+Each case places `init` running pods first, then schedules `pods` pending pods with the full default
+profile, and prints one JSON object per case:
 
     {"case": "5000Nodes_10000Pods", "nodes": 5000, "pods": 10000, "percentageOfNodesToScore": 0,
      "scheduled": 10000, "seconds": 11.2, "podsPerSecond": 893.1, "rssMiB": 412.0}
@@ -17,6 +19,7 @@ import json
 import resource
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
@@ -27,9 +30,40 @@ from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.simulate.runner import simulate
 from kubesched.testing.builders import make_node, make_pod
 
+ZONE = "topology.kubernetes.io/zone"
+#: Pod shapes of scheduler_perf workloads (requests 100m / 500Mi each).
+ANTI_AFFINITY: dict[str, Any] = {
+    "affinity": {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"color": "green"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    }
+}
+SPREAD: dict[str, Any] = {
+    "topologySpreadConstraints": [
+        {
+            "maxSkew": 5,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"color": "blue"}},
+        }
+    ]
+}
+SHAPES: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
+    "SchedulingBasic": ({}, {}),
+    "SchedulingPodAntiAffinity": ({"color": "green"}, ANTI_AFFINITY),
+    "TopologySpreading": ({"color": "blue"}, SPREAD),
+}
+
 
 @dataclass(frozen=True)
 class Case:
+    workload: str
     nodes: int
     init: int
     pods: int
@@ -37,16 +71,23 @@ class Case:
 
     @property
     def name(self) -> str:
-        return f"{self.nodes}Nodes_{self.pods}Pods"
+        return f"{self.workload}/{self.nodes}Nodes_{self.pods}Pods"
 
 
 CASES = (
-    Case(500, 500, 1000, 0),
-    Case(500, 500, 1000, 100),
-    Case(5000, 1000, 10000, 0),
-    Case(5000, 1000, 10000, 100),
+    Case("SchedulingBasic", 500, 500, 1000, 0),
+    Case("SchedulingBasic", 5000, 1000, 10000, 0),
+    Case("SchedulingBasic", 5000, 1000, 10000, 100),
+    Case("SchedulingPodAntiAffinity", 5000, 1000, 2000, 100),
+    Case("TopologySpreading", 5000, 1000, 5000, 100),
+    Case("SchedulingBasic", 5000, 30000, 1000, 100),  # peak RSS with 30000 bound pods
 )
-QUICK = (Case(500, 500, 1000, 0), Case(5000, 1000, 2000, 0))
+QUICK = (
+    Case("SchedulingBasic", 500, 500, 1000, 0),
+    Case("SchedulingBasic", 5000, 1000, 2000, 100),
+    Case("SchedulingPodAntiAffinity", 5000, 1000, 500, 100),
+    Case("TopologySpreading", 5000, 1000, 1000, 100),
+)
 
 
 def cluster(case: Case) -> LoadedObjects:
@@ -72,6 +113,7 @@ def run(case: Case) -> dict[str, object]:
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         "case": case.name,
+        "workload": case.workload,
         "nodes": case.nodes,
         "initPods": case.init,
         "pods": case.pods,

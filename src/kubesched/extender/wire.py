@@ -41,11 +41,13 @@ __all__ = [
     "MetaPod",
     "MetaVictims",
     "NodeList",
+    "RawNodeList",
     "Victims",
     "WireError",
     "decode_binding_args",
     "decode_binding_result",
     "decode_extender_args",
+    "decode_extender_args_raw",
     "decode_filter_result",
     "decode_host_priority_list",
     "decode_preemption_args",
@@ -84,10 +86,21 @@ class ExtenderArgs(_Go):
     node_names: list[str] | None = None
 
 
-class ExtenderFilterResult(_Go):
-    """filter reply: the nodes that passed, why the others failed, or an `Error` for the whole call."""
+class RawNodeList(msgspec.Struct, kw_only=True):
+    """A `v1.NodeList` whose items are kept as the exact JSON received (echoed back by filter)."""
 
-    nodes: NodeList | None = None
+    metadata: dict[str, Any] = {}
+    items: list[msgspec.Raw] = []
+
+
+class ExtenderFilterResult(_Go):
+    """filter reply: the nodes that passed, why the others failed, or an `Error` for the whole call.
+
+    A server answering a `Nodes` request echoes the passing nodes' JSON unchanged (`RawNodeList`),
+    since kube-scheduler goes on with the Node objects the extender returns.
+    """
+
+    nodes: NodeList | RawNodeList | None = None
     node_names: list[str] | None = None
     failed_nodes: dict[str, str] | None = None
     failed_and_unresolvable_nodes: dict[str, str] | None = None
@@ -212,6 +225,7 @@ class _Typed:
 
 _pod = _Typed(Pod, k8s=True)
 _pods = _Typed(list[Pod | None], k8s=True)
+_node = _Typed(Node, k8s=True)
 _node_list = _Typed(NodeList, k8s=True)
 _strings = _Typed(list[str], k8s=False)
 _string_map = _Typed(dict[str, str], k8s=False)
@@ -294,11 +308,32 @@ def _string_map_or_none(fields: Mapping[str, Any], name: str, where: str) -> dic
 
 def decode_extender_args(body: bytes) -> ExtenderArgs:
     """filter / prioritize request. Both `Nodes` and `NodeNames` may be null (the caller decides)."""
+    return decode_extender_args_raw(body)[0]
+
+
+def decode_extender_args_raw(body: bytes) -> tuple[ExtenderArgs, list[msgspec.Raw] | None]:
+    """As `decode_extender_args`, plus the exact JSON of each `Nodes` item (None without `Nodes`)."""
     where = "ExtenderArgs"
     f = _fields(body, where, ("Pod", "Nodes", "NodeNames"), "")
     pod = _pod.decode(f["Pod"], f"{where}.Pod") if "Pod" in f else None
-    nodes = _node_list.decode(f["Nodes"], f"{where}.Nodes") if "Nodes" in f else None
-    return ExtenderArgs(pod=pod, nodes=nodes, node_names=_strings_or_none(f, "NodeNames", where))
+    nodes: NodeList | None = None
+    raws: list[msgspec.Raw] | None = None
+    if "Nodes" in f:
+        lf = _fields(f["Nodes"], "NodeList", ("items",), f"{where}.Nodes")
+        raws = []
+        items: list[Node] = []
+        if "items" in lf:
+            for i, raw in enumerate(_list_of(lf["items"], f"{where}.Nodes.items", _as_raw)):
+                if raw is None:
+                    continue
+                items.append(_node.decode(raw, f"{where}.Nodes.items[{i}]"))
+                raws.append(raw)
+        nodes = NodeList(items=items)
+    return ExtenderArgs(pod=pod, nodes=nodes, node_names=_strings_or_none(f, "NodeNames", where)), raws
+
+
+def _as_raw(raw: msgspec.Raw, where: str) -> msgspec.Raw:
+    return raw
 
 
 def decode_binding_args(body: bytes) -> ExtenderBindingArgs:

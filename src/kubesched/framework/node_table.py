@@ -79,6 +79,10 @@ class NodeTable:
         self.requested: IntArray = np.zeros((n, len(names)), dtype=np.int64)
         self.non_zero_requested: IntArray = np.zeros((n, 2), dtype=np.int64)
         self.pod_count: IntArray = np.zeros(n, dtype=np.int64)
+        #: Per node: pods with any pod (anti-)affinity, and pods with required anti-affinity, so
+        #: affinity plugins visit only the nodes that can matter.
+        self.affinity_pods: IntArray = np.zeros(n, dtype=np.int64)
+        self.required_anti_affinity_pods: IntArray = np.zeros(n, dtype=np.int64)
         self.allowed_pods: IntArray = np.zeros(n, dtype=np.int64)
         self.unschedulable: BoolArray = np.zeros(n, dtype=np.bool_)
         for i, ni in enumerate(self.infos):
@@ -105,6 +109,8 @@ class NodeTable:
                 self.requested[i, ri[r]] = v
         self.non_zero_requested[i] = (ni.non_zero_cpu, ni.non_zero_memory)
         self.pod_count[i] = len(ni.pods)
+        self.affinity_pods[i] = ni.pods_with_affinity
+        self.required_anti_affinity_pods[i] = ni.pods_with_required_anti_affinity
         self.allowed_pods[i] = ni.allowed_pod_number
         self.unschedulable[i] = ni.node.spec.unschedulable
 
@@ -191,6 +197,8 @@ class NodeTable:
         self.non_zero_requested[row, 0] += sign * pi.non_zero_cpu
         self.non_zero_requested[row, 1] += sign * pi.non_zero_memory
         self.pod_count[row] += sign
+        self.affinity_pods[row] += sign * pi.has_affinity
+        self.required_anti_affinity_pods[row] += sign * pi.has_required_anti_affinity
         self.generation += 1
 
     def update_node(self, node: Node) -> bool:

@@ -512,9 +512,11 @@ class InterPodAffinity(
         anti: Counts = {}
         existing: Counts = {}
         req, anti_terms = terms.required_affinity, terms.required_anti_affinity
-        for ni in table.infos:
-            if not ni.pods:
-                continue
+        # Without required terms of its own, only nodes running pods with required anti-affinity matter.
+        rows = np.flatnonzero(table.pod_count if (req or anti_terms) else table.required_anti_affinity_pods)
+        infos = table.infos
+        for row in rows:
+            ni = infos[row]
             labels = ni.labels
             if req or anti_terms:
                 for pi in ni.pods.values():
@@ -686,10 +688,11 @@ class InterPodAffinity(
                 domains = topology_score.setdefault(term.topology_key, {})
                 domains[value] = domains.get(value, 0) + amount
 
-        for ni in table.infos:
-            # Without preferred terms of its own, the pod can only be scored by running pods' terms.
-            if not has_preferred and ni.pods_with_affinity <= 0:
-                continue
+        # Without preferred terms of its own, the pod can only be scored by running pods' terms.
+        rows = np.flatnonzero(table.pod_count if has_preferred else table.affinity_pods)
+        infos = table.infos
+        for row in rows:
+            ni = infos[row]
             labels = ni.labels
             if not labels:
                 continue
