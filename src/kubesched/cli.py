@@ -37,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     from kubesched.cli_config import add_config_commands
+    from kubesched.cli_extender import add_extender_command
     from kubesched.cli_run import add_run_command
 
     parser = argparse.ArgumentParser(
@@ -68,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_config_commands(sub)
     add_run_command(sub)
+    add_extender_command(sub)
     return parser
 
 

@@ -36,6 +36,7 @@ from kubesched.api.objects import (
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
+    PodGroup,
     PriorityClass,
     ReplicaSet,
     ReplicationController,
@@ -69,6 +70,7 @@ class LoadedObjects:
     replication_controllers: list[ReplicationController] = field(default_factory=list)
     replica_sets: list[ReplicaSet] = field(default_factory=list)
     stateful_sets: list[StatefulSet] = field(default_factory=list)
+    pod_groups: list[PodGroup] = field(default_factory=list)
     #: kind -> number of objects of that kind that were not loaded (the scheduler ignores them).
     skipped: dict[str, int] = field(default_factory=dict)
 
@@ -95,6 +97,7 @@ _ATTRIBUTES: dict[type[msgspec.Struct], str] = {
     ReplicationController: "replication_controllers",
     ReplicaSet: "replica_sets",
     StatefulSet: "stateful_sets",
+    PodGroup: "pod_groups",
 }
 
 

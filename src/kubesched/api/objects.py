@@ -435,6 +435,31 @@ class StatefulSet(_Base, frozen=True):
     spec: WorkloadSpec = WorkloadSpec()
 
 
+class PodGroupSpec(_Base, frozen=True):
+    """What a gang needs before any member may bind (scheduler-plugins' PodGroup spec).
+
+    `minMember`: members that must be placed together; `minResources`: resources the cluster must have
+    free for the group; `scheduleTimeoutSeconds`: how long placed members wait at Permit for the rest.
+    """
+
+    min_member: int = 0
+    min_resources: dict[str, str | int | float] = {}
+    schedule_timeout_seconds: int | None = None
+
+
+class PodGroup(_Base, frozen=True):
+    """A `scheduling.x-k8s.io/v1alpha1` PodGroup; pods join it with the label `scheduling.x-k8s.io/pod-group`.
+
+    The kind name is shared with Kubernetes' native `scheduling.k8s.io` PodGroup, so `apiVersion` is
+    kept: the Coscheduling plugin reads only objects of the scheduler-plugins group.
+    """
+
+    api_version: str = "scheduling.x-k8s.io/v1alpha1"
+    kind: str = "PodGroup"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodGroupSpec = PodGroupSpec()
+
+
 #: Every kind the object model knows, by `kind`.
 KINDS: dict[str, type[msgspec.Struct]] = {
     "Pod": Pod,
@@ -450,6 +475,7 @@ KINDS: dict[str, type[msgspec.Struct]] = {
     "ReplicationController": ReplicationController,
     "ReplicaSet": ReplicaSet,
     "StatefulSet": StatefulSet,
+    "PodGroup": PodGroup,
 }
 
 KubeObject = (
@@ -466,4 +492,5 @@ KubeObject = (
     | ReplicationController
     | ReplicaSet
     | StatefulSet
+    | PodGroup
 )

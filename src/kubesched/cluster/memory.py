@@ -184,5 +184,6 @@ class MemoryCluster:
             "ReplicationController": self.objects.replication_controllers,
             "ReplicaSet": self.objects.replica_sets,
             "StatefulSet": self.objects.stateful_sets,
+            "PodGroup": self.objects.pod_groups,
         }
         return mapping.get(kind, [])

@@ -148,7 +148,11 @@ SCHEMAS: dict[str, Any] = {
 
 _VERBS: dict[str, tuple[str, str, str]] = {
     # verb: (request schema, response schema, summary)
-    "filter": ("ExtenderArgs", "ExtenderFilterResult", "Filter the candidate nodes with the profile's filters"),
+    "filter": (
+        "ExtenderArgs",
+        "ExtenderFilterResult",
+        "Filter the candidate nodes with the profile's filters",
+    ),
     "prioritize": ("ExtenderArgs", "HostPriorityList", "Score the candidate nodes 0..10"),
     "preempt": (
         "ExtenderPreemptionArgs",

@@ -107,8 +107,11 @@ class ExtenderFilterResult(_Go):
     error: str = ""
 
 
-class HostPriority(_Go):
-    """One entry of a prioritize reply (a `HostPriorityList` is a JSON array of these)."""
+class HostPriority(msgspec.Struct, rename="pascal"):
+    """One entry of a prioritize reply (a `HostPriorityList` is a JSON array of these).
+
+    Positional (`HostPriority(host, score)`): a reply for 5,000 nodes builds 5,000 of them.
+    """
 
     host: str = ""
     score: int = 0
@@ -259,9 +262,9 @@ def _fields(raw: bytes | msgspec.Raw, type_name: str, names: tuple[str, ...], wh
                 folded[name] = value
     out: dict[str, Any] = {}
     for name in names:
-        value = exact.get(name, folded.get(name))
-        if value is not None and bytes(value) != b"null":
-            out[name] = value
+        found = exact.get(name, folded.get(name))
+        if found is not None and bytes(found) != b"null":
+            out[name] = found
     return out
 
 
@@ -353,7 +356,9 @@ def _victims(raw: msgspec.Raw, where: str) -> Victims:
     pods = _pods.decode(f["Pods"], f"{where}.Pods") if "Pods" in f else None
     if pods is not None:
         pods = [p for p in pods if p is not None]
-    violations = _int.decode(f["NumPDBViolations"], f"{where}.NumPDBViolations") if "NumPDBViolations" in f else 0
+    violations = (
+        _int.decode(f["NumPDBViolations"], f"{where}.NumPDBViolations") if "NumPDBViolations" in f else 0
+    )
     return Victims(pods=pods, num_pdb_violations=violations)
 
 
@@ -367,7 +372,9 @@ def _meta_victims(raw: msgspec.Raw, where: str) -> MetaVictims:
     pods: list[MetaPod] | None = None
     if "Pods" in f:
         pods = [p for p in _list_of(f["Pods"], f"{where}.Pods", _meta_pod) if p is not None]
-    violations = _int.decode(f["NumPDBViolations"], f"{where}.NumPDBViolations") if "NumPDBViolations" in f else 0
+    violations = (
+        _int.decode(f["NumPDBViolations"], f"{where}.NumPDBViolations") if "NumPDBViolations" in f else 0
+    )
     return MetaVictims(pods=pods, num_pdb_violations=violations)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -22,9 +23,14 @@ from kubesched.framework.status import Status
 IntArray = npt.NDArray[np.int64]
 IndexArray = npt.NDArray[np.intp]
 BoolArray = npt.NDArray[np.bool_]
+T = TypeVar("T", bound=np.generic)
 
 #: Columns always present, in this order.
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE)
+#: A pod added to (+1) or removed from (-1) a row.
+PodChange = tuple[int, PodInfo, int]
+#: Pod changes kept for incremental readers; one that falls further behind rescans the pods.
+POD_LOG_LIMIT = 16384
 
 
 @dataclass(slots=True)
@@ -91,6 +97,12 @@ class NodeTable:
         self.taint_set_ids: npt.NDArray[np.int32] = np.zeros(n, dtype=np.int32)
         self._intern_taints()
         self._label_columns: dict[str, LabelColumn] = {}
+        self._all_rows: IndexArray = np.arange(n, dtype=np.intp)
+        self._all_rows.flags.writeable = False
+        #: Pods added (+1) and removed (-1) through the table, oldest first: what incremental
+        #: per-row counters (`PodRowCounts`) replay instead of rescanning every pod.
+        self._pod_log: list[PodChange] = []
+        self._pod_log_start = 0
         #: Bumped on every change (pods or nodes).
         self.generation = 0
         #: Bumped only when a Node object changes in place; a new table starts at 0.
@@ -126,7 +138,8 @@ class NodeTable:
         return len(self.infos)
 
     def all(self) -> NodeSet:
-        return NodeSet(self, np.arange(len(self.infos), dtype=np.intp))
+        """Every row, in order; `full` lets plugins read columns as views instead of gathers."""
+        return NodeSet(self, self._all_rows, full=True)
 
     def subset(self, names: Sequence[str]) -> NodeSet:
         """The rows of the given node names, in table order; unknown names are dropped."""
@@ -199,7 +212,26 @@ class NodeTable:
         self.pod_count[row] += sign
         self.affinity_pods[row] += sign * pi.has_affinity
         self.required_anti_affinity_pods[row] += sign * pi.has_required_anti_affinity
+        log = self._pod_log
+        log.append((row, pi, sign))
+        if len(log) > POD_LOG_LIMIT:
+            drop = len(log) // 2
+            del log[:drop]
+            self._pod_log_start += drop
         self.generation += 1
+
+    # ------------------------------------------------------------------ pod change log
+    @property
+    def pod_log_position(self) -> int:
+        """The position after the latest pod change; pass it to `pod_changes` later."""
+        return self._pod_log_start + len(self._pod_log)
+
+    def pod_changes(self, since: int) -> list[PodChange] | None:
+        """(row, pod, +1 added / -1 removed) for every pod change since position `since`, oldest
+        first; None when some were already dropped (the caller then rescans `infos`)."""
+        if since < self._pod_log_start:
+            return None
+        return self._pod_log[since - self._pod_log_start :]
 
     def update_node(self, node: Node) -> bool:
         """Refresh a row in place when only status/allocatable changed; False if a rebuild is needed."""
@@ -226,9 +258,20 @@ class NodeSet:
     table: NodeTable
     rows: IndexArray
     _infos: list[NodeInfo] | None = field(default=None, repr=False)
+    #: True when `rows` is every row of the table in order (`table.all()`): `gather` and `column`
+    #: then return views of the table's arrays instead of copies. Treat their results as read-only.
+    full: bool = False
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def gather(self, per_row: npt.NDArray[T]) -> npt.NDArray[T]:
+        """`per_row[rows]` for an array aligned with the table's rows (a view for a full set)."""
+        return per_row if self.full else per_row[self.rows]
+
+    def column(self, matrix: npt.NDArray[T], col: int) -> npt.NDArray[T]:
+        """`matrix[rows, col]` for a table matrix such as `allocatable` (a view for a full set)."""
+        return matrix[:, col] if self.full else matrix[self.rows, col]
 
     def __iter__(self) -> Iterator[NodeInfo]:
         return iter(self.infos)
@@ -249,6 +292,51 @@ class NodeSet:
         return NodeSet(self.table, self.rows[mask])
 
 
+class PodRowCounts:
+    """Per row of a table, how many of its pods satisfy `predicate`, kept current incrementally.
+
+    Built with one scan over the table's pods, then brought up to date by replaying the table's
+    pod change log, so reading it once per scheduling cycle costs only the changes since the last
+    read. Valid only while pods change through the table (`add_pod` / `remove_pod`).
+    """
+
+    __slots__ = ("_counts", "_position", "predicate", "table")
+
+    def __init__(self, table: NodeTable, predicate: Callable[[PodInfo], bool]) -> None:
+        self.table = table
+        self.predicate = predicate
+        self._counts: IntArray = np.zeros(len(table), dtype=np.int64)
+        self._position = 0
+        self._rescan()
+
+    def _rescan(self) -> None:
+        counts = np.zeros(len(self.table), dtype=np.int64)
+        predicate = self.predicate
+        for row, ni in enumerate(self.table.infos):
+            n = 0
+            for pi in ni.pods.values():
+                if predicate(pi):
+                    n += 1
+            counts[row] = n
+        self._counts = counts
+        self._position = self.table.pod_log_position
+
+    def current(self) -> IntArray:
+        """The counts now (the caller must not modify them)."""
+        table = self.table
+        if self._position != table.pod_log_position:
+            changes = table.pod_changes(self._position)
+            if changes is None:
+                self._rescan()
+            else:
+                predicate, counts = self.predicate, self._counts
+                for row, pi, sign in changes:
+                    if predicate(pi):
+                        counts[row] += sign
+                self._position = table.pod_log_position
+        return self._counts
+
+
 @dataclass(slots=True)
 class BatchFilterResult:
     """A batch Filter's verdict on a NodeSet: `codes[i] == -1` passes, else `statuses[codes[i]]`."""
@@ -259,7 +347,9 @@ class BatchFilterResult:
     @classmethod
     def from_mask(cls, passed: BoolArray, status: Status) -> BatchFilterResult:
         """Every row that did not pass gets the same `status`."""
-        return cls(np.where(passed, -1, 0).astype(np.int32), [status])
+        codes = passed.astype(np.int32)
+        np.negative(codes, out=codes)  # passed -> -1, failed -> 0
+        return cls(codes, [status])
 
     @classmethod
     def all_pass(cls, n: int) -> BatchFilterResult:

@@ -154,6 +154,20 @@ class Framework:
         self._pre_filter_ext = [
             (n, p) for n, p in self._points.get("preFilter", []) if defines(type(p), "add_pod")
         ]
+        # Which form each Filter / Score plugin implements, looked up once rather than per cycle.
+        self._filters: list[tuple[str, Any, bool]] = [
+            (n, p, defines(type(p), "filter_nodes")) for n, p in self._points.get("filter", [])
+        ]
+        self._scorers: list[tuple[str, Any, bool, bool, int]] = [
+            (
+                n,
+                p,
+                defines(type(p), "score_nodes"),
+                defines(type(p), "normalize_score"),
+                self.score_weights[n],
+            )
+            for n, p in self._points.get("score", [])
+        ]
 
     # ------------------------------------------------------------------ introspection
     def plugins_at(self, point: str) -> list[str]:
@@ -275,19 +289,26 @@ class Framework:
         n = len(nodes)
         status_idx = np.full(n, -1, dtype=np.int32)
         statuses: list[Status] = []
-        feasible_pos = np.arange(n, dtype=np.intp)
-        for name, plugin in self._points.get("filter", []):
-            if name in state.skip_filter_plugins or len(feasible_pos) == 0:
+        #: Positions (in `nodes`) still feasible; None while every node is.
+        feasible_pos: npt.NDArray[np.intp] | None = None
+        sub = nodes
+        skip = state.skip_filter_plugins
+        for name, plugin, batch in self._filters:
+            if (skip and name in skip) or len(sub) == 0:
                 continue
-            sub = NodeSet(nodes.table, nodes.rows[feasible_pos])
             try:
-                result = self._filter_one(name, plugin, state, pod, sub)
+                if batch:
+                    result = cast(BatchFilterPlugin, plugin).filter_nodes(state, pod, sub)
+                else:
+                    result = self._filter_per_node(plugin, state, pod, sub)
             except Exception as exc:
                 return FilterOutcome(
                     nodes, status_idx, statuses, _error(f'running "{name}" filter plugin: {exc}', name)
                 )
-            failed = ~result.passed
-            if not failed.any():
+            if not result.statuses:
+                continue  # every code is -1: nothing failed
+            passed = result.passed
+            if passed.all():
                 continue
             offset = len(statuses)
             for st in result.statuses:
@@ -296,15 +317,18 @@ class Framework:
                     msg = f'running "{name}" filter plugin: {st.message()}'
                     return FilterOutcome(nodes, status_idx, statuses, _error(msg, name))
             statuses.extend(result.statuses)
-            status_idx[feasible_pos[failed]] = result.codes[failed] + offset
-            feasible_pos = feasible_pos[~failed]
+            failed = ~passed
+            if feasible_pos is None:
+                status_idx[failed] = result.codes[failed] + offset
+                feasible_pos = np.flatnonzero(passed)
+            else:
+                status_idx[feasible_pos[failed]] = result.codes[failed] + offset
+                feasible_pos = feasible_pos[passed]
+            sub = NodeSet(nodes.table, nodes.rows[feasible_pos])
         return FilterOutcome(nodes, status_idx, statuses)
 
-    def _filter_one(
-        self, name: str, plugin: Any, state: CycleState, pod: Pod, sub: NodeSet
-    ) -> BatchFilterResult:
-        if defines(type(plugin), "filter_nodes"):
-            return cast(BatchFilterPlugin, plugin).filter_nodes(state, pod, sub)
+    @staticmethod
+    def _filter_per_node(plugin: Any, state: CycleState, pod: Pod, sub: NodeSet) -> BatchFilterResult:
         per_node = cast(FilterPlugin, plugin)
         codes = np.full(len(sub), -1, dtype=np.int32)
         distinct: dict[Status, int] = {}
@@ -371,12 +395,16 @@ class Framework:
     def run_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> ScoreOutcome:
         totals = np.zeros(len(nodes), dtype=np.int64)
         outcome = ScoreOutcome(nodes, totals)
-        for name, plugin in self._points.get("score", []):
-            if name in state.skip_score_plugins:
+        skip = state.skip_score_plugins
+        for name, plugin, batch, normalizes, weight in self._scorers:
+            if skip and name in skip:
                 continue
             try:
-                scores = self._score_one(plugin, state, pod, nodes)
-                if defines(type(plugin), "normalize_score"):
+                if batch:
+                    scores = self._batch_scores(plugin, state, pod, nodes)
+                else:
+                    scores = self._per_node_scores(plugin, state, pod, nodes)
+                if normalizes:
                     status = cast(ScoreExtensions, plugin).normalize_score(state, pod, nodes, scores)
                     if status is not None and not status.is_success():
                         outcome.error = _error(
@@ -398,18 +426,23 @@ class Framework:
                 )
                 return outcome
             outcome.by_plugin[name] = scores
-            totals += scores * self.score_weights[name]
+            if weight == 1:
+                totals += scores
+            else:
+                totals += scores * weight
         return outcome
 
     @staticmethod
-    def _score_one(plugin: Any, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
-        if defines(type(plugin), "score_nodes"):
-            scores = np.asarray(cast(BatchScorePlugin, plugin).score_nodes(state, pod, nodes), dtype=np.int64)
-            if scores.shape != (len(nodes),):
-                raise _ScoreError(
-                    f"returned {scores.shape[0] if scores.ndim else 0} scores for {len(nodes)} nodes"
-                )
-            return scores.copy()
+    def _batch_scores(plugin: Any, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
+        raw = cast(BatchScorePlugin, plugin).score_nodes(state, pod, nodes)
+        # A fresh int64 array the framework owns (normalization writes into it in place).
+        scores = np.array(raw, dtype=np.int64, copy=True)
+        if scores.shape != (len(nodes),):
+            raise _ScoreError(f"returned {scores.shape[0] if scores.ndim else 0} scores for {len(nodes)} nodes")
+        return scores
+
+    @staticmethod
+    def _per_node_scores(plugin: Any, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
         per_node = cast(ScorePlugin, plugin)
         scores = np.zeros(len(nodes), dtype=np.int64)
         for i, info in enumerate(nodes.infos):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from kubesched.framework.registry import Registry
 from kubesched.plugins.balanced_allocation import NodeResourcesBalancedAllocation
+from kubesched.plugins.coscheduling import Coscheduling
 from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.plugins.default_preemption import DefaultPreemption
+from kubesched.plugins.gpu import GPUScheduler
 from kubesched.plugins.image_locality import ImageLocality
 from kubesched.plugins.inter_pod_affinity import InterPodAffinity
 from kubesched.plugins.node_affinity import NodeAffinity
@@ -18,10 +20,12 @@ from kubesched.plugins.node_volume_limits import NodeVolumeLimits
 from kubesched.plugins.pod_topology_spread import PodTopologySpread
 from kubesched.plugins.priority_sort import PrioritySort
 from kubesched.plugins.scheduling_gates import SchedulingGates
+from kubesched.plugins.spot import SpotScheduler
 from kubesched.plugins.taint_toleration import TaintToleration
 from kubesched.plugins.volume_binding import VolumeBinding
 from kubesched.plugins.volume_restrictions import VolumeRestrictions
 from kubesched.plugins.volume_zone import VolumeZone
+from kubesched.plugins.zone import AZScheduler
 
 BUILTIN_PLUGINS: tuple[type, ...] = (
     SchedulingGates,
@@ -43,6 +47,10 @@ BUILTIN_PLUGINS: tuple[type, ...] = (
     ImageLocality,
     DefaultBinder,
     NodeFilterLabel,
+    GPUScheduler,
+    SpotScheduler,
+    AZScheduler,
+    Coscheduling,
 )
 
 

@@ -139,13 +139,18 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
         """`score` for every node at once, with the same float operations in the same order."""
         s = self._state(state, pod)
         n = len(nodes)
+        pairs = [
+            table_allocatable_requested(nodes, name, pod_request, non_zero=False)
+            for name, pod_request in zip(self.resources, s.pod_requests, strict=True)
+        ]
+        if all(bool(alloc.all()) for alloc, _ in pairs):
+            return _scores_all_valid(pairs, n)
         count = np.zeros(n, dtype=np.int64)
         first = np.zeros(n, dtype=np.float64)
         second = np.zeros(n, dtype=np.float64)
         total = np.zeros(n, dtype=np.float64)
         columns: list[tuple[npt.NDArray[np.bool_], FloatArray]] = []
-        for name, pod_request in zip(self.resources, s.pod_requests, strict=True):
-            alloc, req = table_allocatable_requested(nodes, name, pod_request, non_zero=False)
+        for alloc, req in pairs:
             valid = alloc != 0
             if not valid.any():
                 continue
@@ -170,3 +175,35 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
             std[many] = np.sqrt(acc / k)
         out: IntArray = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
         return out
+
+
+def _scores_all_valid(pairs: Sequence[tuple[IntArray, IntArray]], n: int) -> IntArray:
+    """`score_nodes` when every node has every resource (the common case): every fraction counts,
+    so no masking is needed. Same float operations, in the same order, as `balance_score`."""
+    if len(pairs) < 2:
+        return np.full(n, MAX_NODE_SCORE, dtype=np.int64)  # std 0
+    fractions: list[FloatArray] = []
+    for alloc, req in pairs:
+        fraction = np.true_divide(req, alloc, dtype=np.float64)
+        np.minimum(fraction, 1.0, out=fraction)
+        fractions.append(fraction)
+    if len(fractions) == 2:
+        std = fractions[0] - fractions[1]
+        std /= 2
+        np.abs(std, out=std)
+    else:
+        total = fractions[0] + fractions[1]
+        for f in fractions[2:]:
+            total += f
+        mean = total / len(fractions)
+        acc = np.zeros(n, dtype=np.float64)
+        for f in fractions:
+            d = f - mean
+            d *= d
+            acc += d
+        acc /= len(fractions)
+        std = np.sqrt(acc)
+    np.subtract(1, std, out=std)
+    std *= MAX_NODE_SCORE
+    out: IntArray = std.astype(np.int64)
+    return out

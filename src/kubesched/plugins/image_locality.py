@@ -161,17 +161,18 @@ class ImageLocality(ScorePlugin, BatchScorePlugin):
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
         """One numpy pass per distinct image of the pod, not per node."""
         s = self._state(state, pod, nodes.table)
+        if not s.contributions:  # no node has any of the pod's images: one score for all
+            return np.full(len(nodes), image_priority(0, len(s.images)), dtype=np.int64)
         totals = np.zeros(len(nodes), dtype=np.int64)
-        if s.contributions:
-            table_size = len(nodes.table)
-            for name in s.images:
-                entry = s.contributions.get(name)
-                if entry is None:
-                    continue
-                amount, rows = entry
-                has = np.zeros(table_size, dtype=np.bool_)
-                has[rows] = True
-                totals += np.where(has[nodes.rows], amount, 0)
+        table_size = len(nodes.table)
+        for name in s.images:
+            entry = s.contributions.get(name)
+            if entry is None:
+                continue
+            amount, rows = entry
+            has = np.zeros(table_size, dtype=np.bool_)
+            has[rows] = True
+            totals += np.where(has[nodes.rows], amount, 0)
         return _priorities(totals, len(s.images))
 
 

@@ -249,18 +249,22 @@ def node_allocatable_requested(
 def table_allocatable_requested(
     nodes: NodeSet, name: str, pod_request: int, *, non_zero: bool
 ) -> tuple[IntArray, IntArray]:
-    """`node_allocatable_requested` for every row of `nodes` (allocatable 0 where not scored)."""
-    table, rows = nodes.table, nodes.rows
-    n = len(rows)
-    zeros = np.zeros(n, dtype=np.int64)
+    """`node_allocatable_requested` for every row of `nodes` (allocatable 0 where not scored).
+
+    The allocatable array may be a view of the table (for a full NodeSet): read it, never write it.
+    """
+    table = nodes.table
     if name not in (CPU, MEMORY, EPHEMERAL_STORAGE) and not (is_scalar_resource(name) and pod_request != 0):
+        zeros = np.zeros(len(nodes), dtype=np.int64)
         return zeros, zeros
     col = table.resource_index.get(name)
-    alloc = table.allocatable[rows, col] if col is not None else zeros
     if non_zero and name in (CPU, MEMORY):
-        used = table.non_zero_requested[rows, 0 if name == CPU else 1]
+        used = nodes.column(table.non_zero_requested, 0 if name == CPU else 1)
+    elif col is not None:
+        used = nodes.column(table.requested, col)
     else:
-        used = table.requested[rows, col] if col is not None else zeros
+        used = np.zeros(len(nodes), dtype=np.int64)
+    alloc = nodes.column(table.allocatable, col) if col is not None else np.zeros(len(nodes), dtype=np.int64)
     return alloc, used + pod_request
 
 
@@ -352,9 +356,11 @@ class _Scorer:
         return out
 
     def combine_arrays(self, pairs: Sequence[tuple[IntArray, IntArray, int]], n: int) -> IntArray:
+        ratio = self.type == REQUESTED_TO_CAPACITY_RATIO
+        if not ratio and all(bool(alloc.all()) for alloc, _, _ in pairs):
+            return self._combine_all_counted(pairs, n)
         total = np.zeros(n, dtype=np.int64)
         weight_sum = np.zeros(n, dtype=np.int64)
-        ratio = self.type == REQUESTED_TO_CAPACITY_RATIO
         for alloc, req, w in pairs:
             s = self.resource_scores(req, alloc)
             counted = alloc != 0
@@ -365,6 +371,33 @@ class _Scorer:
         ws = np.where(weight_sum == 0, 1, weight_sum)
         avg = (2 * total + ws) // (2 * ws) if ratio else total // ws
         return np.where(weight_sum == 0, 0, avg).astype(np.int64)
+
+    def _combine_all_counted(self, pairs: Sequence[tuple[IntArray, IntArray, int]], n: int) -> IntArray:
+        """`combine_arrays` of LeastAllocated / MostAllocated when every node has every resource:
+        every resource counts everywhere, so the average is `sum(score * weight) // sum(weights)`."""
+        if not pairs:
+            return np.zeros(n, dtype=np.int64)
+        total: IntArray | None = None
+        weights = 0
+        for alloc, req, w in pairs:
+            if self.type == LEAST_ALLOCATED:
+                # 0 when the request exceeds the capacity: max(capacity - requested, 0) is 0 there.
+                s = np.maximum(alloc - req, 0)
+            else:
+                s = np.minimum(req, alloc)
+            s *= MAX_NODE_SCORE
+            s //= alloc
+            if w != 1:
+                s *= w
+            if total is None:
+                total = s
+            else:
+                total += s
+            weights += w
+        assert total is not None
+        if weights != 1:
+            total //= weights
+        return total
 
 
 # --------------------------------------------------------------------------- cycle state
@@ -463,27 +496,38 @@ class NodeResourcesFit(
 
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
         s = self._pre_filter_state(state, pod)
-        table, rows = nodes.table, nodes.rows
-        n = len(rows)
-        labels = [TOO_MANY_PODS, *(insufficient_reason(r) for r, _ in s.checks)]
-        # One column per possible reason, plus a last one for "can never fit".
-        fails = np.zeros((n, len(labels) + 1), dtype=np.bool_)
-        fails[:, 0] = table.pod_count[rows] + 1 > table.allowed_pods[rows]
-        for k, (resource, amount) in enumerate(s.checks, start=1):
+        table = nodes.table
+        n = len(nodes)
+        # Cheap pass first: usually every node fits, and then no reason needs building.
+        too_many = nodes.gather(table.pod_count) >= nodes.gather(table.allowed_pods)
+        shorts: list[BoolArray | None] = []
+        fails = too_many
+        for resource, amount in s.checks:
             col = table.resource_index.get(resource)
             if col is None:  # no node has it: allocatable 0 everywhere
-                fails[:, k] = True
-                fails[:, -1] = True
+                shorts.append(None)
+                fails = np.ones(n, dtype=np.bool_)
                 continue
-            total = table.allocatable[rows, col]
-            short = amount > total - table.requested[rows, col]
-            fails[:, k] = short
-            fails[:, -1] |= short & (amount > total)
-        failing = np.flatnonzero(fails[:, :-1].any(axis=1))
+            short = amount > nodes.column(table.allocatable, col) - nodes.column(table.requested, col)
+            shorts.append(short)
+            fails = fails | short
+        if not fails.any():
+            return BatchFilterResult.all_pass(n)
+        labels = [TOO_MANY_PODS, *(insufficient_reason(r) for r, _ in s.checks)]
+        # One column per possible reason, plus a last one for "can never fit".
+        matrix = np.zeros((n, len(labels) + 1), dtype=np.bool_)
+        matrix[:, 0] = too_many
+        for k, ((resource, amount), short) in enumerate(zip(s.checks, shorts, strict=True), start=1):
+            if short is None:
+                matrix[:, k] = True
+                matrix[:, -1] = True
+                continue
+            total = nodes.column(table.allocatable, table.resource_index[resource])
+            matrix[:, k] = short
+            matrix[:, -1] |= short & (amount > total)
+        failing = np.flatnonzero(fails)
         codes = np.full(n, -1, dtype=np.int32)
-        if len(failing) == 0:
-            return BatchFilterResult(codes, [])
-        combos, inverse = _unique_rows(fails[failing])
+        combos, inverse = _unique_rows(matrix[failing])
         codes[failing] = inverse
         statuses = [
             Status(

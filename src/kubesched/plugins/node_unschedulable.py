@@ -39,7 +39,9 @@ class NodeUnschedulable(FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
         if _tolerates_unschedulable(pod):
             return BatchFilterResult.all_pass(len(nodes))
-        cordoned = nodes.table.unschedulable[nodes.rows]
+        cordoned = nodes.gather(nodes.table.unschedulable)
+        if not cordoned.any():
+            return BatchFilterResult.all_pass(len(nodes))
         return BatchFilterResult.from_mask(
             ~cordoned, Status.unschedulable_and_unresolvable(ERR_REASON_UNSCHEDULABLE)
         )

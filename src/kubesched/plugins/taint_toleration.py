@@ -88,11 +88,13 @@ class TaintToleration(
 
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
         tolerations = pod.spec.tolerations
-        tolerated = nodes.table.match_taint_sets(
-            lambda taints: find_untolerated_taint(taints, tolerations) is None
-        )
+        table = nodes.table
+        per_set = [find_untolerated_taint(taints, tolerations) is None for taints in table.taint_sets]
+        if all(per_set):
+            return BatchFilterResult.all_pass(len(nodes))
+        tolerated = np.asarray(per_set, dtype=np.bool_)[nodes.gather(table.taint_set_ids)]
         return BatchFilterResult.from_mask(
-            tolerated[nodes.rows], Status.unschedulable_and_unresolvable(ERR_REASON_UNTOLERATED)
+            tolerated, Status.unschedulable_and_unresolvable(ERR_REASON_UNTOLERATED)
         )
 
     # -- Score
@@ -114,12 +116,11 @@ class TaintToleration(
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Scores:
         tolerations = self._tolerations(state, pod)
         table = nodes.table
-        per_set = np.fromiter(
-            (_count_intolerable(taints, tolerations) for taints in table.taint_sets),
-            dtype=np.int64,
-            count=len(table.taint_sets),
-        )
-        return per_set[table.taint_set_ids[nodes.rows]]
+        counts = [_count_intolerable(taints, tolerations) for taints in table.taint_sets]
+        if len(set(counts)) == 1:  # one count for every node (e.g. no PreferNoSchedule taints)
+            return np.full(len(nodes), counts[0], dtype=np.int64)
+        per_set = np.asarray(counts, dtype=np.int64)
+        return per_set[nodes.gather(table.taint_set_ids)]
 
     def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeSet, scores: Scores) -> Status | None:
         default_normalize_score(scores, reverse=True)

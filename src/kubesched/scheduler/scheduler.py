@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.ports import ClusterPort
 from kubesched.scheduler.queue import SchedulingQueue
+
+if TYPE_CHECKING:
+    from kubesched.scheduler.extenders import Extenders
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,8 +200,11 @@ class Scheduler:
         *,
         observer: Callable[[Attempt], None] | None = None,
         run_binding: Callable[[Callable[[], None]], None] | None = None,
+        extenders: Extenders | None = None,
     ) -> None:
         self.port = port
+        #: HTTP extenders of the config (scheduler/extenders.py); None skips every extender hook.
+        self.extenders = extenders
         self.clock = clock
         self.options = options
         self.rng = random.Random(options.seed)
@@ -348,15 +354,20 @@ class Scheduler:
         allowed = pre_result is None or pre_result.node_names is None or nominated in pre_result.node_names
         if nominated and nominated in table.index and allowed:
             st = self._filter_with_nominated_pods(fwk, state, qpi.pod_info, table, nominated)
-            if st is None:
+            # Filter extenders must accept the nominated node too (upstream evaluateNominatedNode).
+            if st is None and (self.extenders is None or self.extenders.accepts_node(pod, table, nominated)):
                 return _ScheduleResult(nominated, 1, 1)
 
         nodes = all_nodes
         if pre_result is not None and pre_result.node_names is not None:
             nodes = table.subset(sorted(pre_result.node_names))
             diagnosis.absent_nodes_status = rejected_by_plugins(sorted(plugins))
-        feasible, evaluated, node_to_status = self._find_nodes_that_pass_filters(fwk, state, qpi, nodes)
+        feasible, wrap, evaluated, node_to_status = self._find_nodes_that_pass_filters(fwk, state, qpi, nodes)
         self._next_start = (self._next_start + evaluated) % len(table)
+        if self.extenders is not None:  # filter extenders run after the Filter plugins, in order
+            feasible, ext_error = self.extenders.run_filters(pod, feasible, node_to_status, diagnosis)
+            if ext_error is not None:
+                raise _CycleError(ext_error)
         diagnosis.node_to_status = node_to_status
         for st in node_to_status.values():
             if st.plugin:
@@ -374,7 +385,9 @@ class Scheduler:
             raise _CycleError(outcome.error, explain_filter)
         if not fwk.has_score_plugins():
             outcome.totals[:] = 1
-        best = self._select_host(outcome.totals)
+        if self.extenders is not None:  # prioritize extenders add score * weight * 10 per node
+            self.extenders.run_prioritize(pod, feasible, outcome)
+        best = self._select_host(outcome.totals, wrap)
         scores = None
         if self.options.explain:
             names = feasible.names
@@ -387,34 +400,64 @@ class Scheduler:
 
     def _find_nodes_that_pass_filters(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, nodes: NodeSet
-    ) -> tuple[NodeSet, int, dict[str, Status]]:
-        """Filter from a rotating start, keep the first `numFeasibleNodesToFind` feasible nodes."""
+    ) -> tuple[NodeSet, int, int, dict[str, Status]]:
+        """Filter from a rotating start, keep the first `numFeasibleNodesToFind` feasible nodes.
+
+        Returns (feasible, wrap, evaluated, failed). The Filter plugins see `nodes` in table order
+        (a full table reads its columns as views); the rotation only decides which feasible nodes
+        are kept and their order, which is `feasible[wrap:]` then `feasible[:wrap]`. When someone
+        reads that order (extenders, --explain, nominated pods) feasible comes rotated (wrap 0).
+        """
         n = len(nodes)
         if n == 0:
-            return nodes, 0, {}
+            return nodes, 0, 0, {}
         to_find = num_feasible_nodes_to_find(
             fwk.percentage_of_nodes_to_score, self.options.percentage_of_nodes_to_score, n
         )
-        if not fwk.has_score_plugins():
+        if not fwk.has_score_plugins() and not self.extenders:  # extenders want every feasible node
             to_find = 1
         start = self._next_start % n
-        rotated = NodeSet(nodes.table, np.roll(nodes.rows, -start))
-        outcome = fwk.run_filter(state, qpi.pod, rotated)
+        outcome = fwk.run_filter(state, qpi.pod, nodes)
         if outcome.error is not None:
             raise _CycleError(outcome.error)
-        feasible_pos = np.flatnonzero(outcome.feasible)
+        status_idx = outcome.status_idx
+        feasible_pos = np.flatnonzero(status_idx < 0)  # positions in `nodes`, ascending
+        low = int(np.searchsorted(feasible_pos, start))  # feasible positions before the start
         evaluated = n
         if len(feasible_pos) > to_find:
-            evaluated = int(feasible_pos[to_find - 1]) + 1
-            feasible_pos = feasible_pos[:to_find]
-            outcome.status_idx[evaluated:] = -2  # not evaluated: neither feasible nor failed
-        failed = {}
-        names = nodes.table.names
-        for i in np.flatnonzero(outcome.status_idx >= 0):
-            failed[names[rotated.rows[i]]] = outcome.statuses[int(outcome.status_idx[i])]
-        feasible = NodeSet(nodes.table, rotated.rows[feasible_pos])
-        feasible = self._apply_nominated_pods(fwk, state, qpi, feasible, failed)
-        return feasible, evaluated, failed
+            # Keep the first `to_find` feasible nodes in rotated order (positions >= start first).
+            high = len(feasible_pos) - low
+            if to_find <= high:
+                last = int(feasible_pos[low + to_find - 1])
+                evaluated = last - start + 1
+                feasible_pos = feasible_pos[low : low + to_find]
+                low = 0
+            else:
+                last = int(feasible_pos[to_find - high - 1])
+                evaluated = n - start + last + 1
+                feasible_pos = np.concatenate((feasible_pos[: to_find - high], feasible_pos[low:]))
+                low = to_find - high
+        failed: dict[str, Status] = {}
+        failing = np.flatnonzero(status_idx >= 0)
+        if len(failing):
+            # Failed nodes in rotated order, among the evaluated ones only.
+            cut = int(np.searchsorted(failing, start))
+            rotated_failing = np.concatenate((failing[cut:], failing[:cut]))
+            if evaluated < n:
+                rotated_failing = rotated_failing[(rotated_failing - start) % n < evaluated]
+            names, rows, statuses = nodes.table.names, nodes.rows, outcome.statuses
+            for i in rotated_failing.tolist():
+                failed[names[rows[i]]] = statuses[int(status_idx[i])]
+        if low and (self.extenders or self.options.explain or self.nominator.has_nominated_pods()):
+            feasible_pos = np.concatenate((feasible_pos[low:], feasible_pos[:low]))
+            low = 0
+        if nodes.full and len(feasible_pos) == n:
+            feasible = nodes
+        else:
+            feasible = NodeSet(nodes.table, nodes.rows[feasible_pos])
+        if self.nominator.has_nominated_pods():
+            feasible = self._apply_nominated_pods(fwk, state, qpi, feasible, failed)
+        return feasible, low, evaluated, failed
 
     def _apply_nominated_pods(
         self,
@@ -455,12 +498,19 @@ class Scheduler:
                 return st
         return fwk.run_filter_on_node(state, pi.pod, info)
 
-    def _select_host(self, totals: np.ndarray[Any, np.dtype[np.int64]]) -> int:
-        """Uniformly random among the top-scoring nodes, from the seeded RNG."""
+    def _select_host(self, totals: np.ndarray[Any, np.dtype[np.int64]], wrap: int = 0) -> int:
+        """Uniformly random among the top-scoring nodes, from the seeded RNG.
+
+        The draw indexes the top nodes in evaluation order: `totals[wrap:]` then `totals[:wrap]`.
+        """
         top = np.flatnonzero(totals == totals.max())
         if len(top) == 1:
             return int(top[0])
-        return int(top[self.rng.randrange(len(top))])
+        k = self.rng.randrange(len(top))
+        if wrap:
+            high = len(top) - int(np.searchsorted(top, wrap))  # top nodes at or after `wrap` come first
+            return int(top[len(top) - high + k] if k < high else top[k - high])
+        return int(top[k])
 
     # ================================================================== assume, reserve, permit
     def _assume_and_reserve(
@@ -540,7 +590,10 @@ class Scheduler:
                 return
         self.queue.done(key)
         status = fwk.run_pre_bind(state, pod, node)
-        if status is None:
+        if status is None and self.extenders is not None:  # a bindVerb extender binds before the plugins
+            status = self.extenders.bind(pod, node)  # Skip: no extender took the pod
+            status = fwk.run_bind(state, pod, node) if status is not None and status.is_skip() else status
+        elif status is None:
             status = fwk.run_bind(state, pod, node)
         if status is not None:
             self._binding_failed(b, status, started)

@@ -17,6 +17,7 @@ from kubesched.framework.node_info import PODS, NodeInfo, pod_key
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status
 from kubesched.scheduler.clock import VirtualClock
+from kubesched.scheduler.extenders import Extenders
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler
 from kubesched.simulate.report import FilterVerdict, NodeScores, NodeUsage, PodResult, Report, Summary
@@ -109,6 +110,8 @@ def simulate(
         clock,
         options_from_config(config, seed=seed, explain=explain),
         observer=observe,
+        # The config's HTTP extenders; one that binds leaves the in-memory cluster to record it.
+        extenders=Extenders.from_config(config.extenders, after_bind=cluster.bind),
     )
 
     def refuse(pod: Pod, exc: Exception) -> None:
@@ -120,7 +123,11 @@ def simulate(
 
     started = time.perf_counter()
     cluster.subscribe(scheduler, on_error=refuse)
-    run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
+    try:
+        run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
+    finally:
+        if scheduler.extenders is not None:
+            scheduler.extenders.close()
     seconds = time.perf_counter() - started
 
     for key, rec in records.items():

@@ -1,0 +1,269 @@
+"""End to end: `kubesched extender` with the upstream kube-scheduler, and kubesched calling extenders.
+
+Everything is real: kube-apiserver + etcd, the kube-scheduler binary built from the project's pin,
+`kubesched extender` as a separate process (listening on 127.0.0.1), and Pods created through the
+API. The extender serves NodeFilterLabel configured to reject `kubesched.test/forbidden=yes`; each
+test makes its own nodes (two allowed, two forbidden) and selects them with a per-test label, so
+without the extender about half the pods would land on forbidden nodes.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from kubesched.testing.controlplane import ControlPlane, ManagedProcess
+from kubesched.testing.fake_nodes import ApiClient, create_node, create_pod, fake_node, get_pod, list_events
+
+T = TypeVar("T")
+
+FORBIDDEN = "kubesched.test/forbidden"
+EXTENDER_CONFIG = f"""
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: extender
+  plugins:
+    multiPoint:
+      disabled: [{{name: "*"}}]
+      enabled:
+      - {{name: PrioritySort}}
+      - {{name: DefaultBinder}}
+      - {{name: NodeFilterLabel}}
+      - {{name: NodeResourcesFit}}
+  pluginConfig:
+  - name: NodeFilterLabel
+    args: {{labels: {{"{FORBIDDEN}": ["yes"]}}}}
+"""
+PODS = 6
+
+
+def wait_for(fetch: Callable[[], T], done: Callable[[T], bool], timeout: float, what: str) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fetch()
+        if done(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}; last value: {value!r}")
+        time.sleep(0.2)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http_get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except OSError as exc:
+        return getattr(exc, "code", 0) or 0, str(exc)
+
+
+class ExtenderProcess:
+    """`kubesched extender` as its own process; stopped by pid."""
+
+    def __init__(self, workdir: Path, *, kubeconfig: Path | None) -> None:
+        self.port = free_port()
+        config = workdir / f"extender-{self.port}.yaml"
+        config.write_text(EXTENDER_CONFIG)
+        args = [sys.executable, "-m", "kubesched.cli", "extender", "--config", str(config)]
+        args += ["--listen", f"127.0.0.1:{self.port}", "--prefix", "/scheduler"]
+        if kubeconfig is not None:
+            args += ["--kubeconfig", str(kubeconfig)]
+        self.proc = ManagedProcess(
+            f"extender-{self.port}", args, workdir / "logs" / f"extender-{self.port}.log"
+        )
+        self.url = f"http://127.0.0.1:{self.port}"
+        try:
+            wait_for(
+                lambda: http_get(f"{self.url}/readyz")[0],
+                lambda c: c == 200 or not self.proc.alive(),
+                60,
+                "readyz",
+            )
+        except AssertionError:
+            self.proc.stop()
+            raise
+        assert self.proc.alive(), self.proc.log_tail()
+
+    def metric(self, name: str) -> float:
+        _, text = http_get(f"{self.url}/metrics")
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+@pytest.fixture
+def nodes(api: ApiClient) -> Iterator[tuple[str, list[str], list[str]]]:
+    """(selector value, allowed node names, forbidden node names) of four fresh nodes."""
+    run = uuid.uuid4().hex[:8]
+    allowed = [f"ext-{run}-ok-{i}" for i in range(2)]
+    forbidden = [f"ext-{run}-no-{i}" for i in range(2)]
+    for name in allowed:
+        create_node(api, fake_node(name, labels={"kubesched.test/extender-run": run}))
+    for name in forbidden:
+        create_node(api, fake_node(name, labels={"kubesched.test/extender-run": run, FORBIDDEN: "yes"}))
+    yield run, allowed, forbidden
+    for name in allowed + forbidden:
+        api.request("DELETE", f"/api/v1/nodes/{name}")
+
+
+def make_pods(api: ApiClient, namespace: str, scheduler: str, run: str, count: int) -> list[str]:
+    names = [f"p{i}" for i in range(count)]
+    for name in names:
+        create_pod(
+            api,
+            name,
+            namespace=namespace,
+            scheduler_name=scheduler,
+            node_selector={"kubesched.test/extender-run": run},
+        )
+    return names
+
+
+def placements(api: ApiClient, namespace: str, names: list[str]) -> dict[str, str]:
+    return {n: get_pod(api, n, namespace)["spec"].get("nodeName", "") for n in names}
+
+
+def failed_scheduling_note(api: ApiClient, namespace: str, pod: str) -> str:
+    events = list_events(api, namespace, involved_object=pod, reason="FailedScheduling")
+    return " | ".join(str(e.get("message") or e.get("note") or "") for e in events)
+
+
+@pytest.mark.parametrize("mode", ["node-names", "nodes"])
+def test_kube_scheduler_uses_kubesched_extender(
+    control_plane: ControlPlane,
+    api: ApiClient,
+    namespace: str,
+    nodes: tuple[str, list[str], list[str]],
+    mode: str,
+) -> None:
+    run, allowed, _ = nodes
+    cache_capable = mode == "node-names"
+    extender = ExtenderProcess(
+        control_plane.workdir, kubeconfig=control_plane.kubeconfig_path if cache_capable else None
+    )
+    scheduler = f"upstream-ext-{mode}-{run}"
+    entry: dict[str, Any] = {
+        "urlPrefix": f"{extender.url}/scheduler/",
+        "filterVerb": "filter",
+        "prioritizeVerb": "prioritize",
+        "weight": 1,
+        "nodeCacheCapable": cache_capable,
+        "httpTimeout": "5s",
+    }
+    if cache_capable:
+        entry["bindVerb"] = "bind"  # our extender binds through the API instead of DefaultBinder
+    kube_scheduler = control_plane.start_kube_scheduler(
+        {"profiles": [{"schedulerName": scheduler}], "extenders": [entry]}
+    )
+    try:
+        names = make_pods(api, namespace, scheduler, run, PODS)
+        placed = wait_for(
+            lambda: placements(api, namespace, names), lambda p: all(p.values()), 60, "pods to be bound"
+        )
+        assert set(placed.values()) <= set(allowed), placed
+
+        create_pod(
+            api,
+            "impossible",
+            namespace=namespace,
+            scheduler_name=scheduler,
+            node_selector={"kubesched.test/extender-run": run, FORBIDDEN: "yes"},
+        )
+        note = wait_for(
+            lambda: failed_scheduling_note(api, namespace, "impossible"),
+            lambda text: "had label" in text,
+            60,
+            "kube-scheduler's FailedScheduling event",
+        )
+        assert f"2 node(s) had label {FORBIDDEN}=yes" in note
+        assert get_pod(api, "impossible", namespace)["spec"].get("nodeName") is None
+        assert extender.metric('kubesched_extender_requests_total{code="200",verb="filter"}') >= PODS
+        if cache_capable:
+            assert extender.metric('kubesched_extender_requests_total{code="200",verb="bind"}') >= PODS
+    finally:
+        kube_scheduler.stop()
+        extender.stop()
+
+
+def test_kubesched_live_scheduler_calls_an_extender_process(
+    control_plane: ControlPlane, api: ApiClient, namespace: str, nodes: tuple[str, list[str], list[str]]
+) -> None:
+    """kubesched's own live scheduler (LiveCluster) calling `kubesched extender`, plus one that is down."""
+    from kubesched.cluster.kube.client import KubeClient
+    from kubesched.cluster.kube.live import LiveCluster, LiveOptions
+    from kubesched.config import decode_config
+    from kubesched.plugins import default_registry
+    from kubesched.scheduler.extenders import Extenders
+
+    run, allowed, _ = nodes
+    extender = ExtenderProcess(control_plane.workdir, kubeconfig=control_plane.kubeconfig_path)
+    scheduler = f"kubesched-ext-{run}"
+    text = f"""
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {{leaderElect: false}}
+profiles:
+- schedulerName: {scheduler}
+extenders:
+- urlPrefix: {extender.url}/scheduler
+  filterVerb: filter
+  prioritizeVerb: prioritize
+  weight: 2
+  nodeCacheCapable: true
+- urlPrefix: http://127.0.0.1:{free_port()}
+  filterVerb: filter
+  ignorable: true
+  httpTimeout: 1s
+"""
+    registry = default_registry()
+    cfg = decode_config(text, "sched.yaml", registry)
+    client = KubeClient.from_kubeconfig(str(control_plane.kubeconfig_path), qps=0, burst=1)
+    cluster = LiveCluster(cfg, registry, client, options=LiveOptions(kinds=()))
+    # `kubesched run` does not pass the config's extenders to its Scheduler yet; wire them by hand.
+    cluster.scheduler.extenders = Extenders.from_config(cfg.extenders)
+    try:
+        cluster.start_informers()
+        assert cluster.wait_for_sync(60)
+        cluster.start_loop()
+        cluster.set_leading(True)
+        names = make_pods(api, namespace, scheduler, run, PODS)
+        placed = wait_for(
+            lambda: placements(api, namespace, names), lambda p: all(p.values()), 60, "pods to be bound"
+        )
+        assert set(placed.values()) <= set(allowed), placed
+        create_pod(
+            api,
+            "impossible",
+            namespace=namespace,
+            scheduler_name=scheduler,
+            node_selector={"kubesched.test/extender-run": run, FORBIDDEN: "yes"},
+        )
+        note = wait_for(
+            lambda: failed_scheduling_note(api, namespace, "impossible"),
+            lambda text: "had label" in text,
+            60,
+            "kubesched's FailedScheduling event",
+        )
+        assert f"2 node(s) had label {FORBIDDEN}=yes" in note
+        assert extender.metric('kubesched_extender_requests_total{code="200",verb="prioritize"}') >= 1
+    finally:
+        cluster.stop()
+        assert cluster.scheduler.extenders is not None
+        cluster.scheduler.extenders.close()
+        client.close()
+        extender.stop()

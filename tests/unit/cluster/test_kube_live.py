@@ -1,0 +1,275 @@
+"""LiveCluster end to end over scripted informers and a fake API: the loop binds, one bad pod does not
+block the others, a 409 is final, and the state lock hands over fairly."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any
+
+import pytest
+from kube_fakes import FakeKube, ScriptedListWatch, list_page, node_json, pod_json
+
+from kubesched.cluster.kube.informer import KINDS, ResourceKind
+from kubesched.cluster.kube.live import LiveCluster, LiveOptions, StateLock
+from kubesched.config import decode_config
+from kubesched.metrics import SchedulerMetrics
+from kubesched.plugins import default_registry
+
+CONFIG = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+profiles:
+- schedulerName: kubesched
+- schedulerName: nodelabelfilter
+  plugins:
+    filter:
+      enabled: [{name: NodeFilterLabel}]
+"""
+
+
+class PerKind:
+    """One scripted source per kind."""
+
+    def __init__(self, sources: dict[str, ScriptedListWatch]) -> None:
+        self.sources = sources
+
+    def list_page(self, kind: ResourceKind, *, limit: int, continue_token: str) -> bytes:
+        return self.sources[kind.kind].list_page(kind, limit=limit, continue_token=continue_token)
+
+    def watch(
+        self,
+        kind: ResourceKind,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        on_open: Callable[[Callable[[], None]], None] | None = None,
+    ) -> AbstractContextManager[Iterable[bytes]]:
+        return self.sources[kind.kind].watch(
+            kind, resource_version=resource_version, timeout_seconds=timeout_seconds, on_open=on_open
+        )
+
+
+def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.01)
+
+
+def start(kube: FakeKube, nodes: list[Any], pods: list[Any]) -> tuple[LiveCluster, PerKind]:
+    registry = default_registry(entry_points=False)
+    cfg = decode_config(CONFIG, "test.yaml", registry)
+    source = PerKind(
+        {
+            "Node": ScriptedListWatch([[list_page(nodes, rv="10")]], []),
+            "Pod": ScriptedListWatch([[list_page(pods, rv="10")]], []),
+        }
+    )
+    cluster = LiveCluster(
+        cfg,
+        registry,
+        kube,  # type: ignore[arg-type]
+        metrics=SchedulerMetrics(),
+        options=LiveOptions(bind_workers=4),
+        source=source,
+    )
+    cluster.start_informers([KINDS["Node"], KINDS["Pod"]])
+    assert cluster.wait_for_sync(5)
+    cluster.start_loop()
+    cluster.set_leading(True)
+    return cluster, source
+
+
+def stop(cluster: LiveCluster, source: PerKind) -> None:
+    for s in source.sources.values():
+        s.release.set()
+    cluster.stop(5)
+
+
+def test_pods_of_our_profiles_are_bound_and_others_left_alone() -> None:
+    kube = FakeKube()
+    nodes = [node_json("n1"), node_json("n2", labels={"node": "hello"})]
+    pods = [
+        pod_json("a", scheduler="kubesched"),
+        pod_json("b", scheduler="nodelabelfilter"),
+        pod_json("c", scheduler="default-scheduler"),
+        pod_json("d", scheduler="kubesched", node="n1"),  # already bound: only accounted
+    ]
+    cluster, source = start(kube, nodes, pods)
+    try:
+        wait_until(lambda: len(kube.bound) == 2)
+        assert kube.bound["default/b"] == "n1"  # NodeFilterLabel rejects n2 for this profile
+        assert "default/c" not in kube.bound and "default/d" not in kube.bound
+        wait_until(lambda: sum(e["reason"] == "Scheduled" for e in kube.events) == 2)
+        reporters = {e["regarding"]["name"]: e["reportingController"] for e in kube.events}
+        assert reporters == {"a": "kubesched", "b": "nodelabelfilter"}
+        assert cluster.scheduled == 2
+    finally:
+        stop(cluster, source)
+
+
+def test_a_pod_with_a_bad_quantity_gets_failed_scheduling_and_does_not_block_the_rest() -> None:
+    kube = FakeKube()
+    pods = [pod_json("bad", scheduler="kubesched", cpu="lots"), pod_json("good", scheduler="kubesched")]
+    cluster, source = start(kube, [node_json("n1")], pods)
+    try:
+        wait_until(lambda: "default/good" in kube.bound)
+        wait_until(lambda: any(e["regarding"]["name"] == "bad" for e in kube.events))
+        (event,) = [e for e in kube.events if e["regarding"]["name"] == "bad"]
+        assert event["reason"] == "FailedScheduling" and event["type"] == "Warning"
+        assert "lots" in event["note"]
+        wait_until(lambda: any(p.endswith("/bad/status") for p, _ in kube.patches))
+        (patch,) = [b for p, b in kube.patches if p.endswith("/bad/status")]
+        assert patch["status"]["conditions"][0]["reason"] == "SchedulerError"
+        assert "default/bad" not in kube.bound
+    finally:
+        stop(cluster, source)
+
+
+def test_a_409_already_assigned_elsewhere_is_final_and_never_retried() -> None:
+    kube = FakeKube()
+    kube.bound["default/taken"] = "someone-elses-node"
+    cluster, source = start(kube, [node_json("n1")], [pod_json("taken", scheduler="kubesched")])
+    try:
+        wait_until(lambda: len(kube.bind_calls) == 1)
+        time.sleep(0.3)  # a requeued pod would be retried at once (backoff pops early when idle)
+        assert kube.bind_calls == [("default/taken", "n1")]
+        assert cluster.bind_conflicts == 1
+        assert not any(e["reason"] == "FailedScheduling" for e in kube.events)
+        counts = cluster.snapshot_counts()
+        assert counts["active"] == counts["backoff"] == counts["unschedulable"] == 0
+    finally:
+        stop(cluster, source)
+
+
+def test_a_409_naming_our_own_node_counts_as_bound() -> None:
+    kube = FakeKube()
+    kube.bound["default/mine"] = "n1"  # an earlier attempt landed but its answer was lost
+    cluster, source = start(kube, [node_json("n1")], [pod_json("mine", scheduler="kubesched")])
+    try:
+        wait_until(lambda: cluster.scheduled == 1)
+        wait_until(lambda: any(e["reason"] == "Scheduled" for e in kube.events))
+    finally:
+        stop(cluster, source)
+
+
+def test_a_failed_bind_is_forgotten_and_requeued() -> None:
+    from kubesched.cluster.kube.client import ApiError
+
+    kube = FakeKube()
+    kube.fail_binds_with = ApiError(500, "InternalError", "etcd leader changed")
+    cluster, source = start(kube, [node_json("n1")], [pod_json("p", scheduler="kubesched")])
+    try:
+        wait_until(lambda: len(kube.bind_calls) >= 1)
+        wait_until(lambda: cluster.snapshot_counts()["assumed"] == 0)
+        kube.fail_binds_with = None
+        wait_until(lambda: "default/p" in kube.bound, timeout=15)  # after its error backoff
+        assert cluster.scheduled == 1
+    finally:
+        stop(cluster, source)
+
+
+def test_nothing_is_popped_while_not_leading() -> None:
+    kube = FakeKube()
+    registry = default_registry(entry_points=False)
+    cfg = decode_config(CONFIG, "test.yaml", registry)
+    source = PerKind(
+        {
+            "Node": ScriptedListWatch([[list_page([node_json("n1")], rv="1")]], []),
+            "Pod": ScriptedListWatch([[list_page([pod_json("a", scheduler="kubesched")], rv="1")]], []),
+        }
+    )
+    cluster = LiveCluster(cfg, registry, kube, source=source)  # type: ignore[arg-type]
+    cluster.start_informers([KINDS["Node"], KINDS["Pod"]])
+    cluster.wait_for_sync(5)
+    cluster.start_loop()
+    try:
+        time.sleep(0.3)
+        assert kube.bind_calls == []
+        cluster.set_leading(True)
+        wait_until(lambda: "default/a" in kube.bound)
+    finally:
+        stop(cluster, source)
+
+
+# --------------------------------------------------------------------------- the lock
+
+
+def test_state_lock_hands_over_in_arrival_order() -> None:
+    lock = StateLock()
+    order: list[int] = []
+    lock.acquire()
+    threads = []
+    for i in range(5):
+
+        def take(i: int = i) -> None:
+            with lock:
+                order.append(i)
+
+        t = threading.Thread(target=take)
+        t.start()
+        threads.append(t)
+        while len(lock._waiters) < i + 1:  # make arrival order deterministic
+            time.sleep(0.001)
+    lock.release()
+    for t in threads:
+        t.join(5)
+    assert order == [0, 1, 2, 3, 4]
+
+
+def test_state_lock_released_steps_out_only_for_its_owner() -> None:
+    lock = StateLock()
+    assert not lock.owned()
+    with lock.released():  # not held: nothing to release
+        pass
+    with lock:
+        assert lock.owned()
+        with lock.released():
+            assert not lock.owned()
+            got = threading.Event()
+
+            def take() -> None:
+                with lock:
+                    got.set()
+
+            t = threading.Thread(target=take)
+            t.start()
+            assert got.wait(2)  # another thread can take it meanwhile
+            t.join()
+        assert lock.owned()
+
+
+def test_releasing_a_lock_held_by_another_thread_is_an_error() -> None:
+    lock = StateLock()
+    lock.acquire()
+    err: list[Exception] = []
+
+    def other() -> None:
+        try:
+            lock.release()
+        except RuntimeError as exc:
+            err.append(exc)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert err and lock.owned()
+    lock.release()
+
+
+@pytest.fixture(autouse=True)
+def _no_thread_leaks() -> Iterator[None]:
+    before = {t.name for t in threading.enumerate()}
+    yield
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        extra = {t.name for t in threading.enumerate() if t.name.startswith("scheduling-loop")} - before
+        if not extra:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"threads left running: {extra}")

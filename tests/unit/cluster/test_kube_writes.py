@@ -1,0 +1,212 @@
+"""What the live port writes: Event bodies (note truncation, series), status patches, Bindings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from kube_fakes import FakeKube, pod_json
+
+from kubesched.api.objects import Pod
+from kubesched.cluster.kube.binder import BindConflict, Binder, binding_body
+from kubesched.cluster.kube.client import ApiError
+from kubesched.cluster.kube.events import EventRecorder, event_body, micro_time, truncate_note
+from kubesched.cluster.kube.status import PodStatusWriter, pod_scheduled_patch
+
+
+def pod(**kwargs: Any) -> Pod:
+    doc = pod_json("web-1", **kwargs)
+    return msgspec.convert(doc, Pod)
+
+
+class InlineCalls:
+    """AsyncCalls stand-in that runs each call at once."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def submit(self, call: Any) -> bool:
+        self.count += 1
+        call()
+        return True
+
+
+# --------------------------------------------------------------------------- events
+
+
+def test_note_is_cut_to_1024_bytes_with_an_ellipsis() -> None:
+    assert truncate_note("short") == "short"
+    exact = "x" * 1024
+    assert truncate_note(exact) == exact
+    cut = truncate_note("y" * 2000)
+    assert len(cut.encode()) == 1024 and cut.endswith(" ...") and cut.startswith("y" * 1020)
+    # Multi-byte characters are never split.
+    wide = truncate_note("é" * 1000)
+    assert wide.endswith(" ...") and len(wide.encode()) <= 1024
+    wide.encode().decode()
+
+
+def test_event_body_has_the_upstream_shape() -> None:
+    body = event_body(
+        pod(),
+        type="Warning",
+        reason="FailedScheduling",
+        action="Scheduling",
+        note="z" * 3000,
+        reporter="nodelabelfilter",
+        instance="nodelabelfilter-host",
+        now=1_700_000_000.5,
+    )
+    assert body["apiVersion"] == "events.k8s.io/v1"
+    assert body["reportingController"] == "nodelabelfilter"
+    assert body["reportingInstance"] == "nodelabelfilter-host"
+    assert body["metadata"]["name"].startswith("web-1.") and body["metadata"]["namespace"] == "default"
+    assert body["eventTime"] == "2023-11-14T22:13:20.500000Z"
+    assert body["regarding"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": "default",
+        "name": "web-1",
+        "uid": "uid-default-web-1",
+        "resourceVersion": "1",
+    }
+    assert len(body["note"].encode()) == 1024
+
+
+def test_repeated_identical_events_become_a_series() -> None:
+    kube = FakeKube()
+    now = [1000.0]
+    rec = EventRecorder(kube, InlineCalls(), hostname="h", clock=lambda: now[0])  # type: ignore[arg-type]
+    for _ in range(3):
+        rec.record(pod(), type="Warning", reason="FailedScheduling", action="Scheduling", note="0/3 nodes",
+                   reporter="kubesched")  # fmt: skip
+        now[0] += 10
+    assert len(kube.events) == 1
+    path, patch = kube.patches[-1]
+    assert path.endswith(f"/events/{kube.events[0]['metadata']['name']}")
+    assert patch["series"]["count"] == 3
+    # A different message, or the same one after the 6-minute window, is a new Event.
+    rec.record(pod(), type="Warning", reason="FailedScheduling", action="Scheduling", note="other",
+               reporter="kubesched")  # fmt: skip
+    now[0] += 400
+    rec.record(pod(), type="Warning", reason="FailedScheduling", action="Scheduling", note="0/3 nodes",
+               reporter="kubesched")  # fmt: skip
+    assert len(kube.events) == 3
+
+
+def test_micro_time_format() -> None:
+    assert micro_time(0.25) == "1970-01-01T00:00:00.250000Z"
+
+
+# --------------------------------------------------------------------------- status
+
+
+def test_condition_patch_carries_reason_full_message_and_uid() -> None:
+    patch = pod_scheduled_patch(
+        pod(), reason="Unschedulable", message="m" * 5000, nominated_node_name=None, now=0.0
+    )
+    assert patch is not None
+    assert patch["metadata"] == {"uid": "uid-default-web-1"}
+    (cond,) = patch["status"]["conditions"]
+    assert cond["type"] == "PodScheduled" and cond["status"] == "False"
+    assert cond["reason"] == "Unschedulable" and len(cond["message"]) == 5000  # never truncated
+    assert cond["lastTransitionTime"] == "1970-01-01T00:00:00Z"
+    assert "nominatedNodeName" not in patch["status"]
+
+
+def test_unchanged_condition_is_not_patched_again_and_a_nomination_is() -> None:
+    doc = pod_json("web-1")
+    doc["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "full"}
+    ]
+    current = msgspec.convert(doc, Pod)
+    same = pod_scheduled_patch(
+        current, reason="Unschedulable", message="full", nominated_node_name=None, now=5
+    )
+    assert same is None
+    nominated = pod_scheduled_patch(
+        current, reason="Unschedulable", message="full", nominated_node_name="n2", now=5
+    )
+    assert nominated == {"metadata": {"uid": "uid-default-web-1"}, "status": {"nominatedNodeName": "n2"}}
+    changed = pod_scheduled_patch(
+        current, reason="Unschedulable", message="new", nominated_node_name=None, now=5
+    )
+    assert changed is not None
+    assert "lastTransitionTime" not in changed["status"]["conditions"][0]  # status did not flip
+
+
+def test_empty_nomination_clears_it() -> None:
+    doc = pod_json("web-1")
+    doc["status"]["nominatedNodeName"] = "n1"
+    patch = pod_scheduled_patch(
+        msgspec.convert(doc, Pod), reason="Unschedulable", message="m", nominated_node_name="", now=0
+    )
+    assert patch is not None and patch["status"]["nominatedNodeName"] is None
+
+
+def test_status_writer_patches_the_status_subresource_and_evicts_with_a_uid_precondition() -> None:
+    kube = FakeKube()
+    writer = PodStatusWriter(kube, InlineCalls(), clock=lambda: 0.0, sleep=lambda s: None)  # type: ignore[arg-type]
+    writer.set_pod_scheduled_condition(
+        pod(), reason="SchedulerError", message="boom", nominated_node_name=None
+    )
+    writer.delete_pod(pod(), reason="PreemptionByScheduler", message="kubesched: preempting")
+    paths = [p for p, _ in kube.patches]
+    assert paths == ["/api/v1/namespaces/default/pods/web-1/status"] * 2
+    assert kube.patches[1][1]["status"]["conditions"][0]["type"] == "DisruptionTarget"
+    assert kube.deleted == ["/api/v1/namespaces/default/pods/web-1"]
+
+
+def test_status_writer_retries_transient_errors_but_not_a_missing_pod() -> None:
+    calls: list[int] = []
+
+    class Flaky(FakeKube):
+        def patch(self, path: str, obj: Any, *, content_type: str = "") -> Any:
+            calls.append(1)
+            if len(calls) < 3:
+                raise ApiError(0, "ReadTimeout", "timed out")
+            return super().patch(path, obj)
+
+    writer = PodStatusWriter(Flaky(), InlineCalls(), sleep=lambda s: None)  # type: ignore[arg-type]
+    writer.set_nominated_node_name(pod(), "n1")
+    assert len(calls) == 3
+
+    class Gone(FakeKube):
+        def patch(self, path: str, obj: Any, *, content_type: str = "") -> Any:
+            calls.append(1)
+            raise ApiError(404, "NotFound", "pods web-1 not found")
+
+    calls.clear()
+    PodStatusWriter(Gone(), InlineCalls(), sleep=lambda s: None).set_nominated_node_name(pod(), "n1")  # type: ignore[arg-type]
+    assert len(calls) == 1
+
+
+# --------------------------------------------------------------------------- binder
+
+
+def test_binding_body_names_the_pod_uid_and_target_node() -> None:
+    assert binding_body(pod(), "n7") == {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "web-1", "namespace": "default", "uid": "uid-default-web-1"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n7"},
+    }
+
+
+def test_a_409_already_assigned_is_a_final_conflict_naming_the_node() -> None:
+    kube = FakeKube()
+    binder = Binder(kube)  # type: ignore[arg-type]
+    binder.bind(pod(), "n1")
+    with pytest.raises(BindConflict) as info:
+        binder.bind(pod(), "n2")
+    assert info.value.node == "n1" and info.value.code == 409
+    assert kube.bind_calls == [("default/web-1", "n1"), ("default/web-1", "n2")]  # no retry
+
+
+def test_other_bind_failures_propagate_unchanged() -> None:
+    kube = FakeKube()
+    kube.fail_binds_with = ApiError(0, "ConnectError", "connection refused")
+    with pytest.raises(ApiError) as info:
+        Binder(kube).bind(pod(), "n1")  # type: ignore[arg-type]
+    assert not isinstance(info.value, BindConflict) and info.value.is_transport
