@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api.loader import LoadedObjects, load_paths
-from kubesched.api.objects import Node, Pod
+from kubesched.api.objects import Node
 from kubesched.api.resources import pod_requests
 from kubesched.config import load_config
 from kubesched.plugins import default_registry
@@ -109,7 +109,7 @@ def measure(profile: str, report: Report, objects: LoadedObjects) -> dict[str, A
     pending_gpu = [k for k, p in pods.items() if not p.spec.node_name and gpu_of[k] > 0]
 
     # Free GPUs per node after the run: allocatable minus the requests of the pods on it.
-    used: dict[str, int] = {name: 0 for name in nodes}
+    used: dict[str, int] = dict.fromkeys(nodes, 0)
     for k, p in pods.items():
         where = p.spec.node_name or bound.get(k)
         if where in used:
@@ -147,7 +147,8 @@ def measure(profile: str, report: Report, objects: LoadedObjects) -> dict[str, A
         have = node.metadata.labels.get(GPU_MEMORY_LABEL)
         if want is not None and have is not None and int(have) < int(want):
             misplaced += 1
-        if is_spot(node) and pod.metadata.annotations.get(SPOT_POLICY_ANNOTATION) not in ("prefer", "require"):
+        opted_in = pod.metadata.annotations.get(SPOT_POLICY_ANNOTATION) in ("prefer", "require")
+        if is_spot(node) and not opted_in:
             avoid_spot_on_spot += 1
 
     scheduled_gpu = [k for k in pending_gpu if k in bound]

@@ -153,6 +153,13 @@ class SchedulerMetrics:
                 self.queue_incoming.labels(*key).inc(delta)
                 self._incoming_seen[key] = total
 
+    def observe_preemption_attempt(self) -> None:
+        self.preemption_attempts.inc()
+
+    def instrument(self, plugins: Mapping[str, Any]) -> int:
+        """Time these plugin instances' calls (see `instrument_plugins`)."""
+        return instrument_plugins(plugins, self)
+
     def render(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)
 

@@ -293,47 +293,48 @@ class NodeSet:
 
 
 class PodRowCounts:
-    """Per row of a table, how many of its pods satisfy `predicate`, kept current incrementally.
+    """A per-node count (`count(node_info)`, e.g. the pods matching a selector) for every row of a
+    table, remembered between cycles: only rows whose pods changed since the last read (from the
+    table's pod change log) and rows never counted are counted again.
 
-    Built with one scan over the table's pods, then brought up to date by replaying the table's
-    pod change log, so reading it once per scheduling cycle costs only the changes since the last
-    read. Valid only while pods change through the table (`add_pod` / `remove_pod`).
+    Valid only while pods change through the table (`add_pod` / `remove_pod`).
     """
 
-    __slots__ = ("_counts", "_position", "predicate", "table")
+    __slots__ = ("_counts", "_known", "_position", "count", "table")
 
-    def __init__(self, table: NodeTable, predicate: Callable[[PodInfo], bool]) -> None:
+    def __init__(self, table: NodeTable, count: Callable[[NodeInfo], int]) -> None:
         self.table = table
-        self.predicate = predicate
+        self.count = count
         self._counts: IntArray = np.zeros(len(table), dtype=np.int64)
-        self._position = 0
-        self._rescan()
+        self._known: BoolArray = np.zeros(len(table), dtype=np.bool_)
+        self._position = table.pod_log_position
 
-    def _rescan(self) -> None:
-        counts = np.zeros(len(self.table), dtype=np.int64)
-        predicate = self.predicate
-        for row, ni in enumerate(self.table.infos):
-            n = 0
-            for pi in ni.pods.values():
-                if predicate(pi):
-                    n += 1
-            counts[row] = n
-        self._counts = counts
-        self._position = self.table.pod_log_position
-
-    def current(self) -> IntArray:
-        """The counts now (the caller must not modify them)."""
+    def changed_rows(self) -> list[int] | None:
+        """Rows whose pods changed since the last read (None: too many to tell, assume all)."""
         table = self.table
-        if self._position != table.pod_log_position:
-            changes = table.pod_changes(self._position)
-            if changes is None:
-                self._rescan()
-            else:
-                predicate, counts = self.predicate, self._counts
-                for row, pi, sign in changes:
-                    if predicate(pi):
-                        counts[row] += sign
-                self._position = table.pod_log_position
+        if self._position == table.pod_log_position:
+            return []
+        changes = table.pod_changes(self._position)
+        self._position = table.pod_log_position
+        return None if changes is None else [row for row, _, _ in changes]
+
+    def current(self, wanted: BoolArray | None = None) -> IntArray:
+        """The counts, current at every row where `wanted` is set (every row when None).
+
+        Other rows may hold stale values. The caller must not modify the array.
+        """
+        changed = self.changed_rows()
+        known = self._known
+        if changed is None:
+            known[:] = False
+        elif changed:
+            known[changed] = False
+        missing = np.flatnonzero(~known if wanted is None else wanted & ~known)
+        if len(missing):
+            infos, count, counts = self.table.infos, self.count, self._counts
+            for row in missing.tolist():
+                counts[row] = count(infos[row])
+            known[missing] = True
         return self._counts
 
 

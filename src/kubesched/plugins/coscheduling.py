@@ -240,7 +240,7 @@ class Coscheduling(
                 f"{group.min_member}"
             )
         table = nodes.table
-        assigned = self._assigned(group, table)
+        assigned = self._placed(group, table)
         assigned.pop(pod_key(pod), None)
         if len(assigned) >= group.min_member:
             return None  # the gang is already complete: this member schedules like any pod
@@ -298,7 +298,7 @@ class Coscheduling(
         group = self._group_for(state, pod)
         if group is None:
             return None, Status(Code.UNSCHEDULABLE)
-        assigned = self._assigned(group, self._snapshot())
+        assigned = self._placed(group, self._snapshot())
         assigned.pop(pod_key(pod), None)
         if len(assigned) >= group.min_member:
             return None, Status(Code.UNSCHEDULABLE)
@@ -349,7 +349,7 @@ class Coscheduling(
             return None
         if isinstance(group, Status):
             return Status.unschedulable(*group.reasons)  # Permit may only reject as Unschedulable
-        assigned = self._assigned(group, self._snapshot())
+        assigned = self._placed(group, self._snapshot())
         assigned[pod_key(pod)] = pod  # assumed already in the scheduler's cache; counted once either way
         if len(assigned) >= group.min_member:
             handle = self._handle()
@@ -478,14 +478,22 @@ class Coscheduling(
             members.append(pod)
         return members
 
-    @staticmethod
-    def _assigned(group: _Group, table: NodeTable) -> dict[str, Pod]:
-        """Members on a node in the snapshot — bound, binding, or assumed and waiting at Permit."""
+    def _placed(self, group: _Group, table: NodeTable) -> dict[str, Pod]:
+        """Members on a node in the snapshot — bound, binding, or assumed and waiting at Permit.
+
+        Members already rejected at Permit are left out: they stay assumed until their binding
+        cycle runs and unreserves them, and counting them would let a later member complete a
+        "gang" whose other members are about to leave — a partial gang.
+        """
         found: dict[str, Pod] = {}
         for info in table.infos:
             for key, pi in info.pods.items():
                 if group.has(pi.pod):
                     found[key] = pi.pod
+        if found and self.handle is not None:
+            for wp in self.handle.iterate_waiting_pods():
+                if wp.result is not None and not wp.result.is_success():
+                    found.pop(pod_key(wp.pod), None)
         return found
 
     def _reject_waiting(self, group: _Group, message: str, *, exclude: str = "") -> int:

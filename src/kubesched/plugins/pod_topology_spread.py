@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
@@ -65,6 +65,7 @@ from kubesched.framework.node_table import (
     LabelColumn,
     NodeSet,
     NodeTable,
+    PodRowCounts,
 )
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE, PreFilterResult
@@ -380,6 +381,15 @@ def _count_matching(pods: Iterable[PodInfo], namespace: str, matcher: LabelSelec
     return n
 
 
+def _pod_counter(namespace: str, matcher: LabelSelectorMatcher) -> Callable[[NodeInfo], int]:
+    """Matching pods on one node, for `PodRowCounts`."""
+
+    def count(info: NodeInfo) -> int:
+        return _count_matching(info.pods.values(), namespace, matcher)
+
+    return count
+
+
 class _PodCounts:
     """Matching pods per node for one (namespace, selector), remembered per NodeInfo generation.
 
@@ -529,6 +539,8 @@ class _ScoreState:
     domain_counts: list[IntArray | None]
     #: Per hostname constraint: the counter of matching pods on the scored node itself.
     host_counts: list[_PodCounts | None]
+    #: The same counts for every row of `table` at once (None where `host_counts` is None).
+    host_rows: list[PodRowCounts | None]
 
     def clone(self) -> _ScoreState:
         return self
@@ -600,6 +612,10 @@ class PodTopologySpread(
             SYSTEM_DEFAULT_CONSTRAINTS if self._system_defaulted else tuple(self.args.default_constraints)
         )
         self._counters: OrderedDict[tuple[str, bytes], _PodCounts] = OrderedDict()
+        #: Per (namespace, selector): matching pods per row of `_rows_table`, kept current from
+        #: the table's pod change log, so a cycle reads them instead of visiting every node.
+        self._row_counters: OrderedDict[tuple[str, bytes], PodRowCounts] = OrderedDict()
+        self._rows_table: NodeTable | None = None
 
     # ------------------------------------------------------------------ constraints of a pod
     def _constraints(self, pod: Pod, action: str) -> list[_Constraint]:
@@ -676,6 +692,21 @@ class PodTopologySpread(
             self._counters.move_to_end(key)
         return counter
 
+    def _rows_counter(self, namespace: str, c: _Constraint, table: NodeTable) -> PodRowCounts:
+        """Matching pods per row of `table` for the constraint's selector (see `_count_matching`)."""
+        if self._rows_table is not table:  # counters of another table are of no use any more
+            self._row_counters.clear()
+            self._rows_table = table
+        key = (namespace, c.selector_key)
+        counter = self._row_counters.get(key)
+        if counter is None:
+            counter = self._row_counters[key] = PodRowCounts(table, _pod_counter(namespace, c.matcher))
+            if len(self._row_counters) > _MAX_REMEMBERED_SELECTORS:
+                self._row_counters.popitem(last=False)
+        else:
+            self._row_counters.move_to_end(key)
+        return counter
+
     def _row_counts(
         self,
         namespace: str,
@@ -699,9 +730,10 @@ class PodTopologySpread(
             need = by_selector.get(c.selector_key)
             if need is None or c.selector_key in counted:
                 continue
-            counts = np.zeros(len(rows), dtype=np.int64)
-            counts[need] = self._counter(namespace, c).rows(table.infos, rows[need])
-            counted[c.selector_key] = counts
+            wanted = np.zeros(len(table), dtype=np.bool_)
+            wanted[rows[need]] = True
+            per_row = self._rows_counter(namespace, c, table).current(wanted)
+            counted[c.selector_key] = np.where(need, per_row[rows], 0)
         zeros = np.zeros(len(rows), dtype=np.int64)
         return [counted.get(c.selector_key, zeros) if c.counts_pods else zeros for c in constraints]
 
@@ -865,19 +897,26 @@ class PodTopologySpread(
         row_counts = self._row_counts(pod.metadata.namespace, constraints, wanted, table, all_rows)
         domain_counts: list[IntArray | None] = []
         host_counts: list[_PodCounts | None] = []
+        host_rows: list[PodRowCounts | None] = []
         for c, column, slot_of, want, counts in zip(
             constraints, columns, slots, wanted, row_counts, strict=True
         ):
             if slot_of is None or want is None:
                 domain_counts.append(None)
                 host_counts.append(self._counter(pod.metadata.namespace, c) if c.counts_pods else None)
+                host_rows.append(
+                    self._rows_counter(pod.metadata.namespace, c, table) if c.counts_pods else None
+                )
                 continue
             size = len(column.values) + 1
             domain_counts.append(
                 np.bincount(slot_of[want], weights=counts[want], minlength=size)[:size].astype(np.int64)
             )
             host_counts.append(None)
-        return _ScoreState(constraints, require_all, table, columns, weights, domain_counts, host_counts)
+            host_rows.append(None)
+        return _ScoreState(
+            constraints, require_all, table, columns, weights, domain_counts, host_counts, host_rows
+        )
 
     def _pre_score_state(self, state: CycleState) -> _ScoreState:
         s = state.get(PRE_SCORE_STATE_KEY)
@@ -919,11 +958,15 @@ class PodTopologySpread(
             domain_counts = s.domain_counts[i]
             if domain_counts is None:
                 counter = s.host_counts[i]
-                counts = (
-                    counter.rows(nodes.table.infos, rows)
-                    if counter is not None
-                    else np.zeros(len(rows), np.int64)
-                )
+                by_row = s.host_rows[i]
+                if by_row is not None and by_row.table is nodes.table:
+                    wanted = np.zeros(len(nodes.table), dtype=np.bool_)
+                    wanted[rows] = True
+                    counts = nodes.gather(by_row.current(wanted))
+                elif counter is not None:
+                    counts = counter.rows(nodes.table.infos, rows)
+                else:
+                    counts = np.zeros(len(rows), np.int64)
             else:
                 per_value = (
                     domain_counts

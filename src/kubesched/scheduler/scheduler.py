@@ -407,6 +407,8 @@ class Scheduler:
         (a full table reads its columns as views); the rotation only decides which feasible nodes
         are kept and their order, which is `feasible[wrap:]` then `feasible[:wrap]`. When someone
         reads that order (extenders, --explain, nominated pods) feasible comes rotated (wrap 0).
+        `failed` (node -> status) is filled only when it can be read: no feasible node, or the
+        readers above.
         """
         n = len(nodes)
         if n == 0:
@@ -438,17 +440,24 @@ class Scheduler:
                 feasible_pos = np.concatenate((feasible_pos[: to_find - high], feasible_pos[low:]))
                 low = to_find - high
         failed: dict[str, Status] = {}
-        failing = np.flatnonzero(status_idx >= 0)
-        if len(failing):
+        # Per-node statuses only matter if the pod cannot be placed (FitError, preemption), or to
+        # extenders, --explain and nominated pods; a pod that fits never needs them.
+        readers = bool(self.extenders) or self.options.explain or self.nominator.has_nominated_pods()
+        if (readers or len(feasible_pos) == 0) and (failing := np.flatnonzero(status_idx >= 0)).size:
             # Failed nodes in rotated order, among the evaluated ones only.
             cut = int(np.searchsorted(failing, start))
             rotated_failing = np.concatenate((failing[cut:], failing[:cut]))
             if evaluated < n:
                 rotated_failing = rotated_failing[(rotated_failing - start) % n < evaluated]
-            names, rows, statuses = nodes.table.names, nodes.rows, outcome.statuses
-            for i in rotated_failing.tolist():
-                failed[names[rows[i]]] = statuses[int(status_idx[i])]
-        if low and (self.extenders or self.options.explain or self.nominator.has_nominated_pods()):
+            names, statuses = nodes.table.names, outcome.statuses
+            failed = dict(
+                zip(
+                    [names[r] for r in nodes.rows[rotated_failing].tolist()],
+                    [statuses[j] for j in status_idx[rotated_failing].tolist()],
+                    strict=True,
+                )
+            )
+        if low and readers:
             feasible_pos = np.concatenate((feasible_pos[low:], feasible_pos[:low]))
             low = 0
         if nodes.full and len(feasible_pos) == n:

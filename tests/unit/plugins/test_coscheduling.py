@@ -319,7 +319,11 @@ def test_queue_sort_is_a_strict_weak_ordering_that_keeps_groups_together(pods: l
                 incomparable = not less(a, b) and not less(b, a) and not less(b, c) and not less(c, b)
                 if incomparable:
                     assert not less(a, c) and not less(c, a)  # equivalence is transitive
-    order = sorted(pods, key=functools.cmp_to_key(lambda x, y: -1 if less(x, y) else int(less(y, x))))
+
+    def compare(x: QueuedPodInfo, y: QueuedPodInfo) -> int:
+        return -1 if less(x, y) else int(less(y, x))
+
+    order = sorted(pods, key=functools.cmp_to_key(compare))
     # Members of one group with one priority are adjacent in queue order.
     keys = [
         (q.pod.metadata.namespace, q.pod.metadata.labels.get(POD_GROUP_LABEL), q.pod.spec.priority or 0)
@@ -713,7 +717,8 @@ class FakeHandle:
         return 0.0
 
     def lister(self, kind: str) -> Sequence[Any]:
-        return {"Pod": self.pods, "PodGroup": self.groups}.get(kind, [])
+        objects: dict[str, Sequence[Any]] = {"Pod": self.pods, "PodGroup": self.groups}
+        return objects.get(kind, [])
 
     def iterate_waiting_pods(self) -> Sequence[WaitingPod]:
         return list(self.waiting)
@@ -962,3 +967,49 @@ def test_cli_simulate_json_never_reports_a_partial_gang(
         "gpu-1": "3",
         "gpu-2": "3",
     }
+
+
+def test_every_profile_must_share_the_gang_queue_sort(tmp_path: Path) -> None:
+    path = tmp_path / "sched.yaml"
+    path.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+        "- schedulerName: default-scheduler\n- schedulerName: gpu-scheduler\n  plugins:\n"
+        "    queueSort: {enabled: [{name: Coscheduling}], disabled: [{name: '*'}]}\n"
+    )
+    with pytest.raises(InputError) as err:
+        load_config(str(path), default_registry())
+    assert str(err.value).endswith(
+        'profiles[1].plugins.queueSort: must be the same for all profiles: "Coscheduling" here, '
+        '"PrioritySort" in profiles[0]'
+    )
+
+
+def test_queue_sort_forgets_only_groups_with_no_pending_member(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kubesched.plugins.coscheduling as cos
+
+    monkeypatch.setattr(cos, "_FIRST_SEEN_SWEEP", 2)
+    done, pending = member("d0", "done", node="n0"), member("p0", "pending")
+    handle = FakeHandle([done, pending])
+    plugin = Coscheduling(handle=handle)  # type: ignore[arg-type]
+    plugin.less(qpi(done, 1.0), qpi(pending, 2.0))
+    assert plugin._first_seen == {"default/done": 1.0, "default/pending": 2.0}
+    plugin.less(qpi(member("n0", "new"), 3.0), qpi(pending, 9.0))  # a third group triggers the sweep
+    assert plugin._first_seen == {"default/pending": 2.0, "default/new": 3.0}
+
+
+def test_members_rejected_but_not_yet_released_do_not_count_as_placed() -> None:
+    # min 3 of 4 members. w0 and w1 wait; w2 fits nowhere, so PostFilter rejects w0 and w1 — they
+    # stay assumed until their binding cycles run. w3 comes next in the same burst: counting the
+    # doomed w0 and w1 as placed would let w3 complete the "gang" and bind alone.
+    pods = [
+        member("w0", "g"),
+        member("w1", "g"),
+        member("w2", "g", node_selector={"gpu": "h100"}),
+        member("w3", "g"),
+    ]
+    h = GangHarness(gpu_nodes(4), pods, pod_groups=[pod_group("g", 3)])
+    h.drain()
+    h.scheduler.release_waiting_pods()
+    assert h.bound() == {}
+    h.run()  # w0, w1 and w3 are then placed together
+    assert sorted(h.bound()) == ["w0", "w1", "w3"]

@@ -10,6 +10,7 @@ Small modules with one job each:
 * `events`   - events.k8s.io/v1 Events (Scheduled, FailedScheduling, Preempted), sent off-thread.
 * `status`   - the `PodScheduled=False` condition and `status.nominatedNodeName` patches.
 * `leader`   - coordination.k8s.io/v1 Lease leader election.
+* `workers`  - a bounded queue and worker threads for fire-and-forget calls (Events, patches).
 * `live`     - `LiveCluster`: the ClusterPort over all of the above plus the scheduling loop.
 
 Nothing here is imported by the scheduler core; `kubesched run` wires it up (`kubesched.cli_run`).

@@ -37,10 +37,10 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -59,7 +59,7 @@ from kubesched.scheduler.clock import Clock, RealClock
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler
 
-__all__ = ["LiveCluster", "LiveOptions", "StateLock"]
+__all__ = ["LiveCluster", "LiveMetrics", "LiveOptions", "StateLock"]
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +148,23 @@ class LiveOptions:
     kinds: tuple[str, ...] | None = None
 
 
+class LiveMetrics(Protocol):
+    """What the loop reports (implemented by `kubesched.metrics.SchedulerMetrics`, which sits above
+    this layer and is therefore not imported here)."""
+
+    def observe_attempt(self, result: str, profile: str, duration: float) -> None: ...
+
+    def observe_preemption_attempt(self) -> None: ...
+
+    def set_pending(self, counts: Mapping[str, int]) -> None: ...
+
+    def set_cache_size(self, nodes: int, pods: int, assumed: int) -> None: ...
+
+    def sync_incoming(self, incoming: Mapping[tuple[str, str], int]) -> None: ...
+
+    def instrument(self, plugins: Mapping[str, Any]) -> int: ...
+
+
 class _Handlers:
     """Informer callbacks bound to three functions."""
 
@@ -184,7 +201,7 @@ class LiveCluster:
         client: KubeClient,
         *,
         events_client: KubeClient | None = None,
-        metrics: Any = None,
+        metrics: LiveMetrics | None = None,
         options: LiveOptions = LiveOptions(),
         clock: Clock | None = None,
         source: ListWatch | None = None,
@@ -210,10 +227,8 @@ class LiveCluster:
             run_binding=self._run_binding,
         )
         if metrics is not None:
-            from kubesched.metrics import instrument_plugins
-
             for fwk in self.scheduler.frameworks.values():
-                instrument_plugins(fwk.plugins, metrics)
+                metrics.instrument(fwk.plugins)
         self.binder = Binder(client)
         self._event_calls = AsyncCalls("events", options.event_workers)
         self._status_calls = AsyncCalls("pod-status", options.status_workers)
@@ -532,7 +547,7 @@ class LiveCluster:
         if attempt.result == "Unschedulable":
             fwk = self.scheduler.frameworks.get(attempt.profile)
             if fwk is not None and fwk.plugins_at("postFilter"):
-                self.metrics.preemption_attempts.inc()
+                self.metrics.observe_preemption_attempt()
 
     # ================================================================== shutdown
 
