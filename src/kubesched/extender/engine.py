@@ -31,7 +31,7 @@ import numpy as np
 from kubesched.api.objects import Node, ObjectMeta, Pod
 from kubesched.errors import InputError
 from kubesched.extender.state import ClusterState
-from kubesched.extender.wire import (
+from kubesched.api.extender_v1 import (
     MAX_EXTENDER_PRIORITY,
     ExtenderArgs,
     ExtenderBindingArgs,

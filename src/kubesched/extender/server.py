@@ -38,7 +38,7 @@ from starlette.routing import Route
 
 from kubesched.extender.engine import EngineError, ExtenderEngine, NotReady
 from kubesched.extender.openapi import DEFAULT_PATHS, openapi_document
-from kubesched.extender.wire import (
+from kubesched.api.extender_v1 import (
     WireError,
     decode_binding_args,
     decode_extender_args_raw,

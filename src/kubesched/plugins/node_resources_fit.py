@@ -517,14 +517,14 @@ class NodeResourcesFit(
         # One column per possible reason, plus a last one for "can never fit".
         matrix = np.zeros((n, len(labels) + 1), dtype=np.bool_)
         matrix[:, 0] = too_many
-        for k, ((resource, amount), short) in enumerate(zip(s.checks, shorts, strict=True), start=1):
-            if short is None:
+        for k, ((resource, amount), shortage) in enumerate(zip(s.checks, shorts, strict=True), start=1):
+            if shortage is None:
                 matrix[:, k] = True
                 matrix[:, -1] = True
                 continue
             total = nodes.column(table.allocatable, table.resource_index[resource])
-            matrix[:, k] = short
-            matrix[:, -1] |= short & (amount > total)
+            matrix[:, k] = shortage
+            matrix[:, -1] |= shortage & (amount > total)
         failing = np.flatnonzero(fails)
         codes = np.full(n, -1, dtype=np.int32)
         combos, inverse = _unique_rows(matrix[failing])

@@ -730,9 +730,9 @@ class PodTopologySpread(
             need = by_selector.get(c.selector_key)
             if need is None or c.selector_key in counted:
                 continue
-            wanted = np.zeros(len(table), dtype=np.bool_)
-            wanted[rows[need]] = True
-            per_row = self._rows_counter(namespace, c, table).current(wanted)
+            on_rows = np.zeros(len(table), dtype=np.bool_)
+            on_rows[rows[need]] = True
+            per_row = self._rows_counter(namespace, c, table).current(on_rows)
             counted[c.selector_key] = np.where(need, per_row[rows], 0)
         zeros = np.zeros(len(rows), dtype=np.int64)
         return [counted.get(c.selector_key, zeros) if c.counts_pods else zeros for c in constraints]

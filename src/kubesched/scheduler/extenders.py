@@ -19,7 +19,7 @@ The config's `extenders` list keeps upstream's semantics (reference §7.3-7.5):
 `httpTimeout` (default 5 s) bounds each call; `enableHTTPS` without a CA means an unverified
 connection, as upstream; `tlsConfig` supplies the CA, a client certificate and the server name.
 The scheduler core stays free of I/O except through this object, which `Scheduler` receives when
-the config has extenders. The wire types come from `kubesched.extender.wire`, which depends only on
+the config has extenders. The wire types come from `kubesched.api.extender_v1`, which depends only on
 `kubesched.api`: the protocol is shared by the client here and the server there.
 """
 
@@ -42,7 +42,7 @@ import numpy as np
 from kubesched.api.objects import Node, Pod
 from kubesched.config.types import Extender as ExtenderConfig
 from kubesched.config.types import ExtenderTLSConfig
-from kubesched.extender.wire import (
+from kubesched.api.extender_v1 import (
     ExtenderArgs,
     ExtenderBindingArgs,
     ExtenderPreemptionArgs,

@@ -13,8 +13,8 @@ import msgspec
 import pytest
 
 from kubesched.api.objects import Node, Pod
-from kubesched.extender import wire
-from kubesched.extender.wire import (
+from kubesched.api import extender_v1 as wire
+from kubesched.api.extender_v1 import (
     ExtenderArgs,
     ExtenderBindingArgs,
     ExtenderBindingResult,
