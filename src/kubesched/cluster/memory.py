@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import msgspec
 
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import Node, Pod, PodCondition, PriorityClass
+from kubesched.api.objects import Container, Node, Pod, PodCondition, PodSpec, PriorityClass
 from kubesched.framework.node_info import pod_key
 
 _UID_NAMESPACE = uuid.UUID("6f1c4b52-9d7a-4a55-bf11-0d6c2f1b7e10")
@@ -85,6 +85,7 @@ class MemoryCluster:
                 )
         if namespace != meta.namespace or uid != meta.uid:
             meta = msgspec.structs.replace(meta, namespace=namespace, uid=uid)
+        spec = _default_requests_from_limits(spec)
         return msgspec.structs.replace(pod, metadata=meta, spec=spec)
 
     # ------------------------------------------------------------------ watchers
@@ -187,3 +188,32 @@ class MemoryCluster:
             "PodGroup": self.objects.pod_groups,
         }
         return mapping.get(kind, [])
+
+
+def _default_requests_from_limits(spec: PodSpec) -> PodSpec:
+    """A container's missing requests default to its limits, as the API server's defaulting does.
+
+    Without this, a manifest that sets only `limits` (common for GPUs) would request nothing.
+    """
+
+    def defaulted(containers: list[Container]) -> list[Container] | None:
+        changed = False
+        out = []
+        for c in containers:
+            missing = {r: v for r, v in c.resources.limits.items() if r not in c.resources.requests}
+            if missing:
+                changed = True
+                resources = msgspec.structs.replace(c.resources, requests={**c.resources.requests, **missing})
+                c = msgspec.structs.replace(c, resources=resources)
+            out.append(c)
+        return out if changed else None
+
+    containers = defaulted(spec.containers)
+    init_containers = defaulted(spec.init_containers)
+    if containers is None and init_containers is None:
+        return spec
+    return msgspec.structs.replace(
+        spec,
+        containers=containers if containers is not None else spec.containers,
+        init_containers=init_containers if init_containers is not None else spec.init_containers,
+    )

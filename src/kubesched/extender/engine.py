@@ -28,9 +28,6 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from kubesched.api.objects import Node, ObjectMeta, Pod
-from kubesched.errors import InputError
-from kubesched.extender.state import ClusterState
 from kubesched.api.extender_v1 import (
     MAX_EXTENDER_PRIORITY,
     ExtenderArgs,
@@ -45,6 +42,9 @@ from kubesched.api.extender_v1 import (
     RawNodeList,
     WireError,
 )
+from kubesched.api.objects import Node, ObjectMeta, Pod
+from kubesched.errors import InputError
+from kubesched.extender.state import ClusterState
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import NodeSet, NodeTable

@@ -36,8 +36,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from kubesched.extender.engine import EngineError, ExtenderEngine, NotReady
-from kubesched.extender.openapi import DEFAULT_PATHS, openapi_document
 from kubesched.api.extender_v1 import (
     WireError,
     decode_binding_args,
@@ -45,6 +43,8 @@ from kubesched.api.extender_v1 import (
     decode_preemption_args,
     encode,
 )
+from kubesched.extender.engine import EngineError, ExtenderEngine, NotReady
+from kubesched.extender.openapi import DEFAULT_PATHS, openapi_document
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "BackgroundServer", "ExtenderMetrics", "ExtenderServer", "ServerOptions"]
 

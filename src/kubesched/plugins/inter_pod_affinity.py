@@ -205,8 +205,30 @@ def _merged_label_selector(term: PodAffinityTerm, pod_labels: Mapping[str, str])
     )
 
 
+#: Compiled terms by (owner namespace, term spec, owner's values of the keys the term merges), so
+#: the pods of one workload share one AffinityTerm object: counts can then be grouped by term.
+_compiled_terms: dict[tuple[str, bytes, tuple[str | None, ...]], AffinityTerm] = {}
+
+
 def _compile_term(pod: Pod, term: PodAffinityTerm, path: str) -> AffinityTerm:
     """Raises InputError (located under `path`) for an invalid selector."""
+    merged_keys = (*term.match_label_keys, *term.mismatch_label_keys)
+    labels = pod.metadata.labels
+    key = (
+        pod.metadata.namespace,
+        msgspec.json.encode(term),
+        tuple(labels.get(k) for k in merged_keys) if merged_keys else (),
+    )
+    compiled = _compiled_terms.get(key)
+    if compiled is None:
+        compiled = _compile_term_uncached(pod, term, path)
+        if len(_compiled_terms) >= _TERM_CACHE_SIZE:
+            _compiled_terms.clear()
+        _compiled_terms[key] = compiled
+    return compiled
+
+
+def _compile_term_uncached(pod: Pod, term: PodAffinityTerm, path: str) -> AffinityTerm:
     selector = compile_label_selector(
         _merged_label_selector(term, pod.metadata.labels), path=f"{path}.labelSelector"
     )
@@ -336,43 +358,263 @@ def _all_match(terms: Sequence[AffinityTerm], pod: Pod) -> bool:
 # --------------------------------------------------------------------------- counting
 
 
-def _add(counts: Counts, key: str, value: str, delta: int) -> None:
-    """Add `delta` at (key, value), dropping entries that reach 0 so emptiness means "no pod"."""
-    inner = counts.get(key)
-    if inner is None:
-        inner = counts[key] = {}
-    total = inner.get(value, 0) + delta
-    if total == 0:
-        inner.pop(value, None)
-        if not inner:
-            del counts[key]
-    else:
-        inner[value] = total
+class _DomainCounts:
+    """Topology key -> domain (a value of the key) -> amount, as arrays over `table`'s interned values.
+
+    `arrays[key][i]` is the amount of value id `i` of the table's label column; the extra last slot
+    (label missing, id -1) stays 0, so a gather by row ids needs no masking. Values met through
+    `add` on a node outside the table (a node of another snapshot) go to `extra`. An amount of 0
+    means "no pod", as an absent entry did.
+    """
+
+    __slots__ = ("_any", "arrays", "extra", "table")
+
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        self.arrays: dict[str, IntArray] = {}
+        self.extra: dict[str, dict[str, int]] = {}
+        self._any: bool | None = False
+
+    def _array(self, key: str) -> IntArray:
+        arr = self.arrays.get(key)
+        if arr is None:
+            arr = self.arrays[key] = np.zeros(len(self.table.label_column(key).values) + 1, dtype=np.int64)
+        return arr
+
+    def add_rows(self, key: str, per_row: IntArray, factor: int = 1) -> bool:
+        """Add `factor * per_row[r]` to the domain of each row `r` carrying `key` (aligned with the
+        table's rows); True if some row carrying the key had a non-zero amount."""
+        ids = self.table.label_column(key).ids
+        present = ids >= 0
+        amounts = per_row[present]
+        if not amounts.any():
+            return False
+        arr = self._array(key)
+        sums = np.bincount(ids[present], weights=amounts, minlength=len(arr) - 1).astype(np.int64)
+        arr[: len(sums)] += sums * factor if factor != 1 else sums
+        self._any = None
+        return True
+
+    def add(self, key: str, value: str, delta: int) -> None:
+        i = self.table.label_column(key).index.get(value)
+        if i is not None:
+            self._array(key)[i] += delta
+        else:
+            inner = self.extra.setdefault(key, {})
+            total = inner.get(value, 0) + delta
+            if total == 0:
+                inner.pop(value, None)
+                if not inner:
+                    del self.extra[key]
+            else:
+                inner[value] = total
+        self._any = None
+
+    def get(self, key: str, value: str) -> int:
+        arr = self.arrays.get(key)
+        if arr is not None:
+            i = self.table.label_column(key).index.get(value)
+            if i is not None:
+                return int(arr[i])
+        return self.extra.get(key, _NO_COUNTS).get(value, 0)
+
+    def keys(self) -> list[str]:
+        return list(dict.fromkeys((*self.arrays, *self.extra)))
+
+    def any(self) -> bool:
+        """Some domain has a non-zero amount (what a non-empty count map meant)."""
+        if self._any is None:
+            self._any = any(bool(arr.any()) for arr in self.arrays.values()) or bool(self.extra)
+        return self._any
+
+    def amounts(self, nodes: NodeSet, key: str) -> Scores:
+        """The amount of each node's domain for `key` (0 where the node lacks the key)."""
+        col = nodes.table.label_column(key)
+        if nodes.table is self.table:
+            arr = self.arrays.get(key)
+            if arr is None:
+                return np.zeros(len(nodes), dtype=np.int64)
+            gathered: Scores = arr[nodes.gather(col.ids)]
+            return gathered
+        # Another table (a one-node table of a nominated node or a preemption dry run): by value.
+        per_value = np.zeros(len(col.values) + 1, dtype=np.int64)
+        for i, value in enumerate(col.values):
+            per_value[i] = self.get(key, value)
+        out: Scores = per_value[nodes.gather(col.ids)]
+        return out
+
+    def clone(self) -> _DomainCounts:
+        copy = _DomainCounts(self.table)
+        copy.arrays = {k: v.copy() for k, v in self.arrays.items()}
+        copy.extra = {k: dict(v) for k, v in self.extra.items()}
+        copy._any = self._any
+        return copy
 
 
-def _count(counts: Counts, key: str, labels: Mapping[str, str], delta: int) -> None:
+def _count_labels(counts: _DomainCounts, key: str, labels: Mapping[str, str], delta: int) -> None:
     value = labels.get(key)
     if value is not None:
-        _add(counts, key, value, delta)
+        counts.add(key, value, delta)
 
 
-def _domain_amounts(
-    table: NodeTable, key: str, amounts: Mapping[str, int] | None, rows: IndexArray
-) -> Scores:
-    """`amounts[value of key on node]` for each row (0 where the node lacks the key), via domain ids.
+# Kinds of running pods' terms, as they are grouped (see `_TermGroups`).
+_REQUIRED_ANTI: Final = 0
+_REQUIRED_AFFINITY: Final = 1
+_PREFERRED_AFFINITY: Final = 2
+_PREFERRED_ANTI: Final = 3
+#: (kind, weight, term): the pods of one workload carry the same (shared) term objects.
+_GroupKey = tuple[int, int, AffinityTerm]
+#: Term groups whose per-row counts are kept as dense arrays (the others as {row: count}).
+_DENSE_GROUPS: Final = 256
+#: Per-row counters of the incoming pods' terms remembered per table.
+_ROW_COUNTERS: Final = 64
 
-    Only the domains that have an amount are touched in Python; the per-node work is one gather.
+
+class _TermGroup:
+    """How many pods carrying one term run on each row."""
+
+    __slots__ = ("dense", "rows")
+
+    def __init__(self) -> None:
+        self.rows: dict[int, int] = {}
+        self.dense: IntArray | None = None
+
+    def update(self, row: int, delta: int) -> None:
+        total = self.rows.get(row, 0) + delta
+        if total:
+            self.rows[row] = total
+        else:
+            del self.rows[row]
+        if self.dense is not None:
+            self.dense[row] += delta
+
+    def per_row(self, n: int) -> IntArray:
+        if self.dense is not None:
+            return self.dense
+        out = np.zeros(n, dtype=np.int64)
+        if self.rows:
+            out[np.fromiter(self.rows, dtype=np.intp, count=len(self.rows))] = np.fromiter(
+                self.rows.values(), dtype=np.int64, count=len(self.rows)
+            )
+        return out
+
+
+class _TermGroups:
+    """The running pods' own terms on one table, grouped by (kind, weight, term) with per-row pod
+    counts, kept current from the table's pod change log: a cycle visits each distinct term once
+    instead of every pod that carries one.
     """
-    col = table.label_column(key)
-    per_domain = np.zeros(len(col.values) + 1, dtype=np.int64)  # the extra slot: label missing (-1)
-    if amounts:
-        index = col.index
-        for value, amount in amounts.items():
-            j = index.get(value)
-            if j is not None:
-                per_domain[j] = amount
-    gathered: Scores = per_domain[col.ids[rows]]
-    return gathered
+
+    __slots__ = ("_dense", "_position", "_row_keys", "_terms_of", "by_kind", "table")
+
+    def __init__(self, table: NodeTable, terms_of: Any) -> None:
+        self.table = table
+        self._terms_of = terms_of
+        self.by_kind: list[dict[_GroupKey, _TermGroup]] = [{}, {}, {}, {}]
+        self._row_keys: dict[int, dict[_GroupKey, int]] = {}
+        self._dense: OrderedDict[_GroupKey, _TermGroup] = OrderedDict()
+        self._position = table.pod_log_position
+        for row in np.flatnonzero(table.affinity_pods).tolist():
+            self._load_row(row)
+
+    def _load_row(self, row: int) -> None:
+        keys: dict[_GroupKey, int] = {}
+        for pi in self.table.infos[row].pods.values():
+            if not pi.has_affinity:
+                continue
+            terms: PodAffinityTerms = self._terms_of(pi.pod)
+            for t in terms.required_anti_affinity:
+                k: _GroupKey = (_REQUIRED_ANTI, 0, t)
+                keys[k] = keys.get(k, 0) + 1
+            for t in terms.required_affinity:
+                k = (_REQUIRED_AFFINITY, 0, t)
+                keys[k] = keys.get(k, 0) + 1
+            for w, t in terms.preferred_affinity:
+                k = (_PREFERRED_AFFINITY, w, t)
+                keys[k] = keys.get(k, 0) + 1
+            for w, t in terms.preferred_anti_affinity:
+                k = (_PREFERRED_ANTI, w, t)
+                keys[k] = keys.get(k, 0) + 1
+        if keys:
+            self._row_keys[row] = keys
+        for k, n in keys.items():
+            groups = self.by_kind[k[0]]
+            group = groups.get(k)
+            if group is None:
+                group = groups[k] = _TermGroup()
+            group.update(row, n)
+
+    def _unload_row(self, row: int) -> None:
+        for k, n in self._row_keys.pop(row, {}).items():
+            groups = self.by_kind[k[0]]
+            group = groups[k]
+            group.update(row, -n)
+            if not group.rows:
+                del groups[k]
+                self._dense.pop(k, None)
+
+    def sync(self) -> None:
+        table = self.table
+        if self._position == table.pod_log_position:
+            return
+        changes = table.pod_changes(self._position)
+        self._position = table.pod_log_position
+        if changes is None:
+            for row in list(self._row_keys):
+                self._unload_row(row)
+            for row in np.flatnonzero(table.affinity_pods).tolist():
+                self._load_row(row)
+            return
+        for row in {row for row, pi, _ in changes if pi.has_affinity}:
+            self._unload_row(row)
+            self._load_row(row)
+
+    def groups(self, kind: int) -> dict[_GroupKey, _TermGroup]:
+        return self.by_kind[kind]
+
+    def per_row(self, key: _GroupKey, group: _TermGroup) -> IntArray:
+        """The group's counts as an array over the table's rows (kept dense for hot groups)."""
+        if group.dense is None:
+            group.dense = group.per_row(len(self.table))
+            self._dense[key] = group
+            if len(self._dense) > _DENSE_GROUPS:
+                _, cold = self._dense.popitem(last=False)
+                cold.dense = None
+        else:
+            self._dense.move_to_end(key)
+        return group.dense
+
+
+class _TableIndex:
+    """What the plugin remembers about one NodeTable between cycles: per-row counts of the pods
+    matching the incoming pods' terms, and the running pods' terms grouped."""
+
+    __slots__ = ("counters", "groups", "table")
+
+    def __init__(self, table: NodeTable, terms_of: Any) -> None:
+        self.table = table
+        self.counters: OrderedDict[Any, PodRowCounts] = OrderedDict()
+        self.groups = _TermGroups(table, terms_of)
+
+    def matching(self, key: Any, matches: Any) -> IntArray:
+        """Per row, the pods for which `matches(pod)` holds (0 on rows without pods)."""
+        counter = self.counters.get(key)
+        if counter is None:
+
+            def count(info: NodeInfo) -> int:
+                n = 0
+                for pi in info.pods.values():
+                    if matches(pi.pod):
+                        n += 1
+                return n
+
+            counter = self.counters[key] = PodRowCounts(self.table, count)
+            if len(self.counters) > _ROW_COUNTERS:
+                self.counters.popitem(last=False)
+        else:
+            self.counters.move_to_end(key)
+        occupied = self.table.pod_count > 0
+        return np.where(occupied, counter.current(occupied), 0)
 
 
 @dataclass(slots=True)
@@ -386,9 +628,9 @@ class _PreFilterState:
     pod: Pod
     terms: PodAffinityTerms
     ns_labels: Mapping[str, str]
-    affinity: Counts
-    anti_affinity: Counts
-    existing_anti_affinity: Counts
+    affinity: _DomainCounts
+    anti_affinity: _DomainCounts
+    existing_anti_affinity: _DomainCounts
     #: The pod matches all its own required affinity terms (it may start a self-affine group).
     self_affine: bool
 
@@ -397,23 +639,28 @@ class _PreFilterState:
             self.pod,
             self.terms,
             self.ns_labels,
-            {k: dict(v) for k, v in self.affinity.items()},
-            {k: dict(v) for k, v in self.anti_affinity.items()},
-            {k: dict(v) for k, v in self.existing_anti_affinity.items()},
+            self.affinity.clone(),
+            self.anti_affinity.clone(),
+            self.existing_anti_affinity.clone(),
             self.self_affine,
         )
 
     @property
     def relevant(self) -> bool:
         """False when Filter could reject nothing (upstream's PreFilter Skip)."""
-        return bool(self.existing_anti_affinity) or self.terms.has_required
+        return self.existing_anti_affinity.any() or self.terms.has_required
 
 
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
-    """Topology key -> domain -> summed weight; every node in a domain scores that domain's sum."""
+    """Topology key -> domain -> summed weight; every node in a domain scores that domain's sum.
 
-    topology_score: Counts
+    `touched`: some term matched a pod on a node carrying its key (even if the sums cancel out);
+    without that the plugin has nothing to say (Skip).
+    """
+
+    topology_score: _DomainCounts
+    touched: bool
 
     def clone(self) -> _PreScoreState:
         return self

@@ -39,9 +39,6 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 import numpy as np
 
-from kubesched.api.objects import Node, Pod
-from kubesched.config.types import Extender as ExtenderConfig
-from kubesched.config.types import ExtenderTLSConfig
 from kubesched.api.extender_v1 import (
     ExtenderArgs,
     ExtenderBindingArgs,
@@ -57,6 +54,9 @@ from kubesched.api.extender_v1 import (
     decode_preemption_result,
     encode,
 )
+from kubesched.api.objects import Node, Pod
+from kubesched.config.types import Extender as ExtenderConfig
+from kubesched.config.types import ExtenderTLSConfig
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE, Diagnosis

@@ -12,7 +12,6 @@ import json
 import msgspec
 import pytest
 
-from kubesched.api.objects import Node, Pod
 from kubesched.api import extender_v1 as wire
 from kubesched.api.extender_v1 import (
     ExtenderArgs,
@@ -29,6 +28,7 @@ from kubesched.api.extender_v1 import (
     Victims,
     WireError,
 )
+from kubesched.api.objects import Node, Pod
 
 POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u-p"}, "spec": {"containers": [{"name": "c"}]}}
 NODE = {"metadata": {"name": "n1", "labels": {"zone": "a"}}, "status": {"allocatable": {"cpu": "2"}}}
