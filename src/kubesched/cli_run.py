@@ -1,7 +1,8 @@
 """`kubesched run --config FILE [--kubeconfig PATH] [--listen ADDR]`: schedule pods in a real cluster.
 
 The composition root of live mode: config -> API clients -> LiveCluster (informers, scheduling loop,
-binding pool) -> leader election -> health/metrics server, and an orderly shutdown.
+binding pool, the config's HTTP extenders) -> leader election -> health/metrics server, and an
+orderly shutdown.
 
 Where the cluster is: `--kubeconfig`, else the config's `clientConnection.kubeconfig`, else the
 in-cluster service account when `KUBERNETES_SERVICE_HOST` is set, else `$KUBECONFIG` /
@@ -191,6 +192,11 @@ class _Runner:
                 raise InputError(str(exc), source="--listen") from None
             names = ", ".join(sorted(self.cluster.profile_names))
             log.info("serving /healthz /livez /readyz /metrics on %s; profiles: %s", self.server.url, names)
+            if self.cluster.extenders is not None:
+                # The config's extenders are called from every scheduling cycle: say which, so a slow
+                # or failing extender in the logs can be traced back to the config.
+                urls = ", ".join(e.name for e in self.cluster.extenders.extenders)
+                log.info("calling extenders: %s", urls)
             if self._start_informers() and self._wait_for_sync():
                 self.cluster.start_loop()
                 self._lead()

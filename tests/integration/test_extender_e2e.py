@@ -208,7 +208,6 @@ def test_kubesched_live_scheduler_calls_an_extender_process(
     from kubesched.cluster.kube.live import LiveCluster, LiveOptions
     from kubesched.config import decode_config
     from kubesched.plugins import default_registry
-    from kubesched.scheduler.extenders import Extenders
 
     run, allowed, _ = nodes
     extender = ExtenderProcess(control_plane.workdir, kubeconfig=control_plane.kubeconfig_path)
@@ -234,8 +233,7 @@ extenders:
     cfg = decode_config(text, "sched.yaml", registry)
     client = KubeClient.from_kubeconfig(str(control_plane.kubeconfig_path), qps=0, burst=1)
     cluster = LiveCluster(cfg, registry, client, options=LiveOptions(kinds=()))
-    # `kubesched run` does not pass the config's extenders to its Scheduler yet; wire them by hand.
-    cluster.scheduler.extenders = Extenders.from_config(cfg.extenders)
+    assert cluster.scheduler.extenders is not None  # the live cluster wires the config's extenders
     try:
         cluster.start_informers()
         assert cluster.wait_for_sync(60)
@@ -262,8 +260,6 @@ extenders:
         assert f"2 node(s) had label {FORBIDDEN}=yes" in note
         assert extender.metric('kubesched_extender_requests_total{code="200",verb="prioritize"}') >= 1
     finally:
-        cluster.stop()
-        assert cluster.scheduler.extenders is not None
-        cluster.scheduler.extenders.close()
+        cluster.stop()  # closes the extender clients after in-flight binds
         client.close()
         extender.stop()

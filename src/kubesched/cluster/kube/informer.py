@@ -82,7 +82,8 @@ class ResourceKind:
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 #: Every kind the live scheduler watches, by `kind`. Pods and Nodes drive scheduling; the others feed
-#: `Handle.lister(kind)` for plugins (volumes, spreading, disruption budgets, namespaces, priorities).
+#: `Handle.lister(kind)` for plugins (volumes, spreading, disruption budgets, namespaces, priorities,
+#: gangs). Kinds the server does not serve (a CRD not installed) are skipped by `LiveCluster.discover`.
 KINDS: dict[str, ResourceKind] = {
     rk.kind: rk
     for rk in (
@@ -99,6 +100,8 @@ KINDS: dict[str, ResourceKind] = {
         ResourceKind("ReplicaSet", "apps", "v1", "replicasets", k8s.ReplicaSet),
         ResourceKind("StatefulSet", "apps", "v1", "statefulsets", k8s.StatefulSet),
         ResourceKind("ReplicationController", "", "v1", "replicationcontrollers", k8s.ReplicationController),
+        # scheduler-plugins' CRD, for Coscheduling; not the native `scheduling.k8s.io` PodGroup.
+        ResourceKind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", k8s.PodGroup),
     )
 }
 

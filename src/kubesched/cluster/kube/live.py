@@ -5,8 +5,11 @@ It is three things at once:
 * the `ClusterPort` the core sends decisions to (binds, Events, status patches, evictions,
   listers), mirroring `cluster.memory.MemoryCluster`;
 * the owner of the informers that feed the core (Pods, Nodes, and every other kind plugins list,
-  skipping kinds the server does not serve);
-* the scheduling loop, with binding cycles on a thread pool.
+  skipping kinds the server does not serve, such as the PodGroup CRD of a cluster without
+  scheduler-plugins);
+* the scheduling loop, with binding cycles on a thread pool;
+* the owner of the config's HTTP extenders (`extenders:`), called from the core exactly as in
+  `kubesched simulate`.
 
 Concurrency model (one rule): **all scheduler state is guarded by one lock, `StateLock`**, and
 everything that touches the `Scheduler` holds it:
@@ -19,6 +22,11 @@ everything that touches the `Scheduler` holds it:
   the loop keeps scheduling. The core is written for this: before the POST the pod is assumed in the
   cache and done in the queue, so anything that happens meanwhile (its own watch event, a delete)
   sees a consistent state.
+
+Extenders: filter and prioritize are part of the scheduling cycle, so they run under the lock like
+every other step of it (the cycle is serial, as upstream's is; `httpTimeout` bounds each call). A
+`bindVerb` extender binds in the binding cycle instead of the POST above, and like it lets go of
+the lock for the HTTP call.
 
 The lock is FIFO (a waiting binder is not starved by the loop re-taking the lock at once, which a
 plain `threading.Lock` allows) and knows its owner (so `bind` can tell it is held). Events, status
@@ -51,11 +59,14 @@ from kubesched.cluster.kube.events import EventRecorder
 from kubesched.cluster.kube.informer import KINDS, ApiListWatch, Informer, ListWatch, ResourceKind
 from kubesched.cluster.kube.status import PodStatusWriter
 from kubesched.cluster.kube.workers import AsyncCalls
+from kubesched.config.types import Extender as ExtenderConfig
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.errors import InputError
 from kubesched.framework.events import ActionType, ClusterEvent, Resource
 from kubesched.framework.registry import Registry
+from kubesched.framework.status import Status
 from kubesched.scheduler.clock import Clock, RealClock
+from kubesched.scheduler.extenders import Extenders, HTTPExtender
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler
 
@@ -69,7 +80,13 @@ _EVENT_RESOURCES: dict[str, Resource] = {
     "PersistentVolumeClaim": Resource.PERSISTENT_VOLUME_CLAIM,
     "StorageClass": Resource.STORAGE_CLASS,
     "CSINode": Resource.CSI_NODE,
+    # scheduler-plugins' PodGroup: a new or resized group can complete a gang Coscheduling turned away.
+    "PodGroup": Resource.POD_GROUP,
 }
+#: Optional kinds served by a CRD, which a cluster may install after the scheduler's RBAC was written.
+#: A LIST we are forbidden to make would keep the informer, and so the scheduler, unsynced forever;
+#: such a kind is skipped with a warning naming the missing permission instead.
+_SKIP_IF_FORBIDDEN = frozenset({"PodGroup"})
 #: Kinds without which there is nothing to schedule.
 _REQUIRED_KINDS = ("Node", "Pod")
 #: Pods parked longer than upstream's 5 minutes are retried; checked this often (upstream: 30 s).
@@ -191,6 +208,24 @@ class _PodIdentity(msgspec.Struct, kw_only=True, frozen=True):
     spec: _PodIdentitySpec = _PodIdentitySpec()
 
 
+class _LiveExtenders(Extenders):
+    """The config's extenders, with binding done outside the state lock.
+
+    A `bindVerb` extender's bind is a blocking HTTP call made from the binding cycle, which runs
+    holding the state lock; stepping out for it keeps binds in flight in parallel and the loop
+    scheduling meanwhile, just as `LiveCluster.bind` does for the API server's POST. Nothing is
+    applied after the bind (`after_bind` unset): the pod's watch event reports it.
+    """
+
+    def __init__(self, configs: list[ExtenderConfig], lock: StateLock) -> None:
+        super().__init__([HTTPExtender(c) for c in configs])
+        self._state_lock = lock
+
+    def bind(self, pod: Pod, node: str) -> Status | None:
+        with self._state_lock.released():
+            return super().bind(pod, node)
+
+
 class LiveCluster:
     """ClusterPort over the API server, informers, and the scheduling loop (see module docstring)."""
 
@@ -217,6 +252,10 @@ class LiveCluster:
         self._clock = clock or RealClock()
         profiles = profiles_from_config(config, registry)
         self.profile_names = frozenset(p.scheduler_name for p in profiles)
+        #: The config's HTTP extenders (None when it lists none); closed by `stop()`.
+        self.extenders: Extenders | None = (
+            _LiveExtenders(list(config.extenders), self._lock) if config.extenders else None
+        )
         self.scheduler = Scheduler(
             profiles,
             registry,
@@ -225,6 +264,7 @@ class LiveCluster:
             options_from_config(config),
             observer=self._observe,
             run_binding=self._run_binding,
+            extenders=self.extenders,
         )
         if metrics is not None:
             for fwk in self.scheduler.frameworks.values():
@@ -315,12 +355,33 @@ class LiveCluster:
                 served[rk.group_version] = self.client.served_resources(rk.group_version)
             resources = served[rk.group_version]
             if resources is not None and rk.plural in resources:
+                if name in _SKIP_IF_FORBIDDEN and self._forbidden(rk):
+                    continue
                 kinds.append(rk)
             elif name in _REQUIRED_KINDS:
                 raise ApiError(404, "NotFound", f"the server does not serve {rk.path}")
             else:
                 log.info("not watching %s: the server does not serve %s", name, rk.path)
         return kinds
+
+    def _forbidden(self, rk: ResourceKind) -> bool:
+        """True (and a warning) when we may not list `rk`; see `_SKIP_IF_FORBIDDEN`."""
+        try:
+            self.client.get(rk.path, {"limit": 1})
+        except ApiError as exc:
+            if exc.code != 403:
+                raise
+            log.warning(
+                "not watching %s: listing %s is forbidden (%s); grant get/list/watch on %s in API group %s "
+                "for the scheduler's service account",
+                rk.kind,
+                rk.path,
+                exc.message,
+                rk.plural,
+                rk.group,
+            )
+            return True
+        return False
 
     def start_informers(self, kinds: list[ResourceKind] | None = None) -> None:
         for rk in kinds if kinds is not None else self.discover():
@@ -559,6 +620,8 @@ class LiveCluster:
         if self._loop_thread is not None:
             self._loop_thread.join(timeout)
         self._bind_pool.shutdown(wait=True)
+        if self.extenders is not None:
+            self.extenders.close()  # after the binds: a bindVerb extender may still be answering
         self._event_calls.stop(min(timeout, 5.0))
         self._status_calls.stop(min(timeout, 5.0))
         for informer in self.informers.values():

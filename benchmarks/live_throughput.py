@@ -1,0 +1,585 @@
+"""Live scheduling throughput on a real kube-apiserver: raw bind rate, upstream kube-scheduler, kubesched.
+
+One control plane (etcd + kube-apiserver from `kubesched.testing.controlplane`, which always starts the
+API server with the benchmark flags: APF off, no max-inflight limits, etcd without fsync on tmpfs) serves
+the whole run, so the three figures for a node count are measured against the same server and are
+comparable. For each node count (fake Ready nodes shaped as scheduler_perf's `node-default.yaml`: 4 cpu,
+32Gi, 110 pods; created incrementally, 1000 then 4000 more) three phases run, each in its own fresh
+namespace, and its pods are deleted before the next phase starts:
+
+raw
+    Pods pre-created, then bound by this process with a tight loop of `POST pods/{name}/binding` from
+    threads, each with its own keep-alive HTTPS connection and pre-encoded bodies. A short sweep over
+    thread counts first picks the concurrency that binds fastest (more threads stop helping once the
+    API server or this process's GIL is saturated); the full-size runs then use it, and the best
+    of them is the figure. Each is timed from the first request sent to the last answer received.
+    This is the ceiling any scheduler can reach through this API server on this machine; the CPU
+    seconds of this client and of kube-apiserver + etcd during the run show which side limited it.
+upstream
+    The kube-scheduler binary built by the project (`ControlPlane.start_kube_scheduler`) with
+    `clientConnection.qps: 5000, burst: 10000` and `leaderElect: false`, default profile.
+kubesched
+    `kubesched run` as a subprocess (the way a user starts it) with the same client limits and
+    `leaderElect: false`, one profile with the default plugins.
+
+For both schedulers the N pending pods (scheduler_perf's SchedulingBasic shape: one pause container
+requesting 100m cpu and 500Mi memory) exist before the scheduler starts, and a watch on the namespace
+records when each pod's `spec.nodeName` appears: pods/s is N / (last bind - first bind), so start-up and
+informer sync are not counted (scheduler_perf leaves them out too). Peak RSS of each scheduler is its
+`VmHWM` from `/proc/<pid>/status`, read just before it is stopped; its CPU seconds (start-up included)
+and the API server's + etcd's over the phase are reported too, with the load average: on a shared
+two-core machine rates move with whatever else runs, CPU seconds much less.
+
+Output: one JSON object per line for every figure, the ratios for each node count, and a final summary
+object. Every process is started by this script and stopped by pid on the way out, even on failure.
+
+    python benchmarks/live_throughput.py [--nodes 1000 5000] [--pods 2000 3000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import itertools
+import json
+import os
+import socket
+import ssl
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from kubesched.cluster.kube.client import ApiError as KubeApiError
+from kubesched.cluster.kube.client import KubeClient
+from kubesched.testing.controlplane import ControlPlane, ManagedProcess
+from kubesched.testing.fake_nodes import ApiClient, create_fake_nodes, create_namespace, pod_manifest
+
+#: scheduler_perf's pod-default.yaml requests.
+POD_CPU = "100m"
+POD_MEMORY = "500Mi"
+#: Client limits for both schedulers (the issue's figures).
+QPS = 5000
+BURST = 10000
+#: Concurrency levels tried for the raw bind rate, and pods bound per try.
+RAW_SWEEP = (4, 8, 16, 32, 64)
+RAW_SWEEP_PODS = 1000
+#: Full-size raw runs at the chosen concurrency; the best is the figure (a ceiling is the best seen).
+RAW_REPEATS = 2
+#: Threads creating pods (a few keep-alive connections keep the API server busy without thrashing).
+CREATE_THREADS = 8
+#: Upper bounds, so a stuck scheduler ends the phase instead of the run hanging.
+PHASE_TIMEOUT = 240.0
+READY_TIMEOUT = 90.0
+DELETE_TIMEOUT = 120.0
+
+KUBESCHED_CONFIG = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {{qps: {qps}, burst: {burst}}}
+leaderElection: {{leaderElect: false}}
+profiles:
+- schedulerName: {name}
+"""
+
+
+def emit(obj: dict[str, Any]) -> None:
+    """One figure per line on stdout, flushed at once so a long run shows progress."""
+    print(json.dumps(obj), flush=True)
+
+
+def note(message: str) -> None:
+    """Progress for the person watching, on stderr so stdout stays pure JSON lines."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def peak_rss_mib(pid: int) -> float | None:
+    """`VmHWM` (the resident-set high-water mark) of a live process, in MiB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a live process (all its threads), from `/proc/<pid>/stat`.
+
+    On a shared two-core machine the rates move with whatever else runs; CPU seconds per pod do
+    much less, so they are reported next to each rate.
+    """
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def load_average() -> float:
+    """The 1-minute load average: how busy the machine was (other work skews every figure)."""
+    return round(os.getloadavg()[0], 2)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# --------------------------------------------------------------------------- pods
+
+
+def create_pods(api: ApiClient, namespace: str, count: int, scheduler: str) -> list[str]:
+    """`count` SchedulingBasic pods, named `pod-00000`...; pending, for `scheduler`."""
+    names = [f"pod-{i:05d}" for i in range(count)]
+
+    def make(name: str) -> None:
+        manifest = pod_manifest(
+            name, namespace=namespace, cpu=POD_CPU, memory=POD_MEMORY, scheduler_name=scheduler
+        )
+        api.post(f"/api/v1/namespaces/{namespace}/pods", manifest)
+
+    with ThreadPoolExecutor(CREATE_THREADS, thread_name_prefix="create") as pool:
+        for _ in pool.map(make, names):
+            pass  # re-raises the first failure
+    return names
+
+
+def delete_pods(api: ApiClient, namespace: str) -> None:
+    """Delete the namespace's pods at once (grace 0: no kubelet would ever confirm) and wait for it.
+
+    No namespace controller runs, so deleting the namespace would leave its pods; a deletecollection
+    removes them, bound or not, and the next phase starts with an empty pod cache.
+    """
+    api.request(
+        "DELETE",
+        f"/api/v1/namespaces/{namespace}/pods",
+        {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+    )
+    deadline = time.monotonic() + DELETE_TIMEOUT
+    while api.get(f"/api/v1/namespaces/{namespace}/pods", limit=1).get("items"):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"pods of {namespace} still there after {DELETE_TIMEOUT:.0f} s")
+        time.sleep(0.2)
+
+
+# --------------------------------------------------------------------------- raw binds
+
+
+class RawBinder:
+    """POST Bindings as fast as this process can: per-thread keep-alive connections, bodies pre-encoded.
+
+    Deliberately not `KubeClient`: no rate limiter, no model layer, nothing but the request, so the
+    figure is the API server's (plus the unavoidable cost of a Python HTTPS client).
+    """
+
+    def __init__(self, cp: ControlPlane) -> None:
+        host, _, port = cp.server.removeprefix("https://").partition(":")
+        self.host, self.port = host, int(port)
+        self.context = ssl.create_default_context(cafile=str(cp.ca_file))
+        self.headers = {
+            "Authorization": f"Bearer {cp.token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+
+    def bind_all(self, namespace: str, pods: Sequence[str], nodes: Sequence[str], threads: int) -> float:
+        """Bind each pod (nodes round-robin) from `threads` threads; seconds from first send to last reply."""
+        requests = [
+            (
+                f"/api/v1/namespaces/{namespace}/pods/{pod}/binding",
+                msgspec.json.encode(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Binding",
+                        "metadata": {"name": pod, "namespace": namespace},
+                        "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[i % len(nodes)]},
+                    }
+                ),
+            )
+            for i, pod in enumerate(pods)
+        ]
+        connections = [
+            http.client.HTTPSConnection(self.host, self.port, timeout=60, context=self.context)
+            for _ in range(threads)
+        ]
+        for conn in connections:  # handshakes before the clock starts: a scheduler's are done too
+            conn.connect()
+        counter = itertools.count()  # next() is atomic under the GIL: a lock-free work queue
+        errors: list[str] = []
+        go = threading.Barrier(threads + 1)
+
+        def work(conn: http.client.HTTPSConnection) -> None:
+            go.wait()
+            while not errors:
+                i = next(counter)
+                if i >= len(requests):
+                    return
+                path, body = requests[i]
+                conn.request("POST", path, body=body, headers=self.headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                if resp.status != 201:
+                    errors.append(f"{path}: HTTP {resp.status}: {data[:300]!r}")
+
+        workers = [threading.Thread(target=work, args=(c,), name=f"raw-bind-{i}") for i, c in
+                   enumerate(connections)]  # fmt: skip
+        for t in workers:
+            t.start()
+        go.wait()
+        started = time.perf_counter()
+        for t in workers:
+            t.join()
+        elapsed = time.perf_counter() - started
+        for conn in connections:
+            conn.close()
+        if errors:
+            raise RuntimeError(f"raw bind failed: {errors[0]}")
+        return elapsed
+
+
+# --------------------------------------------------------------------------- bind watcher
+
+
+class _Spec(msgspec.Struct):
+    nodeName: str = ""  # noqa: N815 - the wire name
+
+
+class _Meta(msgspec.Struct):
+    name: str = ""
+
+
+class _Pod(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    spec: _Spec = msgspec.field(default_factory=_Spec)
+
+
+class _Event(msgspec.Struct):
+    type: str
+    object: _Pod
+
+
+_event_decoder = msgspec.json.Decoder(_Event)
+
+
+@dataclass
+class BindWatch:
+    """Watch one namespace from a resourceVersion and note when each pod's nodeName first appears.
+
+    Decodes only name and nodeName, so following thousands of binds a second costs this process
+    little CPU (it shares the two cores with the servers and the scheduler being measured).
+    """
+
+    client: KubeClient
+    namespace: str
+    expected: int
+    resource_version: str
+    bound_at: dict[str, float] = field(default_factory=dict)
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    _close: Callable[[], None] | None = None
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="bind-watch", daemon=True)
+        self._thread.start()
+
+    def _remember_close(self, close: Callable[[], None]) -> None:
+        self._close = close
+
+    def _run(self) -> None:
+        try:
+            params: dict[str, str | int] = {
+                "watch": "true",
+                "resourceVersion": self.resource_version,
+                "timeoutSeconds": int(PHASE_TIMEOUT + READY_TIMEOUT),
+            }
+            path = f"/api/v1/namespaces/{self.namespace}/pods"
+            with self.client.stream_lines(
+                path, params, read_timeout=PHASE_TIMEOUT + READY_TIMEOUT, on_open=self._remember_close
+            ) as lines:
+                for line in lines:
+                    now = time.perf_counter()
+                    event = _event_decoder.decode(line)
+                    pod = event.object
+                    if pod.spec.nodeName and pod.metadata.name not in self.bound_at:
+                        self.bound_at[pod.metadata.name] = now
+                        if len(self.bound_at) >= self.expected:
+                            return
+        except BaseException as exc:  # reported by wait(); a closed stream on stop is expected
+            if not self.done.is_set():
+                self.error = exc
+        finally:
+            self.done.set()
+
+    def wait(self, timeout: float, alive: Callable[[], bool]) -> bool:
+        """True once every pod was seen bound; False on timeout or when `alive()` turns false."""
+        deadline = time.monotonic() + timeout
+        while not self.done.wait(0.5):
+            if time.monotonic() > deadline or not alive():
+                break
+        if self.error is not None:
+            raise RuntimeError(f"bind watch failed: {self.error}") from self.error
+        return len(self.bound_at) >= self.expected
+
+    def stop(self) -> None:
+        if not self.done.is_set():
+            self.done.set()
+            close = self._close
+            if close is not None:
+                with contextlib.suppress(Exception):  # closing from another thread is best effort
+                    close()
+        if self._thread is not None:
+            self._thread.join(10)
+
+
+def current_resource_version(api: ApiClient, namespace: str) -> str:
+    page = api.get(f"/api/v1/namespaces/{namespace}/pods", limit=1)
+    return str((page.get("metadata") or {}).get("resourceVersion") or "")
+
+
+# --------------------------------------------------------------------------- schedulers
+
+
+class KubeschedProcess:
+    """`kubesched run` as a subprocess with the benchmark's client limits; stopped by pid."""
+
+    def __init__(self, cp: ControlPlane, name: str) -> None:
+        self.port = free_port()
+        config = cp.workdir / f"kubesched-bench-{self.port}.yaml"
+        config.write_text(KUBESCHED_CONFIG.format(qps=QPS, burst=BURST, name=name))
+        args = [
+            sys.executable, "-m", "kubesched.cli", "run",
+            "--config", str(config),
+            "--kubeconfig", str(cp.kubeconfig_path),
+            "--listen", f"127.0.0.1:{self.port}",
+        ]  # fmt: skip
+        self.proc = ManagedProcess(
+            f"kubesched-{self.port}", args, cp.workdir / "logs" / f"kubesched-{self.port}.log", port=self.port
+        )
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if not self.proc.alive():
+                raise RuntimeError(f"kubesched exited:\n{self.proc.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"kubesched not ready after {READY_TIMEOUT:.0f} s:\n{self.proc.log_tail()}")
+
+
+@dataclass
+class Bench:
+    cp: ControlPlane
+    api: ApiClient
+    watch_client: KubeClient
+    raw: RawBinder
+    seq: itertools.count[int] = field(default_factory=itertools.count)
+
+    def namespace(self, phase: str, nodes: int) -> str:
+        name = f"bench-{nodes}-{phase}-{next(self.seq)}"
+        create_namespace(self.api, name)
+        return name
+
+    # ---- (a) raw
+
+    def raw_phase(self, nodes: list[str], pods: int) -> dict[str, Any]:
+        sweep: dict[str, float] = {}
+        for threads in RAW_SWEEP:
+            ns = self.namespace("raw-sweep", len(nodes))
+            names = create_pods(self.api, ns, RAW_SWEEP_PODS, "no-scheduler")
+            seconds = self.raw.bind_all(ns, names, nodes, threads)
+            sweep[str(threads)] = round(RAW_SWEEP_PODS / seconds, 1)
+            delete_pods(self.api, ns)
+        best = max(RAW_SWEEP, key=lambda t: sweep[str(t)])
+        note(f"raw sweep at {len(nodes)} nodes (threads -> binds/s): {sweep}; using {best}")
+        runs: list[tuple[float, float, float]] = []  # seconds, client CPU, API server + etcd CPU
+        for _ in range(RAW_REPEATS):
+            ns = self.namespace("raw", len(nodes))
+            names = create_pods(self.api, ns, pods, "no-scheduler")
+            client0, server0 = time.process_time(), self.server_cpu()
+            seconds = self.raw.bind_all(ns, names, nodes, best)
+            runs.append((seconds, time.process_time() - client0, self.server_cpu() - server0))
+            delete_pods(self.api, ns)
+        seconds, client_cpu, server_cpu = min(runs)
+        return {
+            "phase": "raw",
+            "nodes": len(nodes),
+            "pods": pods,
+            "seconds": round(seconds, 3),
+            "pods_per_second": round(pods / seconds, 1),
+            "threads": best,
+            "runs_pods_per_second": [round(pods / r[0], 1) for r in runs],
+            "sweep_binds_per_second": sweep,
+            # Who was busy during the best run: this client, or the API server and etcd.
+            "client_cpu_seconds": round(client_cpu, 2),
+            "apiserver_etcd_cpu_seconds": round(server_cpu, 2),
+            "load_average_1m": load_average(),
+        }
+
+    def server_cpu(self) -> float:
+        """CPU seconds used so far by kube-apiserver and etcd together."""
+        total = 0.0
+        for proc in (self.cp.apiserver, self.cp.etcd):
+            used = cpu_seconds(proc.pid) if proc is not None else None
+            total += used or 0.0
+        return total
+
+    # ---- (b) and (c)
+
+    def scheduler_phase(self, phase: str, nodes: int, pods: int) -> dict[str, Any]:
+        scheduler_name = "default-scheduler" if phase == "upstream" else "kubesched"
+        ns = self.namespace(phase, nodes)
+        create_pods(self.api, ns, pods, scheduler_name)
+        watch = BindWatch(self.watch_client, ns, pods, current_resource_version(self.api, ns))
+        watch.start()
+        started = time.perf_counter()
+        server0 = self.server_cpu()
+        proc: ManagedProcess | None = None
+        try:
+            if phase == "upstream":
+                proc = self.cp.start_kube_scheduler(
+                    {
+                        "clientConnection": {"qps": QPS, "burst": BURST},
+                        "leaderElection": {"leaderElect": False},
+                        "profiles": [{"schedulerName": scheduler_name}],
+                    }
+                )
+            else:
+                kubesched = KubeschedProcess(self.cp, scheduler_name)
+                proc = kubesched.proc
+                kubesched.wait_ready()
+            complete = watch.wait(PHASE_TIMEOUT, proc.alive)
+            server_cpu = self.server_cpu() - server0
+            rss = peak_rss_mib(proc.pid)
+            cpu = cpu_seconds(proc.pid)
+            if not proc.alive():
+                raise RuntimeError(f"{phase} scheduler exited:\n{proc.log_tail()}")
+        finally:
+            if proc is not None:
+                proc.stop()
+            watch.stop()
+        times = sorted(watch.bound_at.values())
+        bound = len(times)
+        span = times[-1] - times[0] if bound > 1 else 0.0
+        delete_pods(self.api, ns)
+        return {
+            "phase": phase,
+            "nodes": nodes,
+            "pods": pods,
+            "bound": bound,
+            "complete": complete,
+            "seconds": round(span, 3),
+            "pods_per_second": round(bound / span, 1) if span > 0 else None,
+            "start_to_first_bind_seconds": round(times[0] - started, 2) if times else None,
+            "peak_rss_mib": rss,
+            # From process start to stop: informer lists and start-up included.
+            "scheduler_cpu_seconds": round(cpu, 2) if cpu is not None else None,
+            "apiserver_etcd_cpu_seconds": round(server_cpu, 2),
+            "load_average_1m": load_average(),
+        }
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a and b else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000], help="node counts, ascending")
+    parser.add_argument("--pods", type=int, nargs="+", default=[2000, 3000], help="pods per phase, per count")
+    parser.add_argument(
+        "--keep-workdir", action="store_true", help="keep the control plane's dir (every process's log)"
+    )
+    parser.add_argument(
+        "--phases",
+        nargs="+",
+        default=["raw", "upstream", "kubesched"],
+        choices=["raw", "upstream", "kubesched"],
+    )
+    args = parser.parse_args(argv)
+    if len(args.pods) != len(args.nodes) or args.nodes != sorted(args.nodes):
+        parser.error("give one --pods value per --nodes value, node counts ascending")
+
+    run_started = time.monotonic()
+    figures: list[dict[str, Any]] = []
+    ratios: list[dict[str, Any]] = []
+    with ControlPlane(keep_workdir=args.keep_workdir) as cp:
+        startup = ", ".join(f"{k} {v:.1f} s" for k, v in cp.startup_seconds.items())
+        note(f"control plane ready: {cp.server} ({startup}); logs in {cp.workdir / 'logs'}")
+        with (
+            ApiClient.for_control_plane(cp) as api,
+            KubeClient.from_kubeconfig(
+                str(cp.kubeconfig_path), qps=0, burst=1, name="bench-watch"
+            ) as watcher,
+        ):
+            bench = Bench(cp, api, watcher, RawBinder(cp))
+            node_names: list[str] = []
+            for count, pods in zip(args.nodes, args.pods, strict=True):
+                t0 = time.monotonic()
+                node_names += create_fake_nodes(
+                    api, count - len(node_names), start=len(node_names), concurrency=8
+                )
+                note(f"{count} nodes ready ({time.monotonic() - t0:.1f} s to add them)")
+                by_phase: dict[str, float | None] = {}
+                for phase in args.phases:
+                    note(f"{phase}: {pods} pods on {count} nodes")
+                    if phase == "raw":
+                        figure = bench.raw_phase(node_names, pods)
+                    else:
+                        figure = bench.scheduler_phase(phase, count, pods)
+                    figures.append(figure)
+                    by_phase[phase] = figure["pods_per_second"]
+                    emit(figure)
+                entry = {
+                    "ratios": True,
+                    "nodes": count,
+                    "kubesched_over_upstream": ratio(by_phase.get("kubesched"), by_phase.get("upstream")),
+                    "kubesched_over_raw": ratio(by_phase.get("kubesched"), by_phase.get("raw")),
+                    "upstream_over_raw": ratio(by_phase.get("upstream"), by_phase.get("raw")),
+                }
+                ratios.append(entry)
+                emit(entry)
+    emit(
+        {
+            "summary": "live_throughput",
+            "cores": os.cpu_count(),
+            "load_average_1m_at_end": load_average(),
+            "wall_seconds": round(time.monotonic() - run_started, 1),
+            "pod_shape": {"cpu": POD_CPU, "memory": POD_MEMORY, "image": "pause"},
+            "client": {"qps": QPS, "burst": BURST},
+            "pods_per_second": {f"{f['phase']}@{f['nodes']}": f["pods_per_second"] for f in figures},
+            "peak_rss_mib": {
+                f"{f['phase']}@{f['nodes']}": f["peak_rss_mib"] for f in figures if "peak_rss_mib" in f
+            },
+            "ratios": ratios,
+            "targets": {"kubesched_over_upstream": ">= 1.0", "kubesched_over_raw": ">= 0.8"},
+        }
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        raise SystemExit(main())
+    except KubeApiError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
