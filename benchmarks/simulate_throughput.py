@@ -91,17 +91,32 @@ QUICK = (
 
 
 def cluster(case: Case) -> LoadedObjects:
+    """Nodes in 3 zones, `init` running pods, `pods` pending pods of the workload's shape.
+
+    As in scheduler_perf, the anti-affinity workload's running pods carry the same anti-affinity, so
+    every pod competes for the nodes the others leave free.
+    """
     nodes = [
-        make_node(
-            f"node-{i}", cpu="4", memory="32Gi", pods=110, labels={"topology.kubernetes.io/zone": f"z{i % 3}"}
-        )
+        make_node(f"node-{i}", cpu="4", memory="32Gi", pods=110, labels={ZONE: f"zone-{i % 3}"})
         for i in range(case.nodes)
     ]
+    labels, spec = SHAPES[case.workload]
+    init_labels, init_spec = (labels, spec) if case.workload == "SchedulingPodAntiAffinity" else ({}, {})
     init = [
-        make_pod(f"init-{i}", cpu="100m", memory="500Mi", node_name=f"node-{i % case.nodes}")
+        make_pod(
+            f"init-{i}",
+            namespace="default",
+            cpu="100m",
+            memory="500Mi",
+            node_name=f"node-{i % case.nodes}",
+            labels=init_labels,
+            spec=init_spec,
+        )
         for i in range(case.init)
     ]
-    pending = [make_pod(f"pod-{i}", cpu="100m", memory="500Mi") for i in range(case.pods)]
+    pending = [
+        make_pod(f"pod-{i}", cpu="100m", memory="500Mi", labels=labels, spec=spec) for i in range(case.pods)
+    ]
     return LoadedObjects(nodes=nodes, pods=init + pending)
 
 

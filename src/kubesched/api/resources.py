@@ -121,6 +121,38 @@ def _aggregate(pod: Pod, non_missing: bool) -> Nanos:
     return reqs
 
 
+#: `_aggregate` results of the pods seen last, by pod object: the PodInfo and the resource plugins
+#: of one scheduling cycle ask for the same pod's requests several times.
+_AGGREGATES: dict[tuple[int, bool], tuple[Pod, Nanos]] = {}
+_AGGREGATES_SIZE = 256
+
+
+def _names_cpu_and_memory(pod: Pod) -> bool:
+    """Every container (regular and init) requests both cpu and memory explicitly."""
+    spec = pod.spec
+    for c in (*spec.containers, *spec.init_containers) if spec.init_containers else spec.containers:
+        requests = c.resources.requests
+        if "cpu" not in requests or "memory" not in requests:
+            return False
+    return True
+
+
+def _aggregate_cached(pod: Pod, non_missing: bool) -> Nanos:
+    """`_aggregate`, remembered per pod object (the result must not be modified)."""
+    key = (id(pod), non_missing)
+    hit = _AGGREGATES.get(key)
+    if hit is not None and hit[0] is pod:
+        return hit[1]
+    if non_missing and _names_cpu_and_memory(pod):
+        reqs = _aggregate_cached(pod, non_missing=False)  # no default to fill in: the same sums
+    else:
+        reqs = _aggregate(pod, non_missing)
+    if len(_AGGREGATES) >= _AGGREGATES_SIZE:
+        _AGGREGATES.clear()
+    _AGGREGATES[key] = (pod, reqs)
+    return reqs
+
+
 def pod_requests(pod: Pod) -> dict[str, int]:
     """Everything `pod` requests, by resource name: cpu in milli-cores, the rest in units.
 
@@ -132,7 +164,7 @@ def pod_requests(pod: Pod) -> dict[str, int]:
     """
     return {
         name: _ceil_div_away(n, MILLI_PER_NANO if name == "cpu" else NANO)
-        for name, n in _aggregate(pod, non_missing=False).items()
+        for name, n in _aggregate_cached(pod, non_missing=False).items()
     }
 
 
@@ -143,7 +175,7 @@ def pod_non_zero_requests(pod: Pod) -> tuple[int, int]:
     cpu or memory counts as requesting 100m / 200Mi, so best-effort pods are not free to pack. An
     explicit zero stays zero.
     """
-    reqs = _aggregate(pod, non_missing=True)
+    reqs = _aggregate_cached(pod, non_missing=True)
     return _ceil_div_away(reqs.get("cpu", 0), MILLI_PER_NANO), _ceil_div_away(reqs.get("memory", 0), NANO)
 
 

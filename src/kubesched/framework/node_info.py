@@ -66,6 +66,22 @@ class PodInfo:
             v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim
         ]
 
+    def with_pod(self, pod: Pod) -> PodInfo:
+        """This PodInfo for another version of the same pod with the same `spec` apart from
+        `nodeName` (the assumed or the bound copy): the precomputed facts are shared, not redone."""
+        copy = PodInfo.__new__(PodInfo)
+        copy.pod = pod
+        copy.key = pod_key(pod)
+        copy.requests = self.requests
+        copy.non_zero_cpu = self.non_zero_cpu
+        copy.non_zero_memory = self.non_zero_memory
+        copy.priority = self.priority
+        copy.host_ports = self.host_ports
+        copy.has_affinity = self.has_affinity
+        copy.has_required_anti_affinity = self.has_required_anti_affinity
+        copy.pvc_names = self.pvc_names
+        return copy
+
     @property
     def name(self) -> str:
         return self.pod.metadata.name

@@ -266,12 +266,22 @@ class NodeSet:
         return len(self.rows)
 
     def gather(self, per_row: npt.NDArray[T]) -> npt.NDArray[T]:
-        """`per_row[rows]` for an array aligned with the table's rows (a view for a full set)."""
-        return per_row if self.full else per_row[self.rows]
+        """`per_row[rows]` for an array aligned with the table's rows (a read-only view for a full set)."""
+        if not self.full:
+            return per_row[self.rows]
+        view = per_row.view()
+        view.flags.writeable = False
+        return view
 
     def column(self, matrix: npt.NDArray[T], col: int) -> npt.NDArray[T]:
-        """`matrix[rows, col]` for a table matrix such as `allocatable` (a view for a full set)."""
-        return matrix[:, col] if self.full else matrix[self.rows, col]
+        """`matrix[rows, col]` for a table matrix such as `allocatable` (a read-only view for a full set)."""
+        view: npt.NDArray[T]
+        if not self.full:
+            view = matrix[self.rows, col]
+            return view
+        view = matrix[:, col]
+        view.flags.writeable = False
+        return view
 
     def __iter__(self) -> Iterator[NodeInfo]:
         return iter(self.infos)

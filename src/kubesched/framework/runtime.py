@@ -154,6 +154,7 @@ class Framework:
         self._pre_filter_ext = [
             (n, p) for n, p in self._points.get("preFilter", []) if defines(type(p), "add_pod")
         ]
+        self._less = cast(QueueSortPlugin, self._points["queueSort"][0][1]).less
         # Which form each Filter / Score plugin implements, looked up once rather than per cycle.
         self._filters: list[tuple[str, Any, bool]] = [
             (n, p, defines(type(p), "filter_nodes")) for n, p in self._points.get("filter", [])
@@ -201,8 +202,7 @@ class Framework:
         return "", None
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-        plugin = self._points["queueSort"][0][1]
-        return cast(QueueSortPlugin, plugin).less(a, b)
+        return self._less(a, b)
 
     @property
     def queue_sort_name(self) -> str:
@@ -438,7 +438,9 @@ class Framework:
         # A fresh int64 array the framework owns (normalization writes into it in place).
         scores = np.array(raw, dtype=np.int64, copy=True)
         if scores.shape != (len(nodes),):
-            raise _ScoreError(f"returned {scores.shape[0] if scores.ndim else 0} scores for {len(nodes)} nodes")
+            raise _ScoreError(
+                f"returned {scores.shape[0] if scores.ndim else 0} scores for {len(nodes)} nodes"
+            )
         return scores
 
     @staticmethod

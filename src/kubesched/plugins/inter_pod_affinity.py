@@ -5,14 +5,19 @@ matching this selector in these namespaces"; anti-affinity says there is none. F
 required terms of the incoming pod and the required anti-affinity terms of the pods already
 running; Score adds up preferred terms (both directions) and the running pods' required affinity.
 
-Everything is counted per topology domain once per cycle (PreFilter / PreScore) by scanning the
-running pods, then each node is judged by looking its domain up in those counts. The batch forms
-do that lookup as one numpy gather per topology key over the NodeTable's interned label column,
-so the per-node cost is independent of how many pods run in the cluster.
+Everything is counted per topology domain once per cycle (PreFilter / PreScore), then each node is
+judged by looking its domain up in those counts. The counts come from per-row tallies remembered
+per NodeTable and brought up to date from its pod change log: the pods matching one of the
+incoming pod's terms (identical terms of one workload share a compiled object, hence a tally), and
+the running pods' own terms grouped by distinct term, so a cycle visits each distinct term once
+rather than every running pod. The batch forms do the lookup as one numpy gather per topology key
+over the NodeTable's interned label column, so the per-node cost is independent of how many pods
+run in the cluster.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
@@ -53,7 +58,7 @@ from kubesched.framework.interfaces import (
     Scores,
 )
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
-from kubesched.framework.node_table import BatchFilterResult, IndexArray, NodeSet, NodeTable
+from kubesched.framework.node_table import BatchFilterResult, IntArray, NodeSet, NodeTable, PodRowCounts
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE, PreFilterResult
 
@@ -418,7 +423,7 @@ class _DomainCounts:
                 return int(arr[i])
         return self.extra.get(key, _NO_COUNTS).get(value, 0)
 
-    def keys(self) -> list[str]:
+    def topology_keys(self) -> list[str]:
         return list(dict.fromkeys((*self.arrays, *self.extra)))
 
     def any(self) -> bool:
@@ -465,7 +470,7 @@ _PREFERRED_ANTI: Final = 3
 #: (kind, weight, term): the pods of one workload carry the same (shared) term objects.
 _GroupKey = tuple[int, int, AffinityTerm]
 #: Term groups whose per-row counts are kept as dense arrays (the others as {row: count}).
-_DENSE_GROUPS: Final = 256
+_DENSE_GROUPS: Final = 128
 #: Per-row counters of the incoming pods' terms remembered per table.
 _ROW_COUNTERS: Final = 64
 
@@ -709,6 +714,15 @@ class InterPodAffinity(
             raise errors[0]
         self.handle = handle
         self._cache: dict[str, tuple[Pod, PodAffinityTerms]] = {}
+        self._index: _TableIndex | None = None
+
+    def _table_index(self, table: NodeTable) -> _TableIndex:
+        """The remembered counts of `table` (those of a previous table are dropped)."""
+        index = self._index
+        if index is None or index.table is not table:
+            index = self._index = _TableIndex(table, self.terms_of)
+        index.groups.sync()
+        return index
 
     # ------------------------------------------------------------------ term cache
     def terms_of(self, pod: Pod) -> PodAffinityTerms:
@@ -755,31 +769,25 @@ class InterPodAffinity(
         if terms.errors:
             return Status.unschedulable_and_unresolvable(_parse_error(terms))
         ns_labels = _NamespaceLabels(self.handle, pod.metadata.namespace)
-        affinity: Counts = {}
-        anti: Counts = {}
-        existing: Counts = {}
+        affinity = _DomainCounts(table)
+        anti = _DomainCounts(table)
+        existing = _DomainCounts(table)
         req, anti_terms = terms.required_affinity, terms.required_anti_affinity
-        # Without required terms of its own, only nodes running pods with required anti-affinity matter.
-        rows = np.flatnonzero(table.pod_count if (req or anti_terms) else table.required_anti_affinity_pods)
-        infos = table.infos
-        for row in rows:
-            ni = infos[row]
-            labels = ni.labels
-            if req or anti_terms:
-                for pi in ni.pods.values():
-                    other = pi.pod
-                    if req and _all_match(req, other):
-                        for t in req:
-                            _count(affinity, t.topology_key, labels, 1)
-                    for t in anti_terms:
-                        if t.matches(other, _NO_LABELS):
-                            _count(anti, t.topology_key, labels, 1)
-            if ni.pods_with_required_anti_affinity > 0:
-                for pi in ni.pods.values():
-                    if pi.has_required_anti_affinity:
-                        for t in self.terms_of(pi.pod).required_anti_affinity:
-                            if t.matches(pod, ns_labels):
-                                _count(existing, t.topology_key, labels, 1)
+        index = self._table_index(table)
+        if req:
+            # Pods matching *all* the required terms count in the domain of each term's key.
+            matching_all = index.matching(("all", req), lambda other: _all_match(req, other))
+            for t in req:
+                affinity.add_rows(t.topology_key, matching_all)
+        for t in anti_terms:
+            anti.add_rows(
+                t.topology_key, index.matching(("one", t), lambda other, t=t: t.matches(other, _NO_LABELS))
+            )
+        groups = index.groups
+        for key, group in groups.groups(_REQUIRED_ANTI).items():
+            t = key[2]
+            if t.matches(pod, ns_labels):
+                existing.add_rows(t.topology_key, groups.per_row(key, group))
         return _PreFilterState(pod, terms, ns_labels, affinity, anti, existing, _all_match(req, pod))
 
     def pre_filter(
@@ -821,14 +829,14 @@ class InterPodAffinity(
         if pi.has_required_anti_affinity:
             for t in self.terms_of(other).required_anti_affinity:
                 if t.matches(s.pod, s.ns_labels):
-                    _count(s.existing_anti_affinity, t.topology_key, labels, delta)
+                    _count_labels(s.existing_anti_affinity, t.topology_key, labels, delta)
         req = s.terms.required_affinity
         if req and _all_match(req, other):
             for t in req:
-                _count(s.affinity, t.topology_key, labels, delta)
+                _count_labels(s.affinity, t.topology_key, labels, delta)
         for t in s.terms.required_anti_affinity:
             if t.matches(other, _NO_LABELS):
-                _count(s.anti_affinity, t.topology_key, labels, delta)
+                _count_labels(s.anti_affinity, t.topology_key, labels, delta)
         return None
 
     def add_pod(
@@ -854,18 +862,18 @@ class InterPodAffinity(
                 value = labels.get(t.topology_key)
                 if value is None:
                     return Status.unschedulable_and_unresolvable(ERR_REASON_AFFINITY)
-                if s.affinity.get(t.topology_key, _NO_COUNTS).get(value, 0) <= 0:
+                if s.affinity.get(t.topology_key, value) <= 0:
                     pods_exist = False
-            if not pods_exist and not (not s.affinity and s.self_affine):
+            if not pods_exist and not (not s.affinity.any() and s.self_affine):
                 return Status.unschedulable_and_unresolvable(ERR_REASON_AFFINITY)
-        if s.anti_affinity:
+        if s.anti_affinity.any():
             for t in s.terms.required_anti_affinity:
                 value = labels.get(t.topology_key)
-                if value is not None and s.anti_affinity.get(t.topology_key, _NO_COUNTS).get(value, 0) > 0:
+                if value is not None and s.anti_affinity.get(t.topology_key, value) > 0:
                     return Status.unschedulable(ERR_REASON_ANTI_AFFINITY)
-        for key, domains in s.existing_anti_affinity.items():
+        for key in s.existing_anti_affinity.topology_keys():
             value = labels.get(key)
-            if value is not None and domains.get(value, 0) > 0:
+            if value is not None and s.existing_anti_affinity.get(key, value) > 0:
                 return Status.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY)
         return None
 
@@ -874,26 +882,26 @@ class InterPodAffinity(
         s = self._pre_filter_state(state, pod, nodes.table)
         if isinstance(s, Status):
             return BatchFilterResult(np.zeros(n, dtype=np.int32), [s])
-        table, rows = nodes.table, nodes.rows
+        table = nodes.table
         codes = np.full(n, -1, dtype=np.int32)
         req = s.terms.required_affinity
         if req:
             has_keys = np.ones(n, dtype=np.bool_)
             pods_exist = np.ones(n, dtype=np.bool_)
             for t in req:
-                has_keys &= table.label_column(t.topology_key).ids[rows] >= 0
-                pods_exist &= _domain_amounts(table, t.topology_key, s.affinity.get(t.topology_key), rows) > 0
-            first_of_group = not s.affinity and s.self_affine
+                has_keys &= nodes.gather(table.label_column(t.topology_key).ids) >= 0
+                pods_exist &= s.affinity.amounts(nodes, t.topology_key) > 0
+            first_of_group = not s.affinity.any() and s.self_affine
             codes[~(has_keys & (pods_exist | first_of_group))] = 0
-        if s.anti_affinity and s.terms.required_anti_affinity:
+        if s.anti_affinity.any() and s.terms.required_anti_affinity:
             clash = np.zeros(n, dtype=np.bool_)
             for t in s.terms.required_anti_affinity:
-                clash |= _domain_amounts(table, t.topology_key, s.anti_affinity.get(t.topology_key), rows) > 0
+                clash |= s.anti_affinity.amounts(nodes, t.topology_key) > 0
             codes[(codes < 0) & clash] = 1
-        if s.existing_anti_affinity:
+        if s.existing_anti_affinity.any():
             clash = np.zeros(n, dtype=np.bool_)
-            for key, domains in s.existing_anti_affinity.items():
-                clash |= _domain_amounts(table, key, domains, rows) > 0
+            for key in s.existing_anti_affinity.topology_keys():
+                clash |= s.existing_anti_affinity.amounts(nodes, key) > 0
             codes[(codes < 0) & clash] = 2
         return BatchFilterResult(
             codes,
@@ -926,48 +934,32 @@ class InterPodAffinity(
             return Status.as_error(f"failed to {_parse_error(terms)}")
         ns_labels = _NamespaceLabels(self.handle, pod.metadata.namespace)
         hard_weight = self.args.hard_pod_affinity_weight
-        preferred, preferred_anti = terms.preferred_affinity, terms.preferred_anti_affinity
-        topology_score: Counts = {}
-
-        def add(term: AffinityTerm, amount: int, labels: Mapping[str, str]) -> None:
-            value = labels.get(term.topology_key)
-            if value is not None:
-                domains = topology_score.setdefault(term.topology_key, {})
-                domains[value] = domains.get(value, 0) + amount
-
-        # Without preferred terms of its own, the pod can only be scored by running pods' terms.
-        rows = np.flatnonzero(table.pod_count if has_preferred else table.affinity_pods)
-        infos = table.infos
-        for row in rows:
-            ni = infos[row]
-            labels = ni.labels
-            if not labels:
-                continue
-            for pi in ni.pods.values():
-                other = pi.pod
-                for w, t in preferred:
-                    if t.matches(other, _NO_LABELS):
-                        add(t, w, labels)
-                for w, t in preferred_anti:
-                    if t.matches(other, _NO_LABELS):
-                        add(t, -w, labels)
-                if not pi.has_affinity:
-                    continue
-                theirs = self.terms_of(other)
-                if hard_weight > 0:
-                    for t in theirs.required_affinity:
-                        if t.matches(pod, ns_labels):
-                            add(t, hard_weight, labels)
-                if not ignore_existing_preferred:
-                    for w, t in theirs.preferred_affinity:
-                        if t.matches(pod, ns_labels):
-                            add(t, w, labels)
-                    for w, t in theirs.preferred_anti_affinity:
-                        if t.matches(pod, ns_labels):
-                            add(t, -w, labels)
-        if not topology_score:
+        topology_score = _DomainCounts(table)
+        touched = False
+        index = self._table_index(table)
+        # The incoming pod's preferred terms: weight per running pod they select.
+        for w, t in terms.preferred_affinity:
+            matching = index.matching(("one", t), lambda other, t=t: t.matches(other, _NO_LABELS))
+            touched |= topology_score.add_rows(t.topology_key, matching, w)
+        for w, t in terms.preferred_anti_affinity:
+            matching = index.matching(("one", t), lambda other, t=t: t.matches(other, _NO_LABELS))
+            touched |= topology_score.add_rows(t.topology_key, matching, -w)
+        # The running pods' terms selecting the incoming pod, one distinct term at a time.
+        groups = index.groups
+        kinds: list[tuple[int, int]] = []
+        if hard_weight > 0:
+            kinds.append((_REQUIRED_AFFINITY, 1))
+        if not ignore_existing_preferred:
+            kinds += [(_PREFERRED_AFFINITY, 1), (_PREFERRED_ANTI, -1)]
+        for kind, sign in kinds:
+            for key, group in groups.groups(kind).items():
+                _, w, t = key
+                if t.matches(pod, ns_labels):
+                    amount = hard_weight if kind == _REQUIRED_AFFINITY else sign * w
+                    touched |= topology_score.add_rows(t.topology_key, groups.per_row(key, group), amount)
+        if not touched:
             return Status.skip()
-        return _PreScoreState(topology_score)
+        return _PreScoreState(topology_score, touched)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
         if len(nodes) == 0:
@@ -995,7 +987,9 @@ class InterPodAffinity(
         computed = self._compute_pre_score(pod, table)
         if isinstance(computed, Status) and not computed.is_skip():
             return computed
-        kept = computed if isinstance(computed, _PreScoreState) else _PreScoreState({})
+        kept = (
+            computed if isinstance(computed, _PreScoreState) else _PreScoreState(_DomainCounts(table), False)
+        )
         state.write(PRE_SCORE_STATE_KEY, kept)
         return kept
 
@@ -1005,10 +999,10 @@ class InterPodAffinity(
             return 0, s
         labels = node_info.labels
         total = 0
-        for key, domains in s.topology_score.items():
+        for key in s.topology_score.topology_keys():
             value = labels.get(key)
             if value is not None:
-                total += domains.get(value, 0)
+                total += s.topology_score.get(key, value)
         return total
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Scores:
@@ -1016,14 +1010,14 @@ class InterPodAffinity(
         if isinstance(s, Status):
             raise RuntimeError(s.message())
         scores = np.zeros(len(nodes), dtype=np.int64)
-        for key, domains in s.topology_score.items():
-            scores += _domain_amounts(nodes.table, key, domains, nodes.rows)
+        for key in s.topology_score.topology_keys():
+            scores += s.topology_score.amounts(nodes, key)
         return scores
 
     def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeSet, scores: Scores) -> Status | None:
         """Min-max onto [0, 100]: `int(100 * ((s - min) / (max - min)))` in float64; all 0 if max == min."""
         s = state.get(PRE_SCORE_STATE_KEY)
-        if not isinstance(s, _PreScoreState) or not s.topology_score or scores.size == 0:
+        if not isinstance(s, _PreScoreState) or not s.touched or scores.size == 0:
             return None
         low = int(scores.min())
         spread = int(scores.max()) - low

@@ -380,11 +380,8 @@ class _Scorer:
         total: IntArray | None = None
         weights = 0
         for alloc, req, w in pairs:
-            if self.type == LEAST_ALLOCATED:
-                # 0 when the request exceeds the capacity: max(capacity - requested, 0) is 0 there.
-                s = np.maximum(alloc - req, 0)
-            else:
-                s = np.minimum(req, alloc)
+            # LeastAllocated scores 0 when the request exceeds the capacity: max(free, 0) is 0 there.
+            s = np.maximum(alloc - req, 0) if self.type == LEAST_ALLOCATED else np.minimum(req, alloc)
             s *= MAX_NODE_SCORE
             s //= alloc
             if w != 1:

@@ -9,9 +9,10 @@ StatefulSet) that select the pod.
 
 Batch first: the matching pods are counted once per cycle (PreFilter / PreScore), per node, and
 folded into per-domain counts with `np.bincount` over the interned label ids of the NodeTable, so
-Filter and Score are a handful of array operations over all nodes. Per-node counts are remembered
-per `NodeInfo` generation, so consecutive pods of one workload rescan only the nodes whose pods
-changed. The per-node `filter` / `score` forms read the same cycle state and give the same answers.
+Filter and Score are a handful of array operations over all nodes. Per-row counts are remembered
+per NodeTable and selector (`PodRowCounts`, fed by the table's pod change log), so consecutive
+pods of one workload recount only the nodes whose pods changed, without visiting the others. The
+per-node `filter` / `score` forms read the same cycle state and give the same answers.
 """
 
 from __future__ import annotations
@@ -653,7 +654,9 @@ class PodTopologySpread(
         labels = pod.metadata.labels
         namespace = pod.metadata.namespace
         match_labels: dict[str, str] = {}
-        for svc in self._list("Service"):
+        # A Service selects a pod only through a non-empty selector that the pod's labels carry:
+        # a pod without labels needs no listing.
+        for svc in self._list("Service") if labels else ():
             selector = svc.spec.selector
             if (
                 svc.metadata.namespace == namespace

@@ -160,6 +160,11 @@ class Cache:
     def has_pod(self, key: str) -> bool:
         return key in self._pods
 
+    def pod_info(self, key: str) -> PodInfo | None:
+        """The PodInfo the cache holds for a pod (bound or assumed), if any."""
+        entry = self._pods.get(key)
+        return entry[1] if entry else None
+
     def pod_node(self, key: str) -> str | None:
         entry = self._pods.get(key)
         return entry[0] if entry else None

@@ -8,9 +8,9 @@ binding cycles off the scheduling loop).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import PersistentVolumeClaim, Pod
 
 
 class ClusterPort(Protocol):
@@ -40,4 +40,18 @@ class ClusterPort(Protocol):
 
     def lister(self, kind: str) -> Sequence[Any]:
         """Objects of `kind` (PersistentVolumeClaim, PodDisruptionBudget, ...) for plugins."""
+        ...
+
+
+@runtime_checkable
+class VolumeBinderPort(Protocol):
+    """Optional: a port that writes volume bindings (live mode). When the port offers it, the plugins'
+    Handle does too, and VolumeBinding's PreBind binds through it (its `VolumeBinder` protocol)."""
+
+    def bind_pvc(self, pvc: PersistentVolumeClaim, pv_name: str, *, timeout: float) -> None:
+        """Bind `pvc` to the PersistentVolume `pv_name` and wait (up to `timeout` s) until it is bound."""
+        ...
+
+    def provision_pvc(self, pvc: PersistentVolumeClaim, node_name: str, *, timeout: float) -> None:
+        """Have `pvc` provisioned for `node_name` and wait (up to `timeout` s) until it is bound."""
         ...

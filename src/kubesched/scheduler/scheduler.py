@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kubesched.api.objects import Node, Pod
+from kubesched.api.objects import Node, PersistentVolumeClaim, Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import (
     ASSIGNED_POD_ADD,
@@ -42,7 +42,7 @@ from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
-from kubesched.scheduler.ports import ClusterPort
+from kubesched.scheduler.ports import ClusterPort, VolumeBinderPort
 from kubesched.scheduler.queue import SchedulingQueue
 
 if TYPE_CHECKING:
@@ -189,6 +189,20 @@ class _ProfileHandle:
         )
 
 
+class _VolumeBinderHandle(_ProfileHandle):
+    """The Handle when the port writes volume bindings (live mode): VolumeBinding's PreBind uses it."""
+
+    def __init__(self, scheduler: Scheduler, profile: str, binder: VolumeBinderPort) -> None:
+        super().__init__(scheduler, profile)
+        self._binder = binder
+
+    def bind_pvc(self, pvc: PersistentVolumeClaim, pv_name: str, *, timeout: float) -> None:
+        self._binder.bind_pvc(pvc, pv_name, timeout=timeout)
+
+    def provision_pvc(self, pvc: PersistentVolumeClaim, node_name: str, *, timeout: float) -> None:
+        self._binder.provision_pvc(pvc, node_name, timeout=timeout)
+
+
 class Scheduler:
     def __init__(
         self,
@@ -220,7 +234,11 @@ class Scheduler:
                 spec.points,
                 spec.plugin_args,
                 registry,
-                _ProfileHandle(self, spec.scheduler_name),
+                (
+                    _VolumeBinderHandle(self, spec.scheduler_name, port)
+                    if isinstance(port, VolumeBinderPort)
+                    else _ProfileHandle(self, spec.scheduler_name)
+                ),
                 percentage_of_nodes_to_score=spec.percentage_of_nodes_to_score,
             )
         first = next(iter(self.frameworks.values()))
@@ -272,7 +290,9 @@ class Scheduler:
             self._pending.pop(key, None)
             if was_pending:
                 self.queue.delete(key)
-            self.cache.update_pod(PodInfo(new))
+            known = self.cache.pod_info(key)  # typically the assumed copy of this very pod
+            same_spec = known is not None and known.pod.spec == new.spec
+            self.cache.update_pod(known.with_pod(new) if known is not None and same_spec else PodInfo(new))
             if not old.spec.node_name:
                 self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, old, new)
             return
@@ -460,8 +480,9 @@ class Scheduler:
         if low and readers:
             feasible_pos = np.concatenate((feasible_pos[low:], feasible_pos[:low]))
             low = 0
-        if nodes.full and len(feasible_pos) == n:
-            feasible = nodes
+            feasible = NodeSet(nodes.table, nodes.rows[feasible_pos])
+        elif nodes.full and len(feasible_pos) == n:
+            feasible = nodes  # every node, in table order: plugins read the table's columns as views
         else:
             feasible = NodeSet(nodes.table, nodes.rows[feasible_pos])
         if self.nominator.has_nominated_pods():
@@ -528,7 +549,7 @@ class Scheduler:
         pod = qpi.pod
         node = result.node
         assumed = _with_node_name(pod, node)
-        assumed_info = PodInfo(assumed)
+        assumed_info = qpi.pod_info.with_pod(assumed)  # only spec.nodeName differs
         self.cache.assume_pod(assumed_info, node)
         self.nominator.delete(qpi.key)
 

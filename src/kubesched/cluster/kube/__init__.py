@@ -7,6 +7,8 @@ Small modules with one job each:
 * `informer` - list then watch one resource kind into the lean msgspec structs, with bookmarks,
                resume, relist on 410 Gone and reconnect backoff.
 * `binder`   - `POST pods/{name}/binding`; a 409 "already assigned" is final.
+* `volumes`  - VolumeBinding's PreBind writes (PV claimRef, claim selected-node) and the wait until
+               the PV controller reports the claims bound.
 * `events`   - events.k8s.io/v1 Events (Scheduled, FailedScheduling, Preempted), sent off-thread.
 * `status`   - the `PodScheduled=False` condition and `status.nominatedNodeName` patches.
 * `leader`   - coordination.k8s.io/v1 Lease leader election.

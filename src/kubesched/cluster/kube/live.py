@@ -21,7 +21,8 @@ everything that touches the `Scheduler` holds it:
   of it for the duration of the `POST .../binding`** (`bind`), so many binds are in flight while
   the loop keeps scheduling. The core is written for this: before the POST the pod is assumed in the
   cache and done in the queue, so anything that happens meanwhile (its own watch event, a delete)
-  sees a consistent state.
+  sees a consistent state. VolumeBinding's PreBind writes and its wait for the PV controller
+  (`bind_pvc`, `provision_pvc`, see `volumes`) let go of it the same way.
 
 Extenders: filter and prioritize are part of the scheduling cycle, so they run under the lock like
 every other step of it (the cycle is serial, as upstream's is; `httpTimeout` bounds each call). A
@@ -52,12 +53,13 @@ from typing import Any, Protocol
 
 import msgspec
 
-from kubesched.api.objects import ObjectMeta, Pod, PodSpec
+from kubesched.api.objects import ObjectMeta, PersistentVolumeClaim, Pod, PodSpec
 from kubesched.cluster.kube.binder import BindConflict, Binder
 from kubesched.cluster.kube.client import ApiError, KubeClient
 from kubesched.cluster.kube.events import EventRecorder
 from kubesched.cluster.kube.informer import KINDS, ApiListWatch, Informer, ListWatch, ResourceKind
 from kubesched.cluster.kube.status import PodStatusWriter
+from kubesched.cluster.kube.volumes import ApiVolumeBinder, ApiVolumeReader, InformerVolumeReader
 from kubesched.cluster.kube.workers import AsyncCalls
 from kubesched.config.types import Extender as ExtenderConfig
 from kubesched.config.types import KubeSchedulerConfiguration
@@ -270,13 +272,15 @@ class LiveCluster:
             for fwk in self.scheduler.frameworks.values():
                 metrics.instrument(fwk.plugins)
         self.binder = Binder(client)
+        self.informers: dict[str, Informer] = {}
+        #: VolumeBinding's PreBind writes (PV claimRef, selected-node) and waits through this.
+        self.volumes = ApiVolumeBinder(client, InformerVolumeReader(self.informers, ApiVolumeReader(client)))
         self._event_calls = AsyncCalls("events", options.event_workers)
         self._status_calls = AsyncCalls("pod-status", options.status_workers)
         self.events = EventRecorder(events_client or client, self._event_calls)
         self.status = PodStatusWriter(client, self._status_calls)
         self._bind_pool = ThreadPoolExecutor(options.bind_workers, thread_name_prefix="bind")
         self._source = source or ApiListWatch(client)
-        self.informers: dict[str, Informer] = {}
         self._loop_thread: threading.Thread | None = None
         self._loop_error: BaseException | None = None
         self._reported_bad: set[tuple[str, str]] = set()
@@ -318,6 +322,17 @@ class LiveCluster:
                 )
                 self.scheduler.on_pod_update(current, bound)
         raise conflict
+
+    def bind_pvc(self, pvc: PersistentVolumeClaim, pv_name: str, *, timeout: float) -> None:
+        """VolumeBinding's PreBind (static binding): set the PV's claimRef and wait for the PV
+        controller, with the state lock let go (the wait may take up to `bindTimeoutSeconds`)."""
+        with self._lock.released():
+            self.volumes.bind_pvc(pvc, pv_name, timeout=timeout)
+
+    def provision_pvc(self, pvc: PersistentVolumeClaim, node_name: str, *, timeout: float) -> None:
+        """VolumeBinding's PreBind (provisioning): annotate the claim's selected node and wait."""
+        with self._lock.released():
+            self.volumes.provision_pvc(pvc, node_name, timeout=timeout)
 
     def record_event(
         self, pod: Pod, *, type: str, reason: str, action: str, note: str, reporter: str

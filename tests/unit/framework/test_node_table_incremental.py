@@ -1,0 +1,162 @@
+"""The incremental hot path: full NodeSets read columns as views, the pod change log, per-row
+counters that replay it, PodInfo sharing, and host selection in rotated order."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubesched.framework import NodeInfo, NodeTable, PodInfo
+from kubesched.framework.node_table import POD_LOG_LIMIT, NodeSet, PodRowCounts
+from kubesched.testing.builders import make_node, make_pod, make_table
+
+
+def test_full_set_reads_views_and_a_subset_gathers() -> None:
+    table = make_table([make_node(n, cpu=c) for n, c in (("a", "1"), ("b", "2"), ("c", "3"))])
+    cpu = table.resource_index["cpu"]
+    full = table.all()
+    assert full.full and full.column(table.allocatable, cpu).tolist() == [1000, 2000, 3000]
+    assert np.shares_memory(full.column(table.allocatable, cpu), table.allocatable)
+    with pytest.raises(ValueError):
+        full.gather(table.pod_count)[0] = 5  # views are read-only: the table stays intact
+    assert table.pod_count.tolist() == [0, 0, 0]
+    subset = table.subset(["c", "a"])
+    assert not subset.full and subset.column(table.allocatable, cpu).tolist() == [1000, 3000]
+    assert subset.gather(table.allowed_pods).tolist() == [110, 110]
+    assert not NodeSet(table, np.arange(3, dtype=np.intp)).full  # only table.all() claims it
+
+
+def test_pod_changes_are_logged_until_dropped() -> None:
+    table = make_table([make_node("a"), make_node("b")])
+    start = table.pod_log_position
+    pi = PodInfo(make_pod("x", node_name="b"))
+    table.add_pod(1, pi)
+    table.remove_pod(1, pi.key)
+    assert table.pod_changes(start) == [(1, pi, 1), (1, pi, -1)]
+    assert table.pod_changes(table.pod_log_position) == []
+    for i in range(POD_LOG_LIMIT):
+        table.add_pod(0, PodInfo(make_pod(f"p{i}", node_name="a")))
+    assert table.pod_changes(start) is None  # too old: the reader must rescan
+
+
+def _web_pods(info: NodeInfo) -> int:
+    return sum(1 for pi in info.pods.values() if pi.pod.metadata.labels.get("app") == "web")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.booleans(), st.booleans()), max_size=40))
+def test_row_counts_follow_the_table(ops: list[tuple[int, bool, bool, bool]]) -> None:
+    table = NodeTable([NodeInfo(make_node(f"n{i}")) for i in range(4)])
+    counter = PodRowCounts(table, _web_pods)
+    placed: dict[str, int] = {}
+    for i, (row, web, remove, read) in enumerate(ops):
+        if remove and placed:
+            key = sorted(placed)[0]
+            table.remove_pod(placed.pop(key), key)
+        else:
+            pod = make_pod(f"p{i}", labels={"app": "web" if web else "db"}, node_name=f"n{row}")
+            table.add_pod(row, PodInfo(pod))
+            placed[PodInfo(pod).key] = row
+        if read:
+            wanted = table.pod_count > 0
+            got = counter.current(wanted)
+            assert [int(got[r]) for r in np.flatnonzero(wanted)] == [
+                _web_pods(table.infos[r]) for r in np.flatnonzero(wanted)
+            ]
+    assert counter.current().tolist() == [_web_pods(ni) for ni in table.infos]
+
+
+def test_row_counts_recount_only_changed_rows() -> None:
+    table = make_table([make_node(f"n{i}") for i in range(3)])
+    seen: list[str] = []
+
+    def count(info: NodeInfo) -> int:
+        seen.append(info.name)
+        return len(info.pods)
+
+    counter = PodRowCounts(table, count)
+    assert counter.current().tolist() == [0, 0, 0] and len(seen) == 3
+    assert counter.current().tolist() == [0, 0, 0] and len(seen) == 3
+    table.add_pod(2, PodInfo(make_pod("x", node_name="n2")))
+    assert counter.current().tolist() == [0, 0, 1] and seen[3:] == ["n2"]
+
+
+def test_pod_info_with_pod_shares_the_precomputed_facts() -> None:
+    pending = PodInfo(make_pod("x", cpu="250m", memory="1Gi", host_ports=[80]))
+    bound = make_pod("x", cpu="250m", memory="1Gi", host_ports=[80], node_name="n1")
+    shared = pending.with_pod(bound)
+    fresh = PodInfo(bound)
+    assert shared.pod is bound and shared.key == fresh.key
+    for slot in PodInfo.__slots__:
+        if slot != "pod":
+            assert getattr(shared, slot) == getattr(fresh, slot), slot
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_host_selection_indexes_ties_in_rotated_order(seed: int) -> None:
+    """`_select_host(totals, wrap)` on table-ordered nodes draws what the rotated order would."""
+    from kubesched.scheduler.scheduler import Scheduler
+
+    rnd = random.Random(seed)
+    n = rnd.randint(2, 30)
+    totals = np.array([rnd.choice([5, 7]) for _ in range(n)], dtype=np.int64)
+    wrap = rnd.randrange(n)
+    rotated = np.concatenate((totals[wrap:], totals[:wrap]))
+    order = np.concatenate((np.arange(wrap, n), np.arange(wrap)))
+    a, b = Scheduler.__new__(Scheduler), Scheduler.__new__(Scheduler)
+    a.rng, b.rng = random.Random(seed), random.Random(seed)
+    assert a._select_host(totals, wrap) == int(order[b._select_host(rotated)])
+
+
+@pytest.mark.parametrize("explain", [False, True])
+@pytest.mark.parametrize(("count", "percentage", "small"), [(12, 100, -1), (20, 100, 3), (150, 30, 3)])
+def test_feasible_nodes_keep_the_rotated_evaluation_order(
+    explain: bool, count: int, percentage: int, small: int
+) -> None:
+    """Filters run in table order; which nodes are kept, and in which order they are read, is still
+    that of evaluating from the rotating start (upstream's numFeasibleNodesToFind)."""
+    import msgspec
+
+    from kubesched.api.loader import LoadedObjects
+    from kubesched.cluster.memory import MemoryCluster
+    from kubesched.config import default_config
+    from kubesched.framework.cycle_state import CycleState
+    from kubesched.framework.runtime import num_feasible_nodes_to_find
+    from kubesched.plugins import default_registry
+    from kubesched.scheduler.clock import VirtualClock
+    from kubesched.scheduler.profiles import options_from_config, profiles_from_config
+    from kubesched.scheduler.scheduler import Scheduler
+
+    registry = default_registry(entry_points=False)
+    config = msgspec.structs.replace(default_config(registry), percentage_of_nodes_to_score=percentage)
+    nodes = [make_node(f"n{i}", cpu="1" if i % 7 == small else "4") for i in range(count)]
+    cluster = MemoryCluster(LoadedObjects(nodes=nodes, pods=[make_pod("p", cpu="2")]))
+    scheduler = Scheduler(
+        profiles_from_config(config, registry),
+        registry,
+        cluster,
+        VirtualClock(),
+        options_from_config(config, explain=explain),
+    )
+    cluster.subscribe(scheduler)
+    qpi = scheduler.queue.pop()
+    assert qpi is not None
+    fwk = scheduler.frameworks[qpi.pod.spec.scheduler_name]
+    table = scheduler.cache.snapshot()
+    to_find = num_feasible_nodes_to_find(percentage, 0, count)
+    for start in (0, 1, 5, count - 1):
+        scheduler._next_start = start
+        state = CycleState()
+        fwk.run_pre_filter(state, qpi.pod, table.all())
+        feasible, wrap, evaluated, _ = scheduler._find_nodes_that_pass_filters(fwk, state, qpi, table.all())
+        rotated = table.names[start:] + table.names[:start]
+        fits = [name for name in rotated if table.infos[table.index[name]].allocatable["cpu"] >= 2000]
+        kept = fits[:to_find]
+        assert feasible.names[wrap:] + feasible.names[:wrap] == kept
+        assert evaluated == (rotated.index(kept[-1]) + 1 if len(fits) > to_find else count)
+        if explain:
+            assert wrap == 0  # --explain reads the order itself
