@@ -141,7 +141,7 @@ def local_volume_setup(api: ApiClient, namespace: str, tag: str) -> tuple[str, s
     )
     pv = f"vb-pv-{tag}-{RUN}"
     hostname = {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
-    api.post(
+    volume = api.post(
         "/api/v1/persistentvolumes",
         {
             "apiVersion": "v1",
@@ -157,6 +157,9 @@ def local_volume_setup(api: ApiClient, namespace: str, tag: str) -> tuple[str, s
             },
         },
     )
+    # The API server creates it Pending; the PV controller makes it Available (only those are matched).
+    volume["status"] = {"phase": "Available"}
+    api.request("PUT", f"/api/v1/persistentvolumes/{pv}/status", volume)
     api.post(
         f"/api/v1/namespaces/{namespace}/persistentvolumeclaims",
         {

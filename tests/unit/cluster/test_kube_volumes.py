@@ -250,7 +250,11 @@ def test_a_missing_pv_or_claim_fails() -> None:
     with pytest.raises(VolumeBindError, match='persistentvolume "pv-1" not found'):
         binder.bind_pvc(pvc, "pv-1", timeout=600)
     api, clock, binder, pvc = setup()
-    clock.controller = lambda: api.objects.pop(PVC_PATH, None)
+
+    def delete_claim() -> None:
+        api.objects.pop(PVC_PATH, None)
+
+    clock.controller = delete_claim
     with pytest.raises(VolumeBindError, match='persistentvolumeclaim "data" not found'):
         binder.bind_pvc(pvc, "pv-1", timeout=600)
 
