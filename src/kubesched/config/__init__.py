@@ -32,9 +32,11 @@ from kubesched.config.merge import (
     merge_plugins,
     resolve_profile_plugins,
 )
+from kubesched.config.plugin_catalog import MAX_NODE_SCORE, MAX_TOTAL_SCORE, MIN_NODE_SCORE, PluginCatalog
 from kubesched.config.types import (
     API_VERSION,
     DEFAULT_SCHEDULER_NAME,
+    EXTENSION_POINTS,
     KIND,
     PLUGIN_SET_KEYS,
     ClientConnectionConfiguration,
@@ -56,7 +58,11 @@ __all__ = [
     "DEFAULT_EXTENDER_HTTP_TIMEOUT",
     "DEFAULT_LEASE_NAME",
     "DEFAULT_SCHEDULER_NAME",
+    "EXTENSION_POINTS",
     "KIND",
+    "MAX_NODE_SCORE",
+    "MAX_TOTAL_SCORE",
+    "MIN_NODE_SCORE",
     "PLUGIN_SET_KEYS",
     "UPSTREAM_DEFAULT_PLUGINS",
     "ClientConnectionConfiguration",
@@ -67,6 +73,7 @@ __all__ = [
     "KubeSchedulerProfile",
     "LeaderElectionConfiguration",
     "Plugin",
+    "PluginCatalog",
     "PluginConfig",
     "PluginRef",
     "PluginSet",

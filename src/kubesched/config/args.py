@@ -8,23 +8,22 @@ Upstream writes args with their own TypeMeta (`apiVersion: kubescheduler.config.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from kubesched.config._util import quote
+from kubesched.config.plugin_catalog import PluginCatalog
 from kubesched.config.types import API_VERSION, KubeSchedulerProfile
 from kubesched.errors import InputError
-from kubesched.framework.registry import args_type_of, decode_args
 
 __all__ = ["decode_plugin_args", "default_args", "encode_args", "lookup_plugin", "plugin_args"]
 
 
-def lookup_plugin(registry: Mapping[str, type], name: str) -> type | None:
+def lookup_plugin(registry: PluginCatalog, name: str) -> type | None:
     """The class for `name`, or None when unknown or when a `module:Class` name cannot be imported."""
     try:
-        return registry.get(name)
+        return registry.resolve(name)
     except InputError:
         return None
 
@@ -46,21 +45,11 @@ def _strip_type_meta(name: str, raw: Any, path: str) -> Any:
     return rest
 
 
-def decode_plugin_args(name: str, cls: type, raw: Any, path: str = "args") -> Any:
-    """Typed, validated args for plugin `cls` (raw when it has no args type); InputError names the path."""
-    at = args_type_of(cls)
-    if at is None:
+def decode_plugin_args(name: str, registry: PluginCatalog, raw: Any, path: str = "args") -> Any:
+    """Typed, validated args for known plugin `name` (raw without an args type); InputError names the path."""
+    if registry.args_type(name) is None:
         return raw
-    body = _strip_type_meta(name, raw, path)
-    # Decoding errors are located here; decode_args then decodes the same way and runs validate().
-    try:
-        msgspec.convert(body if body is not None else {}, at, strict=False)
-    except msgspec.ValidationError as exc:
-        message, sep, where = str(exc).rpartition(" - at `$")
-        if not sep:
-            message, where = str(exc), ""
-        raise InputError(message, path=path + where.rstrip("`")) from None
-    return decode_args(cls, body, path)
+    return registry.decode_args(name, _strip_type_meta(name, raw, path), path)
 
 
 def encode_args(name: str, args: Any) -> Any:
@@ -75,21 +64,20 @@ def encode_args(name: str, args: Any) -> Any:
     return {"apiVersion": API_VERSION, "kind": f"{name}Args", **body}
 
 
-def default_args(name: str, cls: type) -> Any:
-    """Encoded default args for plugin `cls`, or None when it has no args type."""
-    at = args_type_of(cls)
+def default_args(name: str, registry: PluginCatalog) -> Any:
+    """Encoded default args for known plugin `name`, or None when it has no args type."""
+    at = registry.args_type(name)
     if at is None:
         return None
     return encode_args(name, msgspec.convert({}, at))
 
 
-def plugin_args(profile: KubeSchedulerProfile, registry: Mapping[str, type]) -> dict[str, Any]:
+def plugin_args(profile: KubeSchedulerProfile, registry: PluginCatalog) -> dict[str, Any]:
     """Decoded args by plugin name for a validated profile (what the Framework instantiates with)."""
     out: dict[str, Any] = {}
     for i, pc in enumerate(profile.plugin_config):
-        cls = lookup_plugin(registry, pc.name)
-        if cls is not None:
-            out[pc.name] = decode_plugin_args(pc.name, cls, pc.args, f"pluginConfig[{i}].args")
+        if lookup_plugin(registry, pc.name) is not None:
+            out[pc.name] = decode_plugin_args(pc.name, registry, pc.args, f"pluginConfig[{i}].args")
     return out
 
 

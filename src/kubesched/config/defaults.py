@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Mapping
 
 from kubesched.config.args import decode_plugin_args, default_args, encode_args, lookup_plugin
 from kubesched.config.merge import merge_plugins
+from kubesched.config.plugin_catalog import PluginCatalog
 from kubesched.config.types import (
     API_VERSION,
     DEFAULT_SCHEDULER_NAME,
@@ -64,24 +64,26 @@ DEFAULT_LEASE_NAME = "kubesched"
 DEFAULT_EXTENDER_HTTP_TIMEOUT = "5s"
 
 
-def default_plugins(registry: Mapping[str, type]) -> PluginSet:
+def default_plugins(registry: PluginCatalog) -> PluginSet:
     """The default multiPoint plugin set of a profile: upstream's list, restricted to `registry`.
 
     Upstream defaults that kubesched does not ship yet (they arrive in a later release) are left
     out instead of failing every profile; a config that names one explicitly gets an error.
     """
-    known = [Plugin(name=name, weight=w) for name, w in UPSTREAM_DEFAULT_PLUGINS if name in registry]
+    known = [
+        Plugin(name=name, weight=w)
+        for name, w in UPSTREAM_DEFAULT_PLUGINS
+        if lookup_plugin(registry, name) is not None
+    ]
     return PluginSet(enabled=known)
 
 
-def default_config(registry: Mapping[str, type]) -> KubeSchedulerConfiguration:
+def default_config(registry: PluginCatalog) -> KubeSchedulerConfiguration:
     """The configuration kube-scheduler runs with when given no file: everything defaulted."""
     return apply_defaults(KubeSchedulerConfiguration(api_version=API_VERSION, kind=KIND), registry)
 
 
-def apply_defaults(
-    cfg: KubeSchedulerConfiguration, registry: Mapping[str, type]
-) -> KubeSchedulerConfiguration:
+def apply_defaults(cfg: KubeSchedulerConfiguration, registry: PluginCatalog) -> KubeSchedulerConfiguration:
     """A copy of `cfg` with every unset field defaulted (idempotent: defaulting twice changes nothing).
 
     Works on invalid configs too (validation reports their problems): unknown plugins are kept
@@ -142,23 +144,21 @@ def _default_top_level(cfg: KubeSchedulerConfiguration) -> None:
         cfg.delay_cache_until_active = False
 
 
-def _default_plugin_config(profile: KubeSchedulerProfile, registry: Mapping[str, type]) -> list[PluginConfig]:
+def _default_plugin_config(profile: KubeSchedulerProfile, registry: PluginCatalog) -> list[PluginConfig]:
     """pluginConfig with written args completed by their defaults and default args for every other
     enabled plugin that has an args type, so the effective config shows what each plugin runs with."""
     configs: list[PluginConfig] = []
     for pc in profile.plugin_config:
-        cls = lookup_plugin(registry, pc.name)
         args = pc.args
-        if cls is not None:
+        if lookup_plugin(registry, pc.name) is not None:
             with contextlib.suppress(InputError):  # validation reports it with its path
-                args = encode_args(pc.name, decode_plugin_args(pc.name, cls, pc.args))
+                args = encode_args(pc.name, decode_plugin_args(pc.name, registry, pc.args))
         configs.append(PluginConfig(name=pc.name, args=args))
     configured = {pc.name for pc in configs}
     for name in _enabled_names(profile.plugins):
-        cls = lookup_plugin(registry, name)
-        if name in configured or cls is None:
+        if name in configured or lookup_plugin(registry, name) is None:
             continue
-        args = default_args(name, cls)
+        args = default_args(name, registry)
         if args is not None:
             configs.append(PluginConfig(name=name, args=args))
             configured.add(name)

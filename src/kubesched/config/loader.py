@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -19,6 +19,7 @@ import yaml
 
 from kubesched.config._util import quote
 from kubesched.config.defaults import apply_defaults
+from kubesched.config.plugin_catalog import PluginCatalog
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.config.validation import validate
 from kubesched.errors import FieldErrors, InputError
@@ -27,7 +28,7 @@ __all__ = ["decode_config", "default_plugin_registry", "dump_config", "load_conf
 
 
 def load_config(
-    path: str | os.PathLike[str], registry: Mapping[str, type] | None = None
+    path: str | os.PathLike[str], registry: PluginCatalog | None = None
 ) -> KubeSchedulerConfiguration:
     """The effective (validated, defaulted) configuration in file `path`.
 
@@ -43,7 +44,7 @@ def load_config(
     return decode_config(text, source, registry if registry is not None else default_plugin_registry())
 
 
-def decode_config(text: str, source: str, registry: Mapping[str, type]) -> KubeSchedulerConfiguration:
+def decode_config(text: str, source: str, registry: PluginCatalog) -> KubeSchedulerConfiguration:
     """The effective configuration in `text` (YAML or JSON); errors name `source`."""
     data = parse_document(text, source)
     if data is None:
@@ -94,12 +95,10 @@ def parse_document(text: str, source: str) -> Any:
         raise InputError(f"invalid YAML: {exc}", source=source) from None
 
 
-def default_plugin_registry() -> Mapping[str, type]:
+def default_plugin_registry() -> PluginCatalog:
     """kubesched's plugins plus installed third-party ones (`kubesched.plugins.default_registry`)."""
     # Imported here: the plugins package sits above config in the layering.
-    factory = cast(
-        Callable[[], Mapping[str, type]], importlib.import_module("kubesched.plugins").default_registry
-    )
+    factory = cast(Callable[[], PluginCatalog], importlib.import_module("kubesched.plugins").default_registry)
     return factory()
 
 

@@ -25,10 +25,9 @@ from typing import NamedTuple
 
 from kubesched.config._util import quote
 from kubesched.config.args import lookup_plugin
-from kubesched.config.types import PLUGIN_SET_KEYS, Plugin, Plugins, PluginSet
+from kubesched.config.plugin_catalog import MAX_NODE_SCORE, MAX_TOTAL_SCORE, PluginCatalog
+from kubesched.config.types import EXTENSION_POINTS, PLUGIN_SET_KEYS, Plugin, Plugins, PluginSet
 from kubesched.errors import InputError
-from kubesched.framework.interfaces import EXTENSION_POINT_METHODS, extension_points_of
-from kubesched.framework.types import MAX_NODE_SCORE, MAX_TOTAL_SCORE
 
 __all__ = [
     "PluginRef",
@@ -104,7 +103,7 @@ class ResolvedPlugins:
         return list(dict.fromkeys(ref.name for refs in self.points.values() for ref in refs))
 
 
-def resolve_profile_plugins(plugins: Plugins, registry: Mapping[str, type]) -> ResolvedPlugins:
+def resolve_profile_plugins(plugins: Plugins, registry: PluginCatalog) -> ResolvedPlugins:
     """Expand merged `plugins` (a defaulted profile's) into the ordered plugins of each extension point.
 
     Raises InputError (path relative to `plugins`) for an unknown plugin, a plugin enabled at a
@@ -118,7 +117,7 @@ def resolve_profile_plugins(plugins: Plugins, registry: Mapping[str, type]) -> R
     _reject_duplicates(multi_point, "multiPoint")
 
     points: dict[str, tuple[PluginRef, ...]] = {}
-    for point in EXTENSION_POINT_METHODS:
+    for point in EXTENSION_POINTS:
         pset = plugins.get(point) or PluginSet()
         for i, entry in enumerate(pset.enabled):
             path = f"{point}.enabled[{i}].name"
@@ -145,11 +144,10 @@ def resolve_profile_plugins(plugins: Plugins, registry: Mapping[str, type]) -> R
     return ResolvedPlugins(points)
 
 
-def _points_of(registry: Mapping[str, type], name: str, path: str) -> list[str]:
-    cls = lookup_plugin(registry, name)
-    if cls is None:
+def _points_of(registry: PluginCatalog, name: str, path: str) -> list[str]:
+    if lookup_plugin(registry, name) is None:
         raise InputError(f"unknown plugin {quote(name)}", path=path)
-    return extension_points_of(cls)
+    return registry.extension_points(name)
 
 
 def _reject_duplicates(enabled: list[Plugin], key: str) -> None:

@@ -21,6 +21,7 @@ from kubesched.config.duration import parse_duration
 __all__ = [
     "API_VERSION",
     "DEFAULT_SCHEDULER_NAME",
+    "EXTENSION_POINTS",
     "KIND",
     "PLUGIN_SET_KEYS",
     "ClientConnectionConfiguration",
@@ -102,6 +103,8 @@ PLUGIN_SET_KEYS: tuple[str, ...] = (
     "postBind",
     "multiPoint",
 )
+#: The extension points' config keys, in upstream's order (PLUGIN_SET_KEYS without `multiPoint`).
+EXTENSION_POINTS: tuple[str, ...] = tuple(key for key in PLUGIN_SET_KEYS if key != "multiPoint")
 _ATTR_OF_KEY: dict[str, str] = {key: snake(key) for key in PLUGIN_SET_KEYS}
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from kubesched.config._util import quote
@@ -19,6 +18,7 @@ from kubesched.config.args import decode_plugin_args, lookup_plugin
 from kubesched.config.defaults import UPSTREAM_DEFAULT_PLUGINS, apply_defaults
 from kubesched.config.duration import parse_duration
 from kubesched.config.merge import ResolvedPlugins, resolve_profile_plugins
+from kubesched.config.plugin_catalog import PluginCatalog
 from kubesched.config.types import (
     API_VERSION,
     KIND,
@@ -30,14 +30,13 @@ from kubesched.config.types import (
     LeaderElectionConfiguration,
 )
 from kubesched.errors import FieldErrors, InputError
-from kubesched.framework.interfaces import extension_points_of
 
 __all__ = ["is_extended_resource_name", "validate"]
 
 _UPSTREAM_DEFAULT_NAMES = frozenset(name for name, _ in UPSTREAM_DEFAULT_PLUGINS)
 
 
-def validate(cfg: KubeSchedulerConfiguration, registry: Mapping[str, type]) -> None:
+def validate(cfg: KubeSchedulerConfiguration, registry: PluginCatalog) -> None:
     """Raise FieldErrors listing every problem in `cfg`, each with its field path."""
     errors: list[InputError] = []
     effective = apply_defaults(cfg, registry)
@@ -123,7 +122,7 @@ def _check_client_connection(cc: ClientConnectionConfiguration | None, errors: l
 def _check_profiles(
     written: KubeSchedulerConfiguration,
     effective: KubeSchedulerConfiguration,
-    registry: Mapping[str, type],
+    registry: PluginCatalog,
     errors: list[InputError],
 ) -> None:
     if not effective.profiles:
@@ -155,7 +154,7 @@ def _check_profiles(
 
 
 def _check_plugin_lists(
-    profile: KubeSchedulerProfile, path: str, registry: Mapping[str, type], errors: list[InputError]
+    profile: KubeSchedulerProfile, path: str, registry: PluginCatalog, errors: list[InputError]
 ) -> None:
     if profile.plugins is None:
         return
@@ -167,10 +166,9 @@ def _check_plugin_lists(
         seen: set[str] = set()
         for j, entry in enumerate(pset.enabled):
             where = f"{base}.enabled[{j}]"
-            cls = lookup_plugin(registry, entry.name)
-            if cls is None:
+            if lookup_plugin(registry, entry.name) is None:
                 _err(errors, f"{where}.name", _unknown(entry.name, registry))
-            elif key != "multiPoint" and key not in extension_points_of(cls):
+            elif key != "multiPoint" and key not in registry.extension_points(entry.name):
                 _err(errors, f"{where}.name", f"plugin {quote(entry.name)} does not implement {key}")
             if entry.name in seen:
                 _err(errors, f"{where}.name", f"Duplicate value: {quote(entry.name)}")
@@ -185,10 +183,10 @@ def _check_plugin_lists(
                 _err(errors, f"{base}.disabled[{j}].name", _unknown(name, registry))
 
 
-def _unknown(name: str, registry: Mapping[str, type]) -> str:
+def _unknown(name: str, registry: PluginCatalog) -> str:
     if ":" in name:
         try:
-            registry.get(name)  # a `module:Class` that fails to import says why
+            registry.resolve(name)  # a `module:Class` that fails to import says why
         except InputError as exc:
             return exc.message
     if name in _UPSTREAM_DEFAULT_NAMES:
@@ -197,7 +195,7 @@ def _unknown(name: str, registry: Mapping[str, type]) -> str:
 
 
 def _check_plugin_config(
-    profile: KubeSchedulerProfile, path: str, registry: Mapping[str, type], errors: list[InputError]
+    profile: KubeSchedulerProfile, path: str, registry: PluginCatalog, errors: list[InputError]
 ) -> None:
     seen: set[str] = set()
     for j, pc in enumerate(profile.plugin_config):
@@ -206,18 +204,17 @@ def _check_plugin_config(
             _err(errors, f"{where}.name", f"Duplicate value: {quote(pc.name)}")
             continue
         seen.add(pc.name)
-        cls = lookup_plugin(registry, pc.name)
-        if cls is None:
+        if lookup_plugin(registry, pc.name) is None:
             _err(errors, f"{where}.name", _unknown(pc.name, registry))
             continue
         try:
-            decode_plugin_args(pc.name, cls, pc.args, f"{where}.args")
+            decode_plugin_args(pc.name, registry, pc.args, f"{where}.args")
         except InputError as exc:
             errors.append(InputError(exc.message, path=exc.path))
 
 
 def _resolve(
-    profile: KubeSchedulerProfile, path: str, registry: Mapping[str, type], errors: list[InputError]
+    profile: KubeSchedulerProfile, path: str, registry: PluginCatalog, errors: list[InputError]
 ) -> ResolvedPlugins | None:
     """The profile's plugins by extension point, after checking the framework's structural rules."""
     if profile.plugins is None:

@@ -16,13 +16,19 @@ from typing import Any
 
 import msgspec
 
+from kubesched.config.plugin_catalog import PluginCatalog
 from kubesched.errors import InputError
+from kubesched.framework.interfaces import extension_points_of
 
 ENTRY_POINT_GROUP = "kubesched.plugins"
 
 
-class Registry(Mapping[str, type]):
-    """Known plugin classes by name. `resolve` also accepts `package.module:Class`."""
+class Registry(Mapping[str, type], PluginCatalog):
+    """Known plugin classes by name. `resolve` also accepts `package.module:Class`.
+
+    It is the config layer's PluginCatalog: the name-based methods below answer for a known
+    plugin (KeyError for an unknown one).
+    """
 
     def __init__(self, plugins: Iterable[type] = ()) -> None:
         self._plugins: dict[str, type] = {}
@@ -60,6 +66,15 @@ class Registry(Mapping[str, type]):
             raise InputError(f"plugin {name!r} is not a class")
         self._plugins[name] = cls
         return cls
+
+    def extension_points(self, name: str) -> list[str]:
+        return extension_points_of(self[name])
+
+    def args_type(self, name: str) -> type[msgspec.Struct] | None:
+        return args_type_of(self[name])
+
+    def decode_args(self, name: str, raw: Any, path: str = "args") -> Any:
+        return decode_args(self[name], raw, path)
 
     def __getitem__(self, name: str) -> type:
         cls = self.resolve(name)

@@ -6,12 +6,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kubesched.api.objects import Pod
+from kubesched.config.plugin_catalog import MAX_NODE_SCORE as MAX_NODE_SCORE
+from kubesched.config.plugin_catalog import MAX_TOTAL_SCORE as MAX_TOTAL_SCORE
+from kubesched.config.plugin_catalog import MIN_NODE_SCORE as MIN_NODE_SCORE
 from kubesched.framework.node_info import PodInfo
 from kubesched.framework.status import Code, Status
 
-MAX_NODE_SCORE = 100
-MIN_NODE_SCORE = 0
-MAX_TOTAL_SCORE = 2**63 - 1
+# MAX_NODE_SCORE, MIN_NODE_SCORE and MAX_TOTAL_SCORE are defined in config (a layer below), which
+# checks Score weights against them; they are re-exported here for the framework and plugins.
+
 #: Permit may ask a pod to wait at most this long (seconds).
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 #: The Event note limit; longer FailedScheduling messages are cut to 1020 bytes + " ...".

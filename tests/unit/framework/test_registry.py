@@ -9,9 +9,10 @@ from typing import Any
 import msgspec
 import pytest
 
+from kubesched.config import EXTENSION_POINTS, PluginCatalog
 from kubesched.errors import InputError
 from kubesched.framework import FilterPlugin, Status
-from kubesched.framework.interfaces import extension_points_of
+from kubesched.framework.interfaces import EXTENSION_POINT_METHODS, extension_points_of
 from kubesched.framework.registry import Registry, decode_args, instantiate
 from kubesched.plugins import BUILTIN_PLUGINS, default_registry
 
@@ -93,6 +94,20 @@ def test_args_are_decoded_validated_and_located() -> None:
     assert str(err.value) == "profiles[0].pluginConfig[1].args.maxPods: Expected `int`, got `str`"
     with pytest.raises(InputError, match=r"^args.maxPods: must be positive$"):
         decode_args(Threshold, {"maxPods": 0})
+
+
+def test_the_registry_is_the_config_layers_plugin_catalog() -> None:
+    catalog: PluginCatalog = Registry([Threshold])
+    assert catalog.resolve("Threshold") is Threshold
+    assert catalog.extension_points("Threshold") == ["filter"]
+    assert catalog.args_type("Threshold") is ThresholdArgs
+    assert catalog.decode_args("Threshold", {"maxPods": 3}, "args").max_pods == 3
+    with pytest.raises(InputError, match=r"^pluginConfig\[0\]\.args\.maxPods: must be positive$"):
+        catalog.decode_args("Threshold", {"maxPods": 0}, "pluginConfig[0].args")
+
+
+def test_config_knows_the_framework_extension_points_in_order() -> None:
+    assert tuple(EXTENSION_POINT_METHODS) == EXTENSION_POINTS
 
 
 def test_instantiate_passes_only_the_parameters_a_constructor_names() -> None:

@@ -19,7 +19,7 @@ from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, QueueingHint, Resource
 from kubesched.framework.node_table import NodeTable
-from kubesched.framework.registry import decode_args
+from kubesched.framework.registry import Registry, decode_args
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PreFilterResult
 from kubesched.plugins.volume_binding import (
@@ -241,7 +241,7 @@ def test_reason_constants() -> None:
 def test_default_args() -> None:
     assert VolumeBindingArgs().bind_timeout_seconds == 600
     assert VolumeBinding().args == VolumeBindingArgs()
-    assert default_args("VolumeBinding", VolumeBinding) == {
+    assert default_args("VolumeBinding", Registry([VolumeBinding])) == {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "VolumeBindingArgs",
         "bindTimeoutSeconds": 600,
