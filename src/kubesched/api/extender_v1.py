@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from kubesched.api.json_shape import drop_nulls
+from kubesched.api.json_shape import type_name as json_type_name
 from kubesched.api.objects import Node, Pod
 
 __all__ = [
@@ -170,28 +172,6 @@ T = TypeVar("T")
 
 _envelope = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _raw_list = msgspec.json.Decoder(list[msgspec.Raw])
-_TYPE_NAMES = {
-    type(None): "null",
-    bool: "bool",
-    int: "int",
-    float: "float",
-    str: "str",
-    list: "array",
-    dict: "object",
-}
-
-
-def _type_name(value: object) -> str:
-    return _TYPE_NAMES.get(type(value), type(value).__name__)
-
-
-def _drop_nulls(value: Any) -> Any:
-    """Kubernetes objects: a null field counts as unset (Go leaves the zero value)."""
-    if isinstance(value, dict):
-        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_drop_nulls(v) for v in value]
-    return value
 
 
 def _msgspec_message(err: msgspec.ValidationError, where: str) -> str:
@@ -221,7 +201,7 @@ class _Typed:
             raise WireError(f"{where}: invalid JSON: {err}") from None
         # Slow path, only for objects carrying nulls (e.g. `creationTimestamp: null` in a template).
         try:
-            return msgspec.convert(_drop_nulls(msgspec.json.decode(raw)), self.type)
+            return msgspec.convert(drop_nulls(msgspec.json.decode(raw)), self.type)
         except msgspec.ValidationError:
             raise WireError(_msgspec_message(first, where)) from None
 
@@ -246,7 +226,7 @@ def _fields(raw: bytes | msgspec.Raw, type_name: str, names: tuple[str, ...], wh
     try:
         obj = _envelope.decode(raw)
     except msgspec.ValidationError:  # valid JSON, but not an object (ValidationError is a DecodeError)
-        got = _type_name(msgspec.json.decode(raw))
+        got = json_type_name(msgspec.json.decode(raw))
         raise WireError(f"{where or type_name}: expected object, got {got}") from None
     except msgspec.DecodeError as err:
         raise WireError(f"{where or type_name}: invalid JSON: {_json_detail(err)}") from None
@@ -279,7 +259,7 @@ def _map_of(
     try:
         obj = _envelope.decode(raw)
     except msgspec.ValidationError:
-        raise WireError(f"{where}: expected object, got {_type_name(msgspec.json.decode(raw))}") from None
+        raise WireError(f"{where}: expected object, got {json_type_name(msgspec.json.decode(raw))}") from None
     return {
         key: None if bytes(value) == b"null" else decode_value(value, f"{where}[{key}]")
         for key, value in obj.items()
@@ -290,7 +270,7 @@ def _list_of(raw: msgspec.Raw, where: str, decode_item: Callable[[msgspec.Raw, s
     try:
         items = _raw_list.decode(raw)
     except msgspec.ValidationError:
-        raise WireError(f"{where}: expected array, got {_type_name(msgspec.json.decode(raw))}") from None
+        raise WireError(f"{where}: expected array, got {json_type_name(msgspec.json.decode(raw))}") from None
     return [None if bytes(v) == b"null" else decode_item(v, f"{where}[{i}]") for i, v in enumerate(items)]
 
 

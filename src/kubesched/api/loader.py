@@ -26,6 +26,7 @@ from typing import Any, cast
 import msgspec
 import yaml
 
+from kubesched.api.json_shape import drop_nulls, type_name
 from kubesched.api.objects import (
     KINDS,
     CSINode,
@@ -154,19 +155,6 @@ def _parse_yaml(text: str, source: str) -> list[Any]:
 
 _MSGSPEC_PATH_RE = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
 _PLAIN_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
-_TYPE_NAMES = {
-    type(None): "null",
-    bool: "bool",
-    int: "int",
-    float: "float",
-    str: "str",
-    list: "array",
-    dict: "object",
-}
-
-
-def _type_name(value: object) -> str:
-    return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
 def _key_segment(key: str) -> str:
@@ -193,7 +181,7 @@ def _translate_path(raw: str, doc: Any, got: str) -> str:
         else:
             key = None
             if isinstance(node, dict) and i == len(segments) - 1:
-                key = next((k for k, v in node.items() if _type_name(v) == got and isinstance(k, str)), None)
+                key = next((k for k, v in node.items() if type_name(v) == got and isinstance(k, str)), None)
             if key is None:
                 out.append("[...]")
                 node = None
@@ -216,15 +204,6 @@ def _validation_error(err: msgspec.ValidationError, doc: Any) -> InputError:
     return InputError(message[0].lower() + message[1:], path=path)
 
 
-def _drop_nulls(value: Any) -> Any:
-    """The document with null mapping values removed: the API server treats them as unset."""
-    if isinstance(value, dict):
-        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_drop_nulls(v) for v in value]
-    return value
-
-
 def _check_node_quantities(node: Node) -> None:
     """A node's capacity and allocatable must parse: a bad one would otherwise fail far from its file."""
     for field_name, values in (("capacity", node.status.capacity), ("allocatable", node.status.allocatable)):
@@ -240,7 +219,7 @@ def _convert(doc: dict[str, Any], kind_type: type[msgspec.Struct]) -> KubeObject
         obj = cast(KubeObject, msgspec.convert(doc, type=kind_type))
     except msgspec.ValidationError:
         # The rare slow path: retry without nulls, and report against that document.
-        doc = _drop_nulls(doc)
+        doc = drop_nulls(doc)
         try:
             obj = cast(KubeObject, msgspec.convert(doc, type=kind_type))
         except msgspec.ValidationError as err:
@@ -266,7 +245,7 @@ def _kind_of(doc: dict[str, Any], default: str | None) -> str:
             raise InputError("missing kind")
         return default
     if not isinstance(kind, str):
-        raise InputError(f"expected str, got {_type_name(kind)}", path="kind")
+        raise InputError(f"expected str, got {type_name(kind)}", path="kind")
     return kind
 
 
@@ -274,7 +253,7 @@ def _decode_object(
     doc: Any, out: list[KubeObject], skipped: dict[str, int], *, default_kind: str | None = None
 ) -> None:
     if not isinstance(doc, dict):
-        raise InputError(f"expected an object with a kind, got {_type_name(doc)}")
+        raise InputError(f"expected an object with a kind, got {type_name(doc)}")
     kind = _kind_of(doc, default_kind)
     kind_type = KINDS.get(kind)
     if kind_type is not None:
@@ -287,7 +266,7 @@ def _decode_object(
         if items is None:
             return
         if not isinstance(items, list):
-            raise InputError(f"expected array, got {_type_name(items)}", path="items")
+            raise InputError(f"expected array, got {type_name(items)}", path="items")
         item_kind = None if kind == "List" else kind[: -len("List")]
         for i, item in enumerate(items):
             try:

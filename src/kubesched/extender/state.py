@@ -144,18 +144,6 @@ class ClusterState:
         """Stop feeding the cache."""
 
 
-class _Handlers:
-    def __init__(
-        self,
-        add: Callable[[Any], None],
-        update: Callable[[Any, Any], None],
-        delete: Callable[[Any], None],
-    ) -> None:
-        self.on_add = add
-        self.on_update = update
-        self.on_delete = delete
-
-
 class LiveClusterState(ClusterState):
     """The cluster as informers see it: Nodes, the pods on them, and the kinds plugins list.
 
@@ -171,7 +159,7 @@ class LiveClusterState(ClusterState):
         self.informers: dict[str, Informer] = {}
 
     def start(self) -> None:
-        from kubesched.cluster.kube.informer import KINDS, ApiListWatch, Informer
+        from kubesched.cluster.kube.informer import KINDS, ApiListWatch, CallbackHandlers, Informer
 
         source = ApiListWatch(self.client)
         wanted = self._kinds if self._kinds is not None else tuple(KINDS)
@@ -187,9 +175,9 @@ class LiveClusterState(ClusterState):
                 continue
             handlers = None
             if name == "Node":
-                handlers = _Handlers(self._node_add, self._node_update, self._node_delete)
+                handlers = CallbackHandlers(self._node_add, self._node_update, self._node_delete)
             elif name == "Pod":
-                handlers = _Handlers(self._pod_add, self._pod_update, self._pod_delete)
+                handlers = CallbackHandlers(self._pod_add, self._pod_update, self._pod_delete)
             self.informers[name] = Informer(rk, source, handlers, dispatch=self._dispatch)
         for informer in self.informers.values():
             informer.start()

@@ -285,6 +285,20 @@ class Handlers(Protocol):
     def on_delete(self, obj: Any) -> None: ...
 
 
+class CallbackHandlers:
+    """Handlers made of three functions (add, update(old, new), delete)."""
+
+    def __init__(
+        self,
+        add: Callable[[Any], None],
+        update: Callable[[Any, Any], None],
+        delete: Callable[[Any], None],
+    ) -> None:
+        self.on_add = add
+        self.on_update = update
+        self.on_delete = delete
+
+
 def _direct(fn: Callable[[], None]) -> None:
     fn()
 

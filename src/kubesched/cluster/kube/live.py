@@ -57,7 +57,14 @@ from kubesched.api.objects import ObjectMeta, PersistentVolumeClaim, Pod, PodSpe
 from kubesched.cluster.kube.binder import BindConflict, Binder
 from kubesched.cluster.kube.client import ApiError, KubeClient
 from kubesched.cluster.kube.events import EventRecorder
-from kubesched.cluster.kube.informer import KINDS, ApiListWatch, Informer, ListWatch, ResourceKind
+from kubesched.cluster.kube.informer import (
+    KINDS,
+    ApiListWatch,
+    CallbackHandlers,
+    Informer,
+    ListWatch,
+    ResourceKind,
+)
 from kubesched.cluster.kube.status import PodStatusWriter
 from kubesched.cluster.kube.volumes import ApiVolumeBinder, ApiVolumeReader, InformerVolumeReader
 from kubesched.cluster.kube.workers import AsyncCalls
@@ -182,20 +189,6 @@ class LiveMetrics(Protocol):
     def sync_incoming(self, incoming: Mapping[tuple[str, str], int]) -> None: ...
 
     def instrument(self, plugins: Mapping[str, Any]) -> int: ...
-
-
-class _Handlers:
-    """Informer callbacks bound to three functions."""
-
-    def __init__(
-        self,
-        add: Callable[[Any], None],
-        update: Callable[[Any, Any], None],
-        delete: Callable[[Any], None],
-    ) -> None:
-        self.on_add = add
-        self.on_update = update
-        self.on_delete = delete
 
 
 class _PodIdentitySpec(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
@@ -436,12 +429,12 @@ class LiveCluster:
             fn()
         self._wake.set()
 
-    def _handlers_for(self, kind: str) -> _Handlers | None:
+    def _handlers_for(self, kind: str) -> CallbackHandlers | None:
         s = self.scheduler
         if kind == "Node":
-            return _Handlers(s.on_node_add, s.on_node_update, s.on_node_delete)
+            return CallbackHandlers(s.on_node_add, s.on_node_update, s.on_node_delete)
         if kind == "Pod":
-            return _Handlers(self._on_pod_add, self._on_pod_update, s.on_pod_delete)
+            return CallbackHandlers(self._on_pod_add, self._on_pod_update, s.on_pod_delete)
         resource = _EVENT_RESOURCES.get(kind)
         if resource is None:
             return None  # listed by plugins, but no queueing event is tied to it
@@ -453,7 +446,7 @@ class LiveCluster:
             return handle
 
         add, update, delete = moved(ActionType.ADD), moved(ActionType.UPDATE), moved(ActionType.DELETE)
-        return _Handlers(lambda o: add(None, o), update, lambda o: delete(o, None))
+        return CallbackHandlers(lambda o: add(None, o), update, lambda o: delete(o, None))
 
     def _on_pod_add(self, pod: Pod) -> None:
         try:
