@@ -541,13 +541,8 @@ class GPUScheduler(
 
     # ------------------------------------------------------------------ PreScore / Score
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
-        s = self._parse(pod)
-        state.write(_STATE_KEY, s)
-        if isinstance(s, _Invalid):
-            return s.status
-        if not s.needs and not self.args.keep_non_gpu_pods_off:
-            return Status.skip()
-        return None
+        """The same preparation as PreFilter (the state it writes serves both)."""
+        return self.pre_filter(state, pod, nodes)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | tuple[int, Status | None]:
         s = self._state(state, pod)
