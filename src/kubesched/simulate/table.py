@@ -51,7 +51,7 @@ def render_table(report: Report, console: Console) -> None:
 def _node_table(nodes: list[NodeUsage]) -> Table:
     extended = sorted({r for n in nodes for r in n.allocatable if "/" in r})
     table = Table(title="Node utilization (requested / allocatable)", header_style="bold")
-    for column in ("NODE", "PODS", "CPU", "MEMORY", *(r.upper() for r in extended)):
+    for column in ("NODE", "PODS", "CPU (cores)", "MEMORY", *(r.upper() for r in extended)):
         table.add_column(column)
     for n in nodes:
         cells = [escape(n.name), f"{n.pods}/{n.allocatable.get('pods', '0')}"]
@@ -67,4 +67,6 @@ def _usage(node: NodeUsage, resource: str) -> str:
     used = node.requested.get(resource, "0")
     total = parse_quantity(alloc)
     pct = f" {float(parse_quantity(used) * 100 / total):.0f}%" if total else ""
+    if resource == "cpu":  # one unit for both sides: cores, e.g. "3.1/3.92"
+        return f"{float(parse_quantity(used)):g}/{float(total):g}{pct}"
     return f"{used}/{alloc}{pct}"

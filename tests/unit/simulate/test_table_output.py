@@ -53,8 +53,8 @@ def test_one_line_per_pod_with_result_node_and_reason(tmp_path: Path, capsys: Ca
 
 def test_node_utilization_and_summary_line(tmp_path: Path, capsys: Capsys) -> None:
     lines = table(capsys, str(mixed_cluster(tmp_path)))
-    assert cells(lines, "n1") == ["n1", "2/10", "1500m/2 75%", "1280Mi/4Gi 31%"]
-    assert cells(lines, "n2") == ["n2", "1/10", "250m/8 3%", "64Mi/16Gi 0%"]
+    assert cells(lines, "n1") == ["n1", "2/10", "1.5/2 75%", "1280Mi/4Gi 31%"]
+    assert cells(lines, "n2") == ["n2", "1/10", "0.25/8 3%", "64Mi/16Gi 0%"]
     assert cells(lines, "n3") == ["n3", "0/10", "0/8 0%", "0/16Gi 0%"]
     summary = re.compile(
         r"1/6 pods scheduled on 3 nodes in \d+\.\d\ds \([\d.e+]+ pods/s\); "
