@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
 from kubesched.config.args import plugin_args
 from kubesched.config.merge import resolve_profile_plugins
 from kubesched.config.types import KubeSchedulerConfiguration, Plugins
@@ -19,7 +23,7 @@ def profiles_from_config(cfg: KubeSchedulerConfiguration, registry: Registry) ->
                 points={
                     point: [(ref.name, ref.weight) for ref in refs] for point, refs in resolved.points.items()
                 },
-                plugin_args=plugin_args(profile, registry),
+                plugin_args=_with_extender_ignored_resources(cfg, plugin_args(profile, registry), registry),
                 percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
             )
         )
@@ -36,3 +40,26 @@ def options_from_config(
         seed=seed,
         explain=explain,
     )
+
+
+FIT = "NodeResourcesFit"
+
+
+def _with_extender_ignored_resources(
+    cfg: KubeSchedulerConfiguration, args: dict[str, Any], registry: Registry
+) -> dict[str, Any]:
+    """Extenders' `managedResources` with `ignoredByScheduler: true` join NodeResourcesFit's ignored set.
+
+    The extender owns the accounting of such a resource, so the scheduler's own fit check skips it.
+    """
+    ignored = [
+        r.name for ext in cfg.extenders for r in ext.managed_resources if r.ignored_by_scheduler and r.name
+    ]
+    if not ignored or registry.resolve(FIT) is None:
+        return args
+    fit = args.get(FIT)
+    if fit is None:
+        fit = registry.decode_args(FIT, {}, "args")
+    known = set(fit.ignored_resources)
+    extra = [name for name in dict.fromkeys(ignored) if name not in known]
+    return {**args, FIT: msgspec.structs.replace(fit, ignored_resources=[*fit.ignored_resources, *extra])}
