@@ -345,7 +345,10 @@ class DefaultPreemption(PostFilterPlugin):
             self._nominations.pop(preemptor.key, None)
             return PostFilterResult(nominated_node_name=""), Status(Code.UNSCHEDULABLE, message)
 
-        best = pick_one_node_for_preemption(dry.candidates)
+        candidates = self._prune_with_extenders(handle, pod, dry.candidates)
+        if isinstance(candidates, Status):
+            return None, candidates
+        best = pick_one_node_for_preemption(candidates)
         if best is None:
             return None, Status(Code.UNSCHEDULABLE, NO_CANDIDATE)
         status = self.prepare_candidate(handle, best, pod)
@@ -355,6 +358,32 @@ class DefaultPreemption(PostFilterPlugin):
         return PostFilterResult(
             nominated_node_name=best.name, victims=[v.pod.key for v in best.victims]
         ), None
+
+    @staticmethod
+    def _prune_with_extenders(
+        handle: Handle, pod: Pod, candidates: list[Candidate]
+    ) -> list[Candidate] | Status:
+        """Preempt-verb extenders may drop candidate nodes or victims (upstream §7.5)."""
+        process = getattr(handle, "process_preemption_with_extenders", None)
+        if process is None:
+            return candidates
+        proposed = {c.name: ([v.pod for v in c.victims], c.num_pdb_violations) for c in candidates}
+        try:
+            kept = process(pod, proposed)
+        except Exception as exc:  # an extender that is down and not ignorable fails this preemption
+            return Status.as_error(exc)
+        if kept is proposed:
+            return candidates
+        by_name = {c.name: c for c in candidates}
+        pruned: list[Candidate] = []
+        for name, (pods, pdb) in kept.items():
+            original = by_name.get(name)
+            if original is None:
+                continue
+            uids = {p.metadata.uid for p in pods}
+            victims = [v for v in original.victims if v.pod.metadata.uid in uids]
+            pruned.append(Candidate(name, victims, pdb))
+        return pruned
 
     # ------------------------------------------------------------------ nominations, eligibility
     def _remember_nomination(self, handle: Handle, key: str, node: str) -> None:

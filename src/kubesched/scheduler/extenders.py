@@ -432,6 +432,32 @@ class Extenders:
 
     # ------------------------------------------------------------------ prioritize
 
+    def process_preemption(
+        self, pod: Pod, candidates: dict[str, tuple[list[Pod], int]], table: NodeTable
+    ) -> dict[str, tuple[list[Pod], int]]:
+        """Let every interested preempt-verb extender prune the candidates, in order (upstream §7.5).
+
+        An extender's error fails the preemption unless it is ignorable, which skips it.
+        """
+        current = candidates
+        for ext in self.extenders:
+            if not current:
+                break
+            if not ext.supports_preemption or not ext.is_interested(pod):
+                continue
+            try:
+                current = ext.process_preemption(pod, current, table)
+            except ExtenderError as exc:
+                if ext.ignorable:
+                    log.warning(
+                        "skipping extender %s as it returned error and has ignorable flag set: %s",
+                        ext.name,
+                        exc,
+                    )
+                    continue
+                raise
+        return current
+
     def run_prioritize(self, pod: Pod, nodes: NodeSet, outcome: ScoreOutcome) -> None:
         """Add `score * weight * 10` of every interested prioritizer to the totals, in parallel."""
         callers = [e for e in self.extenders if e.is_prioritizer and e.is_interested(pod)]

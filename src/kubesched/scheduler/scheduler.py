@@ -183,6 +183,15 @@ class _ProfileHandle:
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
         self._s.port.delete_pod(pod, reason=reason, message=message)
 
+    def process_preemption_with_extenders(
+        self, pod: Pod, candidates: dict[str, tuple[list[Pod], int]]
+    ) -> dict[str, tuple[list[Pod], int]]:
+        """The candidates the preempt-verb extenders keep (all of them when there are none)."""
+        extenders = self._s.extenders
+        if extenders is None:
+            return candidates
+        return extenders.process_preemption(pod, candidates, self._s.cache.snapshot())
+
     def record_event(self, pod: Pod, *, type: str, reason: str, action: str, note: str) -> None:
         self._s.port.record_event(
             pod, type=type, reason=reason, action=action, note=note, reporter=self._profile
