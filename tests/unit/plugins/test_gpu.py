@@ -4,8 +4,6 @@ validation, batch / per-node agreement, requeue hints, and a run through `kubesc
 
 from __future__ import annotations
 
-import json
-import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,12 +11,11 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
-import yaml
+from explain_harness import simulate_explain, single_plugin_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.objects import Pod
-from kubesched.cli import main
 from kubesched.errors import FieldErrors, InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
@@ -682,21 +679,6 @@ def test_batch_agrees_with_per_node(
 
 # --------------------------------------------------------------------------- kubesched simulate
 
-CONFIG = """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  plugins:
-    queueSort:
-      enabled: [{name: PrioritySort}]
-    bind:
-      enabled: [{name: DefaultBinder}]
-    multiPoint:
-      enabled: [{name: GPUScheduler}]
-      disabled: [{name: "*"}]
-"""
-
 CLUSTER = """\
 apiVersion: v1
 kind: Node
@@ -743,19 +725,10 @@ spec:
 
 
 def test_simulate_explains_gpu_scheduler(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cluster = tmp_path / "cluster"
-    cluster.mkdir()
-    (cluster / "objects.yaml").write_text(textwrap.dedent(CLUSTER))
-    cfg = tmp_path / "sched.yaml"
-    cfg.write_text(CONFIG)
-    assert main(["config", "defaults", str(cfg)]) == 0
-    profile = yaml.safe_load(capsys.readouterr().out)["profiles"][0]
-    assert profile["plugins"]["multiPoint"]["enabled"] == [{"name": "GPUScheduler"}]
-    (args,) = [pc["args"] for pc in profile["pluginConfig"] if pc["name"] == "GPUScheduler"]
-    assert args["kind"] == "GPUSchedulerArgs" and args["scoringStrategy"] == "binpack"
-
-    assert main(["simulate", str(cluster), "--config", str(cfg), "--explain", "--output", "json"]) == 0
-    (train,) = [p for p in json.loads(capsys.readouterr().out)["pods"] if p["name"] == "train"]
+    config = single_plugin_config("GPUScheduler")
+    expected_args = {"GPUScheduler": {"kind": "GPUSchedulerArgs", "scoringStrategy": "binpack"}}
+    report = simulate_explain(tmp_path, capsys, CLUSTER, config, expected_args=expected_args)
+    (train,) = [p for p in report["pods"] if p["name"] == "train"]
     assert (train["result"], train["node"]) == ("Scheduled", "a100-partly")
     assert train["filter"] == {
         "cpu": {

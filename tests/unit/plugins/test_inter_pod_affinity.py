@@ -3,7 +3,6 @@ args, queueing hints, and one run through `kubesched simulate` (reference §3.3-
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -11,11 +10,11 @@ from typing import Any, cast
 import msgspec
 import numpy as np
 import pytest
+from explain_harness import simulate_explain, single_plugin_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.objects import Namespace, Node, Pod
-from kubesched.cli import main
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
@@ -1352,24 +1351,6 @@ spec:
         topologyKey: {ZONE}
 """
 
-CONFIG_YAML = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  plugins:
-    multiPoint:
-      enabled: [{name: InterPodAffinity}]
-      disabled: [{name: "*"}]
-    queueSort:
-      enabled: [{name: PrioritySort}]
-    bind:
-      enabled: [{name: DefaultBinder}]
-  pluginConfig:
-  - name: InterPodAffinity
-    args: {hardPodAffinityWeight: 5}
-"""
-
 
 def test_simulate_explains_inter_pod_affinity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`api` (priority 10) goes first. n1 holds db-1, which api's hostname anti-affinity refuses;
@@ -1377,14 +1358,8 @@ def test_simulate_explains_inter_pod_affinity(tmp_path: Path, capsys: pytest.Cap
     zone a); n4 +10 (cache-1's preferred term) +5 (cache-1's required term x hardPodAffinityWeight 5)
     -5 (api's preferred anti-affinity to cache on n4) = 10; n5 0. Min-max: 100, 50, 0.
     `follower` then needs api's zone (a): n3, n4 lack it, n5 has no zone label."""
-    cluster_dir = tmp_path / "cluster"
-    cluster_dir.mkdir()
-    (cluster_dir / "cluster.yaml").write_text(CLUSTER_YAML)
-    config = tmp_path / "sched.yaml"
-    config.write_text(CONFIG_YAML)
-
-    assert main(["simulate", str(cluster_dir), "--config", str(config), "--explain", "--output", "json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    config = single_plugin_config("InterPodAffinity", {"hardPodAffinityWeight": 5})
+    report = simulate_explain(tmp_path, capsys, CLUSTER_YAML, config)
     pods = {p["name"]: p for p in report["pods"]}
     assert set(pods) == {"api", "follower"}
 

@@ -3,7 +3,6 @@ PreFilter extensions, batch == per node == a plain reference model, and one run 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
+from explain_harness import simulate_explain, single_plugin_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,7 +30,6 @@ from kubesched.api.objects import (
 )
 from kubesched.api.selectors import compile_label_selector
 from kubesched.api.taints import find_untolerated_taint
-from kubesched.cli import main
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
@@ -1422,35 +1421,11 @@ spec:
     labelSelector: {matchLabels: {app: web}}
 """
 
-CONFIG_YAML = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  plugins:
-    multiPoint:
-      enabled: [{name: PodTopologySpread}]
-      disabled: [{name: "*"}]
-    queueSort:
-      enabled: [{name: PrioritySort}]
-    bind:
-      enabled: [{name: DefaultBinder}]
-"""
-
 
 def test_simulate_explains_pod_topology_spread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cluster = tmp_path / "cluster"
-    cluster.mkdir()
-    (cluster / "objects.yaml").write_text(CLUSTER_YAML)
-    config = tmp_path / "config.yaml"
-    config.write_text(CONFIG_YAML)
-
-    assert main(["config", "defaults", str(config)]) == 0
-    effective = capsys.readouterr().out
-    assert "kind: PodTopologySpreadArgs" in effective and "defaultingType: System" in effective
-
-    assert main(["simulate", str(cluster), "--config", str(config), "--explain", "--output", "json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    config = single_plugin_config("PodTopologySpread")
+    expected_args = {"PodTopologySpread": {"kind": "PodTopologySpreadArgs", "defaultingType": "System"}}
+    report = simulate_explain(tmp_path, capsys, CLUSTER_YAML, config, expected_args=expected_args)
     (result,) = report["pods"]
     assert (result["name"], result["result"], result["node"]) == ("web-new", "Scheduled", "n5")
     # Zone a holds 2 web pods, zone b 1 (the pod in namespace "other" does not count): a is at

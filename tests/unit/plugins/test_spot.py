@@ -4,8 +4,6 @@ Score, args validation, batch / per-node agreement, requeue hints, and `kubesche
 
 from __future__ import annotations
 
-import json
-import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -13,12 +11,11 @@ from typing import Any, cast
 import msgspec
 import numpy as np
 import pytest
-import yaml
+from explain_harness import simulate_explain, single_plugin_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.objects import Node, Pod, Toleration
-from kubesched.cli import main
 from kubesched.errors import FieldErrors, InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
@@ -640,24 +637,6 @@ def test_batch_agrees_with_per_node(
 
 # --------------------------------------------------------------------------- kubesched simulate
 
-CONFIG = """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  plugins:
-    queueSort:
-      enabled: [{name: PrioritySort}]
-    bind:
-      enabled: [{name: DefaultBinder}]
-    multiPoint:
-      enabled: [{name: SpotScheduler}]
-      disabled: [{name: "*"}]
-  pluginConfig:
-  - name: SpotScheduler
-    args: {maxSpotReplicasPercent: 50}
-"""
-
 CLUSTER = """\
 apiVersion: v1
 kind: Node
@@ -690,22 +669,18 @@ spec:
 
 
 def test_simulate_explains_spot_scheduler(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cluster = tmp_path / "cluster"
-    cluster.mkdir()
-    (cluster / "objects.yaml").write_text(
-        textwrap.dedent(CLUSTER) + "".join(REPLICA.format(i=i) for i in range(4))
-    )
-    cfg = tmp_path / "sched.yaml"
-    cfg.write_text(CONFIG)
-    assert main(["config", "defaults", str(cfg)]) == 0
-    profile = yaml.safe_load(capsys.readouterr().out)["profiles"][0]
-    assert profile["plugins"]["multiPoint"]["enabled"] == [{"name": "SpotScheduler"}]
-    (args,) = [pc["args"] for pc in profile["pluginConfig"] if pc["name"] == "SpotScheduler"]
-    assert args["kind"] == "SpotSchedulerArgs" and args["maxSpotReplicasPercent"] == 50
-    assert args["defaultPolicy"] == "avoid" and args["avoidRequired"] is False
-
-    assert main(["simulate", str(cluster), "--config", str(cfg), "--explain", "--output", "json"]) == 0
-    report = {p["name"]: p for p in json.loads(capsys.readouterr().out)["pods"]}
+    objects = CLUSTER + "".join(REPLICA.format(i=i) for i in range(4))
+    config = single_plugin_config("SpotScheduler", {"maxSpotReplicasPercent": 50})
+    expected_args = {
+        "SpotScheduler": {
+            "kind": "SpotSchedulerArgs",
+            "maxSpotReplicasPercent": 50,
+            "defaultPolicy": "avoid",
+            "avoidRequired": False,
+        }
+    }
+    explained = simulate_explain(tmp_path, capsys, objects, config, expected_args=expected_args)
+    report = {p["name"]: p for p in explained["pods"]}
     placed = [report[f"web-{i}"]["node"] for i in range(4)]
     # Four prefer-spot replicas, at most 50% (2) on spot: two go to spot, then the cap sends the
     # other two to the on-demand node.

@@ -4,7 +4,6 @@ through `kubesched simulate`."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -12,12 +11,11 @@ from typing import Any, cast
 import msgspec
 import numpy as np
 import pytest
-import yaml
+from explain_harness import simulate_explain, single_plugin_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.objects import Node, Pod
-from kubesched.cli import main
 from kubesched.errors import FieldErrors, InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import Handle, extension_points_of
@@ -355,24 +353,6 @@ def test_batch_agrees_with_per_node(
 
 # --------------------------------------------------------------------------- kubesched simulate
 
-CONFIG = """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  plugins:
-    queueSort:
-      enabled: [{name: PrioritySort}]
-    bind:
-      enabled: [{name: DefaultBinder}]
-    multiPoint:
-      enabled: [{name: AZScheduler}]
-      disabled: [{name: "*"}]
-  pluginConfig:
-  - name: AZScheduler
-    args: {preferredZones: [us-east-1c]}
-"""
-
 
 def _node(name: str, zone: str) -> str:
     return f"""\
@@ -400,8 +380,6 @@ spec:{bound}
 
 
 def test_simulate_explains_az_scheduler(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cluster_dir = tmp_path / "cluster"
-    cluster_dir.mkdir()
     objects = (
         _node("a-1", "us-east-1a")
         + _node("b-1", "us-east-1b")
@@ -411,17 +389,10 @@ def test_simulate_explains_az_scheduler(tmp_path: Path, capsys: pytest.CaptureFi
         + _replica("web-2", "c-1")
         + _replica("web-new")
     )
-    (cluster_dir / "objects.yaml").write_text(objects)
-    cfg = tmp_path / "sched.yaml"
-    cfg.write_text(CONFIG)
-    assert main(["config", "defaults", str(cfg)]) == 0
-    profile = yaml.safe_load(capsys.readouterr().out)["profiles"][0]
-    assert profile["plugins"]["multiPoint"]["enabled"] == [{"name": "AZScheduler"}]
-    (args,) = [pc["args"] for pc in profile["pluginConfig"] if pc["name"] == "AZScheduler"]
-    assert args["kind"] == "AZSchedulerArgs" and args["preferredZones"] == ["us-east-1c"]
-
-    assert main(["simulate", str(cluster_dir), "--config", str(cfg), "--explain", "--output", "json"]) == 0
-    (new,) = [p for p in json.loads(capsys.readouterr().out)["pods"] if p["name"] == "web-new"]
+    config = single_plugin_config("AZScheduler", {"preferredZones": ["us-east-1c"]})
+    expected_args = {"AZScheduler": {"kind": "AZSchedulerArgs", "preferredZones": ["us-east-1c"]}}
+    report = simulate_explain(tmp_path, capsys, objects, config, expected_args=expected_args)
+    (new,) = [p for p in report["pods"] if p["name"] == "web-new"]
     # Replicas: a 2, b 0, c 1 (max 2) -> spread a 0, b 100, c 50; c is preferred (2 * 100).
     # Raw: a 0, b 100, c 250 -> normalized 100 * raw // 250: 0, 40, 100.
     assert new["node"] == "c-1"
