@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubesched.config import default_config, default_plugin_registry, dump_config, load_config
+from kubesched.config import default_config, dump_config, load_config
+from kubesched.plugins import default_registry
 
 __all__ = ["add_config_commands"]
 
@@ -42,7 +43,7 @@ def add_config_commands(subparsers: argparse._SubParsersAction[argparse.Argument
 
 def run_validate(args: argparse.Namespace) -> int:
     """Print `FILE: valid (N profiles: a, b)`; an invalid file raises InputError."""
-    cfg = load_config(args.file)
+    cfg = load_config(args.file, default_registry())
     names = [p.scheduler_name or "" for p in cfg.profiles]
     noun = "profile" if len(names) == 1 else "profiles"
     sys.stdout.write(f"{args.file}: valid ({len(names)} {noun}: {', '.join(names)})\n")
@@ -51,6 +52,7 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def run_defaults(args: argparse.Namespace) -> int:
     """Print the effective configuration of FILE, or kube-scheduler's defaults without one."""
-    cfg = load_config(args.file) if args.file else default_config(default_plugin_registry())
+    registry = default_registry()
+    cfg = load_config(args.file, registry) if args.file else default_config(registry)
     sys.stdout.write(dump_config(cfg))
     return 0

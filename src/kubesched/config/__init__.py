@@ -2,7 +2,7 @@
 
 Typical use::
 
-    cfg = load_config("sched.yaml")                       # validated and defaulted
+    cfg = load_config("sched.yaml", registry)                       # validated and defaulted
     for profile in cfg.profiles:
         plugins = resolve_profile_plugins(profile.plugins, registry)   # ordered, per extension point
         args = plugin_args(profile, registry)                           # decoded args by plugin name
@@ -20,7 +20,6 @@ from kubesched.config.defaults import (
 from kubesched.config.duration import format_duration, parse_duration, parse_duration_ns
 from kubesched.config.loader import (
     decode_config,
-    default_plugin_registry,
     dump_config,
     load_config,
     parse_document,
@@ -84,7 +83,6 @@ __all__ = [
     "decode_plugin_args",
     "default_args",
     "default_config",
-    "default_plugin_registry",
     "default_plugins",
     "dump_config",
     "encode_args",

@@ -7,12 +7,10 @@ filter.enabled[1].name: unknown plugin "Foo"`).
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 import yaml
@@ -24,16 +22,11 @@ from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.config.validation import validate
 from kubesched.errors import FieldErrors, InputError
 
-__all__ = ["decode_config", "default_plugin_registry", "dump_config", "load_config", "parse_document"]
+__all__ = ["decode_config", "dump_config", "load_config", "parse_document"]
 
 
-def load_config(
-    path: str | os.PathLike[str], registry: PluginCatalog | None = None
-) -> KubeSchedulerConfiguration:
-    """The effective (validated, defaulted) configuration in file `path`.
-
-    Plugins are looked up in `registry`, by default kubesched's own plugins plus installed ones.
-    """
+def load_config(path: str | os.PathLike[str], registry: PluginCatalog) -> KubeSchedulerConfiguration:
+    """The effective (validated, defaulted) configuration in file `path`; plugins come from `registry`."""
     source = os.fspath(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -41,7 +34,7 @@ def load_config(
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file", source=source) from None
-    return decode_config(text, source, registry if registry is not None else default_plugin_registry())
+    return decode_config(text, source, registry)
 
 
 def decode_config(text: str, source: str, registry: PluginCatalog) -> KubeSchedulerConfiguration:
@@ -93,13 +86,6 @@ def parse_document(text: str, source: str) -> Any:
         raise InputError(f"invalid YAML: {message}", source=source, path=where) from None
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", source=source) from None
-
-
-def default_plugin_registry() -> PluginCatalog:
-    """kubesched's plugins plus installed third-party ones (`kubesched.plugins.default_registry`)."""
-    # Imported here: the plugins package sits above config in the layering.
-    factory = cast(Callable[[], PluginCatalog], importlib.import_module("kubesched.plugins").default_registry)
-    return factory()
 
 
 # --------------------------------------------------------------------------- parsing

@@ -10,7 +10,6 @@ import yaml
 from config_fakes import registry
 
 from kubesched import cli_config
-from kubesched.config import loader
 from kubesched.errors import InputError
 
 HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -19,8 +18,7 @@ HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfigu
 @pytest.fixture(autouse=True)
 def fake_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     reg = registry()
-    monkeypatch.setattr(loader, "default_plugin_registry", lambda: reg)
-    monkeypatch.setattr(cli_config, "default_plugin_registry", lambda: reg)
+    monkeypatch.setattr(cli_config, "default_registry", lambda: reg)
 
 
 def run(*argv: str) -> int:

@@ -17,7 +17,6 @@ from kubesched.config import (
     default_config,
     dump_config,
     load_config,
-    loader,
 )
 from kubesched.errors import FieldErrors, InputError
 
@@ -38,13 +37,6 @@ def test_load_config_reads_validates_and_defaults(tmp_path: Path) -> None:
     assert cfg.parallelism == 16
     assert [p.scheduler_name for p in cfg.profiles] == ["mine"]
     assert cfg.profiles[0].plugins is not None and cfg.profiles[0].plugins.multi_point is not None
-
-
-def test_load_config_uses_the_default_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(loader, "default_plugin_registry", lambda: REGISTRY)
-    path = tmp_path / "sched.yaml"
-    path.write_text(HEADER)
-    assert load_config(path).profiles[0].scheduler_name == "default-scheduler"
 
 
 def test_load_config_names_the_file_in_validation_errors(tmp_path: Path) -> None:
