@@ -89,6 +89,8 @@ class NodeTable:
         #: affinity plugins visit only the nodes that can matter.
         self.affinity_pods: IntArray = np.zeros(n, dtype=np.int64)
         self.required_anti_affinity_pods: IntArray = np.zeros(n, dtype=np.int64)
+        #: Per node: pods holding host ports, so NodePorts checks only those nodes.
+        self.host_port_pods: IntArray = np.zeros(n, dtype=np.int64)
         self.allowed_pods: IntArray = np.zeros(n, dtype=np.int64)
         self.unschedulable: BoolArray = np.zeros(n, dtype=np.bool_)
         for i, ni in enumerate(self.infos):
@@ -123,6 +125,7 @@ class NodeTable:
         self.pod_count[i] = len(ni.pods)
         self.affinity_pods[i] = ni.pods_with_affinity
         self.required_anti_affinity_pods[i] = ni.pods_with_required_anti_affinity
+        self.host_port_pods[i] = sum(1 for pi in ni.pods.values() if pi.host_ports)
         self.allowed_pods[i] = ni.allowed_pod_number
         self.unschedulable[i] = ni.node.spec.unschedulable
 
@@ -212,6 +215,7 @@ class NodeTable:
         self.pod_count[row] += sign
         self.affinity_pods[row] += sign * pi.has_affinity
         self.required_anti_affinity_pods[row] += sign * pi.has_required_anti_affinity
+        self.host_port_pods[row] += sign * bool(pi.host_ports)
         log = self._pod_log
         log.append((row, pi, sign))
         if len(log) > POD_LOG_LIMIT:

@@ -53,9 +53,6 @@ class NodePorts(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensi
 
     name: ClassVar[str] = "NodePorts"
 
-    def __init__(self) -> None:
-        self._with_ports: tuple[NodeTable, int, BoolArray] | None = None
-
     def _wanted(self, state: CycleState, pod: Pod) -> tuple[HostPort, ...]:
         s = state.get(PRE_FILTER_STATE_KEY)
         if isinstance(s, _PreFilterState):
@@ -91,14 +88,10 @@ class NodePorts(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensi
                 passed[pos] = False
         return BatchFilterResult.from_mask(passed, Status.unschedulable(ERR_REASON))
 
-    def _rows_with_ports(self, table: NodeTable) -> BoolArray:
-        """Which rows have any host port in use; recomputed only when the table changed."""
-        cached = self._with_ports
-        if cached is not None and cached[0] is table and cached[1] == table.generation:
-            return cached[2]
-        mask = np.fromiter((bool(ni.used_ports) for ni in table.infos), dtype=np.bool_, count=len(table))
-        self._with_ports = (table, table.generation, mask)
-        return mask
+    @staticmethod
+    def _rows_with_ports(table: NodeTable) -> BoolArray:
+        """Which rows have any host port in use (the table keeps a per-row count of such pods)."""
+        return table.host_port_pods > 0
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A deleted pod frees its ports; a new node has all ports free."""

@@ -76,10 +76,13 @@ def test_incremental_rows_equal_a_fresh_table(ops: list[tuple[int, int, bool]]) 
             key = sorted(placed)[0]
             table.remove_pod(placed.pop(key), key)
             continue
-        pi = PodInfo(make_pod(f"p{i}", cpu=f"{milli}m", node_name=f"n{row}"))
+        pi = PodInfo(
+            make_pod(f"p{i}", cpu=f"{milli}m", node_name=f"n{row}", host_ports=(8000 + i,) * (milli % 2))
+        )
         table.add_pod(row, pi)
         placed[pi.key] = row
     fresh = NodeTable([NodeInfo(ni.node, ni.pods.values()) for ni in table.infos])
     assert np.array_equal(table.requested[:, : len(fresh.resources)], fresh.requested)
     assert np.array_equal(table.non_zero_requested, fresh.non_zero_requested)
     assert np.array_equal(table.pod_count, fresh.pod_count)
+    assert np.array_equal(table.host_port_pods, fresh.host_port_pods)
