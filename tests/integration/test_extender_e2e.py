@@ -222,6 +222,33 @@ def failed_scheduling_note(api: ApiClient, namespace: str, pod: str) -> str:
     return " | ".join(str(e.get("message") or e.get("note") or "") for e in events)
 
 
+def assert_allowed_nodes_only(
+    api: ApiClient, namespace: str, scheduler: str, run: str, allowed: list[str], who: str
+) -> None:
+    """PODS pods of `scheduler` land on allowed nodes only; a pod needing a forbidden node stays
+    unbound with the extender's reason in `who`'s FailedScheduling event."""
+    names = make_pods(api, namespace, scheduler, run, PODS)
+    placed = wait_for(
+        lambda: placements(api, namespace, names), lambda p: all(p.values()), 60, "pods to be bound"
+    )
+    assert set(placed.values()) <= set(allowed), placed
+    create_pod(
+        api,
+        "impossible",
+        namespace=namespace,
+        scheduler_name=scheduler,
+        node_selector={"kubesched.test/extender-run": run, FORBIDDEN: "yes"},
+    )
+    note = wait_for(
+        lambda: failed_scheduling_note(api, namespace, "impossible"),
+        lambda text: "had label" in text,
+        60,
+        f"{who}'s FailedScheduling event",
+    )
+    assert f"2 node(s) had label {FORBIDDEN}=yes" in note
+    assert get_pod(api, "impossible", namespace)["spec"].get("nodeName") is None
+
+
 @pytest.mark.parametrize("mode", ["node-names", "nodes"])
 def test_kube_scheduler_uses_kubesched_extender(
     control_plane: ControlPlane,
@@ -240,27 +267,7 @@ def test_kube_scheduler_uses_kubesched_extender(
         {"profiles": [{"schedulerName": scheduler}], "extenders": [extender_entry(extender, mode)]}
     )
     try:
-        names = make_pods(api, namespace, scheduler, run, PODS)
-        placed = wait_for(
-            lambda: placements(api, namespace, names), lambda p: all(p.values()), 60, "pods to be bound"
-        )
-        assert set(placed.values()) <= set(allowed), placed
-
-        create_pod(
-            api,
-            "impossible",
-            namespace=namespace,
-            scheduler_name=scheduler,
-            node_selector={"kubesched.test/extender-run": run, FORBIDDEN: "yes"},
-        )
-        note = wait_for(
-            lambda: failed_scheduling_note(api, namespace, "impossible"),
-            lambda text: "had label" in text,
-            60,
-            "kube-scheduler's FailedScheduling event",
-        )
-        assert f"2 node(s) had label {FORBIDDEN}=yes" in note
-        assert get_pod(api, "impossible", namespace)["spec"].get("nodeName") is None
+        assert_allowed_nodes_only(api, namespace, scheduler, run, allowed, "kube-scheduler")
         assert extender.metric('kubesched_extender_requests_total{code="200",verb="filter"}') >= PODS
         if cache_capable:
             assert extender.metric('kubesched_extender_requests_total{code="200",verb="bind"}') >= PODS
@@ -396,25 +403,7 @@ extenders:
         assert cluster.wait_for_sync(60)
         cluster.start_loop()
         cluster.set_leading(True)
-        names = make_pods(api, namespace, scheduler, run, PODS)
-        placed = wait_for(
-            lambda: placements(api, namespace, names), lambda p: all(p.values()), 60, "pods to be bound"
-        )
-        assert set(placed.values()) <= set(allowed), placed
-        create_pod(
-            api,
-            "impossible",
-            namespace=namespace,
-            scheduler_name=scheduler,
-            node_selector={"kubesched.test/extender-run": run, FORBIDDEN: "yes"},
-        )
-        note = wait_for(
-            lambda: failed_scheduling_note(api, namespace, "impossible"),
-            lambda text: "had label" in text,
-            60,
-            "kubesched's FailedScheduling event",
-        )
-        assert f"2 node(s) had label {FORBIDDEN}=yes" in note
+        assert_allowed_nodes_only(api, namespace, scheduler, run, allowed, "kubesched")
         assert extender.metric('kubesched_extender_requests_total{code="200",verb="prioritize"}') >= 1
     finally:
         cluster.stop()  # closes the extender clients after in-flight binds
