@@ -46,7 +46,7 @@ from kubesched.framework.interfaces import (
     ReservePlugin,
 )
 from kubesched.framework.node_info import PODS, pod_key
-from kubesched.framework.node_table import NodeSet, NodeTable
+from kubesched.framework.node_table import NodeSet, NodeTable, PodRowCounts
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_PERMIT_TIMEOUT, PostFilterResult, QueuedPodInfo
 
@@ -102,6 +102,10 @@ class CoschedulingArgs(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
                 )
             )
         return errors
+
+
+#: Groups whose per-node member counts are remembered between cycles (oldest dropped first).
+_MAX_TRACKED_GROUPS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +178,8 @@ class Coscheduling(
         self._first_seen: dict[str, float] = {}
         #: group full name -> time until which PreFilter turns the group away (podGroupBackoffSeconds).
         self._backoff_until: dict[str, float] = {}
+        #: group full name -> per-node member counts, kept current from the table's pod change log.
+        self._member_rows: dict[str, PodRowCounts] = {}
 
     # ================================================================== QueueSort
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
@@ -478,6 +484,16 @@ class Coscheduling(
             members.append(pod)
         return members
 
+    def _member_counts(self, group: _Group, table: NodeTable) -> npt.NDArray[np.int64]:
+        """Members of `group` per node, recounted only on nodes whose pods changed since the last cycle."""
+        counts = self._member_rows.get(group.full_name)
+        if counts is None or counts.table is not table:
+            if len(self._member_rows) >= _MAX_TRACKED_GROUPS:
+                self._member_rows.pop(next(iter(self._member_rows)))  # the oldest group
+            counts = PodRowCounts(table, lambda ni: sum(1 for pi in ni.pods.values() if group.has(pi.pod)))
+            self._member_rows[group.full_name] = counts
+        return counts.current()
+
     def _placed(self, group: _Group, table: NodeTable) -> dict[str, Pod]:
         """Members on a node in the snapshot — bound, binding, or assumed and waiting at Permit.
 
@@ -486,8 +502,9 @@ class Coscheduling(
         "gang" whose other members are about to leave — a partial gang.
         """
         found: dict[str, Pod] = {}
-        for info in table.infos:
-            for key, pi in info.pods.items():
+        infos = table.infos
+        for row in np.flatnonzero(self._member_counts(group, table)):
+            for key, pi in infos[row].pods.items():
                 if group.has(pi.pod):
                     found[key] = pi.pod
         if found and self.handle is not None:
