@@ -43,7 +43,7 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
 )
 from kubesched.framework.node_info import NodeInfo, PodInfo
-from kubesched.framework.node_table import BatchFilterResult, BoolArray, NodeSet, NodeTable
+from kubesched.framework.node_table import BatchFilterResult, BoolArray, NodeSet, NodeTable, PodRowCounts
 from kubesched.framework.status import Code, Status
 from kubesched.plugins._volumes import VolumeHandle, VolumeObjects, claim_key, pvc_not_found
 
@@ -148,7 +148,8 @@ class VolumeRestrictions(
 
     def __init__(self, handle: VolumeHandle | None = None) -> None:
         self._handle = handle
-        self._restricted_rows: tuple[NodeTable, int, BoolArray] | None = None
+        #: Pods with a conflict-prone volume per node, kept current from the table's pod change log.
+        self._restricted_counts: PodRowCounts | None = None
         self._used_claims: tuple[NodeTable, int, frozenset[str]] | None = None
 
     # -- PreFilter
@@ -254,16 +255,13 @@ class VolumeRestrictions(
 
     def _rows_with_restricted(self, table: NodeTable) -> BoolArray:
         """Rows running a pod with a conflict-prone volume; recomputed only when the table changed."""
-        cached = self._restricted_rows
-        if cached is not None and cached[0] is table and cached[1] == table.generation:
-            return cached[2]
-        mask = np.fromiter(
-            (any(_has_restricted_volume(pi.pod) for pi in ni.pods.values()) for ni in table.infos),
-            dtype=np.bool_,
-            count=len(table),
-        )
-        self._restricted_rows = (table, table.generation, mask)
-        return mask
+        counts = self._restricted_counts
+        if counts is None or counts.table is not table:
+            counts = PodRowCounts(
+                table, lambda ni: sum(1 for pi in ni.pods.values() if _has_restricted_volume(pi.pod))
+            )
+            self._restricted_counts = counts
+        return counts.current() > 0
 
     # -- requeueing
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -305,3 +303,7 @@ def _after_claim_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
         if v.persistent_volume_claim is not None and v.persistent_volume_claim.claim_name == meta.name:
             return QueueingHint.QUEUE
     return QueueingHint.SKIP
+
+
+def _count_restricted(ni: NodeInfo) -> int:
+    return sum(1 for pi in ni.pods.values() if _has_restricted_volume(pi.pod))
