@@ -8,7 +8,7 @@ scheduler through the same handlers the live informers use.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -171,23 +171,32 @@ class MemoryCluster:
             h.on_pod_delete(current)
 
     def lister(self, kind: str) -> Sequence[Any]:
-        mapping: dict[str, Sequence[Any]] = {
-            "Pod": list(self.pods.values()),
-            "Node": list(self.nodes.values()),
-            "Namespace": self.objects.namespaces,
-            "PriorityClass": list(self.priority_classes.values()),
-            "PersistentVolume": self.objects.persistent_volumes,
-            "PersistentVolumeClaim": self.objects.persistent_volume_claims,
-            "StorageClass": self.objects.storage_classes,
-            "CSINode": self.objects.csi_nodes,
-            "PodDisruptionBudget": self.objects.pod_disruption_budgets,
-            "Service": self.objects.services,
-            "ReplicationController": self.objects.replication_controllers,
-            "ReplicaSet": self.objects.replica_sets,
-            "StatefulSet": self.objects.stateful_sets,
-            "PodGroup": self.objects.pod_groups,
+        """Objects of `kind`; only the requested kind is materialised (plugins call this every cycle)."""
+        live: dict[str, Mapping[str, Any]] = {
+            "Pod": self.pods,
+            "Node": self.nodes,
+            "PriorityClass": self.priority_classes,
         }
-        return mapping.get(kind, [])
+        if kind in live:
+            return list(live[kind].values())
+        attribute = _LOADED_KINDS.get(kind)
+        return getattr(self.objects, attribute) if attribute else []
+
+
+#: Kinds the simulator only reads, by the LoadedObjects attribute holding them.
+_LOADED_KINDS = {
+    "Namespace": "namespaces",
+    "PersistentVolume": "persistent_volumes",
+    "PersistentVolumeClaim": "persistent_volume_claims",
+    "StorageClass": "storage_classes",
+    "CSINode": "csi_nodes",
+    "PodDisruptionBudget": "pod_disruption_budgets",
+    "Service": "services",
+    "ReplicationController": "replication_controllers",
+    "ReplicaSet": "replica_sets",
+    "StatefulSet": "stateful_sets",
+    "PodGroup": "pod_groups",
+}
 
 
 def _default_requests_from_limits(spec: PodSpec) -> PodSpec:
