@@ -8,5 +8,5 @@
 * `server`  - the Starlette app (verbs, health, metrics, OpenAPI) and its uvicorn settings;
 * `openapi` - the OpenAPI document (kept in docs/extender-openapi.json).
 
-`kubesched extender` (`kubesched.cli_extender`) puts them together. See docs/extender.md.
+`kubesched extender` (`kubesched.cli.extender`) puts them together. See docs/extender.md.
 """

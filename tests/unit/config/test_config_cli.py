@@ -9,7 +9,7 @@ import pytest
 import yaml
 from config_fakes import registry
 
-from kubesched import cli_config
+from kubesched.cli import config as cli_config
 from kubesched.errors import InputError
 
 HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"

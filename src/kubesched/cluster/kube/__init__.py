@@ -15,5 +15,5 @@ Small modules with one job each:
 * `workers`  - a bounded queue and worker threads for fire-and-forget calls (Events, patches).
 * `live`     - `LiveCluster`: the ClusterPort over all of the above plus the scheduling loop.
 
-Nothing here is imported by the scheduler core; `kubesched run` wires it up (`kubesched.cli_run`).
+Nothing here is imported by the scheduler core; `kubesched run` wires it up (`kubesched.cli.run`).
 """

@@ -1,53 +1,21 @@
-"""The `kubesched` command: simulate, config validate|defaults.
-
-Bad input ends with one line `kubesched: <file>: <field path>: <what is wrong>` and exit code 2.
-"""
+"""`kubesched simulate [PATH ...]`: schedule pods on an in-memory cluster and explain every decision."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-from kubesched import __version__
 from kubesched.errors import InputError
 
-EXIT_BAD_INPUT = 2
-DEMO_DIR = Path(__file__).parent / "simulate" / "demo"
+__all__ = ["DEMO_DIR", "add_simulate_command"]
+
+DEMO_DIR = Path(__file__).resolve().parents[1] / "simulate" / "demo"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if not hasattr(args, "func"):
-        parser.print_help(sys.stderr)
-        return EXIT_BAD_INPUT
-    try:
-        code: int = args.func(args)
-    except InputError as err:
-        print(f"kubesched: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return 0
-    return code
-
-
-def _parser() -> argparse.ArgumentParser:
-    from kubesched.cli_config import add_config_commands
-    from kubesched.cli_extender import add_extender_command
-    from kubesched.cli_run import add_run_command
-
-    parser = argparse.ArgumentParser(
-        prog="kubesched",
-        description="A Kubernetes scheduler framework in Python: plugins, profiles, an explaining simulator.",
-    )
-    parser.add_argument("--version", action="version", version=f"kubesched {__version__}")
-    sub = parser.add_subparsers(metavar="COMMAND")
-
-    sim = sub.add_parser(
+def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `simulate`; it sets `func(args) -> int`."""
+    sim = subparsers.add_parser(
         "simulate",
         help="schedule pods on an in-memory cluster loaded from YAML and explain every decision",
         description=(
@@ -66,11 +34,6 @@ def _parser() -> argparse.ArgumentParser:
         "--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)"
     )
     sim.set_defaults(func=_simulate)
-
-    add_config_commands(sub)
-    add_run_command(sub)
-    add_extender_command(sub)
-    return parser
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -103,7 +66,3 @@ def _simulate(args: argparse.Namespace) -> int:
         width = None if sys.stdout.isatty() else 200
         render_table(report, Console(width=width, highlight=False))
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -1,0 +1,53 @@
+"""The `kubesched` command; one module of this package per subcommand.
+
+Bad input ends with one line `kubesched: <file>: <field path>: <what is wrong>` and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from kubesched import __version__
+from kubesched.errors import InputError
+
+EXIT_BAD_INPUT = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "func"):
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        code: int = args.func(args)
+    except InputError as err:
+        print(f"kubesched: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
+    from kubesched.cli.config import add_config_commands
+    from kubesched.cli.extender import add_extender_command
+    from kubesched.cli.run import add_run_command
+    from kubesched.cli.simulate import add_simulate_command
+
+    parser = argparse.ArgumentParser(
+        prog="kubesched",
+        description="A Kubernetes scheduler framework in Python: plugins, profiles, an explaining simulator.",
+    )
+    parser.add_argument("--version", action="version", version=f"kubesched {__version__}")
+    sub = parser.add_subparsers(metavar="COMMAND")
+
+    add_simulate_command(sub)
+    add_config_commands(sub)
+    add_run_command(sub)
+    add_extender_command(sub)
+    return parser

@@ -1,0 +1,5 @@
+"""`python -m kubesched.cli` runs the `kubesched` command."""
+
+from kubesched.cli import main
+
+raise SystemExit(main())
