@@ -63,6 +63,7 @@ def _all_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentP
 
 def _parser() -> argparse.ArgumentParser:
     from kubesched.cli.config import add_config_commands
+    from kubesched.cli.explain import add_explain_command
     from kubesched.cli.extender import add_extender_command
     from kubesched.cli.run import add_run_command
     from kubesched.cli.simulate import add_simulate_command
@@ -75,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(metavar="COMMAND")
 
     add_simulate_command(sub)
+    add_explain_command(sub)
     add_config_commands(sub)
     add_run_command(sub)
     add_extender_command(sub)
