@@ -31,6 +31,7 @@ class OwnerReference(_Base, frozen=True):
     uid: str = ""
     api_version: str = ""
     controller: bool | None = None
+    block_owner_deletion: bool | None = None
 
 
 class ObjectMeta(_Base, frozen=True):
@@ -44,6 +45,7 @@ class ObjectMeta(_Base, frozen=True):
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
     owner_references: list[OwnerReference] = []
+    finalizers: list[str] = []
 
 
 # --------------------------------------------------------------------------- selectors

@@ -16,6 +16,9 @@ import msgspec
 
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Container, Node, Pod, PodCondition, PodSpec, PriorityClass
+from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.cluster.claims import ClaimConflict, ClaimStore, instantiate_template_claims
+from kubesched.framework.events import ActionType, Resource
 from kubesched.framework.node_info import pod_key
 
 _UID_NAMESPACE = uuid.UUID("6f1c4b52-9d7a-4a55-bf11-0d6c2f1b7e10")
@@ -57,9 +60,19 @@ class MemoryCluster:
             pc.metadata.name: pc for pc in objects.priority_classes
         }
         self.nodes: dict[str, Node] = {n.metadata.name: n for n in objects.nodes}
+        self.claims = ClaimStore(objects.resource_claims)
+        templates = {
+            f"{t.metadata.namespace or 'default'}/{t.metadata.name}": t
+            for t in objects.resource_claim_templates
+        }
         self.pods: dict[str, Pod] = {}
         for pod in objects.pods:
             prepared = self.admit(pod)
+            if templates and not prepared.spec.node_name:
+                # kube-controller-manager's resourceclaim controller, before the scheduler sees the pod
+                prepared, created = instantiate_template_claims(prepared, templates)
+                for claim in created:
+                    self.claims.put(claim)
             self.pods[pod_key(prepared)] = prepared
         self.objects = objects
         self.events: list[RecordedEvent] = []
@@ -169,9 +182,45 @@ class MemoryCluster:
             return
         for h in self._handlers:
             h.on_pod_delete(current)
+        # The resourceclaim controller frees what the pod held (preemption victims give up devices).
+        for old, new in self.claims.pod_gone(current):
+            self._claim_event(old, new)
+
+    # ------------------------------------------------------------------ ResourceClaimPort
+    def write_claim_allocation(
+        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+    ) -> ResourceClaim:
+        old = self.claims.get(claim.key)
+        try:
+            stored = self.claims.write_allocation(claim, allocation, pod)
+        except ClaimConflict as err:
+            raise ClusterError(str(err)) from None
+        self._claim_event(old, stored)
+        return stored
+
+    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
+        old = self.claims.get(claim.key)
+        new = self.claims.remove_reservation(claim, pod)
+        if old is not None and new is not old:
+            self._claim_event(old, new)
+
+    def deallocate_claim(self, claim: ResourceClaim) -> None:
+        old = self.claims.get(claim.key)
+        new = self.claims.deallocate(claim)
+        if old is not None:
+            self._claim_event(old, new)
+
+    def _claim_event(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        action = ActionType.ADD if old is None else ActionType.DELETE if new is None else ActionType.UPDATE
+        for h in self._handlers:
+            on_object_event = getattr(h, "on_object_event", None)
+            if on_object_event is not None:
+                on_object_event(Resource.RESOURCE_CLAIM, action, old, new)
 
     def lister(self, kind: str) -> Sequence[Any]:
         """Objects of `kind`; only the requested kind is materialised (plugins call this every cycle)."""
+        if kind == "ResourceClaim":
+            return self.claims.all()
         live: dict[str, Mapping[str, Any]] = {
             "Pod": self.pods,
             "Node": self.nodes,
@@ -196,6 +245,10 @@ _LOADED_KINDS = {
     "ReplicaSet": "replica_sets",
     "StatefulSet": "stateful_sets",
     "PodGroup": "pod_groups",
+    "DeviceClass": "device_classes",
+    "ResourceClaimTemplate": "resource_claim_templates",
+    "ResourceSlice": "resource_slices",
+    "DeviceTaintRule": "device_taint_rules",
 }
 
 

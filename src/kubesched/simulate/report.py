@@ -28,6 +28,17 @@ class NodeScores(_Out):
     total: int
 
 
+class AllocatedDevice(_Out):
+    """A device DynamicResources allocated to one of the pod's ResourceClaims."""
+
+    claim: str
+    request: str
+    driver: str
+    pool: str
+    device: str
+    share_id: str | None = msgspec.field(default=None, name="shareID")
+
+
 class PodResult(_Out):
     namespace: str
     name: str
@@ -41,6 +52,8 @@ class PodResult(_Out):
     attempts: int = 0
     filter: dict[str, FilterVerdict] = {}
     scores: dict[str, NodeScores] = {}
+    #: Devices of the pod's ResourceClaims (DRA), as `claim` (namespace/name) -> driver/pool/device.
+    devices: list[AllocatedDevice] = []
 
 
 class NodeUsage(_Out):

@@ -20,7 +20,15 @@ from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.extenders import Extenders
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler
-from kubesched.simulate.report import FilterVerdict, NodeScores, NodeUsage, PodResult, Report, Summary
+from kubesched.simulate.report import (
+    AllocatedDevice,
+    FilterVerdict,
+    NodeScores,
+    NodeUsage,
+    PodResult,
+    Report,
+    Summary,
+)
 
 #: Stop once this much virtual time passed without a pod being bound (covers Permit's 15 min cap).
 IDLE_HORIZON_SECONDS = 16 * 60.0
@@ -135,7 +143,7 @@ def simulate(
             where = scheduler.queue.where(key)
             if where is not None and where != "gated":
                 rec.result = "Unschedulable"
-    return _build_report(records, ignored, scheduler, seconds)
+    return _build_report(records, ignored, scheduler, seconds, cluster)
 
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -194,9 +202,13 @@ def run_until_settled(
 
 
 def _build_report(
-    records: dict[str, _PodRecord], ignored: list[Pod], scheduler: Scheduler, seconds: float
+    records: dict[str, _PodRecord],
+    ignored: list[Pod],
+    scheduler: Scheduler,
+    seconds: float,
+    cluster: MemoryCluster | None = None,
 ) -> Report:
-    pods = [_pod_result(rec) for rec in records.values()]
+    pods = [_pod_result(rec, cluster) for rec in records.values()]
     pods.extend(
         PodResult(
             namespace=p.metadata.namespace,
@@ -232,7 +244,33 @@ def _build_report(
     )
 
 
-def _pod_result(rec: _PodRecord) -> PodResult:
+def _allocated_devices(pod: Pod, cluster: MemoryCluster) -> list[AllocatedDevice]:
+    """The devices of the claims reserved for `pod`, in the order of its `spec.resourceClaims`."""
+    current = cluster.pods.get(pod_key(pod), pod)
+    names = [c.resource_claim_name for c in current.spec.resource_claims if c.resource_claim_name]
+    names += [s.resource_claim_name for s in current.status.resource_claim_statuses if s.resource_claim_name]
+    out: list[AllocatedDevice] = []
+    for name in names:
+        claim = cluster.claims.get(f"{current.metadata.namespace}/{name}")
+        if claim is None or claim.status.allocation is None:
+            continue
+        if not any(r.uid == current.metadata.uid for r in claim.status.reserved_for):
+            continue
+        for r in claim.status.allocation.devices.results:
+            out.append(
+                AllocatedDevice(
+                    claim=claim.key,
+                    request=r.request,
+                    driver=r.driver,
+                    pool=r.pool,
+                    device=r.device,
+                    share_id=r.share_id,
+                )
+            )
+    return out
+
+
+def _pod_result(rec: _PodRecord, cluster: MemoryCluster | None = None) -> PodResult:
     pod = rec.pod
     filter_ = {
         node: FilterVerdict(plugin=st.plugin, code=str(st.code), reasons=st.all_reasons())
@@ -258,6 +296,7 @@ def _pod_result(rec: _PodRecord) -> PodResult:
         attempts=rec.attempts,
         filter=filter_,
         scores=scores,
+        devices=_allocated_devices(pod, cluster) if cluster is not None and rec.result == "Scheduled" else [],
     )
 
 

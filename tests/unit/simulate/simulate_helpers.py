@@ -29,6 +29,7 @@ POD_KEYS = frozenset(
         "attempts",
         "filter",
         "scores",
+        "devices",
     }
 )
 #: Fields being added to `pods[]` by colleagues; allowed, neither required nor forbidden.
