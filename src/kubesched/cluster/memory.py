@@ -66,8 +66,14 @@ class MemoryCluster:
             for t in objects.resource_claim_templates
         }
         self.pods: dict[str, Pod] = {}
+        #: Pods whose phase is Succeeded or Failed: kept out of `pods`, as the live scheduler's informer
+        #: keeps them out of its cache (snapshots of real clusters are full of completed Job pods).
+        self.finished_pods: list[Pod] = []
         for pod in objects.pods:
             prepared = self.admit(pod)
+            if prepared.finished:
+                self.finished_pods.append(prepared)
+                continue
             if templates and not prepared.spec.node_name:
                 # kube-controller-manager's resourceclaim controller, before the scheduler sees the pod
                 prepared, created = instantiate_template_claims(prepared, templates)
