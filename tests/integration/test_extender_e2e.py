@@ -14,6 +14,7 @@ placed (and rejected) by GPUScheduler's count, product and memory checks, with i
 
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 import sys
@@ -415,6 +416,8 @@ extenders:
   prioritizeVerb: prioritize
   weight: 2
   nodeCacheCapable: true
+  enableHTTPS: true
+  tlsConfig: {json.dumps(extender.tls_config)}
 - urlPrefix: http://127.0.0.1:{free_port()}
   filterVerb: filter
   ignorable: true

@@ -18,6 +18,7 @@ import argparse
 
 import msgspec
 
+from kubesched import __version__
 from kubesched.cli._flags import add_bool_flag, add_unsupported, go_duration
 from kubesched.config import KubeSchedulerConfiguration, format_duration, validate
 from kubesched.config.plugin_catalog import PluginCatalog
@@ -93,6 +94,8 @@ def add_kube_scheduler_flags(parser: argparse.ArgumentParser) -> None:
         ("--tls-sni-cert-key", "SNI certificates are not implemented"),
         ("--pod-max-in-unschedulable-pods-duration", "removed upstream; use the config file"),
         ("--emulated-version", "kubesched emulates v1.37 only"),
+        ("--min-compatibility-version", "kubesched emulates v1.37 only"),
+        ("--tls-curve-preferences", "the TLS library chooses the curves"),
     ):
         add_unsupported(g, flag, reason)
     for flag, reason in (
@@ -105,6 +108,10 @@ def add_kube_scheduler_flags(parser: argparse.ArgumentParser) -> None:
         add_unsupported(g, flag, reason, takes_value=False, accept=_FALSE)
     # Honoured trivially: kubesched speaks HTTP/1.1 only and flushes every log line.
     g.add_argument("--http2-max-streams-per-connection", type=int, help=argparse.SUPPRESS)
+    g.add_argument("--disable-http2-serving", nargs="?", const=True, help=argparse.SUPPRESS)
+    g.add_argument(
+        "--version", action="version", version=f"kubesched {__version__}", help="print the version"
+    )
     g.add_argument("--log-flush-frequency", type=go_duration, help=argparse.SUPPRESS)
 
 
