@@ -14,6 +14,7 @@ LAYERS = [
     "cli",
     "simulate",
     "extender",
+    "serving",
     "cluster",
     "scheduler",
     "plugins",
