@@ -21,6 +21,13 @@ from kubesched.scheduler.extenders import Extenders
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler
 from kubesched.simulate.report import FilterVerdict, NodeScores, NodeUsage, PodResult, Report, Summary
+from kubesched.simulate.workload_report import workload_results
+from kubesched.simulate.workloads import (
+    PodChanges,
+    WorkloadControllers,
+    has_workloads,
+    with_room_for_controllers,
+)
 
 #: Stop once this much virtual time passed without a pod being bound (covers Permit's 15 min cap).
 IDLE_HORIZON_SECONDS = 16 * 60.0
@@ -70,18 +77,25 @@ def simulate(
     for node in objects.nodes:
         check_node_quantities(node)
     clock = VirtualClock()
-    cluster = MemoryCluster(objects, clock.now)
+    with_controllers = has_workloads(objects)
+    cluster = MemoryCluster(with_room_for_controllers(objects) if with_controllers else objects, clock.now)
+    controllers = WorkloadControllers(cluster, seed=seed) if with_controllers else None
     records: dict[str, _PodRecord] = {}
     ignored: list[Pod] = []
     profiles = profiles_from_config(config, registry)
     names = {p.scheduler_name for p in profiles}
-    for pod in cluster.pods.values():
+
+    def track(pod: Pod) -> None:
+        """Report on `pod` if it waits for one of our profiles."""
         if pod.spec.node_name:
-            continue
+            return
         if pod.spec.scheduler_name in names:
             records[pod_key(pod)] = _PodRecord(pod)
         else:
             ignored.append(pod)
+
+    for pod in cluster.pods.values():
+        track(pod)
     tracker = _Progress(len(records), callback=progress)
 
     def observe(attempt: Attempt) -> None:
@@ -121,10 +135,24 @@ def simulate(
             rec.message = str(exc)
             tracker.mark(pod_key(pod))
 
+    def follow(changes: PodChanges) -> None:
+        """Report on the pods the controllers created; mark the pending ones they deleted."""
+        for pod in changes.created:
+            track(pod)
+        tracker.total = len(records)
+        for pod, why in changes.deleted:
+            rec = records.get(pod_key(pod))
+            if rec is not None:
+                rec.result, rec.node, rec.message = "Deleted", None, why
+                tracker.mark(pod_key(pod))
+
     started = time.perf_counter()
     cluster.subscribe(scheduler, on_error=refuse)
     try:
-        run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
+        if controllers is None:
+            run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
+        else:
+            run_with_controllers(scheduler, clock, cluster, controllers, follow)
     finally:
         if scheduler.extenders is not None:
             scheduler.extenders.close()
@@ -135,7 +163,33 @@ def simulate(
             where = scheduler.queue.where(key)
             if where is not None and where != "gated":
                 rec.result = "Unschedulable"
-    return _build_report(records, ignored, scheduler, seconds)
+    report = _build_report(records, ignored, scheduler, seconds)
+    if controllers is not None:
+        messages = {key: rec.message for key, rec in records.items() if rec.message}
+        report.workloads = workload_results(controllers, cluster.nodes, messages)
+    return report
+
+
+def run_with_controllers(
+    scheduler: Scheduler,
+    clock: VirtualClock,
+    cluster: MemoryCluster,
+    controllers: WorkloadControllers,
+    follow: Callable[[PodChanges], None],
+) -> None:
+    """Alternate controller rounds and scheduling until a round changes nothing.
+
+    Each round lets every controller act on what the scheduler did (a rollout's next step, the next
+    ordinal of an OrderedReady StatefulSet); the scheduler then runs until it settles.
+    """
+    settled = False
+    while True:
+        changes = controllers.reconcile()
+        follow(changes)
+        if settled and not changes:
+            return
+        run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
+        settled = True
 
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")

@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched.api.quantity import parse_quantity
-from kubesched.simulate.report import NodeUsage, Report
+from kubesched.simulate.report import NodeUsage, Report, WorkloadResult
 
 _STYLE = {
     "Scheduled": "green",
@@ -39,6 +39,8 @@ def render_table(report: Report, console: Console) -> None:
             escape(reason),
         )
     console.print(pods)
+    if report.workloads:
+        console.print(_workload_table(report.workloads))
     console.print(_node_table(report.nodes))
     s = report.summary
     console.print(
@@ -46,6 +48,28 @@ def render_table(report: Report, console: Console) -> None:
         f"({s.pods_per_second:g} pods/s); {s.unschedulable} unschedulable, {s.errors} error, "
         f"{s.gated} gated, {s.waiting} waiting, {s.ignored} ignored (other schedulers)"
     )
+
+
+def _workload_table(workloads: list[WorkloadResult]) -> Table:
+    """Does each workload fit, and where: scheduled/desired, old pods left, zones, why not."""
+    table = Table(title="Workloads", header_style="bold")
+    for column in ("WORKLOAD", "SCHEDULED", "PENDING", "OLD", "ZONES", "REASON"):
+        table.add_column(column, overflow="fold" if column == "REASON" else "ellipsis")
+    for w in workloads:
+        style = "green" if w.complete else "red"
+        zones = " ".join(f"{zone}:{n}" for zone, n in w.zones.items())
+        reason = w.message or ""
+        if len(reason) > REASON_WIDTH:
+            reason = reason[: REASON_WIDTH - 3] + "..."
+        table.add_row(
+            escape(f"{w.kind} {w.namespace}/{w.name}"),
+            f"[{style}]{w.scheduled}/{w.desired}[/]",
+            str(w.pending),
+            str(w.old),
+            escape(zones),
+            escape(reason),
+        )
+    return table
 
 
 def _node_table(nodes: list[NodeUsage]) -> Table:

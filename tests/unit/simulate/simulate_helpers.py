@@ -37,7 +37,7 @@ NODE_KEYS = frozenset({"name", "pods", "allocatable", "requested"})
 SUMMARY_KEYS = frozenset({"scheduled", "unschedulable", "pods", "nodes", "seconds", "podsPerSecond"})
 #: Documented "in addition to the contract"; always present.
 SUMMARY_EXTRA_KEYS = frozenset({"errors", "gated", "waiting", "ignored"})
-RESULTS = frozenset({"Scheduled", "Unschedulable", "Error", "Gated", "Waiting", "Ignored"})
+RESULTS = frozenset({"Scheduled", "Unschedulable", "Error", "Gated", "Waiting", "Ignored", "Deleted"})
 TIMING_KEYS = ("seconds", "podsPerSecond")
 
 

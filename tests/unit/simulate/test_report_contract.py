@@ -78,7 +78,8 @@ def mixed_cluster(tmp_path: Path) -> Path:
 
 def check_shape(report: Obj) -> None:
     """Key sets and types of every documented field."""
-    assert set(report) == {"pods", "nodes", "summary"}
+    assert set(report) == {"pods", "nodes", "summary", "workloads"}
+    assert report["workloads"] == []  # the input has no workload
     for p in report["pods"]:
         assert set(p) - POD_EXTRA_KEYS == POD_KEYS, p["name"]
         for key in ("namespace", "name", "schedulerName", "result"):
@@ -517,7 +518,7 @@ def test_list_typed_lists_multi_doc_json_and_directory_walking(tmp_path: Path, c
     for n in (n1, n2):
         del n["kind"], n["apiVersion"]  # items of a typed list may leave out kind
     write_json(root / "nodes.json", {"apiVersion": "v1", "kind": "NodeList", "items": [n1, n2]})
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "skip-me"}}
+    deployment = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "skip-me"}}
     write_yaml(
         root / "sub" / "pods.yml", {"apiVersion": "v1", "kind": "List", "items": [pod("p-list"), deployment]}
     )
