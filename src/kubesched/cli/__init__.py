@@ -34,6 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from kubesched.cli.capacity import add_capacity_command
     from kubesched.cli.config import add_config_commands
     from kubesched.cli.extender import add_extender_command
     from kubesched.cli.run import add_run_command
@@ -47,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(metavar="COMMAND")
 
     add_simulate_command(sub)
+    add_capacity_command(sub)
     add_config_commands(sub)
     add_run_command(sub)
     add_extender_command(sub)

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from kubesched.errors import InputError
+from kubesched.cli.inputs import DEMO_DIR, add_seed_option, load_inputs
 
 __all__ = ["DEMO_DIR", "add_simulate_command"]
-
-DEMO_DIR = Path(__file__).resolve().parents[1] / "simulate" / "demo"
 
 
 def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,17 +27,13 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
     )
     sim.add_argument("--output", "-o", choices=("table", "json"), default="table", help="report format")
     sim.add_argument("--explain", action="store_true", help="per node: filter verdicts and plugin scores")
-    sim.add_argument(
-        "--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)"
-    )
+    add_seed_option(sim)
     sim.set_defaults(func=_simulate)
 
 
 def _simulate(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from kubesched.api.loader import load_paths
-    from kubesched.config import default_config, load_config
     from kubesched.plugins import default_registry
     from kubesched.simulate.progress import progress_reporter
     from kubesched.simulate.report import to_json
@@ -48,16 +41,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from kubesched.simulate.table import render_table
 
     registry = default_registry()
-    paths: list[str] = list(args.paths)
-    config_path: str | None = args.config
-    if not paths:
-        if not DEMO_DIR.is_dir():
-            raise InputError("the bundled demo cluster is not installed; pass PATHs of objects")
-        paths = [str(DEMO_DIR / "cluster")]
-        if config_path is None:
-            config_path = str(DEMO_DIR / "scheduler-config.yaml")
-    config = load_config(config_path, registry) if config_path else default_config(registry)
-    objects = load_paths(paths)
+    objects, config = load_inputs(args.paths, args.config, registry)
     with progress_reporter(enabled=sys.stderr.isatty()) as progress:
         report = simulate(objects, config, registry, seed=args.seed, explain=args.explain, progress=progress)
     if args.output == "json":

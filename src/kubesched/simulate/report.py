@@ -96,6 +96,7 @@ class Report(_Out):
     workloads: list[WorkloadResult] = []
 
 
-def to_json(report: Report, *, indent: int = 2) -> bytes:
+def to_json(report: msgspec.Struct, *, indent: int = 2) -> bytes:
+    """A report (simulate, capacity, compare, sweep) as indented JSON."""
     raw = msgspec.json.encode(report)
     return msgspec.json.format(raw, indent=indent) if indent else raw

@@ -19,7 +19,7 @@ from kubesched.framework.status import Status
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.extenders import Extenders
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
-from kubesched.scheduler.scheduler import Attempt, Scheduler
+from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
 from kubesched.simulate.report import FilterVerdict, NodeScores, NodeUsage, PodResult, Report, Summary
 from kubesched.simulate.workload_report import workload_results
 from kubesched.simulate.workloads import (
@@ -117,15 +117,8 @@ def simulate(
         if attempt.result == "Scheduled":
             tracker.mark(pod_key(attempt.pod))
 
-    scheduler = Scheduler(
-        profiles,
-        registry,
-        cluster,
-        clock,
-        options_from_config(config, seed=seed, explain=explain),
-        observer=observe,
-        # The config's HTTP extenders; one that binds leaves the in-memory cluster to record it.
-        extenders=Extenders.from_config(config.extenders, after_bind=cluster.bind),
+    scheduler = new_scheduler(
+        profiles, config, registry, cluster, clock, seed=seed, explain=explain, observer=observe
     )
 
     def refuse(pod: Pod, exc: Exception) -> None:
@@ -168,6 +161,30 @@ def simulate(
         messages = {key: rec.message for key, rec in records.items() if rec.message}
         report.workloads = workload_results(controllers, cluster.nodes, messages)
     return report
+
+
+def new_scheduler(
+    profiles: list[ProfileSpec],
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
+    cluster: MemoryCluster,
+    clock: VirtualClock,
+    *,
+    seed: int,
+    explain: bool = False,
+    observer: Callable[[Attempt], None] | None = None,
+) -> Scheduler:
+    """The scheduler a simulation runs: `config`'s profiles and extenders over the in-memory cluster."""
+    return Scheduler(
+        profiles,
+        registry,
+        cluster,
+        clock,
+        options_from_config(config, seed=seed, explain=explain),
+        observer=observer,
+        # The config's HTTP extenders; one that binds leaves the in-memory cluster to record it.
+        extenders=Extenders.from_config(config.extenders, after_bind=cluster.bind),
+    )
 
 
 def run_with_controllers(

@@ -55,6 +55,10 @@ class Controller(Protocol):
 
     def reconcile(self, ctx: ControllerContext) -> None: ...
 
+    def scale(self, replicas: int) -> None:
+        """Ask for `replicas` pods (a DaemonSet's count is its nodes': it ignores this)."""
+        ...
+
     def status(self, ctx: ControllerContext) -> WorkloadStatus: ...
 
 

@@ -118,6 +118,9 @@ class DaemonSetController:
         self._labels = {REVISION_LABEL: template_hash(template), GENERATION_LABEL: str(generation)}
         self._fits = RequiredNodeAffinity(Pod(spec=self._spec))
 
+    def scale(self, replicas: int) -> None:
+        """A DaemonSet has no replica count: one pod per node that should run it."""
+
     def should_run(self, node: Node) -> bool:
         """Whether the controller puts a daemon pod on `node` (it does not ask the scheduler)."""
         spec = self._spec

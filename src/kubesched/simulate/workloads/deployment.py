@@ -73,6 +73,10 @@ class DeploymentController:
         spec = self.deployment.spec
         return 1 if spec.replicas is None else spec.replicas
 
+    def scale(self, replicas: int) -> None:
+        spec = msgspec.structs.replace(self.deployment.spec, replicas=replicas)
+        self.deployment = msgspec.structs.replace(self.deployment, spec=spec)
+
     def find_new(self) -> None:
         """Pick the ReplicaSet whose template is the Deployment's, if one exists."""
         template = self._template()

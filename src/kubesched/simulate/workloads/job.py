@@ -18,6 +18,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Final
 
+import msgspec
+
 from kubesched.api.objects import CronJob, Job, JobSpec, ObjectMeta, OwnerReference
 from kubesched.simulate.workloads.context import ControllerContext, OwnerKey, WorkloadStatus
 from kubesched.simulate.workloads.naming import controller_reference, object_uid
@@ -80,6 +82,14 @@ class JobController:
                 annotations={COMPLETION_INDEX: str(index)},
             )
 
+    def scale(self, pods: int) -> None:
+        """Run `pods` pods at once (parallelism; completions no longer cap it)."""
+        completions = (
+            None if self.job.spec.completion_mode != "Indexed" else max(pods, self.job.spec.completions or 0)
+        )
+        spec = msgspec.structs.replace(self.job.spec, parallelism=pods, completions=completions)
+        self.job = msgspec.structs.replace(self.job, spec=spec)
+
     def status(self, ctx: ControllerContext) -> WorkloadStatus:
         kind, namespace, name = self.key
         return WorkloadStatus(kind, namespace, name, active_target(self.job.spec), ctx.pods_of(self.key))
@@ -100,6 +110,11 @@ class CronJobController:
         if self.job is None:
             self.job = self._make_job()
         self.job.reconcile(ctx)
+
+    def scale(self, pods: int) -> None:
+        if self.job is None:
+            self.job = self._make_job()
+        self.job.scale(pods)
 
     def _make_job(self) -> JobController:
         _, namespace, name = self.key

@@ -210,6 +210,15 @@ class WorkloadControllers:
             other.reconcile(ctx)
         return ctx.take_changes()
 
+    def find(self, kind: str, namespace: str, name: str) -> Controller | None:
+        """The controller of a workload of the input, by kind, namespace (default: "default") and name."""
+        key = (kind, namespace or "default", name)
+        return next((c for c in self._reported if c.key == key), None)
+
+    def status_of(self, kind: str, namespace: str, name: str) -> WorkloadStatus | None:
+        controller = self.find(kind, namespace, name)
+        return controller.status(self._ctx) if controller is not None else None
+
     def statuses(self) -> list[WorkloadStatus]:
         """Every workload of the input, in input order by kind, as it stands now."""
         return [c.status(self._ctx) for c in self._reported]

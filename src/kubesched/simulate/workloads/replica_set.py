@@ -39,6 +39,9 @@ class ReplicaSetController:
                 why = f"{self.key[0]} {self.key[2]} scaled down to {self.replicas}"
                 ctx.delete_pod(self.key, pod, why)
 
+    def scale(self, replicas: int) -> None:
+        self.replicas = replicas
+
     def available(self, ctx: ControllerContext) -> int:
         return sum(1 for p in ctx.pods_of(self.key) if is_available(p))
 

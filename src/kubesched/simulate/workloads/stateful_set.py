@@ -51,6 +51,13 @@ class StatefulSetController:
         ordinals = self.stateful_set.spec.ordinals
         return ordinals.start if ordinals is not None else 0
 
+    def scale(self, replicas: int) -> None:
+        """Set `replicas`; pods are then created at once (Parallel), since only placement is asked."""
+        spec = msgspec.structs.replace(
+            self.stateful_set.spec, replicas=replicas, pod_management_policy="Parallel"
+        )
+        self.stateful_set = msgspec.structs.replace(self.stateful_set, spec=spec)
+
     def _ordinal(self, pod: Pod) -> int | None:
         prefix = f"{self.key[2]}-"
         tail = pod.metadata.name.removeprefix(prefix)
