@@ -74,6 +74,20 @@ def simulate(
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed."""
+    report, _ = simulate_cluster(objects, config, registry, seed=seed, explain=explain, progress=progress)
+    return report
+
+
+def simulate_cluster(
+    objects: LoadedObjects,
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
+    *,
+    seed: int = 0,
+    explain: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Report, MemoryCluster]:
+    """`simulate`, also returning the cluster as the run left it (every pod, bound or not, by key)."""
     for node in objects.nodes:
         check_node_quantities(node)
     clock = VirtualClock()
@@ -160,7 +174,7 @@ def simulate(
     if controllers is not None:
         messages = {key: rec.message for key, rec in records.items() if rec.message}
         report.workloads = workload_results(controllers, cluster.nodes, messages)
-    return report
+    return report, cluster
 
 
 def new_scheduler(
