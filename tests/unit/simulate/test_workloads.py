@@ -525,3 +525,17 @@ def test_the_bundled_examples_load_unchanged() -> None:
     repo = Path(__file__).resolve().parents[3]
     objects = load_paths([repo / "examples" / "demo" / "cluster"])
     assert objects.deployments == [] and objects.skipped == {}
+
+
+def test_a_job_counts_its_succeeded_pods_towards_completions() -> None:
+    batch = job("batch", parallelism=3, completions=5)
+    batch["metadata"]["uid"] = "j-1"
+    ref = {"apiVersion": "batch/v1", "kind": "Job", "name": "batch", "uid": "j-1", "controller": True}
+
+    def done(i: int, phase: str) -> Obj:
+        meta = {"name": f"batch-done-{i}", "ownerReferences": [ref]}
+        return {"kind": "Pod", "metadata": meta, "spec": {"nodeName": "n"}, "status": {"phase": phase}}
+
+    finished = [done(0, "Succeeded"), done(1, "Succeeded"), done(2, "Succeeded"), done(3, "Failed")]
+    _, pods = first_round(node("n"), batch, *finished)
+    assert len(pods) == 2  # 5 completions, 3 already succeeded; a failed pod does not count

@@ -85,6 +85,11 @@ class ControllerContext:
             owner = _owner_of(pod)
             if owner is not None:
                 self._owned.setdefault(owner, []).append(key)
+        self._finished: dict[OwnerKey, list[Pod]] = {}
+        for pod in cluster.finished_pods:
+            owner = _owner_of(pod)
+            if owner is not None:
+                self._finished.setdefault(owner, []).append(pod)
 
     def take_changes(self) -> PodChanges:
         changes, self.changes = self.changes, PodChanges()
@@ -100,6 +105,10 @@ class ControllerContext:
         if len(live) != len(keys):  # deleted meanwhile (scaled down, or a preemption victim)
             self._owned[owner] = live
         return [pods[k] for k in live]
+
+    def finished_of(self, owner: OwnerKey) -> list[Pod]:
+        """The workload's pods of the input that already ended (phase Succeeded or Failed)."""
+        return self._finished.get(owner, [])
 
     def create_pod(
         self,

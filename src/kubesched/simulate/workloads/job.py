@@ -34,12 +34,18 @@ LEGACY_JOB_NAME: Final = "job-name"
 SCHEDULED_TIMESTAMP: Final = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
 
-def active_target(spec: JobSpec) -> int:
-    """How many pods the Job runs at once when none has finished."""
+def active_target(spec: JobSpec, succeeded: int = 0) -> int:
+    """How many pods the Job runs at once, `succeeded` pods having completed already."""
     if spec.suspend:
         return 0
     parallelism = 1 if spec.parallelism is None else spec.parallelism
-    return parallelism if spec.completions is None else min(parallelism, spec.completions)
+    if spec.completions is None:
+        return 0 if succeeded else parallelism  # without completions, one success ends the Job
+    return max(0, min(parallelism, spec.completions - succeeded))
+
+
+def _succeeded(ctx: ControllerContext, key: OwnerKey) -> int:
+    return sum(1 for p in ctx.finished_of(key) if p.status.phase == "Succeeded")
 
 
 @dataclass
@@ -63,14 +69,18 @@ class JobController:
                 LEGACY_JOB_NAME: name,
             }
         active = ctx.pods_of(self.key)
-        missing = active_target(spec) - len(active)
+        missing = active_target(spec, _succeeded(ctx, self.key)) - len(active)
         if missing <= 0:
             return
         if spec.completion_mode != "Indexed":
             for _ in range(missing):
                 ctx.create_pod(self.key, reference, template, generate_name=f"{name}-", labels=labels)
             return
-        taken = {p.metadata.annotations.get(COMPLETION_INDEX) for p in active}
+        taken = {
+            p.metadata.annotations.get(COMPLETION_INDEX)
+            for p in [*active, *ctx.finished_of(self.key)]
+            if p.status.phase != "Failed"
+        }
         free = (i for i in range(spec.completions or 0) if str(i) not in taken)
         for index, _ in zip(free, range(missing), strict=False):
             ctx.create_pod(
@@ -92,7 +102,8 @@ class JobController:
 
     def status(self, ctx: ControllerContext) -> WorkloadStatus:
         kind, namespace, name = self.key
-        return WorkloadStatus(kind, namespace, name, active_target(self.job.spec), ctx.pods_of(self.key))
+        desired = active_target(self.job.spec, _succeeded(ctx, self.key))
+        return WorkloadStatus(kind, namespace, name, desired, ctx.pods_of(self.key))
 
 
 @dataclass
