@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from kubesched.api.loader import LoadedObjects
@@ -20,7 +20,16 @@ from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.extenders import Extenders
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
-from kubesched.simulate.report import FilterVerdict, NodeScores, NodeUsage, PodResult, Report, Summary
+from kubesched.simulate.explanation import explain_attempt, verdict
+from kubesched.simulate.report import (
+    Explanation,
+    NodeScores,
+    NodeUsage,
+    PodResult,
+    ProfileWeights,
+    Report,
+    Summary,
+)
 from kubesched.simulate.workload_report import workload_results
 from kubesched.simulate.workloads import (
     PodChanges,
@@ -31,6 +40,9 @@ from kubesched.simulate.workloads import (
 
 #: Stop once this much virtual time passed without a pod being bound (covers Permit's 15 min cap).
 IDLE_HORIZON_SECONDS = 16 * 60.0
+#: With --explain, every pod keeps its per-node filter verdicts and scores on clusters up to this
+#: size; on bigger ones only the per-reason summary is kept (unless asked for), so memory stays bounded.
+PER_NODE_MAX_NODES = 100
 
 
 @dataclass(slots=True)
@@ -43,6 +55,8 @@ class _PodRecord:
     attempts: int = 0
     filter: dict[str, Status] | None = None
     scores: dict[str, tuple[dict[str, int], int]] | None = None
+    pre_filter: Status | None = None
+    explanation: Explanation | None = None
     #: Pods this pod's preemptions evicted, over all its attempts.
     victims: list[str] = field(default_factory=list)
 
@@ -71,10 +85,26 @@ def simulate(
     *,
     seed: int = 0,
     explain: bool = False,
+    per_node: bool | None = None,
+    detail_pods: Collection[str] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
-    """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed."""
-    report, _ = simulate_cluster(objects, config, registry, seed=seed, explain=explain, progress=progress)
+    """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed.
+
+    With `explain`, each pod gets a per-reason `explanation` of its last attempt. Its per-node
+    `filter` and `scores` are kept too when `per_node` is True, for the pods named in `detail_pods`
+    (`namespace/name`), and, when `per_node` is None, on clusters of at most PER_NODE_MAX_NODES nodes.
+    """
+    report, _ = simulate_cluster(
+        objects,
+        config,
+        registry,
+        seed=seed,
+        explain=explain,
+        per_node=per_node,
+        detail_pods=detail_pods,
+        progress=progress,
+    )
     return report
 
 
@@ -85,6 +115,8 @@ def simulate_cluster(
     *,
     seed: int = 0,
     explain: bool = False,
+    per_node: bool | None = None,
+    detail_pods: Collection[str] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Report, MemoryCluster]:
     """`simulate`, also returning the cluster as the run left it (every pod, bound or not, by key)."""
@@ -111,6 +143,8 @@ def simulate_cluster(
     for pod in cluster.pods.values():
         track(pod)
     tracker = _Progress(len(records), callback=progress)
+    every_node = per_node if per_node is not None else len(cluster.nodes) <= PER_NODE_MAX_NODES
+    detailed = frozenset(detail_pods)
 
     def observe(attempt: Attempt) -> None:
         rec = records.get(pod_key(attempt.pod))
@@ -126,8 +160,12 @@ def simulate_cluster(
             # Scheduled attempts do not, so a bound preemptor still shows where it was nominated.
             rec.nominated_node = attempt.nominated_node
         rec.victims.extend(attempt.victims)
-        rec.filter = attempt.filter
-        rec.scores = attempt.scores
+        rec.pre_filter = attempt.pre_filter
+        if explain:
+            rec.explanation = explain_attempt(attempt.filter, attempt.scores, chosen=attempt.node)
+            if every_node or attempt.pod.key in detailed:
+                rec.filter = attempt.filter
+                rec.scores = attempt.scores
         if attempt.result == "Scheduled":
             tracker.mark(pod_key(attempt.pod))
 
@@ -223,6 +261,14 @@ def run_with_controllers(
         settled = True
 
 
+def profile_weights(scheduler: Scheduler) -> list[ProfileWeights]:
+    """Each profile's Score plugins with their weights, so a reader can check `total`."""
+    return [
+        ProfileWeights(scheduler_name=name, score_weights=dict(fwk.score_weights))
+        for name, fwk in scheduler.frameworks.items()
+    ]
+
+
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -314,15 +360,13 @@ def _build_report(
             waiting=waiting,
             ignored=len(ignored),
         ),
+        profiles=profile_weights(scheduler),
     )
 
 
 def _pod_result(rec: _PodRecord) -> PodResult:
     pod = rec.pod
-    filter_ = {
-        node: FilterVerdict(plugin=st.plugin, code=str(st.code), reasons=st.all_reasons())
-        for node, st in sorted((rec.filter or {}).items())
-    }
+    filter_ = {node: verdict(st) for node, st in sorted((rec.filter or {}).items())}
     scores = {
         node: NodeScores(plugins=dict(sorted(plugins.items())), total=total)
         for node, (plugins, total) in sorted((rec.scores or {}).items())
@@ -343,6 +387,8 @@ def _pod_result(rec: _PodRecord) -> PodResult:
         attempts=rec.attempts,
         filter=filter_,
         scores=scores,
+        pre_filter=verdict(rec.pre_filter) if rec.pre_filter is not None else None,
+        explanation=rec.explanation,
     )
 
 
