@@ -69,6 +69,8 @@ __all__ = ["FILE_SUFFIXES", "LoadedObject", "LoadedObjects", "load_documents", "
 LoadedObject = (
     KubeObject | DeviceClass | ResourceClaim | ResourceClaimTemplate | ResourceSlice | DeviceTaintRule
 )
+#: The resource.k8s.io kinds (no workload checks apply to them).
+_RESOURCE_TYPES = (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceTaintRule)
 #: Every kind the loader decodes, by `kind`.
 _KINDS: dict[str, type[msgspec.Struct]] = {**KINDS, **RESOURCE_KINDS}
 
@@ -310,7 +312,7 @@ def _decode_object(
         obj = _convert(doc, kind_type)
         if isinstance(obj, Node):
             _check_node_quantities(obj)
-        else:
+        elif not isinstance(obj, _RESOURCE_TYPES):
             check_workload(obj)
         out.append(obj)
     elif default_kind is None and _is_list(kind, doc):
