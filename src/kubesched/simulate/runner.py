@@ -65,8 +65,13 @@ def simulate(
     seed: int = 0,
     explain: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    on_attempt: Callable[[Attempt], None] | None = None,
 ) -> Report:
-    """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed."""
+    """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed.
+
+    `on_attempt` sees every attempt as it ends (the report keeps only each pod's last one): the
+    differential harness compares a preemptor's first FailedScheduling message with upstream's.
+    """
     for node in objects.nodes:
         check_node_quantities(node)
     clock = VirtualClock()
@@ -85,6 +90,8 @@ def simulate(
     tracker = _Progress(len(records), callback=progress)
 
     def observe(attempt: Attempt) -> None:
+        if on_attempt is not None:
+            on_attempt(attempt)
         rec = records.get(pod_key(attempt.pod))
         if rec is None:
             return
