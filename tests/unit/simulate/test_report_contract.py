@@ -15,6 +15,7 @@ from simulate_helpers import (
     NODE_KEYS,
     POD_EXTRA_KEYS,
     POD_KEYS,
+    REPORT_KEYS,
     RESULTS,
     SUMMARY_EXTRA_KEYS,
     SUMMARY_KEYS,
@@ -78,7 +79,11 @@ def mixed_cluster(tmp_path: Path) -> Path:
 
 def check_shape(report: Obj) -> None:
     """Key sets and types of every documented field."""
-    assert set(report) == {"pods", "nodes", "summary"}
+    assert set(report) == REPORT_KEYS
+    assert report["workloads"] == []  # the input has no workload
+    for profile in report["profiles"]:
+        assert set(profile) == {"schedulerName", "scoreWeights"}
+        assert all(type(w) is int and w > 0 for w in profile["scoreWeights"].values())
     for p in report["pods"]:
         assert set(p) - POD_EXTRA_KEYS == POD_KEYS, p["name"]
         for key in ("namespace", "name", "schedulerName", "result"):
@@ -99,6 +104,16 @@ def check_shape(report: Obj) -> None:
             assert set(scored) == {"plugins", "total"}
             assert type(scored["total"]) is int
             assert all(type(v) is int and 0 <= v <= 100 for v in scored["plugins"].values())
+        if p["preFilter"] is not None:
+            assert set(p["preFilter"]) == {"plugin", "code", "reasons"}
+        explanation = p["explanation"]
+        if explanation is not None:
+            assert set(explanation) == {"rejectedNodes", "rejections", "scoredNodes", "topNodes"}
+            for r in explanation["rejections"]:
+                assert set(r) == {"plugin", "code", "reason", "count", "nodes"}
+                assert 0 < len(r["nodes"]) <= min(r["count"], 10)
+            for ranked in explanation["topNodes"]:
+                assert set(ranked) == {"node", "total", "plugins"}
     for n in report["nodes"]:
         assert set(n) == NODE_KEYS
         assert type(n["name"]) is str and type(n["pods"]) is int
@@ -522,7 +537,7 @@ def test_list_typed_lists_multi_doc_json_and_directory_walking(tmp_path: Path, c
     for n in (n1, n2):
         del n["kind"], n["apiVersion"]  # items of a typed list may leave out kind
     write_json(root / "nodes.json", {"apiVersion": "v1", "kind": "NodeList", "items": [n1, n2]})
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "skip-me"}}
+    deployment = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "skip-me"}}
     write_yaml(
         root / "sub" / "pods.yml", {"apiVersion": "v1", "kind": "List", "items": [pod("p-list"), deployment]}
     )

@@ -114,7 +114,7 @@ def compare_pod(outcome: PodOutcome, workdir: Path) -> PodComparison:
         if (attempt.pod.metadata.namespace, attempt.pod.metadata.name) == key:
             attempts.append(attempt)
 
-    report = simulate(loaded, config, registry, explain=True, on_attempt=record)
+    report = simulate(loaded, config, registry, explain=True, per_node=True, on_attempt=record)
     mine = next(p for p in report.pods if (p.namespace, p.name) == key)
     cmp = PodComparison(f"{outcome.namespace}/{outcome.name}")
     cmp.check("schedulable", outcome.result, "Scheduled" if mine.result == "Scheduled" else mine.result)
