@@ -22,6 +22,7 @@ from kubesched.scheduler.profiles import options_from_config, profiles_from_conf
 from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
 from kubesched.simulate.explanation import explain_attempt, verdict
 from kubesched.simulate.report import (
+    AllocatedDevice,
     Explanation,
     NodeScores,
     NodeUsage,
@@ -215,7 +216,7 @@ def simulate_cluster(
             where = scheduler.queue.where(key)
             if where is not None and where != "gated":
                 rec.result = "Unschedulable"
-    report = _build_report(records, ignored, scheduler, seconds)
+    report = _build_report(records, ignored, scheduler, seconds, cluster)
     if controllers is not None:
         messages = {key: rec.message for key, rec in records.items() if rec.message}
         report.workloads = workload_results(controllers, cluster.nodes, messages)
@@ -332,9 +333,13 @@ def run_until_settled(
 
 
 def _build_report(
-    records: dict[str, _PodRecord], ignored: list[Pod], scheduler: Scheduler, seconds: float
+    records: dict[str, _PodRecord],
+    ignored: list[Pod],
+    scheduler: Scheduler,
+    seconds: float,
+    cluster: MemoryCluster | None = None,
 ) -> Report:
-    pods = [_pod_result(rec) for rec in records.values()]
+    pods = [_pod_result(rec, cluster) for rec in records.values()]
     pods.extend(
         PodResult(
             namespace=p.metadata.namespace,
@@ -371,7 +376,33 @@ def _build_report(
     )
 
 
-def _pod_result(rec: _PodRecord) -> PodResult:
+def _allocated_devices(pod: Pod, cluster: MemoryCluster) -> list[AllocatedDevice]:
+    """The devices of the claims reserved for `pod`, in the order of its `spec.resourceClaims`."""
+    current = cluster.pods.get(pod_key(pod), pod)
+    names = [c.resource_claim_name for c in current.spec.resource_claims if c.resource_claim_name]
+    names += [s.resource_claim_name for s in current.status.resource_claim_statuses if s.resource_claim_name]
+    out: list[AllocatedDevice] = []
+    for name in names:
+        claim = cluster.claims.get(f"{current.metadata.namespace}/{name}")
+        if claim is None or claim.status.allocation is None:
+            continue
+        if not any(r.uid == current.metadata.uid for r in claim.status.reserved_for):
+            continue
+        for r in claim.status.allocation.devices.results:
+            out.append(
+                AllocatedDevice(
+                    claim=claim.key,
+                    request=r.request,
+                    driver=r.driver,
+                    pool=r.pool,
+                    device=r.device,
+                    share_id=r.share_id,
+                )
+            )
+    return out
+
+
+def _pod_result(rec: _PodRecord, cluster: MemoryCluster | None = None) -> PodResult:
     pod = rec.pod
     filter_ = {node: verdict(st) for node, st in sorted((rec.filter or {}).items())}
     scores = {
@@ -394,6 +425,7 @@ def _pod_result(rec: _PodRecord) -> PodResult:
         attempts=rec.attempts,
         filter=filter_,
         scores=scores,
+        devices=_allocated_devices(pod, cluster) if cluster is not None and rec.result == "Scheduled" else [],
         pre_filter=verdict(rec.pre_filter) if rec.pre_filter is not None else None,
         explanation=rec.explanation,
     )

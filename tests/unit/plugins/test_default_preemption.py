@@ -892,7 +892,7 @@ def test_default_registry_enables_default_preemption_by_default() -> None:
     registry = default_registry(entry_points=False)
     assert registry.resolve("DefaultPreemption") is DefaultPreemption
     (profile,) = profiles_from_config(default_config(registry), registry)
-    assert [name for name, _ in profile.points["postFilter"]] == ["DefaultPreemption"]
+    assert [name for name, _ in profile.points["postFilter"]] == ["DynamicResources", "DefaultPreemption"]
     assert profile.plugin_args["DefaultPreemption"] == DefaultPreemptionArgs()
 
 
