@@ -89,12 +89,15 @@ def simulate(
     per_node: bool | None = None,
     detail_pods: Collection[str] = (),
     progress: Callable[[int, int], None] | None = None,
+    on_attempt: Callable[[Attempt], None] | None = None,
 ) -> Report:
     """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed.
 
     With `explain`, each pod gets a per-reason `explanation` of its last attempt. Its per-node
     `filter` and `scores` are kept too when `per_node` is True, for the pods named in `detail_pods`
     (`namespace/name`), and, when `per_node` is None, on clusters of at most PER_NODE_MAX_NODES nodes.
+    `on_attempt` sees every attempt as it ends (the report keeps only each pod's last one): the
+    differential harness compares a preemptor's first FailedScheduling message with upstream's.
     """
     report, _ = simulate_cluster(
         objects,
@@ -105,6 +108,7 @@ def simulate(
         per_node=per_node,
         detail_pods=detail_pods,
         progress=progress,
+        on_attempt=on_attempt,
     )
     return report
 
@@ -119,6 +123,7 @@ def simulate_cluster(
     per_node: bool | None = None,
     detail_pods: Collection[str] = (),
     progress: Callable[[int, int], None] | None = None,
+    on_attempt: Callable[[Attempt], None] | None = None,
 ) -> tuple[Report, MemoryCluster]:
     """`simulate`, also returning the cluster as the run left it (every pod, bound or not, by key)."""
     for node in objects.nodes:
@@ -148,6 +153,8 @@ def simulate_cluster(
     detailed = frozenset(detail_pods)
 
     def observe(attempt: Attempt) -> None:
+        if on_attempt is not None:
+            on_attempt(attempt)
         rec = records.get(pod_key(attempt.pod))
         if rec is None:
             return
