@@ -136,7 +136,8 @@ def test_pod_that_would_preempt(
         "helps": True,
         "node": nodes["full"],
         "victims": [f"{namespace}/full-load"],
-        "message": "",
+        "message": f"preemption: found a potential placement for pod on node {nodes['full']}, "
+        "preempting 1 victims",
     }
     # Nothing was evicted or nominated for real.
     assert get_pod(api, "full-load", namespace)["metadata"].get("deletionTimestamp") is None
@@ -192,7 +193,7 @@ def test_manifest_from_stdin_with_a_read_only_user(
         "Schedulable",
         nodes["free"],
     )
-    assert report["notes"] == []  # every kind the profile reads was allowed
+    assert not [n for n in report["notes"] if "forbidden" in n]  # every kind the profile reads was allowed
     # The same token may not write anything.
     reader = ApiClient(control_plane.server, kubeconfig_token(kubeconfig), control_plane.ca_file)
     with reader, pytest.raises(Exception, match="403"):

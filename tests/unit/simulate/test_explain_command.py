@@ -136,7 +136,12 @@ def test_preemption_names_the_victims(tmp_path: Path, capsys: Capsys) -> None:
     )
     report = explain_json(capsys, "default/urgent", "--snapshot", str(path))
     assert report["verdict"] == "Unschedulable"
-    assert report["preemption"] == {"helps": True, "node": "only", "victims": ["default/low"], "message": ""}
+    assert report["preemption"] == {
+        "helps": True,
+        "node": "only",
+        "victims": ["default/low"],
+        "message": "preemption: found a potential placement for pod on node only, preempting 1 victims",
+    }
     lines = run_cli(capsys, "explain", "default/urgent", "--snapshot", str(path))[1]
     assert "Preemption would evict default/low to make room on only" in lines
 
@@ -159,11 +164,9 @@ def test_manifest_from_stdin_where_would_it_go(
         }
     ]
     # Not a pod: one line naming stdin.
-    monkeypatch.setattr(
-        "sys.stdin", io.StringIO("kind: Deployment\napiVersion: apps/v1\nmetadata: {name: d}\n")
-    )
+    monkeypatch.setattr("sys.stdin", io.StringIO("kind: ConfigMap\napiVersion: v1\nmetadata: {name: d}\n"))
     code, out, err = run_cli(capsys, "explain", "-f", "-", "--snapshot", str(path))
-    assert (code, out, err) == (2, "", "kubesched: <stdin>: expected one Pod, found Deployment\n")
+    assert (code, out, err) == (2, "", "kubesched: <stdin>: expected one Pod, found ConfigMap\n")
 
 
 def test_running_gated_and_unknown_pods(tmp_path: Path, capsys: Capsys) -> None:

@@ -53,7 +53,11 @@ def read_snapshot(client: KubeClient, kinds: Iterable[str]) -> Snapshot:
     """
     started = time.perf_counter()
     snap = Snapshot(LoadedObjects(), client.server)
-    wanted = [KINDS[name] for name in dict.fromkeys([*REQUIRED_KINDS, *kinds]) if name in KINDS]
+    names = list(dict.fromkeys([*REQUIRED_KINDS, *kinds]))
+    wanted = [KINDS[name] for name in names if name in KINDS]
+    snap.notes.extend(
+        f"{name}: not read, the live adapter does not list it" for name in names if name not in KINDS
+    )
     source = ApiListWatch(client)
     served = {gv: _served(client, gv) for gv in dict.fromkeys(rk.group_version for rk in wanted)}
     listable: list[ResourceKind] = []
