@@ -28,6 +28,17 @@ class NodeScores(_Out):
     total: int
 
 
+class AllocatedDevice(_Out):
+    """A device DynamicResources allocated to one of the pod's ResourceClaims."""
+
+    claim: str
+    request: str
+    driver: str
+    pool: str
+    device: str
+    share_id: str | None = msgspec.field(default=None, name="shareID")
+
+
 class Rejection(_Out):
     """Nodes one plugin rejected for one reason: how many, and the first few names."""
 
@@ -68,6 +79,8 @@ class PodResult(_Out):
     attempts: int = 0
     filter: dict[str, FilterVerdict] = {}
     scores: dict[str, NodeScores] = {}
+    #: Devices of the pod's ResourceClaims (DRA), as `claim` (namespace/name) -> driver/pool/device.
+    devices: list[AllocatedDevice] = []
     #: The PreFilter rejection of the last attempt (then `filter` is empty: no node was filtered).
     pre_filter: FilterVerdict | None = None
     #: With --explain: the last attempt per reason (see explanation.py).
