@@ -87,6 +87,16 @@ __all__ = [
 
 NAME = "DynamicResources"
 STATE_KEY = "DynamicResources"
+#: Written at the start of every PreFilter, as upstream writes its state before anything else.
+PRE_FILTER_RAN_KEY = "PreFilterRanDynamicResources"
+
+
+@dataclass(frozen=True, slots=True)
+class _PreFilterRan:
+    def clone(self) -> _PreFilterRan:
+        return self
+
+
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
 TIMED_OUT = "timed out trying to allocate devices"
@@ -246,6 +256,7 @@ class DynamicResources(
 
     # ------------------------------------------------------------------ PreFilter
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
+        state.write(PRE_FILTER_RAN_KEY, _PreFilterRan())
         if not pod.spec.resource_claims:
             return Status.skip()
         resolved = resolve_pod_claims(pod, self._claims())
@@ -400,6 +411,11 @@ class DynamicResources(
     def post_filter(
         self, state: CycleState, pod: Pod, node_to_status: dict[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
+        if state.get(PRE_FILTER_RAN_KEY) is None:
+            # An earlier PreFilter rejected the pod, so ours never ran: upstream's PostFilter then
+            # fails to read its state and answers CycleState's "not found", UnschedulableAndUnresolvable,
+            # which ends PostFilter before DefaultPreemption (v1.37.2, seen by tests/differential).
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "not found")
         data = state.get(STATE_KEY)
         writer = self._writer()
         if isinstance(data, _State) and data.unavailable and writer is not None:
@@ -418,11 +434,9 @@ class DynamicResources(
 
     # ------------------------------------------------------------------ Score
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
-        """Skip scoring unless a claim has `firstAvailable` requests: every other pod scores 0
-        everywhere (upstream scores it 0 too; skipping keeps --explain free of the noise)."""
-        data = state.get(STATE_KEY)
-        if not isinstance(data, _State) or not data.has_subrequests:
-            return Status.skip()
+        """Never Skip: upstream's DynamicResources has no PreScore, so every pod gets its Score (0
+        unless a claim has `firstAvailable` requests), and v1.37.2's verbose log and kubesched's
+        --explain both show it (checked by tests/differential)."""
         return None
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Scores:
