@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -56,7 +56,6 @@ from kubesched.framework.interfaces import (
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
-    PreScorePlugin,
     ReservePlugin,
     ScoreExtensions,
     Scores,
@@ -140,6 +139,10 @@ class ResourceClaimWriter(Protocol):
         """Clear `status.allocation`, `reservedFor` and `devices` (PostFilter)."""
         ...
 
+    def pause(self, seconds: float) -> None:
+        """Let the cluster move on (live: sleep without holding the scheduler's lock)."""
+        ...
+
 
 class _Handle(Protocol):
     def lister(self, kind: str) -> Sequence[Any]: ...
@@ -179,7 +182,6 @@ class DynamicResources(
     FilterPlugin,
     BatchFilterPlugin,
     PostFilterPlugin,
-    PreScorePlugin,
     BatchScorePlugin,
     ScoreExtensions,
     ReservePlugin,
@@ -204,7 +206,6 @@ class DynamicResources(
         self._slices_seen: tuple[int, int, int] | None = None
         self._index: SliceIndex | None = None
         self._table: DeviceTable | None = None
-        self._sleep: Callable[[float], None] = time.sleep
 
     # ------------------------------------------------------------------ listers
     def _list(self, kind: str) -> Sequence[Any]:
@@ -246,6 +247,9 @@ class DynamicResources(
 
     # ------------------------------------------------------------------ PreFilter
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
+        # Upstream writes its state before anything else: PostFilter tells "PreFilter never ran"
+        # (an earlier PreFilter rejected the pod) from "nothing to do" by it.
+        state.write(STATE_KEY, _State([], [], None, [], None, False, self.filter_timeout))
         if not pod.spec.resource_claims:
             return Status.skip()
         resolved = resolve_pod_claims(pod, self._claims())
@@ -401,8 +405,12 @@ class DynamicResources(
         self, state: CycleState, pod: Pod, node_to_status: dict[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
         data = state.get(STATE_KEY)
+        if not isinstance(data, _State):
+            # Upstream reads its PreFilter state first; when an earlier PreFilter rejected the pod
+            # there is none, and CycleState's "not found" ends PostFilter (no preemption attempt).
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "not found")
         writer = self._writer()
-        if isinstance(data, _State) and data.unavailable and writer is not None:
+        if data.unavailable and writer is not None:
             me = pod.metadata.uid
             for pos in sorted(data.unavailable):
                 claim = data.refs[pos].claim
@@ -417,14 +425,6 @@ class DynamicResources(
         return None, Status(Code.UNSCHEDULABLE)
 
     # ------------------------------------------------------------------ Score
-    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
-        """Skip scoring unless a claim has `firstAvailable` requests: every other pod scores 0
-        everywhere (upstream scores it 0 too; skipping keeps --explain free of the noise)."""
-        data = state.get(STATE_KEY)
-        if not isinstance(data, _State) or not data.has_subrequests:
-            return Status.skip()
-        return None
-
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Scores:
         data = state.get(STATE_KEY)
         scores = np.zeros(len(nodes), dtype=np.int64)
@@ -535,10 +535,21 @@ class DynamicResources(
             if r.binding_conditions
         ]
         if conditions:
-            return self._wait_for_binding_conditions(written, pod)
+            record = getattr(self._handle, "record_event", None)
+            if callable(record):
+                record(
+                    pod,
+                    type="Normal",
+                    reason="BindingConditionsPending",
+                    action="Binding",
+                    note=f"waiting for binding conditions for device on node {node_name}",
+                )
+            return self._wait_for_binding_conditions(written, writer)
         return None
 
-    def _wait_for_binding_conditions(self, claims: list[ResourceClaim], pod: Pod) -> Status | None:
+    def _wait_for_binding_conditions(
+        self, claims: list[ResourceClaim], writer: ResourceClaimWriter
+    ) -> Status | None:
         """Poll the claims until every device's binding conditions are True (or one failure condition is)."""
         deadline = time.monotonic() + self.binding_timeout
         keys = [c.key for c in claims]
@@ -558,7 +569,7 @@ class DynamicResources(
                 return None
             if time.monotonic() >= deadline:
                 return Status.as_error("device binding timeout")
-            self._sleep(BINDING_POLL_SECONDS)
+            writer.pause(min(BINDING_POLL_SECONDS, max(deadline - time.monotonic(), 0.0)))
 
     def _writer(self) -> ResourceClaimWriter | None:
         handle: object = self._handle
