@@ -63,7 +63,7 @@ from kubesched.api.strict import unknown_field
 from kubesched.api.workloads import check_workload
 from kubesched.errors import InputError
 
-__all__ = ["FILE_SUFFIXES", "LoadedObject", "LoadedObjects", "load_documents", "load_paths"]
+__all__ = ["FILE_SUFFIXES", "LoadedObject", "LoadedObjects", "load_documents", "load_paths", "manifest_files"]
 
 #: Any object the loader returns.
 LoadedObject = (
@@ -377,6 +377,11 @@ def _walk(root: Path) -> list[Path]:
                 path = Path(directory, name)
                 found.append((path.relative_to(root).parts, path))
     return [path for _, path in sorted(found)]
+
+
+def manifest_files(root: Path) -> list[Path]:
+    """The files `load_paths` reads below directory `root`, in the order it reads them."""
+    return _walk(root)
 
 
 def _read(path: Path, source: str) -> str:

@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     from kubesched.cli.extender import add_extender_command
     from kubesched.cli.run import add_run_command
     from kubesched.cli.simulate import add_simulate_command
+    from kubesched.cli.sweep import add_sweep_command
 
     parser: argparse.ArgumentParser = _Parser(
         prog="kubesched",
@@ -79,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     add_simulate_command(sub)
     add_capacity_command(sub)
     add_compare_command(sub)
+    add_sweep_command(sub)
     add_config_commands(sub)
     add_run_command(sub)
     add_extender_command(sub)
