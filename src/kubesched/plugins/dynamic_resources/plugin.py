@@ -191,6 +191,13 @@ class DynamicResources(
     """Allocate devices for a pod's ResourceClaims from ResourceSlices."""
 
     name: ClassVar[str] = NAME
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = (
+        "ResourceClaim",
+        "ResourceSlice",
+        "DeviceTaintRule",
+        "DeviceClass",
+    )
     args_type: ClassVar[type[DynamicResourcesArgs]] = DynamicResourcesArgs
 
     def __init__(self, args: DynamicResourcesArgs | None = None, handle: _Handle | None = None) -> None:
