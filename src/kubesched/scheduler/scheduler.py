@@ -185,6 +185,9 @@ class _ProfileHandle:
     def deallocate_claim(self, claim: ResourceClaim) -> None:
         self._claims_port().deallocate_claim(claim)
 
+    def pause(self, seconds: float) -> None:
+        self._claims_port().pause(seconds)
+
     def _framework(self) -> Framework:
         return self._s.frameworks[self._profile]
 
