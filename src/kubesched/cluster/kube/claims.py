@@ -5,7 +5,7 @@ PreBind, per claim the pod uses (upstream `bindClaim`):
 1. if the claim lacks the finalizer `resource.kubernetes.io/delete-protection`, `PUT` the claim with it
    added (so the claim cannot vanish while devices are allocated);
 2. `PUT .../status` with `status.allocation` set (for a claim still unallocated; with
-   `allocationTimestamp` when a device has binding conditions) and the pod appended to
+   `allocationTimestamp`, as v1.37.2 writes it) and the pod appended to
    `status.reservedFor` as `{resource: pods, name, uid}`.
 
 Both carry the resourceVersion just read; a 409 Conflict re-reads and tries again, unless the claim
@@ -87,7 +87,6 @@ class ApiClaimWriter:
     ) -> ResourceClaim:
         path = _path(claim.metadata.namespace, claim.metadata.name)
         wanted = msgspec.to_builtins(allocation) if allocation is not None else None
-        binding = allocation is not None and any(r.binding_conditions for r in allocation.devices.results)
 
         def change(raw: dict[str, Any]) -> dict[str, Any] | None:
             status = raw.setdefault("status", {})
@@ -108,9 +107,7 @@ class ApiClaimWriter:
             reserved = status.setdefault("reservedFor", [])
             changed = False
             if status.get("allocation") is None and wanted is not None:
-                status["allocation"] = dict(wanted)
-                if binding:
-                    status["allocation"]["allocationTimestamp"] = _timestamp(self._now())
+                status["allocation"] = {**wanted, "allocationTimestamp": _timestamp(self._now())}
                 changed = True
             if not any(r.get("uid") == pod.metadata.uid for r in reserved):
                 reserved.append({"resource": "pods", "name": pod.metadata.name, "uid": pod.metadata.uid})
