@@ -39,6 +39,7 @@ clean:
 .PHONY: kube-binaries cluster
 kube-binaries:
 	tools/kube/build.sh
+	tools/kube/build-kubectl.sh
 
 # etcd + kube-apiserver on loopback for a person: prints `export KUBECONFIG=...`; Ctrl-C stops it.
 # e.g. make cluster CLUSTER_ARGS="--nodes 100 --kube-scheduler"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,8 @@ _RESOURCE_TYPES = (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSl
 #: Every kind the loader decodes, by `kind`.
 _KINDS: dict[str, type[msgspec.Struct]] = {**KINDS, **RESOURCE_KINDS}
 
+#: The PATH that means standard input.
+STDIN = "-"
 #: File name endings picked up when walking a directory.
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -398,10 +401,15 @@ def _read(path: Path, source: str) -> str:
 def load_paths(paths: Sequence[str | Path]) -> LoadedObjects:
     """Load files, and directories walked recursively for *.yaml, *.yml and *.json, in sorted order.
 
-    A file named explicitly is read whatever its extension. Raises `InputError` naming the file.
+    A file named explicitly is read whatever its extension; `-` reads standard input. Raises
+    `InputError` naming the file.
     """
     loaded = LoadedObjects()
     for given in paths:
+        if str(given) == STDIN:
+            for obj in load_documents(sys.stdin.read(), "<stdin>", skipped=loaded.skipped):
+                loaded.add(obj)
+            continue
         root = Path(given)
         if root.is_dir():
             files = _walk(root)
