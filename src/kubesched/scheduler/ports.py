@@ -55,3 +55,9 @@ class VolumeBinderPort(Protocol):
     def provision_pvc(self, pvc: PersistentVolumeClaim, node_name: str, *, timeout: float) -> None:
         """Have `pvc` provisioned for `node_name` and wait (up to `timeout` s) until it is bound."""
         ...
+
+
+class BindRefused(Exception):
+    """Raised by `ClusterPort.bind` when the bind was not sent because this scheduler may no longer
+    bind at all (it stopped leading, or it is shutting down): the core abandons the attempt (undo,
+    requeue) instead of counting it as a failed bind, and writes no FailedScheduling for it."""
