@@ -4,10 +4,16 @@ Endpoints: the four verbs (POST, paths configurable), `/healthz`, `/readyz`, `/m
 `/openapi.json`. What a caller sees on failure:
 
 * 400 and one line of text for a body that is not JSON or not the expected shape (the line names
-  the field: `ExtenderArgs.NodeNames[2]: expected str, got int`); the server goes on serving;
+  the field: `ExtenderArgs.NodeNames[2]: expected str, got int`), whatever is wrong with it: invalid
+  UTF-8, nesting deeper than the decoder goes, numbers out of range, wrong types, invalid quantities
+  in the pod or nodes. Decoding is one step and evaluating another; anything raised while decoding
+  is the body's fault, so it is a 400, never a 500. The server goes on serving;
 * 401 when a bearer token is configured and the request lacks it (kube-scheduler cannot send one:
   its extender config has no such field, so with kube-scheduler use mutual TLS instead);
-* 413 for a body over `max_body_bytes`, checked before and while reading it;
+* 413 for a body over `max_body_bytes`, checked before and while reading it; 503 when the bodies
+  being read or decoded at once would exceed `max_inflight_bytes`; 408 when the body does not
+  arrive within `body_timeout` (connections, header time: see `limits`); each of these closes the
+  connection;
 * 500 for a plugin error in prioritize or preempt, 503 while the node cache is not synced (filter
   reports both in its `Error` field instead, which is how kube-scheduler expects filter to fail).
 
@@ -18,6 +24,8 @@ bind, which waits on the API server, runs on a worker thread.
 
 from __future__ import annotations
 
+import asyncio
+import codecs
 import hmac
 import logging
 import ssl
@@ -44,6 +52,12 @@ from kubesched.api.extender_v1 import (
     encode,
 )
 from kubesched.extender.engine import EngineError, ExtenderEngine, NotReady
+from kubesched.extender.limits import (
+    DEFAULT_MAX_INFLIGHT_BYTES,
+    ConnectionLimits,
+    InflightBytes,
+    uvicorn_limit_settings,
+)
 from kubesched.extender.openapi import DEFAULT_PATHS, openapi_document
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "BackgroundServer", "ExtenderMetrics", "ExtenderServer", "ServerOptions"]
@@ -54,6 +68,8 @@ prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # 
 
 #: 64 MiB: a NodeList of 5,000 real nodes (10-20 KB each with their image lists) still fits.
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+#: Seconds a request body may take to arrive once its headers are in.
+DEFAULT_BODY_TIMEOUT = 30.0
 VERBS = ("filter", "prioritize", "preempt", "bind")
 JSON_TYPE = "application/json"
 
@@ -94,10 +110,20 @@ class ServerOptions:
     #: When set, verbs require `Authorization: Bearer <token>`.
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    #: Request bytes read or being decoded at once, across all requests (see `limits`).
+    max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT_BYTES
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
 
 
-class _TooLarge(Exception):
-    pass
+class _Refused(Exception):
+    """A body not read to the end: answered with `status` and the connection closed."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+_CLOSE = {"Connection": "close"}
 
 
 def _text(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
@@ -121,6 +147,7 @@ class ExtenderServer:
         if unknown:
             raise ValueError(f"unknown verbs: {sorted(unknown)}")
         self.openapi = openapi_document(self.options.paths)
+        self.inflight = InflightBytes(self.options.max_inflight_bytes)
         routes = [
             Route(path, self._endpoint(verb), methods=["POST"]) for verb, path in self.options.paths.items()
         ]
@@ -169,33 +196,76 @@ class ExtenderServer:
         given = request.headers.get("authorization", "")
         return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
 
-    async def _read_body(self, request: Request) -> bytes:
-        limit = self.options.max_body_bytes
+    async def _read_body(self, request: Request, held: list[int]) -> bytearray:
+        """The body, within the size, in-flight and time limits; bytes taken from the shared budget
+        are added to `held[0]` for the caller to give back. Invalid UTF-8 is caught as it arrives.
+
+        The body is read into one buffer (allocated up front when its length is declared) and
+        decoded from it in place: no second copy of a large body is ever made.
+        """
+        opts = self.options
+        limit = opts.max_body_bytes
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise _TooLarge
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise _TooLarge
-            chunks.append(chunk)
-        return b"".join(chunks)
+        length = int(declared) if declared is not None and declared.isdigit() else None
+        if length is not None:
+            if length > limit:
+                raise _Refused(413, f"request body larger than {limit} bytes")
+            if not self.inflight.take(length):
+                raise _Refused(503, "too many request bytes in flight; retry later")
+            held[0] += length
+        utf8 = codecs.getincrementaldecoder("utf-8")()
+        buf = bytearray(length) if length is not None else bytearray()
+        size = start = 0
+        try:
+            async with asyncio.timeout(opts.body_timeout):
+                async for chunk in request.stream():
+                    start, size = size, size + len(chunk)
+                    if size > limit:
+                        raise _Refused(413, f"request body larger than {limit} bytes")
+                    if size > held[0]:  # chunked, or longer than declared: take as it comes
+                        if not self.inflight.take(size - held[0]):
+                            raise _Refused(503, "too many request bytes in flight; retry later")
+                        held[0] = size
+                    utf8.decode(chunk)
+                    if length is not None and size <= length:
+                        buf[start:size] = chunk
+                    else:
+                        buf += chunk
+                utf8.decode(b"", final=True)
+        except TimeoutError:
+            raise _Refused(408, f"request body not received within {opts.body_timeout:g} s") from None
+        except UnicodeDecodeError as exc:
+            raise WireError(f"request body: invalid UTF-8 at byte {start + exc.start}") from None
+        if length is not None and size < length:
+            raise WireError(f"request body: {size} bytes received of the {length} declared")
+        return buf
 
     async def _serve(self, verb: str, request: Request) -> Response:
         if not self._authorized(request):
             return _text(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
+        held = [0]
         try:
-            body = await self._read_body(request)
-        except _TooLarge:
-            return _text(413, f"request body larger than {self.options.max_body_bytes} bytes")
+            return await self._serve_body(verb, request, held)
+        finally:
+            self.inflight.give(held[0])
+
+    async def _serve_body(self, verb: str, request: Request, held: list[int]) -> Response:
+        try:
+            body = await self._read_body(request, held)
+            args = _decode(verb, body)
+        except _Refused as exc:
+            return _text(exc.status, str(exc), _CLOSE)
+        except WireError as exc:
+            return _text(400, str(exc))
+        except RecursionError:
+            return _text(400, f"{_ARGS[verb]}: JSON nested too deeply")
+        except Exception as exc:  # whatever the decoder raised, the body caused it
+            return _text(400, f"{_ARGS[verb]}: {type(exc).__name__}: {exc}")
         try:
             if verb == "bind":
-                bind_args = decode_binding_args(body)
-                payload = encode(await run_in_threadpool(self.engine.bind, bind_args))
+                payload = encode(await run_in_threadpool(self.engine.bind, args))
             else:
-                payload = self._evaluate(verb, body)
+                payload = self._evaluate(verb, args)
         except WireError as exc:
             return _text(400, str(exc))
         except NotReady as exc:
@@ -207,17 +277,32 @@ class ExtenderServer:
             return _text(500, f"{verb}: internal error: {type(exc).__name__}: {exc}")
         return Response(payload, media_type=JSON_TYPE)
 
-    def _evaluate(self, verb: str, body: bytes) -> bytes:
+    def _evaluate(self, verb: str, args: Any) -> bytes:
         engine = self.engine
-        if verb == "preempt":
-            preempt_args = decode_preemption_args(body)
-            with engine.state.lock:
-                return encode(engine.preempt(preempt_args))
-        args, raws = decode_extender_args_raw(body)
         with engine.state.lock:
+            if verb == "preempt":
+                return encode(engine.preempt(args))
             if verb == "filter":
-                return encode(engine.filter(args, raws))
-            return encode(engine.prioritize(args))
+                return encode(engine.filter(*args))
+            return encode(engine.prioritize(args[0]))
+
+
+#: The request type of each verb, as named in its 400 messages.
+_ARGS = {
+    "filter": "ExtenderArgs",
+    "prioritize": "ExtenderArgs",
+    "preempt": "ExtenderPreemptionArgs",
+    "bind": "ExtenderBindingArgs",
+}
+
+
+def _decode(verb: str, body: bytes | bytearray) -> Any:
+    """The verb's request, decoded and checked (the pod's and nodes' quantities included)."""
+    if verb == "bind":
+        return decode_binding_args(body)
+    if verb == "preempt":
+        return decode_preemption_args(body)
+    return decode_extender_args_raw(body)
 
 
 def uvicorn_config(
@@ -229,9 +314,11 @@ def uvicorn_config(
     key_file: str | None = None,
     client_ca_file: str | None = None,
     log_level: str = "warning",
+    limits: ConnectionLimits | None = None,
 ) -> uvicorn.Config:
-    """uvicorn settings for the extender: TLS when a certificate is given, mutual TLS with a client CA."""
-    kwargs: dict[str, Any] = {}
+    """uvicorn settings for the extender: TLS when a certificate is given, mutual TLS with a client CA;
+    always the connection limits (see `limits`)."""
+    kwargs: dict[str, Any] = uvicorn_limit_settings(limits or ConnectionLimits())
     if cert_file:
         kwargs.update(ssl_certfile=cert_file, ssl_keyfile=key_file)
         if client_ca_file:
@@ -243,7 +330,6 @@ def uvicorn_config(
         log_level=log_level,
         access_log=False,
         lifespan="off",
-        http="h11",
         loop="asyncio",
         **kwargs,
     )

@@ -179,7 +179,15 @@ _PDEATHSIG_HOOK = _parent_death_signal()
 class ManagedProcess:
     """One server process we started: its log file, and a stop that never leaves it running."""
 
-    def __init__(self, name: str, args: Sequence[str], log_path: Path, *, port: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: Sequence[str],
+        log_path: Path,
+        *,
+        port: int | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.name = name
         self.args = list(args)
         self.log_path = log_path
@@ -187,6 +195,7 @@ class ManagedProcess:
         with open(log_path, "ab") as log:
             self.popen: subprocess.Popen[bytes] = subprocess.Popen(
                 self.args,
+                env=None if env is None else {**os.environ, **env},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
