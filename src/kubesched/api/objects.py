@@ -214,6 +214,10 @@ class PodCondition(_Base, frozen=True):
     message: str = ""
 
 
+#: Pod phases after which nothing of the pod runs any more.
+TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
+
+
 class PodStatus(_Base, frozen=True):
     phase: str = ""
     nominated_node_name: str = ""
@@ -232,6 +236,15 @@ class Pod(_Base, frozen=True):
     def key(self) -> str:
         """`namespace/name`, the way kubectl and the scheduler's messages name a pod."""
         return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    @property
+    def finished(self) -> bool:
+        """Phase Succeeded or Failed: its containers are gone, so it holds nothing on its node.
+
+        kube-scheduler never lists such pods (its informer selects
+        `status.phase!=Succeeded,status.phase!=Failed`), so they neither use capacity nor get scheduled.
+        """
+        return self.status.phase in TERMINAL_POD_PHASES
 
 
 # --------------------------------------------------------------------------- nodes

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from kubesched.errors import InputError
+from kubesched.errors import InputError, did_you_mean
+from kubesched.simulate.report import POD_SELECTIONS
 
 __all__ = ["DEMO_DIR", "add_simulate_command"]
 
@@ -29,7 +30,38 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         "--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: upstream defaults)"
     )
     sim.add_argument("--output", "-o", choices=("table", "json"), default="table", help="report format")
-    sim.add_argument("--explain", action="store_true", help="per node: filter verdicts and plugin scores")
+    sim.add_argument(
+        "--explain",
+        action="store_true",
+        help="why each pod went where it did: rejections by plugin and reason with node counts and "
+        "names, the top nodes' scores; in JSON also every node's verdict and scores on clusters of "
+        "at most 100 nodes",
+    )
+    sim.add_argument(
+        "--scores",
+        action="store_true",
+        help="with --explain, the table also shows the top nodes and per-plugin scores of scheduled pods",
+    )
+    sim.add_argument(
+        "--per-node",
+        action="store_true",
+        help="with --explain, the JSON report keeps every node's filter verdict and scores for every "
+        "pod, whatever the cluster's size (large: nodes x pods entries)",
+    )
+    sim.add_argument(
+        "--pods",
+        choices=tuple(POD_SELECTIONS),
+        default="all",
+        help="which pods to list: all (default), scheduled, or unschedulable (every pod not placed)",
+    )
+    sim.add_argument(
+        "--pod",
+        action="append",
+        default=[],
+        metavar="NS/NAME",
+        help="list only this pod (repeatable); with --explain it gets full per-node detail and scores",
+    )
+    sim.add_argument("--no-nodes", action="store_true", help="leave out the node utilization")
     sim.add_argument(
         "--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)"
     )
@@ -37,15 +69,14 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from kubesched.api.loader import load_paths
+    from kubesched.cli._console import stdout_console
     from kubesched.config import default_config, load_config
     from kubesched.plugins import default_registry
     from kubesched.simulate.progress import progress_reporter
-    from kubesched.simulate.report import to_json
+    from kubesched.simulate.report import select, to_json
     from kubesched.simulate.runner import simulate
-    from kubesched.simulate.table import render_table
+    from kubesched.simulate.table import TableOptions, render_table
 
     registry = default_registry()
     paths: list[str] = list(args.paths)
@@ -58,11 +89,38 @@ def _simulate(args: argparse.Namespace) -> int:
             config_path = str(DEMO_DIR / "scheduler-config.yaml")
     config = load_config(config_path, registry) if config_path else default_config(registry)
     objects = load_paths(paths)
+    wanted = frozenset(args.pod)
+    pending = {
+        f"{p.metadata.namespace or 'default'}/{p.metadata.name}" for p in objects.pods if not p.spec.node_name
+    }
+    _check_pod_names(wanted, pending)
     with progress_reporter(enabled=sys.stderr.isatty()) as progress:
-        report = simulate(objects, config, registry, seed=args.seed, explain=args.explain, progress=progress)
+        report = simulate(
+            objects,
+            config,
+            registry,
+            seed=args.seed,
+            explain=args.explain,
+            per_node=True if args.per_node else None,
+            detail_pods=wanted,
+            progress=progress,
+        )
+    report = select(report, pods=args.pods, keys=wanted, nodes=not args.no_nodes)
     if args.output == "json":
         sys.stdout.buffer.write(to_json(report) + b"\n")
     else:
-        width = None if sys.stdout.isatty() else 200
-        render_table(report, Console(width=width, highlight=False))
+        options = TableOptions(
+            explain=args.explain, scores=args.scores or bool(wanted), nodes=not args.no_nodes
+        )
+        render_table(report, stdout_console(), options)
     return 0
+
+
+def _check_pod_names(wanted: frozenset[str], pending: set[str]) -> None:
+    """Every `--pod` must name a pending pod of the input (`namespace/name`)."""
+    for key in sorted(wanted):
+        if key not in pending:
+            if "/" not in key:
+                hint = did_you_mean(f"default/{key}", pending) or did_you_mean(key, pending)
+                raise InputError(f"expected NAMESPACE/NAME, got {key!r}{hint}", source="--pod")
+            raise InputError(f"no pending pod {key} in the input{did_you_mean(key, pending)}", source="--pod")

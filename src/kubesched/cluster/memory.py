@@ -58,9 +58,15 @@ class MemoryCluster:
         }
         self.nodes: dict[str, Node] = {n.metadata.name: n for n in objects.nodes}
         self.pods: dict[str, Pod] = {}
+        #: Pods whose phase is Succeeded or Failed: kept out of `pods`, as the live scheduler's informer
+        #: keeps them out of its cache (snapshots of real clusters are full of completed Job pods).
+        self.finished_pods: list[Pod] = []
         for pod in objects.pods:
             prepared = self.admit(pod)
-            self.pods[pod_key(prepared)] = prepared
+            if prepared.finished:
+                self.finished_pods.append(prepared)
+            else:
+                self.pods[pod_key(prepared)] = prepared
         self.objects = objects
         self.events: list[RecordedEvent] = []
         self.bind_count: dict[str, int] = {}

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 import h11
+import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = [
     "DEFAULT_MAX_INFLIGHT_BYTES",
     "ConnectionLimits",
     "InflightBytes",
+    "apply_limits",
     "limited_h11_protocol",
 ]
 
@@ -71,13 +72,15 @@ class InflightBytes:
         self.used = max(0, self.used - n)
 
 
-def limited_h11_protocol(limits: ConnectionLimits) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with a connection cap and a header timer (see module docstring)."""
+def limited_h11_protocol(
+    limits: ConnectionLimits, base: type[H11Protocol] = H11Protocol
+) -> type[H11Protocol]:
+    """`base` (uvicorn's h11 protocol or a subclass) with a connection cap and a header timer."""
 
-    class LimitedH11Protocol(H11Protocol):
+    class LimitedH11Protocol(base):  # type: ignore[valid-type,misc]
         _header_timer: asyncio.TimerHandle | None = None
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        def connection_made(self, transport: asyncio.Transport) -> None:
             if len(self.connections) >= limits.max_connections:
                 transport.abort()  # never registered: connection_lost must not count it either
                 self._rejected = True
@@ -119,10 +122,13 @@ def limited_h11_protocol(limits: ConnectionLimits) -> type[H11Protocol]:
     return LimitedH11Protocol
 
 
-def uvicorn_limit_settings(limits: ConnectionLimits) -> dict[str, Any]:
-    """The uvicorn.Config keyword arguments that apply `limits`."""
-    return {
-        "http": limited_h11_protocol(limits),
-        "h11_max_incomplete_event_size": limits.max_header_bytes,
-        "timeout_keep_alive": limits.keep_alive_timeout,
-    }
+def apply_limits(config: uvicorn.Config, limits: ConnectionLimits) -> uvicorn.Config:
+    """`config` with `limits` applied: its h11 protocol class (whatever it is: the TLS-aware one of
+    `kubesched.serving`, say) gains the cap and the timer; header size and keep-alive are set."""
+    base = (
+        config.http if isinstance(config.http, type) and issubclass(config.http, H11Protocol) else H11Protocol
+    )
+    config.http = limited_h11_protocol(limits, base)
+    config.h11_max_incomplete_event_size = limits.max_header_bytes
+    config.timeout_keep_alive = int(limits.keep_alive_timeout)
+    return config

@@ -8,8 +8,10 @@ Endpoints: the four verbs (POST, paths configurable), `/healthz`, `/readyz`, `/m
   UTF-8, nesting deeper than the decoder goes, numbers out of range, wrong types, invalid quantities
   in the pod or nodes. Decoding is one step and evaluating another; anything raised while decoding
   is the body's fault, so it is a 400, never a 500. The server goes on serving;
-* 401 when a bearer token is configured and the request lacks it (kube-scheduler cannot send one:
-  its extender config has no such field, so with kube-scheduler use mutual TLS instead);
+* 401 when authentication is on (a client CA, a token, or both) and the request has neither a
+  verified client certificate nor the token: for the verbs, `/metrics` and `/openapi.json` alike;
+  only the probes `/healthz` and `/readyz` are public (kube-scheduler cannot send a token: its
+  extender config has no such field, so it authenticates with a client certificate);
 * 413 for a body over `max_body_bytes`, checked before and while reading it; 503 when the bodies
   being read or decoded at once would exceed `max_inflight_bytes`; 408 when the body does not
   arrive within `body_timeout` (connections, header time: see `limits`); each of these closes the
@@ -26,13 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import hmac
 import logging
-import ssl
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import prometheus_client
@@ -51,14 +51,21 @@ from kubesched.api.extender_v1 import (
     decode_preemption_args,
     encode,
 )
+from kubesched.errors import InputError
 from kubesched.extender.engine import EngineError, ExtenderEngine, NotReady
 from kubesched.extender.limits import (
     DEFAULT_MAX_INFLIGHT_BYTES,
     ConnectionLimits,
     InflightBytes,
-    uvicorn_limit_settings,
+    apply_limits,
 )
 from kubesched.extender.openapi import DEFAULT_PATHS, openapi_document
+from kubesched.serving.asgi import RequestAuth
+from kubesched.serving.authn import CredentialsAuthenticator
+from kubesched.serving.authz import AllowAuthenticated
+from kubesched.serving.certs import load_pair
+from kubesched.serving.server import BackgroundServer, server_config
+from kubesched.serving.tls import server_context
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "BackgroundServer", "ExtenderMetrics", "ExtenderServer", "ServerOptions"]
 
@@ -71,6 +78,8 @@ DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 #: Seconds a request body may take to arrive once its headers are in.
 DEFAULT_BODY_TIMEOUT = 30.0
 VERBS = ("filter", "prioritize", "preempt", "bind")
+#: Served without authentication: kubelet's probes carry no credentials.
+PUBLIC_PATHS = ("/healthz", "/readyz")
 JSON_TYPE = "application/json"
 
 
@@ -107,8 +116,10 @@ class ServerOptions:
 
     #: verb -> URL path; a verb left out is not served (404).
     paths: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_PATHS))
-    #: When set, verbs require `Authorization: Bearer <token>`.
+    #: When set, callers may authenticate with `Authorization: Bearer <token>`.
     token: str | None = None
+    #: Callers may authenticate with a client certificate the TLS layer verified (mutual TLS).
+    client_certificates: bool = False
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     #: Request bytes read or being decoded at once, across all requests (see `limits`).
     max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT_BYTES
@@ -157,7 +168,21 @@ class ExtenderServer:
             Route("/metrics", self._metrics, methods=["GET"]),
             Route("/openapi.json", self._openapi, methods=["GET"]),
         ]
-        self.app = Starlette(routes=routes)
+        self.app: Any = Starlette(routes=routes)
+        if self.authenticates:
+            self.app = RequestAuth(
+                self.app,
+                CredentialsAuthenticator(
+                    token=self.options.token, accept_certificates=self.options.client_certificates
+                ),
+                AllowAuthenticated(),
+                public_paths=PUBLIC_PATHS,
+            )
+
+    @property
+    def authenticates(self) -> bool:
+        """Whether callers must authenticate (every path but the probes)."""
+        return bool(self.options.token) or self.options.client_certificates
 
     # ------------------------------------------------------------------ plain endpoints
 
@@ -188,13 +213,6 @@ class ExtenderServer:
             return response
 
         return endpoint
-
-    def _authorized(self, request: Request) -> bool:
-        token = self.options.token
-        if not token:
-            return True
-        given = request.headers.get("authorization", "")
-        return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
 
     async def _read_body(self, request: Request, held: list[int]) -> bytearray:
         """The body, within the size, in-flight and time limits; bytes taken from the shared budget
@@ -241,8 +259,6 @@ class ExtenderServer:
         return buf
 
     async def _serve(self, verb: str, request: Request) -> Response:
-        if not self._authorized(request):
-            return _text(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
         held = [0]
         try:
             return await self._serve_body(verb, request, held)
@@ -316,64 +332,20 @@ def uvicorn_config(
     log_level: str = "warning",
     limits: ConnectionLimits | None = None,
 ) -> uvicorn.Config:
-    """uvicorn settings for the extender: TLS when a certificate is given, mutual TLS with a client CA;
-    always the connection limits (see `limits`)."""
-    kwargs: dict[str, Any] = uvicorn_limit_settings(limits or ConnectionLimits())
-    if cert_file:
-        kwargs.update(ssl_certfile=cert_file, ssl_keyfile=key_file)
+    """uvicorn settings for the extender: TLS when a certificate is given, client certificates
+    requested (not required: probes carry none) when a client CA is given. With a client CA, serve an
+    `ExtenderServer` whose options set `client_certificates`, which makes them required elsewhere.
+    The connection limits (see `limits`) always apply."""
+    context = None
+    if cert_file and key_file:
+        ca_pem = None
         if client_ca_file:
-            kwargs.update(ssl_ca_certs=client_ca_file, ssl_cert_reqs=ssl.CERT_REQUIRED)
-    return uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
-        access_log=False,
-        lifespan="off",
-        loop="asyncio",
-        **kwargs,
-    )
-
-
-class BackgroundServer:
-    """uvicorn on a daemon thread, for tests and benchmarks: `start()` returns once it listens."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        self.config = config
-        self.server = uvicorn.Server(config)
-        self._thread: threading.Thread | None = None
-        self.port = config.port
-
-    def start(self, timeout: float = 10.0) -> BackgroundServer:
-        failure: list[BaseException] = []
-
-        def serve() -> None:
             try:
-                self.server.run()
-            except BaseException as exc:  # SystemExit when the port is taken
-                failure.append(exc)
-
-        self._thread = threading.Thread(target=serve, name="extender-server", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self.server.started:
-            if failure or not self._thread.is_alive():
-                raise OSError(f"cannot serve on {self.config.host}:{self.config.port}")
-            if time.monotonic() > deadline:
-                raise OSError(f"server did not start on {self.config.host}:{self.config.port}")
-            time.sleep(0.01)
-        sockets = [s for srv in self.server.servers for s in srv.sockets]
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self.server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def __enter__(self) -> BackgroundServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+                ca_pem = Path(client_ca_file).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise InputError(
+                    f"cannot read: {exc.strerror or exc}", source=f"--client-ca-file {client_ca_file}"
+                ) from None
+        context = server_context(load_pair(cert_file, key_file), client_ca_pem=ca_pem)
+    config = server_config(app, host, port, ssl_context=context, log_level=log_level)
+    return apply_limits(config, limits or ConnectionLimits())

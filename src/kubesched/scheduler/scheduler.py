@@ -81,6 +81,8 @@ class Attempt:
     nominated_node: str | None = None
     filter: dict[str, Status] | None = None
     scores: dict[str, tuple[dict[str, int], int]] | None = None
+    #: The PreFilter rejection that ended this attempt before any node was filtered.
+    pre_filter: Status | None = None
     duration: float = 0.0
     #: Pods evicted by this attempt's PostFilter (preemption), as `namespace/name`.
     victims: list[str] = field(default_factory=list)
@@ -401,6 +403,7 @@ class Scheduler:
             if not status.is_rejected():
                 raise _CycleError(status)
             diagnosis.pre_filter_msg = status.message()
+            diagnosis.pre_filter_status = status
             if status.code == Code.PENDING:
                 diagnosis.pending_plugins |= plugins
             raise FitError(pod, len(table), diagnosis)
@@ -775,7 +778,16 @@ class Scheduler:
             for name in table.names:
                 explain.setdefault(name, fit.diagnosis.absent_nodes_status)
         status = Status(Code.UNSCHEDULABLE, error=fit)
-        self._fail(fwk, qpi, status, started, filter_=explain, nominated=nominated, victims=victims)
+        self._fail(
+            fwk,
+            qpi,
+            status,
+            started,
+            filter_=explain,
+            nominated=nominated,
+            victims=victims,
+            pre_filter=fit.diagnosis.pre_filter_status,
+        )
 
     def _fail(
         self,
@@ -787,6 +799,7 @@ class Scheduler:
         filter_: dict[str, Status] | None,
         nominated: str | None = None,
         victims: list[str] | None = None,
+        pre_filter: Status | None = None,
     ) -> None:
         """Upstream's handleSchedulingFailure: requeue, nominate, FailedScheduling event, condition.
 
@@ -826,6 +839,7 @@ class Scheduler:
                 message=message,
                 nominated_node=nominated or self.nominator.nominated_node(key),
                 filter=filter_,
+                pre_filter=pre_filter,
                 duration=self.clock.now() - started,
                 victims=list(victims or ()),
             )

@@ -1,6 +1,6 @@
 """The simulate report: a JSON contract that tests and outside tools rely on.
 
-    {"pods": [...], "nodes": [...], "summary": {...}}
+    {"pods": [...], "nodes": [...], "summary": {...}, "profiles": [...]}
 
 Field names and meanings are documented in docs/simulate-report.md; change them only with care.
 """
@@ -28,6 +28,33 @@ class NodeScores(_Out):
     total: int
 
 
+class Rejection(_Out):
+    """Nodes one plugin rejected for one reason: how many, and the first few names."""
+
+    plugin: str
+    code: str
+    reason: str
+    count: int
+    nodes: list[str]
+
+
+class RankedNode(_Out):
+    """A feasible node with its total and per-plugin (unweighted) scores."""
+
+    node: str
+    total: int
+    plugins: dict[str, int]
+
+
+class Explanation(_Out):
+    """The last attempt summarised per reason, bounded whatever the cluster's size."""
+
+    rejected_nodes: int
+    rejections: list[Rejection]
+    scored_nodes: int
+    top_nodes: list[RankedNode]
+
+
 class PodResult(_Out):
     namespace: str
     name: str
@@ -41,6 +68,10 @@ class PodResult(_Out):
     attempts: int = 0
     filter: dict[str, FilterVerdict] = {}
     scores: dict[str, NodeScores] = {}
+    #: The PreFilter rejection of the last attempt (then `filter` is empty: no node was filtered).
+    pre_filter: FilterVerdict | None = None
+    #: With --explain: the last attempt per reason (see explanation.py).
+    explanation: Explanation | None = None
 
 
 class NodeUsage(_Out):
@@ -63,12 +94,38 @@ class Summary(_Out):
     ignored: int = 0
 
 
+class ProfileWeights(_Out):
+    """A profile's Score plugins and their weights: `total` sums plugin score * weight."""
+
+    scheduler_name: str
+    score_weights: dict[str, int]
+
+
 class Report(_Out):
     pods: list[PodResult]
     nodes: list[NodeUsage]
     summary: Summary
+    profiles: list[ProfileWeights] = []
 
 
 def to_json(report: Report, *, indent: int = 2) -> bytes:
     raw = msgspec.json.encode(report)
     return msgspec.json.format(raw, indent=indent) if indent else raw
+
+
+#: `--pods` values and the results each selects ("unschedulable": every pod the run did not place).
+POD_SELECTIONS: dict[str, frozenset[str]] = {
+    "all": frozenset(RESULTS),
+    "scheduled": frozenset({"Scheduled"}),
+    "unschedulable": frozenset({"Unschedulable", "Error", "Gated", "Waiting"}),
+}
+
+
+def select(
+    report: Report, *, pods: str = "all", keys: frozenset[str] = frozenset(), nodes: bool = True
+) -> Report:
+    """The report limited to some pods (`pods` a POD_SELECTIONS key; `keys` as `namespace/name`,
+    all when empty) and without `nodes[]` when `nodes` is False. The summary still counts every pod."""
+    results = POD_SELECTIONS[pods]
+    kept = [p for p in report.pods if p.result in results and (not keys or f"{p.namespace}/{p.name}" in keys)]
+    return msgspec.structs.replace(report, pods=kept, nodes=report.nodes if nodes else [])

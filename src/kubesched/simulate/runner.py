@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from kubesched.api.loader import LoadedObjects
@@ -20,10 +20,22 @@ from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.extenders import Extenders
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler
-from kubesched.simulate.report import FilterVerdict, NodeScores, NodeUsage, PodResult, Report, Summary
+from kubesched.simulate.explanation import explain_attempt, verdict
+from kubesched.simulate.report import (
+    Explanation,
+    NodeScores,
+    NodeUsage,
+    PodResult,
+    ProfileWeights,
+    Report,
+    Summary,
+)
 
 #: Stop once this much virtual time passed without a pod being bound (covers Permit's 15 min cap).
 IDLE_HORIZON_SECONDS = 16 * 60.0
+#: With --explain, every pod keeps its per-node filter verdicts and scores on clusters up to this
+#: size; on bigger ones only the per-reason summary is kept (unless asked for), so memory stays bounded.
+PER_NODE_MAX_NODES = 100
 
 
 @dataclass(slots=True)
@@ -36,6 +48,8 @@ class _PodRecord:
     attempts: int = 0
     filter: dict[str, Status] | None = None
     scores: dict[str, tuple[dict[str, int], int]] | None = None
+    pre_filter: Status | None = None
+    explanation: Explanation | None = None
     #: Pods this pod's preemptions evicted, over all its attempts.
     victims: list[str] = field(default_factory=list)
 
@@ -64,9 +78,16 @@ def simulate(
     *,
     seed: int = 0,
     explain: bool = False,
+    per_node: bool | None = None,
+    detail_pods: Collection[str] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
-    """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed."""
+    """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed.
+
+    With `explain`, each pod gets a per-reason `explanation` of its last attempt. Its per-node
+    `filter` and `scores` are kept too when `per_node` is True, for the pods named in `detail_pods`
+    (`namespace/name`), and, when `per_node` is None, on clusters of at most PER_NODE_MAX_NODES nodes.
+    """
     for node in objects.nodes:
         check_node_quantities(node)
     clock = VirtualClock()
@@ -83,6 +104,8 @@ def simulate(
         else:
             ignored.append(pod)
     tracker = _Progress(len(records), callback=progress)
+    every_node = per_node if per_node is not None else len(cluster.nodes) <= PER_NODE_MAX_NODES
+    detailed = frozenset(detail_pods)
 
     def observe(attempt: Attempt) -> None:
         rec = records.get(pod_key(attempt.pod))
@@ -98,8 +121,12 @@ def simulate(
             # Scheduled attempts do not, so a bound preemptor still shows where it was nominated.
             rec.nominated_node = attempt.nominated_node
         rec.victims.extend(attempt.victims)
-        rec.filter = attempt.filter
-        rec.scores = attempt.scores
+        rec.pre_filter = attempt.pre_filter
+        if explain:
+            rec.explanation = explain_attempt(attempt.filter, attempt.scores, chosen=attempt.node)
+            if every_node or attempt.pod.key in detailed:
+                rec.filter = attempt.filter
+                rec.scores = attempt.scores
         if attempt.result == "Scheduled":
             tracker.mark(pod_key(attempt.pod))
 
@@ -136,6 +163,14 @@ def simulate(
             if where is not None and where != "gated":
                 rec.result = "Unschedulable"
     return _build_report(records, ignored, scheduler, seconds)
+
+
+def profile_weights(scheduler: Scheduler) -> list[ProfileWeights]:
+    """Each profile's Score plugins with their weights, so a reader can check `total`."""
+    return [
+        ProfileWeights(scheduler_name=name, score_weights=dict(fwk.score_weights))
+        for name, fwk in scheduler.frameworks.items()
+    ]
 
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -229,15 +264,13 @@ def _build_report(
             waiting=waiting,
             ignored=len(ignored),
         ),
+        profiles=profile_weights(scheduler),
     )
 
 
 def _pod_result(rec: _PodRecord) -> PodResult:
     pod = rec.pod
-    filter_ = {
-        node: FilterVerdict(plugin=st.plugin, code=str(st.code), reasons=st.all_reasons())
-        for node, st in sorted((rec.filter or {}).items())
-    }
+    filter_ = {node: verdict(st) for node, st in sorted((rec.filter or {}).items())}
     scores = {
         node: NodeScores(plugins=dict(sorted(plugins.items())), total=total)
         for node, (plugins, total) in sorted((rec.scores or {}).items())
@@ -258,6 +291,8 @@ def _pod_result(rec: _PodRecord) -> PodResult:
         attempts=rec.attempts,
         filter=filter_,
         scores=scores,
+        pre_filter=verdict(rec.pre_filter) if rec.pre_filter is not None else None,
+        explanation=rec.explanation,
     )
 
 

@@ -149,13 +149,27 @@ class TokenBucket:
 # --------------------------------------------------------------------------- connection
 
 
-def load_connection(kubeconfig: str | None = None, *, context: str | None = None) -> SingleConfig:
+def load_connection(
+    kubeconfig: str | None = None, *, context: str | None = None, master: str | None = None
+) -> SingleConfig:
     """Where the API server is and how to authenticate, the way kube-scheduler finds it.
 
     Order: an explicit kubeconfig path; else the in-cluster service account when
     `KUBERNETES_SERVICE_HOST` is set; else `$KUBECONFIG`, else `~/.kube/config`. A missing or broken
-    kubeconfig is an InputError naming the file (the CLI prints it and exits 2).
+    kubeconfig is an InputError naming the file (the CLI prints it and exits 2). `master` (the
+    `--master` flag) replaces the server address; with no kubeconfig at all it is the whole
+    connection (no credentials), as client-go's BuildConfigFromFlags makes it.
     """
+    if master:
+        try:
+            given = load_connection(kubeconfig, context=context)
+        except InputError:
+            if kubeconfig:
+                raise
+            bare = KubeConfig.from_server(master).get()
+            assert bare is not None  # from_server always has its one context
+            return bare
+        return given._replace(cluster=msgspec.structs.replace(given.cluster, server=master))
     if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
         try:
             cfg = KubeConfig.from_service_account().get()
