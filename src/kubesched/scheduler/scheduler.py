@@ -715,8 +715,9 @@ class Scheduler:
         info = self.cache.node_info(b.node)
         if info is None:
             return "NodeGone", f"node {b.node} no longer exists"
-        probe = info.clone()
-        probe.remove_pod(key)
+        # The node with every other pod, accounted afresh (removing ours from a clone would also
+        # drop a host port another pod holds too: ports are kept as a set).
+        probe = NodeInfo(info.node, [pi for k, pi in info.pods.items() if k != key])
         enabled = b.fwk.plugins_at("filter")
         for name in REVALIDATED_FILTERS:
             plugin = b.fwk.plugins.get(name) if name in enabled else None
