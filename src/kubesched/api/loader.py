@@ -2,8 +2,9 @@
 
 Accepted: a single object, multi-document YAML (`---`), JSON, `kind: List` and typed lists
 (`PodList`, `NodeList`, ...) whose items may omit `kind`. Kinds the scheduler does not model
-(Deployment, Service, ...) are counted in `LoadedObjects.skipped`, not rejected. Empty documents are
-ignored. As in the API server, a field set to null counts as absent.
+(ConfigMap, Ingress, ...) are counted in `LoadedObjects.skipped`, not rejected. Workloads
+(Deployment, Job, ...) are checked as the API server validates them (`kubesched.api.workloads`).
+Empty documents are ignored. As in the API server, a field set to null counts as absent.
 
 Errors are `InputError`s with `source` = the file and a path inside it:
 `items[3].spec.containers[0].name: expected str, got int`. When a file holds several YAML
@@ -35,7 +36,11 @@ import yaml
 from kubesched.api.json_shape import drop_nulls, type_name
 from kubesched.api.objects import (
     KINDS,
+    CronJob,
     CSINode,
+    DaemonSet,
+    Deployment,
+    Job,
     KubeObject,
     Namespace,
     Node,
@@ -53,6 +58,7 @@ from kubesched.api.objects import (
 )
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.safe_yaml import check_yaml
+from kubesched.api.workloads import check_workload
 from kubesched.errors import InputError
 
 __all__ = ["FILE_SUFFIXES", "LoadedObjects", "load_documents", "load_paths"]
@@ -78,6 +84,10 @@ class LoadedObjects:
     replication_controllers: list[ReplicationController] = field(default_factory=list)
     replica_sets: list[ReplicaSet] = field(default_factory=list)
     stateful_sets: list[StatefulSet] = field(default_factory=list)
+    deployments: list[Deployment] = field(default_factory=list)
+    daemon_sets: list[DaemonSet] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+    cron_jobs: list[CronJob] = field(default_factory=list)
     pod_groups: list[PodGroup] = field(default_factory=list)
     #: kind -> number of objects of that kind that were not loaded (the scheduler ignores them).
     skipped: dict[str, int] = field(default_factory=dict)
@@ -105,6 +115,10 @@ _ATTRIBUTES: dict[type[msgspec.Struct], str] = {
     ReplicationController: "replication_controllers",
     ReplicaSet: "replica_sets",
     StatefulSet: "stateful_sets",
+    Deployment: "deployments",
+    DaemonSet: "daemon_sets",
+    Job: "jobs",
+    CronJob: "cron_jobs",
     PodGroup: "pod_groups",
 }
 
@@ -283,6 +297,8 @@ def _decode_object(
         obj = _convert(doc, kind_type)
         if isinstance(obj, Node):
             _check_node_quantities(obj)
+        else:
+            check_workload(obj)
         out.append(obj)
         if where is not None:
             where.append(path)

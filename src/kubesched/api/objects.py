@@ -35,6 +35,7 @@ class OwnerReference(_Base, frozen=True):
     uid: str = ""
     api_version: str = ""
     controller: bool | None = None
+    block_owner_deletion: bool | None = None
 
 
 class ObjectMeta(_Base, frozen=True):
@@ -48,6 +49,7 @@ class ObjectMeta(_Base, frozen=True):
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
     owner_references: list[OwnerReference] = []
+    generation: int = 0
 
 
 # --------------------------------------------------------------------------- selectors
@@ -421,8 +423,21 @@ class Service(_Base, frozen=True):
     spec: ServiceSpec = ServiceSpec()
 
 
+# --------------------------------------------------------------------------- workloads
+#
+# The controllers' objects keep what the simulator needs to create their pods as the controllers
+# would (`kubesched.simulate.workloads`), and the selectors the spreading plugins read.
+
+
+class PodTemplateSpec(_Base, frozen=True):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodSpec = PodSpec()
+
+
 class ReplicationControllerSpec(_Base, frozen=True):
     selector: dict[str, str] = {}
+    replicas: int | None = None
+    template: PodTemplateSpec | None = None
 
 
 class ReplicationController(_Base, frozen=True):
@@ -433,9 +448,11 @@ class ReplicationController(_Base, frozen=True):
 
 
 class WorkloadSpec(_Base, frozen=True):
-    """The part of a ReplicaSet/StatefulSet spec the scheduler reads."""
+    """The part of a ReplicaSet spec the scheduler and the simulated controllers read."""
 
     selector: LabelSelector | None = None
+    replicas: int | None = None
+    template: PodTemplateSpec | None = None
 
 
 class ReplicaSet(_Base, frozen=True):
@@ -445,11 +462,92 @@ class ReplicaSet(_Base, frozen=True):
     spec: WorkloadSpec = WorkloadSpec()
 
 
+class RollingUpdateDeployment(_Base, frozen=True):
+    #: An int or a percentage string ("25%"), as in the API.
+    max_surge: int | str | None = None
+    max_unavailable: int | str | None = None
+
+
+class DeploymentStrategy(_Base, frozen=True):
+    type: str = "RollingUpdate"
+    rolling_update: RollingUpdateDeployment | None = None
+
+
+class DeploymentSpec(WorkloadSpec, frozen=True):
+    strategy: DeploymentStrategy = DeploymentStrategy()
+    paused: bool = False
+
+
+class Deployment(_Base, frozen=True):
+    api_version: str = "apps/v1"
+    kind: str = "Deployment"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: DeploymentSpec = DeploymentSpec()
+
+
+class StatefulSetOrdinals(_Base, frozen=True):
+    start: int = 0
+
+
+class StatefulSetSpec(WorkloadSpec, frozen=True):
+    service_name: str = ""
+    pod_management_policy: str = "OrderedReady"
+    volume_claim_templates: list[PersistentVolumeClaim] = []
+    ordinals: StatefulSetOrdinals | None = None
+
+
 class StatefulSet(_Base, frozen=True):
     api_version: str = "apps/v1"
     kind: str = "StatefulSet"
     metadata: ObjectMeta = ObjectMeta()
-    spec: WorkloadSpec = WorkloadSpec()
+    spec: StatefulSetSpec = StatefulSetSpec()
+
+
+class DaemonSetSpec(_Base, frozen=True):
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec | None = None
+
+
+class DaemonSet(_Base, frozen=True):
+    api_version: str = "apps/v1"
+    kind: str = "DaemonSet"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: DaemonSetSpec = DaemonSetSpec()
+
+
+class JobSpec(_Base, frozen=True):
+    parallelism: int | None = None
+    completions: int | None = None
+    completion_mode: str = "NonIndexed"
+    suspend: bool = False
+    selector: LabelSelector | None = None
+    manual_selector: bool = False
+    template: PodTemplateSpec | None = None
+
+
+class Job(_Base, frozen=True):
+    api_version: str = "batch/v1"
+    kind: str = "Job"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: JobSpec = JobSpec()
+
+
+class JobTemplateSpec(_Base, frozen=True):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: JobSpec = JobSpec()
+
+
+class CronJobSpec(_Base, frozen=True):
+    schedule: str = ""
+    suspend: bool = False
+    job_template: JobTemplateSpec = JobTemplateSpec()
+
+
+class CronJob(_Base, frozen=True):
+    api_version: str = "batch/v1"
+    kind: str = "CronJob"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: CronJobSpec = CronJobSpec()
 
 
 class PodGroupSpec(_Base, frozen=True):
@@ -492,6 +590,10 @@ KINDS: dict[str, type[msgspec.Struct]] = {
     "ReplicationController": ReplicationController,
     "ReplicaSet": ReplicaSet,
     "StatefulSet": StatefulSet,
+    "Deployment": Deployment,
+    "DaemonSet": DaemonSet,
+    "Job": Job,
+    "CronJob": CronJob,
     "PodGroup": PodGroup,
 }
 
@@ -509,5 +611,9 @@ KubeObject = (
     | ReplicationController
     | ReplicaSet
     | StatefulSet
+    | Deployment
+    | DaemonSet
+    | Job
+    | CronJob
     | PodGroup
 )

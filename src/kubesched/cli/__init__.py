@@ -62,6 +62,8 @@ def _all_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentP
 
 
 def _parser() -> argparse.ArgumentParser:
+    from kubesched.cli.capacity import add_capacity_command
+    from kubesched.cli.compare import add_compare_command
     from kubesched.cli.config import add_config_commands
     from kubesched.cli.extender import add_extender_command
     from kubesched.cli.run import add_run_command
@@ -75,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(metavar="COMMAND")
 
     add_simulate_command(sub)
+    add_capacity_command(sub)
+    add_compare_command(sub)
     add_config_commands(sub)
     add_run_command(sub)
     add_extender_command(sub)

@@ -67,6 +67,10 @@ class MemoryCluster:
                 self.finished_pods.append(prepared)
             else:
                 self.pods[pod_key(prepared)] = prepared
+        #: (namespace, name) of every pod, finished ones too, so that a created pod cannot take a name in use.
+        self._names = {
+            (p.metadata.namespace, p.metadata.name) for p in [*self.pods.values(), *self.finished_pods]
+        }
         self.objects = objects
         self.events: list[RecordedEvent] = []
         self.bind_count: dict[str, int] = {}
@@ -168,13 +172,33 @@ class MemoryCluster:
             status = msgspec.structs.replace(current.status, nominated_node_name=node_name)
             self.pods[key] = msgspec.structs.replace(current, status=status)
 
+    def create_pod(self, pod: Pod) -> Pod:
+        """Admit and store a new pod (what a controller's POST does), and deliver it to the watchers.
+
+        Returns the pod as stored. Refuses a name already taken in its namespace.
+        """
+        admitted = self.admit(pod)
+        key = pod_key(admitted)
+        name = (admitted.metadata.namespace, admitted.metadata.name)
+        if key in self.pods or name in self._names:
+            raise ClusterError(f'pods "{admitted.metadata.name}" already exists')
+        self.pods[key] = admitted
+        self._names.add(name)
+        for h in self._handlers:
+            h.on_pod_add(admitted)
+        return admitted
+
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
         key = pod_key(pod)
         current = self.pods.pop(key, None)
         if current is None:
             return
+        self._names.discard((current.metadata.namespace, current.metadata.name))
         for h in self._handlers:
             h.on_pod_delete(current)
+
+    def has_pod_named(self, namespace: str, name: str) -> bool:
+        return (namespace, name) in self._names
 
     def lister(self, kind: str) -> Sequence[Any]:
         """Objects of `kind`; only the requested kind is materialised (plugins call this every cycle)."""

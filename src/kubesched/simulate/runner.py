@@ -19,7 +19,7 @@ from kubesched.framework.status import Status
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.extenders import Extenders
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
-from kubesched.scheduler.scheduler import Attempt, Scheduler
+from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
 from kubesched.simulate.explanation import explain_attempt, verdict
 from kubesched.simulate.report import (
     Explanation,
@@ -29,6 +29,13 @@ from kubesched.simulate.report import (
     ProfileWeights,
     Report,
     Summary,
+)
+from kubesched.simulate.workload_report import workload_results
+from kubesched.simulate.workloads import (
+    PodChanges,
+    WorkloadControllers,
+    has_workloads,
+    with_room_for_controllers,
 )
 
 #: Stop once this much virtual time passed without a pod being bound (covers Permit's 15 min cap).
@@ -88,21 +95,53 @@ def simulate(
     `filter` and `scores` are kept too when `per_node` is True, for the pods named in `detail_pods`
     (`namespace/name`), and, when `per_node` is None, on clusters of at most PER_NODE_MAX_NODES nodes.
     """
+    report, _ = simulate_cluster(
+        objects,
+        config,
+        registry,
+        seed=seed,
+        explain=explain,
+        per_node=per_node,
+        detail_pods=detail_pods,
+        progress=progress,
+    )
+    return report
+
+
+def simulate_cluster(
+    objects: LoadedObjects,
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
+    *,
+    seed: int = 0,
+    explain: bool = False,
+    per_node: bool | None = None,
+    detail_pods: Collection[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Report, MemoryCluster]:
+    """`simulate`, also returning the cluster as the run left it (every pod, bound or not, by key)."""
     for node in objects.nodes:
         check_node_quantities(node)
     clock = VirtualClock()
-    cluster = MemoryCluster(objects, clock.now)
+    with_controllers = has_workloads(objects)
+    cluster = MemoryCluster(with_room_for_controllers(objects) if with_controllers else objects, clock.now)
+    controllers = WorkloadControllers(cluster, seed=seed) if with_controllers else None
     records: dict[str, _PodRecord] = {}
     ignored: list[Pod] = []
     profiles = profiles_from_config(config, registry)
     names = {p.scheduler_name for p in profiles}
-    for pod in cluster.pods.values():
+
+    def track(pod: Pod) -> None:
+        """Report on `pod` if it waits for one of our profiles."""
         if pod.spec.node_name:
-            continue
+            return
         if pod.spec.scheduler_name in names:
             records[pod_key(pod)] = _PodRecord(pod)
         else:
             ignored.append(pod)
+
+    for pod in cluster.pods.values():
+        track(pod)
     tracker = _Progress(len(records), callback=progress)
     every_node = per_node if per_node is not None else len(cluster.nodes) <= PER_NODE_MAX_NODES
     detailed = frozenset(detail_pods)
@@ -130,15 +169,8 @@ def simulate(
         if attempt.result == "Scheduled":
             tracker.mark(pod_key(attempt.pod))
 
-    scheduler = Scheduler(
-        profiles,
-        registry,
-        cluster,
-        clock,
-        options_from_config(config, seed=seed, explain=explain),
-        observer=observe,
-        # The config's HTTP extenders; one that binds leaves the in-memory cluster to record it.
-        extenders=Extenders.from_config(config.extenders, after_bind=cluster.bind),
+    scheduler = new_scheduler(
+        profiles, config, registry, cluster, clock, seed=seed, explain=explain, observer=observe
     )
 
     def refuse(pod: Pod, exc: Exception) -> None:
@@ -148,10 +180,24 @@ def simulate(
             rec.message = str(exc)
             tracker.mark(pod_key(pod))
 
+    def follow(changes: PodChanges) -> None:
+        """Report on the pods the controllers created; mark the pending ones they deleted."""
+        for pod in changes.created:
+            track(pod)
+        tracker.total = len(records)
+        for pod, why in changes.deleted:
+            rec = records.get(pod_key(pod))
+            if rec is not None:
+                rec.result, rec.node, rec.message = "Deleted", None, why
+                tracker.mark(pod_key(pod))
+
     started = time.perf_counter()
     cluster.subscribe(scheduler, on_error=refuse)
     try:
-        run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
+        if controllers is None:
+            run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
+        else:
+            run_with_controllers(scheduler, clock, cluster, controllers, follow)
     finally:
         if scheduler.extenders is not None:
             scheduler.extenders.close()
@@ -162,7 +208,57 @@ def simulate(
             where = scheduler.queue.where(key)
             if where is not None and where != "gated":
                 rec.result = "Unschedulable"
-    return _build_report(records, ignored, scheduler, seconds)
+    report = _build_report(records, ignored, scheduler, seconds)
+    if controllers is not None:
+        messages = {key: rec.message for key, rec in records.items() if rec.message}
+        report.workloads = workload_results(controllers, cluster.nodes, messages)
+    return report, cluster
+
+
+def new_scheduler(
+    profiles: list[ProfileSpec],
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
+    cluster: MemoryCluster,
+    clock: VirtualClock,
+    *,
+    seed: int,
+    explain: bool = False,
+    observer: Callable[[Attempt], None] | None = None,
+) -> Scheduler:
+    """The scheduler a simulation runs: `config`'s profiles and extenders over the in-memory cluster."""
+    return Scheduler(
+        profiles,
+        registry,
+        cluster,
+        clock,
+        options_from_config(config, seed=seed, explain=explain),
+        observer=observer,
+        # The config's HTTP extenders; one that binds leaves the in-memory cluster to record it.
+        extenders=Extenders.from_config(config.extenders, after_bind=cluster.bind),
+    )
+
+
+def run_with_controllers(
+    scheduler: Scheduler,
+    clock: VirtualClock,
+    cluster: MemoryCluster,
+    controllers: WorkloadControllers,
+    follow: Callable[[PodChanges], None],
+) -> None:
+    """Alternate controller rounds and scheduling until a round changes nothing.
+
+    Each round lets every controller act on what the scheduler did (a rollout's next step, the next
+    ordinal of an OrderedReady StatefulSet); the scheduler then runs until it settles.
+    """
+    settled = False
+    while True:
+        changes = controllers.reconcile()
+        follow(changes)
+        if settled and not changes:
+            return
+        run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
+        settled = True
 
 
 def profile_weights(scheduler: Scheduler) -> list[ProfileWeights]:

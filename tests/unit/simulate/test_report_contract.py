@@ -80,6 +80,7 @@ def mixed_cluster(tmp_path: Path) -> Path:
 def check_shape(report: Obj) -> None:
     """Key sets and types of every documented field."""
     assert set(report) == REPORT_KEYS
+    assert report["workloads"] == []  # the input has no workload
     for profile in report["profiles"]:
         assert set(profile) == {"schedulerName", "scoreWeights"}
         assert all(type(w) is int and w > 0 for w in profile["scoreWeights"].values())
@@ -536,7 +537,7 @@ def test_list_typed_lists_multi_doc_json_and_directory_walking(tmp_path: Path, c
     for n in (n1, n2):
         del n["kind"], n["apiVersion"]  # items of a typed list may leave out kind
     write_json(root / "nodes.json", {"apiVersion": "v1", "kind": "NodeList", "items": [n1, n2]})
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "skip-me"}}
+    deployment = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "skip-me"}}
     write_yaml(
         root / "sub" / "pods.yml", {"apiVersion": "v1", "kind": "List", "items": [pod("p-list"), deployment]}
     )
