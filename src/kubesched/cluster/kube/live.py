@@ -708,7 +708,9 @@ class LiveCluster:
         self.pipeline.stop_workers()
         if self.extenders is not None:
             self.extenders.close()  # after the binds: a bindVerb extender may still be answering
-        self._event_calls.stop(left(0.6))
+        # Events and status patches were being sent all along; what is left of the time goes to the
+        # backlog, Events first (a bound pod's `Scheduled` Event is the one users look for).
+        self._event_calls.stop(left(0.8))
         self._status_calls.stop(left())
         for informer in self.informers.values():
             informer.stop()
