@@ -452,9 +452,16 @@ class Run:
         return len(over)
 
     def stop(self) -> None:
+        """Stop every replica, then delete the run's pods: the next run gets the nodes' room back."""
         for r in self.replicas:
             r.note_rss()
             r.proc.stop()
+        with contextlib.suppress(ApiError, OSError):
+            self.api.request(
+                "DELETE",
+                f"/api/v1/namespaces/{self.namespace}/pods",
+                {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+            )
 
 
 # --------------------------------------------------------------------------- scenarios

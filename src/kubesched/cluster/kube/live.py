@@ -177,8 +177,10 @@ class StateLock:
 class LiveOptions:
     #: Pods placed but not yet bound, at most (the bind pipeline's depth; each has its own thread).
     bind_depth: int = 32
-    #: Threads sending Events, and threads sending status patches / evictions.
-    event_workers: int = 4
+    #: Threads sending Events, and threads sending status patches / evictions. Enough that Events
+    #: keep pace with binds whatever the API server's latency (their own rate limiter bounds them):
+    #: a backlog would be lost on shutdown, leaving bound pods without their `Scheduled` Event.
+    event_workers: int = 16
     status_workers: int = 2
     #: Kinds to watch besides Pods and Nodes (default: every kind plugins may list).
     kinds: tuple[str, ...] | None = None
