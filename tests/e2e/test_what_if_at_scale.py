@@ -108,3 +108,20 @@ def test_compare_over_5000_nodes(cluster: Path, tmp_path: Path, capsys: pytest.C
     assert spread["utilization"]["cpu"]["mean"] == packed["utilization"]["cpu"]["mean"] == 0.03
     assert packed["utilization"]["cpu"]["stddev"] > spread["utilization"]["cpu"]["stddev"]
     assert packed["utilization"]["cpu"]["max"] == 1.0 and spread["utilization"]["cpu"]["max"] == 0.25
+
+
+def test_sweep_over_5000_nodes_in_worker_processes(
+    cluster: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pending = tmp_path / "pending.json"
+    pending.write_bytes(
+        msgspec.json.encode(
+            {"kind": "List", "items": [pod(f"p-{i}", requests={"cpu": "2"}) for i in range(300)]}
+        )
+    )
+    result = run_json(capsys, "sweep", str(cluster), str(pending), "--seeds", "0,1", "--workers", "2")
+    assert (result["backend"], result["workers"], len(result["cells"])) == ("processes", 2, 2)
+    (group,) = result["groups"]
+    assert (group["seeds"], group["errors"]) == (2, 0)
+    assert group["figures"]["scheduled"] == {"mean": 300.0, "stddev": 0.0}
+    assert group["figures"]["cpuUtilization"] == {"mean": 0.03, "stddev": 0.0}  # 600 of 20000 cores

@@ -49,6 +49,7 @@ class ObjectMeta(_Base, frozen=True):
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
     owner_references: list[OwnerReference] = []
+    finalizers: list[str] = []
     generation: int = 0
 
 
@@ -136,9 +137,17 @@ class Toleration(_Base, frozen=True):
 # --------------------------------------------------------------------------- pods
 
 
+class ResourceClaimReference(_Base, frozen=True):
+    """A container's use of one of the pod's resource claims (`resources.claims[]`)."""
+
+    name: str = ""
+    request: str = ""
+
+
 class ResourceRequirements(_Base, frozen=True):
     requests: dict[str, str | int | float] = {}
     limits: dict[str, str | int | float] = {}
+    claims: list[ResourceClaimReference] = []
 
 
 class ContainerPort(_Base, frozen=True):
@@ -149,12 +158,26 @@ class ContainerPort(_Base, frozen=True):
     name: str = ""
 
 
+class VolumeMount(_Base, frozen=True):
+    """Only what NodeDeclaredFeatures reads: whether bind-mount options are asked for."""
+
+    name: str = ""
+    bind_mount_options: Any = None
+
+
+class ContainerRestartRule(_Base, frozen=True):
+    action: str = ""
+    exit_codes: Any = None
+
+
 class Container(_Base, frozen=True):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = ResourceRequirements()
     ports: list[ContainerPort] = []
     restart_policy: str | None = None
+    restart_policy_rules: list[ContainerRestartRule] = []
+    volume_mounts: list[VolumeMount] = []
 
 
 class PodSchedulingGate(_Base, frozen=True):
@@ -190,6 +213,14 @@ class Volume(_Base, frozen=True):
     csi: dict[str, Any] | None = None
 
 
+class PodResourceClaim(_Base, frozen=True):
+    """`spec.resourceClaims[]`: a claim by name, or a template the resourceclaim controller instantiates."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
 class PodSpec(_Base, frozen=True):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -207,6 +238,8 @@ class PodSpec(_Base, frozen=True):
     volumes: list[Volume] = []
     topology_spread_constraints: list[TopologySpreadConstraint] = []
     host_network: bool = False
+    host_users: bool | None = None
+    resource_claims: list[PodResourceClaim] = []
 
 
 class PodCondition(_Base, frozen=True):
@@ -214,6 +247,26 @@ class PodCondition(_Base, frozen=True):
     status: str
     reason: str = ""
     message: str = ""
+
+
+class PodResourceClaimStatus(_Base, frozen=True):
+    """The claim generated for a template entry of `spec.resourceClaims` (nil name: none needed)."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
+class ContainerExtendedResourceRequest(_Base, frozen=True):
+    container_name: str = ""
+    resource_name: str = ""
+    request_name: str = ""
+
+
+class PodExtendedResourceClaimStatus(_Base, frozen=True):
+    """The claim the scheduler created for DRA-backed extended resources, and its request names."""
+
+    request_mappings: list[ContainerExtendedResourceRequest] = []
+    resource_claim_name: str = ""
 
 
 #: Pod phases after which nothing of the pod runs any more.
@@ -225,6 +278,8 @@ class PodStatus(_Base, frozen=True):
     nominated_node_name: str = ""
     start_time: str | None = None
     conditions: list[PodCondition] = []
+    resource_claim_statuses: list[PodResourceClaimStatus] = []
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
 
 class Pod(_Base, frozen=True):
@@ -272,6 +327,8 @@ class NodeStatus(_Base, frozen=True):
     allocatable: dict[str, str | int | float] = {}
     images: list[ContainerImage] = []
     conditions: list[NodeCondition] = []
+    #: Features the kubelet declares (NodeDeclaredFeatures).
+    declared_features: list[str] = []
 
 
 class Node(_Base, frozen=True):

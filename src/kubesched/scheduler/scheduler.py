@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kubesched.api.objects import Node, PersistentVolumeClaim, Pod
+from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import (
     ASSIGNED_POD_ADD,
@@ -35,6 +36,7 @@ from kubesched.framework.types import (
     Diagnosis,
     FitError,
     QueuedPodInfo,
+    reason_counts,
     rejected_by_plugins,
     truncate_note,
 )
@@ -42,11 +44,15 @@ from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
-from kubesched.scheduler.ports import BindRefused, ClusterPort, VolumeBinderPort
+from kubesched.scheduler.ports import BindRefused, ClusterPort, ResourceClaimPort, VolumeBinderPort
 from kubesched.scheduler.queue import SchedulingQueue
 
 if TYPE_CHECKING:
     from kubesched.scheduler.extenders import Extenders
+
+
+#: Filter reasons an Attempt keeps for logs (the message has them all).
+TOP_REASONS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +89,16 @@ class Attempt:
     scores: dict[str, tuple[dict[str, int], int]] | None = None
     #: The PreFilter rejection that ended this attempt before any node was filtered.
     pre_filter: Status | None = None
+    #: What the PostFilter plugins (preemption) said when no node fit; "" when they did not run.
+    post_filter: str = ""
     duration: float = 0.0
+    #: Scheduling attempts of the pod so far, this one included.
+    attempts: int = 0
+    #: When no node fit: the most frequent filter reasons and their node counts, most first.
+    reasons: list[tuple[str, int]] = field(default_factory=list)
+    #: Nodes evaluated and found feasible by this attempt's filters (0 when unknown).
+    evaluated: int = 0
+    feasible: int = 0
     #: Pods evicted by this attempt's PostFilter (preemption), as `namespace/name`.
     victims: list[str] = field(default_factory=list)
 
@@ -172,6 +187,27 @@ class _ProfileHandle:
 
     def lister(self, kind: str) -> Sequence[Any]:
         return self._s.port.lister(kind)
+
+    # -- ResourceClaim writes (DynamicResources' PreBind, Unreserve, PostFilter)
+    def _claims_port(self) -> ResourceClaimPort:
+        port = self._s.port
+        if not isinstance(port, ResourceClaimPort):
+            raise RuntimeError("this cluster does not store ResourceClaim allocations")
+        return port
+
+    def write_claim_allocation(
+        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+    ) -> ResourceClaim:
+        return self._claims_port().write_claim_allocation(claim, allocation, pod)
+
+    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
+        self._claims_port().remove_claim_reservation(claim, pod)
+
+    def deallocate_claim(self, claim: ResourceClaim) -> None:
+        self._claims_port().deallocate_claim(claim)
+
+    def pause(self, seconds: float) -> None:
+        self._claims_port().pause(seconds)
 
     def _framework(self) -> Framework:
         return self._s.frameworks[self._profile]
@@ -307,6 +343,10 @@ class Scheduler:
 
     def on_node_delete(self, node: Node) -> None:
         self.cache.remove_node(node.metadata.name)
+
+    def on_object_event(self, resource: Resource, action: ActionType, old: Any, new: Any) -> None:
+        """Another kind changed (a ResourceClaim, a PV, ...): move pods waiting for such an event."""
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)
 
     def on_pod_add(self, pod: Pod) -> None:
         """A pod appeared. Raises InputError (e.g. a bad quantity) so the caller can report the pod."""
@@ -621,6 +661,9 @@ class Scheduler:
                     message=permit.status.message() if permit.status else None,
                     filter=result.filter,
                     scores=result.scores,
+                    attempts=qpi.attempts,
+                    evaluated=result.evaluated,
+                    feasible=result.feasible,
                 )
             )
             return
@@ -696,6 +739,9 @@ class Scheduler:
                 filter=result.filter,
                 scores=result.scores,
                 duration=self.clock.now() - started,
+                attempts=b.qpi.attempts,
+                evaluated=result.evaluated,
+                feasible=result.feasible,
             )
         )
 
@@ -788,6 +834,8 @@ class Scheduler:
             nominated=nominated,
             victims=victims,
             pre_filter=fit.diagnosis.pre_filter_status,
+            post_filter=fit.diagnosis.post_filter_msg,
+            reasons=reason_counts(fit.num_all_nodes, fit.diagnosis).most_common(TOP_REASONS),
         )
 
     def _fail(
@@ -801,6 +849,8 @@ class Scheduler:
         nominated: str | None = None,
         victims: list[str] | None = None,
         pre_filter: Status | None = None,
+        post_filter: str = "",
+        reasons: list[tuple[str, int]] | None = None,
     ) -> None:
         """Upstream's handleSchedulingFailure: requeue, nominate, FailedScheduling event, condition.
 
@@ -841,7 +891,10 @@ class Scheduler:
                 nominated_node=nominated or self.nominator.nominated_node(key),
                 filter=filter_,
                 pre_filter=pre_filter,
+                post_filter=post_filter,
                 duration=self.clock.now() - started,
+                attempts=qpi.attempts,
+                reasons=list(reasons or ()),
                 victims=list(victims or ()),
             )
         )
@@ -896,6 +949,8 @@ def _node_change(old: Node, new: Node) -> ActionType:
         action |= ActionType.UPDATE_NODE_CONDITION
     if old.metadata.annotations != new.metadata.annotations:
         action |= ActionType.UPDATE_NODE_ANNOTATION
+    if old.status.declared_features != new.status.declared_features:
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return action or ActionType.UPDATE
 
 

@@ -3,6 +3,7 @@
     {"pods": [...], "nodes": [...], "summary": {...}, "profiles": [...], "workloads": [...]}
 
 Field names and meanings are documented in docs/simulate-report.md; change them only with care.
+The `kubesched explain` report (`PodExplanation`, docs/explain.md) reuses its pieces.
 """
 
 from __future__ import annotations
@@ -26,6 +27,17 @@ class FilterVerdict(_Out):
 class NodeScores(_Out):
     plugins: dict[str, int]
     total: int
+
+
+class AllocatedDevice(_Out):
+    """A device DynamicResources allocated to one of the pod's ResourceClaims."""
+
+    claim: str
+    request: str
+    driver: str
+    pool: str
+    device: str
+    share_id: str | None = msgspec.field(default=None, name="shareID")
 
 
 class Rejection(_Out):
@@ -68,6 +80,8 @@ class PodResult(_Out):
     attempts: int = 0
     filter: dict[str, FilterVerdict] = {}
     scores: dict[str, NodeScores] = {}
+    #: Devices of the pod's ResourceClaims (DRA), as `claim` (namespace/name) -> driver/pool/device.
+    devices: list[AllocatedDevice] = []
     #: The PreFilter rejection of the last attempt (then `filter` is empty: no node was filtered).
     pre_filter: FilterVerdict | None = None
     #: With --explain: the last attempt per reason (see explanation.py).
@@ -139,6 +153,47 @@ def to_json(report: msgspec.Struct, *, indent: int = 2) -> bytes:
     """A report (simulate, capacity, compare, sweep) as indented JSON."""
     raw = msgspec.json.encode(report)
     return msgspec.json.format(raw, indent=indent) if indent else raw
+
+
+class NearNode(_Out):
+    """A node that rejected the pod, with every plugin that did and what is missing, in words."""
+
+    node: str
+    plugins: list[str]
+    missing: list[str]
+
+
+class Preemption(_Out):
+    """What DefaultPreemption (or another PostFilter plugin) did for the pod, or why not."""
+
+    helps: bool
+    node: str | None
+    victims: list[str]
+    message: str
+
+
+class PodExplanation(_Out):
+    """`kubesched explain`: one scheduling cycle of one pod, in full."""
+
+    pod: str
+    scheduler_name: str
+    source: str
+    nodes: int
+    #: Schedulable | Unschedulable | Error | Gated | Waiting
+    verdict: str
+    node: str | None
+    running_on: str | None
+    message: str | None
+    pre_filter: FilterVerdict | None
+    rejected_nodes: int
+    rejections: list[Rejection]
+    nearest_nodes: list[NearNode]
+    preemption: Preemption | None
+    scored_nodes: int
+    top_nodes: list[RankedNode]
+    score_weights: dict[str, int]
+    notes: list[str]
+    seconds: float
 
 
 #: `--pods` values and the results each selects ("unschedulable": every pod the run did not place).

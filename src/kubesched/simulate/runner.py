@@ -22,6 +22,7 @@ from kubesched.scheduler.profiles import options_from_config, profiles_from_conf
 from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
 from kubesched.simulate.explanation import explain_attempt, verdict
 from kubesched.simulate.report import (
+    AllocatedDevice,
     Explanation,
     NodeScores,
     NodeUsage,
@@ -88,12 +89,15 @@ def simulate(
     per_node: bool | None = None,
     detail_pods: Collection[str] = (),
     progress: Callable[[int, int], None] | None = None,
+    on_attempt: Callable[[Attempt], None] | None = None,
 ) -> Report:
     """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed.
 
     With `explain`, each pod gets a per-reason `explanation` of its last attempt. Its per-node
     `filter` and `scores` are kept too when `per_node` is True, for the pods named in `detail_pods`
     (`namespace/name`), and, when `per_node` is None, on clusters of at most PER_NODE_MAX_NODES nodes.
+    `on_attempt` sees every attempt as it ends (the report keeps only each pod's last one): the
+    differential harness compares a preemptor's first FailedScheduling message with upstream's.
     """
     report, _ = simulate_cluster(
         objects,
@@ -104,6 +108,7 @@ def simulate(
         per_node=per_node,
         detail_pods=detail_pods,
         progress=progress,
+        on_attempt=on_attempt,
     )
     return report
 
@@ -118,6 +123,7 @@ def simulate_cluster(
     per_node: bool | None = None,
     detail_pods: Collection[str] = (),
     progress: Callable[[int, int], None] | None = None,
+    on_attempt: Callable[[Attempt], None] | None = None,
 ) -> tuple[Report, MemoryCluster]:
     """`simulate`, also returning the cluster as the run left it (every pod, bound or not, by key)."""
     for node in objects.nodes:
@@ -147,6 +153,8 @@ def simulate_cluster(
     detailed = frozenset(detail_pods)
 
     def observe(attempt: Attempt) -> None:
+        if on_attempt is not None:
+            on_attempt(attempt)
         rec = records.get(pod_key(attempt.pod))
         if rec is None:
             return
@@ -208,7 +216,7 @@ def simulate_cluster(
             where = scheduler.queue.where(key)
             if where is not None and where != "gated":
                 rec.result = "Unschedulable"
-    report = _build_report(records, ignored, scheduler, seconds)
+    report = _build_report(records, ignored, scheduler, seconds, cluster)
     if controllers is not None:
         messages = {key: rec.message for key, rec in records.items() if rec.message}
         report.workloads = workload_results(controllers, cluster.nodes, messages)
@@ -325,9 +333,13 @@ def run_until_settled(
 
 
 def _build_report(
-    records: dict[str, _PodRecord], ignored: list[Pod], scheduler: Scheduler, seconds: float
+    records: dict[str, _PodRecord],
+    ignored: list[Pod],
+    scheduler: Scheduler,
+    seconds: float,
+    cluster: MemoryCluster | None = None,
 ) -> Report:
-    pods = [_pod_result(rec) for rec in records.values()]
+    pods = [_pod_result(rec, cluster) for rec in records.values()]
     pods.extend(
         PodResult(
             namespace=p.metadata.namespace,
@@ -364,7 +376,33 @@ def _build_report(
     )
 
 
-def _pod_result(rec: _PodRecord) -> PodResult:
+def _allocated_devices(pod: Pod, cluster: MemoryCluster) -> list[AllocatedDevice]:
+    """The devices of the claims reserved for `pod`, in the order of its `spec.resourceClaims`."""
+    current = cluster.pods.get(pod_key(pod), pod)
+    names = [c.resource_claim_name for c in current.spec.resource_claims if c.resource_claim_name]
+    names += [s.resource_claim_name for s in current.status.resource_claim_statuses if s.resource_claim_name]
+    out: list[AllocatedDevice] = []
+    for name in names:
+        claim = cluster.claims.get(f"{current.metadata.namespace}/{name}")
+        if claim is None or claim.status.allocation is None:
+            continue
+        if not any(r.uid == current.metadata.uid for r in claim.status.reserved_for):
+            continue
+        for r in claim.status.allocation.devices.results:
+            out.append(
+                AllocatedDevice(
+                    claim=claim.key,
+                    request=r.request,
+                    driver=r.driver,
+                    pool=r.pool,
+                    device=r.device,
+                    share_id=r.share_id,
+                )
+            )
+    return out
+
+
+def _pod_result(rec: _PodRecord, cluster: MemoryCluster | None = None) -> PodResult:
     pod = rec.pod
     filter_ = {node: verdict(st) for node, st in sorted((rec.filter or {}).items())}
     scores = {
@@ -387,6 +425,7 @@ def _pod_result(rec: _PodRecord) -> PodResult:
         attempts=rec.attempts,
         filter=filter_,
         scores=scores,
+        devices=_allocated_devices(pod, cluster) if cluster is not None and rec.result == "Scheduled" else [],
         pre_filter=verdict(rec.pre_filter) if rec.pre_filter is not None else None,
         explanation=rec.explanation,
     )

@@ -29,6 +29,7 @@ POD_KEYS = frozenset(
         "attempts",
         "filter",
         "scores",
+        "devices",
         "preFilter",
         "explanation",
     }

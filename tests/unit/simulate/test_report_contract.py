@@ -373,8 +373,15 @@ def scoring_cluster(tmp_path: Path) -> Path:
 def scores(fit: int, balanced: int | None, image: int, affinity: int | None, taints: int) -> Obj:
     """Expected `scores[NODE]`; weights: TaintToleration 3, NodeAffinity 2, the others 1.
 
-    VolumeBinding scores 0 for pods without volumes, and is shown, as v1.37.2 logs it."""
-    plugins = {"ImageLocality": image, "NodeResourcesFit": fit, "TaintToleration": taints, "VolumeBinding": 0}
+    VolumeBinding and DynamicResources score 0 for pods without volumes or claims, and are shown,
+    as v1.37.2 logs them."""
+    plugins = {
+        "DynamicResources": 0,
+        "ImageLocality": image,
+        "NodeResourcesFit": fit,
+        "TaintToleration": taints,
+        "VolumeBinding": 0,
+    }
     if balanced is not None:
         plugins["NodeResourcesBalancedAllocation"] = balanced
     if affinity is not None:
