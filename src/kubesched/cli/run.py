@@ -232,8 +232,7 @@ class _Endpoints:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop serving within about `timeout` (a shutdown has a budget; see `_Runner._shutdown`)."""
         if self.secure is not None:
-            self.secure.server.stop(timeout)  # bounded; the stop below then only closes its clients
-            self.secure.stop()
+            self.secure.stop(timeout)
         if self.insecure is not None:
             self.insecure.stop(timeout)
 
