@@ -412,11 +412,17 @@ _CLUSTER_SCOPED = frozenset(
 )
 
 
+#: Kinds whose duplicates are an error. A workload given again (a Deployment in a snapshot and its
+#: edited manifest after it) is a what-if rollout, which replaces the first: not checked here.
+_UNIQUE_KINDS = frozenset({"Pod", "Node"})
+
+
 def _identity(obj: LoadedObject) -> tuple[str, str, str] | None:
-    """(kind, namespace, name) as the API server tells objects apart; None without a name."""
+    """(kind, namespace, name) as the API server tells objects apart; None without a name, or for a
+    kind that may be given again on purpose."""
     kind = type(obj).__name__
     meta = obj.metadata
-    if not meta.name:
+    if not meta.name or kind not in _UNIQUE_KINDS:
         return None
     namespace = "" if kind in _CLUSTER_SCOPED else (meta.namespace or "default")
     return kind, namespace, meta.name
