@@ -18,6 +18,7 @@ LAYERS = [
     "cluster",
     "scheduler",
     "plugins",
+    "cel",
     "framework",
     "config",
     "api",

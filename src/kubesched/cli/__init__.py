@@ -62,10 +62,13 @@ def _all_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentP
 
 
 def _parser() -> argparse.ArgumentParser:
+    from kubesched.cli.capacity import add_capacity_command
+    from kubesched.cli.compare import add_compare_command
     from kubesched.cli.config import add_config_commands
     from kubesched.cli.extender import add_extender_command
     from kubesched.cli.run import add_run_command
     from kubesched.cli.simulate import add_simulate_command
+    from kubesched.cli.sweep import add_sweep_command
 
     parser: argparse.ArgumentParser = _Parser(
         prog="kubesched",
@@ -75,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(metavar="COMMAND")
 
     add_simulate_command(sub)
+    add_capacity_command(sub)
+    add_compare_command(sub)
+    add_sweep_command(sub)
     add_config_commands(sub)
     add_run_command(sub)
     add_extender_command(sub)

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from kubesched.cli.inputs import DEMO_DIR, load_inputs
 from kubesched.errors import InputError, did_you_mean
 from kubesched.simulate.report import POD_SELECTIONS
 
 __all__ = ["DEMO_DIR", "add_simulate_command"]
-
-DEMO_DIR = Path(__file__).resolve().parents[1] / "simulate" / "demo"
 
 
 def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -69,9 +67,7 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from kubesched.api.loader import load_paths
     from kubesched.cli._console import stdout_console
-    from kubesched.config import default_config, load_config
     from kubesched.plugins import default_registry
     from kubesched.simulate.progress import progress_reporter
     from kubesched.simulate.report import select, to_json
@@ -79,16 +75,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from kubesched.simulate.table import TableOptions, render_table
 
     registry = default_registry()
-    paths: list[str] = list(args.paths)
-    config_path: str | None = args.config
-    if not paths:
-        if not DEMO_DIR.is_dir():
-            raise InputError("the bundled demo cluster is not installed; pass PATHs of objects")
-        paths = [str(DEMO_DIR / "cluster")]
-        if config_path is None:
-            config_path = str(DEMO_DIR / "scheduler-config.yaml")
-    config = load_config(config_path, registry) if config_path else default_config(registry)
-    objects = load_paths(paths)
+    objects, config = load_inputs(args.paths, args.config, registry)
     wanted = frozenset(args.pod)
     pending = {
         f"{p.metadata.namespace or 'default'}/{p.metadata.name}" for p in objects.pods if not p.spec.node_name

@@ -364,9 +364,11 @@ class Framework:
                 result, status = cast(PostFilterPlugin, plugin).post_filter(state, pod, node_to_status)
             except Exception as exc:
                 return None, _error(f'running PostFilter plugin "{name}": {exc}', name)
-            if status is None or status.is_success():
+            if status is None:
                 return result, Status(plugin=name)
             status.with_plugin(name)
+            if status.is_success():
+                return result, status  # its message joins the FailedScheduling one (preemption)
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return result, status
             if not status.is_rejected():

@@ -9,16 +9,16 @@ What upstream does (reference §3.2, §3.3, §3.5, §8.3), and how it maps here:
   persistentvolumeclaim "x"`), is being deleted, is `Lost` (`... bound to non-existent
   persistentvolume ...`), belongs to another pod (ephemeral), or is unbound while its class binds
   immediately (`pod has unbound immediate PersistentVolumeClaims`: the PV controller binds those, not
-  the scheduler). Bound local volumes (node affinity `kubernetes.io/hostname In [...]` in every
-  term) narrow the candidate nodes through a PreFilterResult.
-* **Filter** checks, per node: every bound claim's PV node affinity (`node(s) had volume node
-  affinity conflict`) and that its PV exists (`node(s) unavailable due to one or more pvc(s) bound to
-  non-existent pv(s)`); then for each unbound WaitForFirstConsumer claim, the smallest available
-  static PV of its class that fits it (capacity ≥ request, access modes, volume mode, label selector,
-  PV node affinity, not claimed by another claim, not chosen for another claim of the pod), or else
-  dynamic provisioning (the class has a provisioner other than `kubernetes.io/no-provisioner` and its
-  `allowedTopologies` admit the node) — otherwise `node(s) didn't find available persistent volumes
-  to bind`. All of a node's reasons go into one UnschedulableAndUnresolvable status.
+  the scheduler). It narrows no candidate nodes (v1.37.2).
+* **Filter** checks, per node: every bound claim's PV node affinity (`node(s) didn't match
+  PersistentVolume's node affinity`) and that its PV exists (`node(s) unavailable due to one or more
+  pvc(s) bound to non-existent pv(s)`); then for each unbound WaitForFirstConsumer claim, the
+  smallest available static PV of its class that fits it (capacity ≥ request, access modes, volume
+  mode, label selector, PV node affinity, not claimed by another claim, not chosen for another claim
+  of the pod), or else dynamic provisioning (the class has a provisioner other than
+  `kubernetes.io/no-provisioner` and its `allowedTopologies` admit the node) — otherwise `node(s)
+  didn't find available persistent volumes to bind`. All of a node's reasons go into one
+  UnschedulableAndUnresolvable status.
 * **Reserve** records the node's choices in the plugin's assume cache: the chosen PVs count as
   claimed, so the next pod cannot take them; claims to provision count as provisioned for that node
   (the `volume.kubernetes.io/selected-node` annotation upstream sets). **Unreserve** undoes that.
@@ -107,7 +107,7 @@ __all__ = [
     "default_shape",
 ]
 
-ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 #: Needs CSIStorageCapacity, which kubesched does not model; kept for completeness.
 ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
@@ -118,7 +118,6 @@ PRE_FILTER_STATE_KEY = "PreFilterVolumeBinding"
 RESERVE_STATE_KEY = "ReserveVolumeBinding"
 
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 FILESYSTEM = "Filesystem"
 STORAGE = "storage"
 
@@ -326,23 +325,6 @@ def _affinity(pv: PersistentVolume) -> NodeSelector | None:
     return pv.spec.node_affinity.get("required") if pv.spec.node_affinity else None
 
 
-def _local_hostnames(pv: PersistentVolume) -> set[str] | None:
-    """Hostnames a local volume is pinned to, when every affinity term pins it that way; else None."""
-    required = _affinity(pv)
-    if required is None or not required.node_selector_terms:
-        return None
-    names: set[str] = set()
-    for term in required.node_selector_terms:
-        term_names: set[str] | None = None
-        for req in term.match_expressions:
-            if req.key == HOSTNAME_LABEL and req.operator == "In":
-                term_names = set(req.values) if term_names is None else term_names & set(req.values)
-        if term_names is None:
-            return None  # this term admits nodes by other labels: no narrowing
-        names |= term_names
-    return names
-
-
 def _storage(values: dict[str, str | int | float]) -> int:
     value = values.get(STORAGE)
     return quantity_nanos(value) if value is not None else 0
@@ -402,20 +384,9 @@ class VolumeBinding(
         if data is None:
             return None, Status.skip()
         state.write(PRE_FILTER_STATE_KEY, data)
-        hostnames: set[str] | None = None
-        for claim in data.bound:
-            pv = data.objects.pv(claim.volume)
-            if pv is None:
-                hostnames = None  # upstream gives up narrowing when a volume is missing
-                break
-            pinned = _local_hostnames(pv)
-            if pinned is not None:
-                hostnames = pinned if hostnames is None else hostnames & pinned
-        if hostnames is None:
-            return None, None
-        column = nodes.table.label_column(HOSTNAME_LABEL)
-        rows = np.flatnonzero(column.value_in(sorted(hostnames)))
-        return PreFilterResult(frozenset(nodes.table.names[i] for i in rows)), None
+        # v1.37.2 narrows nothing at PreFilter (not even to the hosts of bound local volumes): every
+        # node reaches Filter and reports its own reason (checked against the binary).
+        return None, None
 
     def _resolve(self, pod: Pod, table: NodeTable | None) -> _PreFilterState | Status | None:
         """The pod's claims, split into bound and WaitForFirstConsumer ones; None if it has none."""

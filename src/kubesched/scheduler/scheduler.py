@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kubesched.api.objects import Node, PersistentVolumeClaim, Pod
+from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import (
     ASSIGNED_POD_ADD,
@@ -42,7 +43,7 @@ from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
-from kubesched.scheduler.ports import ClusterPort, VolumeBinderPort
+from kubesched.scheduler.ports import ClusterPort, ResourceClaimPort, VolumeBinderPort
 from kubesched.scheduler.queue import SchedulingQueue
 
 if TYPE_CHECKING:
@@ -151,6 +152,24 @@ class _ProfileHandle:
 
     def lister(self, kind: str) -> Sequence[Any]:
         return self._s.port.lister(kind)
+
+    # -- ResourceClaim writes (DynamicResources' PreBind, Unreserve, PostFilter)
+    def _claims_port(self) -> ResourceClaimPort:
+        port = self._s.port
+        if not isinstance(port, ResourceClaimPort):
+            raise RuntimeError("this cluster does not store ResourceClaim allocations")
+        return port
+
+    def write_claim_allocation(
+        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+    ) -> ResourceClaim:
+        return self._claims_port().write_claim_allocation(claim, allocation, pod)
+
+    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
+        self._claims_port().remove_claim_reservation(claim, pod)
+
+    def deallocate_claim(self, claim: ResourceClaim) -> None:
+        self._claims_port().deallocate_claim(claim)
 
     def _framework(self) -> Framework:
         return self._s.frameworks[self._profile]
@@ -280,6 +299,10 @@ class Scheduler:
 
     def on_node_delete(self, node: Node) -> None:
         self.cache.remove_node(node.metadata.name)
+
+    def on_object_event(self, resource: Resource, action: ActionType, old: Any, new: Any) -> None:
+        """Another kind changed (a ResourceClaim, a PV, ...): move pods waiting for such an event."""
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)
 
     def on_pod_add(self, pod: Pod) -> None:
         """A pod appeared. Raises InputError (e.g. a bad quantity) so the caller can report the pod."""
@@ -817,6 +840,8 @@ def _node_change(old: Node, new: Node) -> ActionType:
         action |= ActionType.UPDATE_NODE_CONDITION
     if old.metadata.annotations != new.metadata.annotations:
         action |= ActionType.UPDATE_NODE_ANNOTATION
+    if old.status.declared_features != new.status.declared_features:
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return action or ActionType.UPDATE
 
 

@@ -1,6 +1,6 @@
 """The simulate report: a JSON contract that tests and outside tools rely on.
 
-    {"pods": [...], "nodes": [...], "summary": {...}, "profiles": [...]}
+    {"pods": [...], "nodes": [...], "summary": {...}, "profiles": [...], "workloads": [...]}
 
 Field names and meanings are documented in docs/simulate-report.md; change them only with care.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import msgspec
 
 #: The values of `pods[].result`.
-RESULTS = ("Scheduled", "Unschedulable", "Error", "Gated", "Waiting", "Ignored")
+RESULTS = ("Scheduled", "Unschedulable", "Error", "Gated", "Waiting", "Ignored", "Deleted")
 
 
 class _Out(msgspec.Struct, kw_only=True, rename="camel"):
@@ -26,6 +26,17 @@ class FilterVerdict(_Out):
 class NodeScores(_Out):
     plugins: dict[str, int]
     total: int
+
+
+class AllocatedDevice(_Out):
+    """A device DynamicResources allocated to one of the pod's ResourceClaims."""
+
+    claim: str
+    request: str
+    driver: str
+    pool: str
+    device: str
+    share_id: str | None = msgspec.field(default=None, name="shareID")
 
 
 class Rejection(_Out):
@@ -68,6 +79,8 @@ class PodResult(_Out):
     attempts: int = 0
     filter: dict[str, FilterVerdict] = {}
     scores: dict[str, NodeScores] = {}
+    #: Devices of the pod's ResourceClaims (DRA), as `claim` (namespace/name) -> driver/pool/device.
+    devices: list[AllocatedDevice] = []
     #: The PreFilter rejection of the last attempt (then `filter` is empty: no node was filtered).
     pre_filter: FilterVerdict | None = None
     #: With --explain: the last attempt per reason (see explanation.py).
@@ -79,6 +92,31 @@ class NodeUsage(_Out):
     pods: int
     allocatable: dict[str, str]
     requested: dict[str, str]
+
+
+class WorkloadResult(_Out):
+    """One workload of the input (Deployment, StatefulSet, ...): does it fit, and where."""
+
+    kind: str
+    namespace: str
+    name: str
+    #: Pods the workload wants (replicas; a DaemonSet's eligible nodes; a Job's parallel pods).
+    desired: int
+    #: Its current-revision pods bound to a node, and those still pending.
+    scheduled: int
+    pending: int
+    #: Pods of earlier revisions still present (a Deployment whose rollout did not finish).
+    old: int = 0
+    #: Pods the simulated controller created and deleted.
+    created: int = 0
+    deleted: int = 0
+    #: Every desired pod scheduled and no old pod left.
+    complete: bool = False
+    #: Where the scheduled pods are: node -> count, zone -> count (`topology.kubernetes.io/zone`).
+    nodes: dict[str, int] = {}
+    zones: dict[str, int] = {}
+    #: Why it is not complete: a pending pod's FailedScheduling message, or what the controller waits for.
+    message: str | None = None
 
 
 class Summary(_Out):
@@ -106,9 +144,12 @@ class Report(_Out):
     nodes: list[NodeUsage]
     summary: Summary
     profiles: list[ProfileWeights] = []
+    #: The input's workloads (empty when it has none).
+    workloads: list[WorkloadResult] = []
 
 
-def to_json(report: Report, *, indent: int = 2) -> bytes:
+def to_json(report: msgspec.Struct, *, indent: int = 2) -> bytes:
+    """A report (simulate, capacity, compare, sweep) as indented JSON."""
     raw = msgspec.json.encode(report)
     return msgspec.json.format(raw, indent=indent) if indent else raw
 

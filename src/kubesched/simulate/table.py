@@ -15,7 +15,7 @@ from rich.table import Table
 
 from kubesched.api.quantity import parse_quantity
 from kubesched.simulate.explain_tables import pre_filter_line, rejection_table, score_table
-from kubesched.simulate.report import NodeUsage, PodResult, Report
+from kubesched.simulate.report import NodeUsage, PodResult, Report, WorkloadResult
 
 _STYLE = {
     "Scheduled": "green",
@@ -24,6 +24,7 @@ _STYLE = {
     "Gated": "yellow",
     "Waiting": "cyan",
     "Ignored": "dim",
+    "Deleted": "dim",
 }
 #: Bytes in a GiB: node memory is shown in GiB on both sides of the usage column.
 GIB = 1024**3
@@ -49,6 +50,8 @@ def render_table(report: Report, console: Console, options: TableOptions = Table
                 console.print()
                 console.print(block)
         console.print()
+    if report.workloads:
+        console.print(_workload_table(report.workloads))
     if options.nodes:
         console.print(_node_table(report.nodes))
     s = report.summary
@@ -58,6 +61,27 @@ def render_table(report: Report, console: Console, options: TableOptions = Table
         f"{s.gated} gated, {s.waiting} waiting, {s.ignored} ignored (other schedulers)",
         soft_wrap=True,  # one line whatever the width, for grep and tail
     )
+
+
+def _workload_table(workloads: list[WorkloadResult]) -> Table:
+    """Does each workload fit, and where: scheduled/desired, old pods left, zones, why not."""
+    table = Table(title="Workloads", header_style="bold")
+    table.add_column("WORKLOAD", overflow="fold", ratio=2)
+    for column in ("SCHEDULED", "PENDING", "OLD"):
+        table.add_column(column, justify="right")
+    table.add_column("ZONES", overflow="fold")
+    table.add_column("REASON", overflow="fold", ratio=5)
+    for w in workloads:
+        style = "green" if w.complete else "red"
+        table.add_row(
+            escape(f"{w.kind} {w.namespace}/{w.name}"),
+            f"[{style}]{w.scheduled}/{w.desired}[/]",
+            str(w.pending),
+            str(w.old),
+            escape(" ".join(f"{zone}:{n}" for zone, n in w.zones.items())),
+            escape(w.message or ""),
+        )
+    return table
 
 
 def _pod_table(pods: list[PodResult]) -> Table:

@@ -34,7 +34,7 @@ from kubesched.plugins.volume_binding import (
 )
 from kubesched.testing.builders import make_node, make_pod, make_table
 
-NODE_CONFLICT = "node(s) had volume node affinity conflict"
+NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"  # v1.37.2
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
@@ -385,7 +385,8 @@ def test_claims_with_a_completed_binding_are_bound(annotations: dict[str, str], 
     }
 
 
-def test_pre_filter_narrows_to_the_hosts_of_bound_local_volumes() -> None:
+def test_pre_filter_narrows_nothing_for_bound_local_volumes() -> None:
+    """v1.37.2 runs Filter on every node; each node outside a local volume's hosts says why."""
     table = nodes("n1", "n2", "n3")
     objects = [
         claim("a", volume="pv-a", phase="Bound"),
@@ -393,43 +394,9 @@ def test_pre_filter_narrows_to_the_hosts_of_bound_local_volumes() -> None:
         pv("pv-a", hosts=["n1", "n2"]),
         pv("pv-b", hosts=["n2", "n3"]),
     ]
-    _, result, pre, _ = Run(objects, table).cycle(pod("a"))
-    assert (result, pre) == (PreFilterResult(frozenset({"n1", "n2"})), None)
-    _, result, _, _ = Run(objects, table).cycle(pod("a", "b"))
-    assert result == PreFilterResult(frozenset({"n2"}))
-
-
-def test_narrowing_maps_hostname_labels_to_node_names() -> None:
-    table = make_table(
-        [make_node("node-a", labels={HOSTNAME: "a"}), make_node("node-b", labels={HOSTNAME: "b"})]
-    )
-    objects = [claim("a", volume="pv-a", phase="Bound"), pv("pv-a", hosts=["a"])]
-    _, result, _, _ = Run(objects, table).cycle(pod("a"))
-    assert result == PreFilterResult(frozenset({"node-a"}))
-
-
-def test_no_narrowing_when_a_term_admits_nodes_by_other_labels_or_a_volume_is_missing() -> None:
-    table = nodes("n1", "n2", labels={"n2": {ZONE: "z"}})
-    mixed = {
-        "required": {
-            "nodeSelectorTerms": [
-                {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": ["n1"]}]},
-                {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["z"]}]},
-            ]
-        }
-    }
-    objects = [claim("a", volume="pv-a", phase="Bound"), pv("pv-a", affinity=mixed)]
-    run_ = Run(objects, table)
-    _, result, _, verdicts = run_.cycle(pod("a"))
-    assert result is None
-    assert verdicts == {"n1": None, "n2": None}
-    objects = [
-        claim("a", volume="pv-a", phase="Bound"),
-        pv("pv-a", hosts=["n1"]),
-        claim("b", volume="gone", phase="Bound"),
-    ]
-    _, result, _, _ = Run(objects, table).cycle(pod("a", "b"))
-    assert result is None
+    _, result, pre, verdicts = Run(objects, table).cycle(pod("a", "b"))
+    assert (result, pre) == (None, None)
+    assert verdicts == {"n1": unresolvable(NODE_CONFLICT), "n2": None, "n3": unresolvable(NODE_CONFLICT)}
 
 
 # --------------------------------------------------------------------------- Filter: bound claims

@@ -29,6 +29,7 @@ POD_KEYS = frozenset(
         "attempts",
         "filter",
         "scores",
+        "devices",
         "preFilter",
         "explanation",
     }
@@ -36,11 +37,11 @@ POD_KEYS = frozenset(
 #: Fields being added to `pods[]` by colleagues; allowed, neither required nor forbidden.
 POD_EXTRA_KEYS = frozenset({"victims"})
 NODE_KEYS = frozenset({"name", "pods", "allocatable", "requested"})
-REPORT_KEYS = frozenset({"pods", "nodes", "summary", "profiles"})
+REPORT_KEYS = frozenset({"pods", "nodes", "summary", "profiles", "workloads"})
 SUMMARY_KEYS = frozenset({"scheduled", "unschedulable", "pods", "nodes", "seconds", "podsPerSecond"})
 #: Documented "in addition to the contract"; always present.
 SUMMARY_EXTRA_KEYS = frozenset({"errors", "gated", "waiting", "ignored"})
-RESULTS = frozenset({"Scheduled", "Unschedulable", "Error", "Gated", "Waiting", "Ignored"})
+RESULTS = frozenset({"Scheduled", "Unschedulable", "Error", "Gated", "Waiting", "Ignored", "Deleted"})
 TIMING_KEYS = ("seconds", "podsPerSecond")
 
 

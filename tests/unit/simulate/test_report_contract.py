@@ -80,6 +80,7 @@ def mixed_cluster(tmp_path: Path) -> Path:
 def check_shape(report: Obj) -> None:
     """Key sets and types of every documented field."""
     assert set(report) == REPORT_KEYS
+    assert report["workloads"] == []  # the input has no workload
     for profile in report["profiles"]:
         assert set(profile) == {"schedulerName", "scoreWeights"}
         assert all(type(w) is int and w > 0 for w in profile["scoreWeights"].values())
@@ -372,8 +373,15 @@ def scoring_cluster(tmp_path: Path) -> Path:
 def scores(fit: int, balanced: int | None, image: int, affinity: int | None, taints: int) -> Obj:
     """Expected `scores[NODE]`; weights: TaintToleration 3, NodeAffinity 2, the others 1.
 
-    VolumeBinding scores 0 for pods without volumes, and is shown, as v1.37.2 logs it."""
-    plugins = {"ImageLocality": image, "NodeResourcesFit": fit, "TaintToleration": taints, "VolumeBinding": 0}
+    VolumeBinding and DynamicResources score 0 for pods without volumes or claims, and are shown,
+    as v1.37.2 logs them."""
+    plugins = {
+        "DynamicResources": 0,
+        "ImageLocality": image,
+        "NodeResourcesFit": fit,
+        "TaintToleration": taints,
+        "VolumeBinding": 0,
+    }
     if balanced is not None:
         plugins["NodeResourcesBalancedAllocation"] = balanced
     if affinity is not None:
@@ -536,7 +544,7 @@ def test_list_typed_lists_multi_doc_json_and_directory_walking(tmp_path: Path, c
     for n in (n1, n2):
         del n["kind"], n["apiVersion"]  # items of a typed list may leave out kind
     write_json(root / "nodes.json", {"apiVersion": "v1", "kind": "NodeList", "items": [n1, n2]})
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "skip-me"}}
+    deployment = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "skip-me"}}
     write_yaml(
         root / "sub" / "pods.yml", {"apiVersion": "v1", "kind": "List", "items": [pod("p-list"), deployment]}
     )
