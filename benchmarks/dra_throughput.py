@@ -34,13 +34,17 @@ from kubesched.simulate.runner import simulate
 
 DRIVER = "gpu.nvidia.com"
 GPUS_PER_NODE = 8
+CLASS_EXPRESSION = f'device.driver == "{DRIVER}"'
 
 
 def cluster(nodes: int, pods: int, shape: str) -> LoadedObjects:
     objects = LoadedObjects()
     objects.device_classes.append(
         msgspec.convert(
-            {"metadata": {"name": DRIVER}, "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}},
+            {
+                "metadata": {"name": DRIVER},
+                "spec": {"selectors": [{"cel": {"expression": CLASS_EXPRESSION}}]},
+            },
             DeviceClass,
         )
     )
@@ -99,7 +103,10 @@ def cluster(nodes: int, pods: int, shape: str) -> LoadedObjects:
     }
     objects.resource_claim_templates.append(
         msgspec.convert(
-            {"metadata": {"name": "gpu", "namespace": "default"}, "spec": {"spec": {"devices": {"requests": requests[shape]}}}},
+            {
+                "metadata": {"name": "gpu", "namespace": "default"},
+                "spec": {"spec": {"devices": {"requests": requests[shape]}}},
+            },
             ResourceClaimTemplate,
         )
     )
@@ -111,7 +118,13 @@ def cluster(nodes: int, pods: int, shape: str) -> LoadedObjects:
                     "spec": {
                         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}],
                         "containers": [
-                            {"name": "c", "resources": {"requests": {"cpu": "1", "memory": "4Gi"}, "claims": [{"name": "gpu"}]}}
+                            {
+                                "name": "c",
+                                "resources": {
+                                    "requests": {"cpu": "1", "memory": "4Gi"},
+                                    "claims": [{"name": "gpu"}],
+                                },
+                            }
                         ],
                     },
                 },
