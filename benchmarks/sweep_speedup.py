@@ -1,11 +1,13 @@
 """Sweep speed-up: the same grid in this process, in N local worker processes, and on a Ray cluster.
 
 The grid: examples/gpu and a generated 5000-node cluster with 6000 pending pods, under the GPU and
-the baseline configurations of examples/gpu, over --seeds seeds. It prints one JSON object:
+the baseline configurations of examples/gpu, over --seeds seeds. It prints one JSON object with
+`cells`, `hereSeconds` / `hereCpuSeconds` (one process), `processSeconds` / `processCpuSeconds`
+(`workers` processes), `processSpeedup`, `loadAverage`, and with --ray `raySeconds`, `rayCpus`,
+`raySpeedup`.
 
-    {"cells": 8, "hereSeconds": 41.2, "processSeconds": 22.9, "workers": 2, "processSpeedup": 1.8,
-     "raySeconds": 24.1, "rayCpus": 2, "raySpeedup": 1.71}
-
+CPU seconds (this process and its workers) show the parallel overhead; the load average shows
+whether the machine had the cores to give: on a shared, saturated machine no speed-up is possible.
 Every backend's answers are checked equal to this process's (timings aside) before printing.
 Run: `.venv/bin/python benchmarks/sweep_speedup.py [--workers N] [--seeds 4] [--ray HOST:PORT]`
 (without --ray the Ray figures are left out; `ray start --head` starts a cluster).
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import sys
 import tempfile
 import time
@@ -63,10 +67,16 @@ def answers(results: Sequence[CellResult]) -> list[Any]:
     return out
 
 
-def timed(run: Callable[..., Any], *args: Any) -> tuple[Any, float]:
-    started = time.perf_counter()
+def timed(run: Callable[..., Any], *args: Any) -> tuple[Any, float, float]:
+    """The result, the wall-clock seconds, and the CPU seconds of this process and its reaped children."""
+
+    def cpu() -> float:
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    started, cpu_started = time.perf_counter(), cpu()
     result = run(*args)
-    return result, round(time.perf_counter() - started, 2)
+    return result, round(time.perf_counter() - started, 2), round(cpu() - cpu_started, 2)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,24 +93,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             scenario_from_paths("generated", [str(generated(Path(tmp), 5000, 6000))]),
         ]
     cells = cells_of(variants(configs, []), scenarios, list(range(args.seeds)))
-    here, here_s = timed(run_here, cells)
+    here, here_s, here_cpu = timed(run_here, cells)
     failed = [r.error for r in here if r.error]
     if failed:
         print(f"cells failed: {failed[0]}", file=sys.stderr)
         return 1
-    spread, spread_s = timed(run_on_processes, cells, args.workers)
+    spread, spread_s, spread_cpu = timed(run_on_processes, cells, args.workers)
     if answers(here) != answers(spread):
         print("the worker processes' answers differ from this process's", file=sys.stderr)
         return 1
     figures: dict[str, Any] = {
         "cells": len(cells),
         "hereSeconds": here_s,
+        "hereCpuSeconds": here_cpu,
         "processSeconds": spread_s,
+        "processCpuSeconds": spread_cpu,
+        "loadAverage": round(os.getloadavg()[0], 1),
         "workers": args.workers,
         "processSpeedup": round(here_s / spread_s, 2),
     }
     if args.ray:
-        (on_ray, cpus), ray_s = timed(run_on_ray, cells, args.ray)
+        (on_ray, cpus), ray_s, _ = timed(run_on_ray, cells, args.ray)
         if answers(here) != answers(on_ray):
             print("Ray's answers differ from this process's", file=sys.stderr)
             return 1
