@@ -84,6 +84,8 @@ class Attempt:
     scores: dict[str, tuple[dict[str, int], int]] | None = None
     #: The PreFilter rejection that ended this attempt before any node was filtered.
     pre_filter: Status | None = None
+    #: What the PostFilter plugins (preemption) said when no node fit; "" when they did not run.
+    post_filter: str = ""
     duration: float = 0.0
     #: Pods evicted by this attempt's PostFilter (preemption), as `namespace/name`.
     victims: list[str] = field(default_factory=list)
@@ -170,6 +172,9 @@ class _ProfileHandle:
 
     def deallocate_claim(self, claim: ResourceClaim) -> None:
         self._claims_port().deallocate_claim(claim)
+
+    def pause(self, seconds: float) -> None:
+        self._claims_port().pause(seconds)
 
     def _framework(self) -> Framework:
         return self._s.frameworks[self._profile]
@@ -732,6 +737,7 @@ class Scheduler:
             nominated=nominated,
             victims=victims,
             pre_filter=fit.diagnosis.pre_filter_status,
+            post_filter=fit.diagnosis.post_filter_msg,
         )
 
     def _fail(
@@ -745,6 +751,7 @@ class Scheduler:
         nominated: str | None = None,
         victims: list[str] | None = None,
         pre_filter: Status | None = None,
+        post_filter: str = "",
     ) -> None:
         """Upstream's handleSchedulingFailure: requeue, nominate, FailedScheduling event, condition.
 
@@ -785,6 +792,7 @@ class Scheduler:
                 nominated_node=nominated or self.nominator.nominated_node(key),
                 filter=filter_,
                 pre_filter=pre_filter,
+                post_filter=post_filter,
                 duration=self.clock.now() - started,
                 victims=list(victims or ()),
             )

@@ -54,7 +54,9 @@ from typing import Any, Protocol
 import msgspec
 
 from kubesched.api.objects import ObjectMeta, PersistentVolumeClaim, Pod, PodSpec
+from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.cluster.kube.binder import BindConflict, Binder
+from kubesched.cluster.kube.claims import ApiClaimWriter
 from kubesched.cluster.kube.client import ApiError, KubeClient
 from kubesched.cluster.kube.events import EventRecorder
 from kubesched.cluster.kube.informer import (
@@ -91,6 +93,11 @@ _EVENT_RESOURCES: dict[str, Resource] = {
     "CSINode": Resource.CSI_NODE,
     # scheduler-plugins' PodGroup: a new or resized group can complete a gang Coscheduling turned away.
     "PodGroup": Resource.POD_GROUP,
+    # DynamicResources: a claim created or freed, a new class or new devices.
+    "ResourceClaim": Resource.RESOURCE_CLAIM,
+    "ResourceSlice": Resource.RESOURCE_SLICE,
+    "DeviceClass": Resource.DEVICE_CLASS,
+    "DeviceTaintRule": Resource.DEVICE_TAINT_RULE,
 }
 #: Optional kinds served by a CRD, which a cluster may install after the scheduler's RBAC was written.
 #: A LIST we are forbidden to make would keep the informer, and so the scheduler, unsynced forever;
@@ -268,6 +275,7 @@ class LiveCluster:
         self.informers: dict[str, Informer] = {}
         #: VolumeBinding's PreBind writes (PV claimRef, selected-node) and waits through this.
         self.volumes = ApiVolumeBinder(client, InformerVolumeReader(self.informers, ApiVolumeReader(client)))
+        self.claims = ApiClaimWriter(client, now=lambda: time.time())
         self._event_calls = AsyncCalls("events", options.event_workers)
         self._status_calls = AsyncCalls("pod-status", options.status_workers)
         self.events = EventRecorder(events_client or client, self._event_calls)
@@ -326,6 +334,26 @@ class LiveCluster:
         """VolumeBinding's PreBind (provisioning): annotate the claim's selected node and wait."""
         with self._lock.released():
             self.volumes.provision_pvc(pvc, node_name, timeout=timeout)
+
+    # -- ResourceClaimPort: DynamicResources' writes, with the state lock let go during the calls
+    def write_claim_allocation(
+        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+    ) -> ResourceClaim:
+        with self._lock.released():
+            return self.claims.write_allocation(claim, allocation, pod)
+
+    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
+        with self._lock.released():
+            self.claims.remove_reservation(claim, pod)
+
+    def deallocate_claim(self, claim: ResourceClaim) -> None:
+        with self._lock.released():
+            self.claims.deallocate(claim)
+
+    def pause(self, seconds: float) -> None:
+        """Let the cluster move on for `seconds` (PreBind waiting for binding conditions)."""
+        with self._lock.released():
+            time.sleep(seconds)
 
     def record_event(
         self, pod: Pod, *, type: str, reason: str, action: str, note: str, reporter: str

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -56,7 +56,6 @@ from kubesched.framework.interfaces import (
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
-    PreScorePlugin,
     ReservePlugin,
     ScoreExtensions,
     Scores,
@@ -87,16 +86,6 @@ __all__ = [
 
 NAME = "DynamicResources"
 STATE_KEY = "DynamicResources"
-#: Written at the start of every PreFilter, as upstream writes its state before anything else.
-PRE_FILTER_RAN_KEY = "PreFilterRanDynamicResources"
-
-
-@dataclass(frozen=True, slots=True)
-class _PreFilterRan:
-    def clone(self) -> _PreFilterRan:
-        return self
-
-
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
 TIMED_OUT = "timed out trying to allocate devices"
@@ -150,6 +139,10 @@ class ResourceClaimWriter(Protocol):
         """Clear `status.allocation`, `reservedFor` and `devices` (PostFilter)."""
         ...
 
+    def pause(self, seconds: float) -> None:
+        """Let the cluster move on (live: sleep without holding the scheduler's lock)."""
+        ...
+
 
 class _Handle(Protocol):
     def lister(self, kind: str) -> Sequence[Any]: ...
@@ -189,7 +182,6 @@ class DynamicResources(
     FilterPlugin,
     BatchFilterPlugin,
     PostFilterPlugin,
-    PreScorePlugin,
     BatchScorePlugin,
     ScoreExtensions,
     ReservePlugin,
@@ -199,6 +191,13 @@ class DynamicResources(
     """Allocate devices for a pod's ResourceClaims from ResourceSlices."""
 
     name: ClassVar[str] = NAME
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = (
+        "ResourceClaim",
+        "ResourceSlice",
+        "DeviceTaintRule",
+        "DeviceClass",
+    )
     args_type: ClassVar[type[DynamicResourcesArgs]] = DynamicResourcesArgs
 
     def __init__(self, args: DynamicResourcesArgs | None = None, handle: _Handle | None = None) -> None:
@@ -214,7 +213,6 @@ class DynamicResources(
         self._slices_seen: tuple[int, int, int] | None = None
         self._index: SliceIndex | None = None
         self._table: DeviceTable | None = None
-        self._sleep: Callable[[float], None] = time.sleep
 
     # ------------------------------------------------------------------ listers
     def _list(self, kind: str) -> Sequence[Any]:
@@ -256,7 +254,9 @@ class DynamicResources(
 
     # ------------------------------------------------------------------ PreFilter
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
-        state.write(PRE_FILTER_RAN_KEY, _PreFilterRan())
+        # Upstream writes its state before anything else: PostFilter tells "PreFilter never ran"
+        # (an earlier PreFilter rejected the pod) from "nothing to do" by it.
+        state.write(STATE_KEY, _State([], [], None, [], None, False, self.filter_timeout))
         if not pod.spec.resource_claims:
             return Status.skip()
         resolved = resolve_pod_claims(pod, self._claims())
@@ -411,14 +411,13 @@ class DynamicResources(
     def post_filter(
         self, state: CycleState, pod: Pod, node_to_status: dict[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
-        if state.get(PRE_FILTER_RAN_KEY) is None:
-            # An earlier PreFilter rejected the pod, so ours never ran: upstream's PostFilter then
-            # fails to read its state and answers CycleState's "not found", UnschedulableAndUnresolvable,
-            # which ends PostFilter before DefaultPreemption (v1.37.2, seen by tests/differential).
-            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "not found")
         data = state.get(STATE_KEY)
+        if not isinstance(data, _State):
+            # Upstream reads its PreFilter state first; when an earlier PreFilter rejected the pod
+            # there is none, and CycleState's "not found" ends PostFilter (no preemption attempt).
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "not found")
         writer = self._writer()
-        if isinstance(data, _State) and data.unavailable and writer is not None:
+        if data.unavailable and writer is not None:
             me = pod.metadata.uid
             for pos in sorted(data.unavailable):
                 claim = data.refs[pos].claim
@@ -433,12 +432,6 @@ class DynamicResources(
         return None, Status(Code.UNSCHEDULABLE)
 
     # ------------------------------------------------------------------ Score
-    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
-        """Never Skip: upstream's DynamicResources has no PreScore, so every pod gets its Score (0
-        unless a claim has `firstAvailable` requests), and v1.37.2's verbose log and kubesched's
-        --explain both show it (checked by tests/differential)."""
-        return None
-
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Scores:
         data = state.get(STATE_KEY)
         scores = np.zeros(len(nodes), dtype=np.int64)
@@ -549,10 +542,21 @@ class DynamicResources(
             if r.binding_conditions
         ]
         if conditions:
-            return self._wait_for_binding_conditions(written, pod)
+            record = getattr(self._handle, "record_event", None)
+            if callable(record):
+                record(
+                    pod,
+                    type="Normal",
+                    reason="BindingConditionsPending",
+                    action="Binding",
+                    note=f"waiting for binding conditions for device on node {node_name}",
+                )
+            return self._wait_for_binding_conditions(written, writer)
         return None
 
-    def _wait_for_binding_conditions(self, claims: list[ResourceClaim], pod: Pod) -> Status | None:
+    def _wait_for_binding_conditions(
+        self, claims: list[ResourceClaim], writer: ResourceClaimWriter
+    ) -> Status | None:
         """Poll the claims until every device's binding conditions are True (or one failure condition is)."""
         deadline = time.monotonic() + self.binding_timeout
         keys = [c.key for c in claims]
@@ -572,7 +576,7 @@ class DynamicResources(
                 return None
             if time.monotonic() >= deadline:
                 return Status.as_error("device binding timeout")
-            self._sleep(BINDING_POLL_SECONDS)
+            writer.pause(min(BINDING_POLL_SECONDS, max(deadline - time.monotonic(), 0.0)))
 
     def _writer(self) -> ResourceClaimWriter | None:
         handle: object = self._handle
