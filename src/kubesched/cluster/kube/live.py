@@ -81,9 +81,11 @@ from kubesched.scheduler.extenders import Extenders, HTTPExtender
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler
 
-__all__ = ["LiveCluster", "LiveMetrics", "LiveOptions", "StateLock"]
+__all__ = ["LiveCluster", "LiveMetrics", "LiveOptions", "StateLock", "attempt_fields"]
 
 log = logging.getLogger(__name__)
+#: One line per scheduling attempt at debug level, with its fields in `extra["fields"]`.
+decisions = logging.getLogger("kubesched.decisions")
 
 #: Kinds whose changes may make an unschedulable pod schedulable, and the event resource they raise.
 _EVENT_RESOURCES: dict[str, Resource] = {
@@ -109,6 +111,34 @@ _REQUIRED_KINDS = ("Node", "Pod")
 LEFTOVER_FLUSH_PERIOD = 30.0
 #: How often queue/cache gauges are refreshed.
 HOUSEKEEPING_PERIOD = 0.5
+
+
+def attempt_fields(attempt: Attempt) -> dict[str, object]:
+    """What one scheduling attempt decided, as flat fields for a log line: pod, profile, result,
+    the node or the top reasons, how long it took and how many attempts the pod has had."""
+    fields: dict[str, object] = {
+        "pod": attempt.pod.key,
+        "profile": attempt.profile,
+        "result": attempt.result,
+    }
+    if attempt.node and attempt.result in ("Scheduled", "Waiting"):
+        fields["node"] = attempt.node
+        if attempt.feasible:
+            fields["feasibleNodes"] = attempt.feasible
+            fields["evaluatedNodes"] = attempt.evaluated
+    elif attempt.pre_filter is not None:
+        fields["reasons"] = f"PreFilter {attempt.pre_filter.plugin}: {attempt.pre_filter.message()}"
+    elif attempt.reasons:
+        fields["reasons"] = "; ".join(f"{count} {reason}" for reason, count in attempt.reasons)
+    elif attempt.message:
+        fields["reasons"] = attempt.message
+    if attempt.victims:
+        fields["victims"] = ",".join(attempt.victims)
+    if attempt.nominated_node and attempt.result != "Scheduled":
+        fields["nominatedNode"] = attempt.nominated_node
+    fields["durationMs"] = round(attempt.duration * 1000, 3)
+    fields["attempts"] = attempt.attempts
+    return fields
 
 
 class StateLock:
@@ -633,6 +663,8 @@ class LiveCluster:
         self._wake.set()  # a failed bind requeued its pod
 
     def _observe(self, attempt: Attempt) -> None:
+        if decisions.isEnabledFor(logging.DEBUG):
+            decisions.debug("scheduling attempt", extra={"fields": attempt_fields(attempt)})
         if attempt.result == "Waiting":
             return
         self.attempts += 1
