@@ -24,8 +24,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if HERE in item.path.parents:
             item.add_marker(pytest.mark.integration)
-            if item.get_closest_marker("xdist_group") is None:  # a module with its own control plane
-                item.add_marker(pytest.mark.xdist_group("control-plane"))  # names its own group
+            if item.get_closest_marker("xdist_group") is None:  # a module may name a group of its own
+                item.add_marker(pytest.mark.xdist_group("control-plane"))
 
 
 @pytest.fixture(scope="session")
