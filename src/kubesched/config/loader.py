@@ -16,6 +16,7 @@ import msgspec
 import msgspec.inspect
 import yaml
 
+from kubesched.api.safe_yaml import check_yaml
 from kubesched.api.strict import field_names_at
 from kubesched.config._util import quote
 from kubesched.config.defaults import apply_defaults
@@ -46,6 +47,8 @@ def decode_config(text: str, source: str, registry: PluginCatalog) -> KubeSchedu
         raise InputError("the file is empty; expected a KubeSchedulerConfiguration", source=source)
     try:
         cfg = msgspec.convert(data, KubeSchedulerConfiguration)
+    except RecursionError:
+        raise InputError("nested too deeply", source=source) from None
     except msgspec.ValidationError as exc:
         message, path = _translate(str(exc))
         if message == "unknown field":
@@ -72,17 +75,24 @@ def dump_config(cfg: KubeSchedulerConfiguration) -> str:
 
 
 def parse_document(text: str, source: str) -> Any:
-    """The single YAML (or JSON) document in `text` as builtins; syntax errors give line and column."""
+    """The single YAML (or JSON) document in `text` as builtins; syntax errors give line and column.
+
+    Nesting too deep for the parsers and alias bombs are refused with one line (see `safe_yaml`).
+    """
     if text.lstrip().startswith("{"):
         # JSON (tabs and all) first; a YAML flow mapping is not JSON but is still accepted below.
         try:
             return msgspec.json.decode(text)
+        except RecursionError:
+            raise InputError("invalid JSON: nested too deeply", source=source) from None
         except msgspec.DecodeError as exc:
             json_error = _json_error(str(exc), text, source)
+        check_yaml(text, source)
         try:
             return yaml.load(text, Loader=_StrictLoader)
         except yaml.YAMLError:
             raise json_error from None
+    check_yaml(text, source)
     try:
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:

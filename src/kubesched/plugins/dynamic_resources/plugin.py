@@ -73,7 +73,7 @@ from kubesched.plugins.dynamic_resources.allocator import (
     SliceIndex,
 )
 from kubesched.plugins.dynamic_resources.allocator import TimeoutError as AllocationTimeout
-from kubesched.plugins.dynamic_resources.claims import ClaimLedger, ClaimRef, claim_index, resolve_pod_claims
+from kubesched.plugins.dynamic_resources.claims import ClaimLedger, ClaimRef, resolve_pod_claims
 from kubesched.plugins.dynamic_resources.device_table import DeviceTable
 
 __all__ = [
@@ -168,7 +168,8 @@ class _State:
     has_subrequests: bool
     deadline_seconds: float
     results: dict[str, list[AllocationResult] | None] = field(default_factory=dict)
-    fast_sub: dict[str, list[int]] = field(default_factory=dict)
+    #: per table row: the subrequest the fast filter found for the pod's one request (-1: unknown)
+    fast_sub: np.ndarray[Any, np.dtype[np.int64]] | None = None
     unavailable: set[int] = field(default_factory=set)
     reserved: list[tuple[ResourceClaim, AllocationResult | None]] = field(default_factory=list)
 
@@ -211,6 +212,8 @@ class DynamicResources(
         self.ledger = ClaimLedger()
         self.match_cache = MatchCache()
         self._slices_seen: tuple[int, int, int] | None = None
+        self._slices_list: Sequence[ResourceSlice] | None = None
+        self._rules_list: Sequence[DeviceTaintRule] | None = None
         self._index: SliceIndex | None = None
         self._table: DeviceTable | None = None
 
@@ -219,22 +222,20 @@ class DynamicResources(
         return self._handle.lister(kind) if self._handle is not None else ()
 
     def _claims(self) -> dict[str, ResourceClaim]:
-        claims = self._list("ResourceClaim")
-        self.ledger.sync(claims)
-        return claim_index(claims)
+        self.ledger.sync(self._list("ResourceClaim"))
+        return self.ledger.by_key
 
     def _slice_index(self) -> SliceIndex:
         slices: Sequence[ResourceSlice] = self._list("ResourceSlice")
         rules: Sequence[DeviceTaintRule] = self._list("DeviceTaintRule")
-        seen = (
-            id(slices) if not isinstance(slices, list) else _fingerprint(slices),
-            len(slices),
-            _fingerprint(rules),
-        )
+        if self._index is not None and slices is self._slices_list and rules is self._rules_list:
+            return self._index  # the same lists: nothing changed (the simulator keeps its lists)
+        seen = (_fingerprint(slices), len(slices), _fingerprint(rules))
         if self._index is None or seen != self._slices_seen:
             self._index = SliceIndex(slices, rules)
             self._table = None
             self._slices_seen = seen
+        self._slices_list, self._rules_list = slices, rules
         return self._index
 
     def _device_table(self, index: SliceIndex) -> DeviceTable:
@@ -321,8 +322,8 @@ class DynamicResources(
             return BatchFilterResult.all_pass(n)
         codes = np.full(n, -1, dtype=np.int32)
         statuses: list[Status] = []
-        infos = nodes.infos
         if data.allocated_selectors:
+            infos = nodes.infos
             bad = np.zeros(n, dtype=np.bool_)
             for i, info in enumerate(infos):
                 for claim_pos, matcher in data.allocated_selectors:
@@ -340,7 +341,7 @@ class DynamicResources(
         cannot = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, CANNOT_ALLOCATE)
         timed_out = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, TIMED_OUT)
         for i in np.flatnonzero(verify).tolist():
-            info = infos[i]
+            info = nodes.table.infos[int(nodes.rows[i])]
             try:
                 result = self._allocate_on(data, info)
             except AllocationTimeout:
@@ -401,10 +402,9 @@ class DynamicResources(
             verify |= feasible  # several requests may compete for the same devices: let the allocator decide
             feasible = np.zeros(n, dtype=np.bool_)
         elif data.has_subrequests:
-            names = nodes.names
-            sub = chosen[0]
-            for i in np.flatnonzero(feasible).tolist():
-                data.fast_sub[names[i]] = [int(sub[i])]
+            by_row = np.full(len(nodes.table), -1, dtype=np.int64)
+            by_row[nodes.rows[feasible]] = chosen[0][feasible]
+            data.fast_sub = by_row
         return feasible, verify
 
     # ------------------------------------------------------------------ PostFilter
@@ -437,18 +437,20 @@ class DynamicResources(
         scores = np.zeros(len(nodes), dtype=np.int64)
         if not isinstance(data, _State) or not data.has_subrequests:
             return scores
-        for i, info in enumerate(nodes.infos):
-            fast = data.fast_sub.get(info.name)
-            if fast is not None:
-                scores[i] = sum(FIRST_AVAILABLE_MAX_SIZE - s for s in fast)
-                continue
+        slow = np.ones(len(nodes), dtype=np.bool_)
+        if data.fast_sub is not None and len(data.fast_sub) == len(nodes.table):
+            subs = data.fast_sub[nodes.rows]
+            known = subs >= 0
+            scores[known] = FIRST_AVAILABLE_MAX_SIZE - subs[known]
+            slow = ~known
+        infos = nodes.table.infos
+        for i in np.flatnonzero(slow).tolist():
             try:
-                results = self._allocate_on(data, info)
+                results = self._allocate_on(data, infos[int(nodes.rows[i])])
             except AllocationError:
                 results = None
-            if results is None:
-                continue
-            scores[i] = _first_available_score(data.to_allocate, results)
+            if results is not None:
+                scores[i] = _first_available_score(data.to_allocate, results)
         return scores
 
     def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeSet, scores: Scores) -> Status | None:
