@@ -318,7 +318,13 @@ class Scheduler:
         self.cache.remove_node(node.metadata.name)
 
     def on_object_event(self, resource: Resource, action: ActionType, old: Any, new: Any) -> None:
-        """Another kind changed (a ResourceClaim, a PV, ...): move pods waiting for such an event."""
+        """Another kind changed (a ResourceClaim, a PV, ...): plugins that keep a cache of such
+        objects (`on_cluster_object`) see it first, then pods waiting for such an event move."""
+        for fwk in self.frameworks.values():
+            for plugin in fwk.plugins.values():
+                observe = getattr(plugin, "on_cluster_object", None)
+                if observe is not None:
+                    observe(resource, old, new)
         self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)
 
     def on_pod_add(self, pod: Pod) -> None:
