@@ -287,3 +287,38 @@ def test_deleted_pod_frees_its_devices() -> None:
     assert [r.uid for r in stored.status.reserved_for] == [victim.metadata.uid]
     cluster.delete_pod(victim, reason="Preempted", message="")
     assert cluster.claims.all() == []  # the pod's generated claim goes with it
+
+
+def test_two_profiles_never_hand_out_one_device() -> None:
+    from kubesched.config import decode_config
+
+    config_text = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: other
+"""
+    registry = default_registry(entry_points=False)
+    config = decode_config(config_text, "config.yaml", registry)
+    objects = load(CLASS, nodes_with_gpus(count=1, gpus=1), pod("a"), pod("b", schedulerName="other"))
+    report = simulate(objects, config, registry)
+    assert sorted(p.result for p in report.pods) == ["Scheduled", "Unschedulable"]
+
+
+def test_gpu_dra_example_gives_each_device_once() -> None:
+    from pathlib import Path
+
+    from kubesched.api.loader import load_paths
+    from kubesched.config import load_config
+
+    root = Path(__file__).resolve().parents[3] / "examples" / "gpu-dra"
+    registry = default_registry(entry_points=False)
+    report = simulate(
+        load_paths([root / "cluster"]), load_config(str(root / "scheduler-config.yaml"), registry), registry
+    )
+    devices = [(d.pool, d.device) for p in report.pods for d in p.devices]
+    assert len(devices) == len(set(devices)) > 0
+    gang = [p for p in report.pods if p.name.startswith("llm-pretrain")]
+    assert len(gang) == 4 and all(p.result == "Scheduled" and len(p.devices) == 4 for p in gang)
+    assert report.summary.errors == 0
