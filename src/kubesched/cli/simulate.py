@@ -5,8 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kubesched.errors import InputError
+
+if TYPE_CHECKING:
+    from kubesched.config.types import KubeSchedulerConfiguration
+    from kubesched.framework.registry import Registry
 
 __all__ = ["DEMO_DIR", "add_simulate_command"]
 
@@ -27,6 +32,12 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
     sim.add_argument("paths", nargs="*", metavar="PATH", help="YAML/JSON files or directories of objects")
     sim.add_argument(
         "--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: upstream defaults)"
+    )
+    sim.add_argument(
+        "--scenario",
+        metavar="FILE",
+        help="replay this timeline of creates and deletes in virtual time (docs/scenarios.md); "
+        "PATHs, if given, are the cluster at 0s",
     )
     sim.add_argument("--output", "-o", choices=("table", "json"), default="table", help="report format")
     sim.add_argument("--explain", action="store_true", help="per node: filter verdicts and plugin scores")
@@ -50,13 +61,15 @@ def _simulate(args: argparse.Namespace) -> int:
     registry = default_registry()
     paths: list[str] = list(args.paths)
     config_path: str | None = args.config
-    if not paths:
+    if not paths and args.scenario is None:
         if not DEMO_DIR.is_dir():
             raise InputError("the bundled demo cluster is not installed; pass PATHs of objects")
         paths = [str(DEMO_DIR / "cluster")]
         if config_path is None:
             config_path = str(DEMO_DIR / "scheduler-config.yaml")
     config = load_config(config_path, registry) if config_path else default_config(registry)
+    if args.scenario is not None:
+        return _replay(args, config, registry)
     objects = load_paths(paths)
     with progress_reporter(enabled=sys.stderr.isatty()) as progress:
         report = simulate(objects, config, registry, seed=args.seed, explain=args.explain, progress=progress)
@@ -65,4 +78,34 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         width = None if sys.stdout.isatty() else 200
         render_table(report, Console(width=width, highlight=False))
+    return 0
+
+
+def _replay(args: argparse.Namespace, config: KubeSchedulerConfiguration, registry: Registry) -> int:
+    from rich.console import Console
+
+    from kubesched.api.loader import load_paths
+    from kubesched.simulate.progress import progress_reporter
+    from kubesched.simulate.replay import replay
+    from kubesched.simulate.replay_report import replay_to_json
+    from kubesched.simulate.replay_table import render_replay_table
+    from kubesched.simulate.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    initial = load_paths(args.paths) if args.paths else None
+    with progress_reporter(enabled=sys.stderr.isatty(), label="replaying") as progress:
+        report = replay(
+            scenario,
+            config,
+            registry,
+            initial=initial,
+            seed=args.seed,
+            explain=args.explain,
+            progress=progress,
+        )
+    if args.output == "json":
+        sys.stdout.buffer.write(replay_to_json(report) + b"\n")
+    else:
+        width = None if sys.stdout.isatty() else 200
+        render_replay_table(report, Console(width=width, highlight=False))
     return 0

@@ -30,6 +30,10 @@ class EventHandler(Protocol):
 
     def on_node_add(self, node: Node) -> None: ...
 
+    def on_node_update(self, old: Node, new: Node) -> None: ...
+
+    def on_node_delete(self, node: Node) -> None: ...
+
     def on_pod_add(self, pod: Pod) -> None: ...
 
     def on_pod_update(self, old: Pod, new: Pod) -> None: ...
@@ -101,6 +105,64 @@ class MemoryCluster:
         for pod in self._ordered_pods():
             try:
                 handler.on_pod_add(pod)
+            except Exception as exc:
+                if on_error is None:
+                    raise
+                on_error(pod, exc)
+
+    # ------------------------------------------------------------------ changes from outside
+    # What users and controllers do to a cluster over time (a scenario replay drives these).
+
+    def add_node(self, node: Node) -> None:
+        """A node joins (or, when one of that name exists, is replaced)."""
+        name = node.metadata.name
+        old = self.nodes.get(name)
+        self.nodes[name] = node
+        for h in self._handlers:
+            if old is None:
+                h.on_node_add(node)
+            else:
+                h.on_node_update(old, node)
+
+    def remove_node(self, name: str) -> Node | None:
+        """A node leaves; the pods bound to it are the caller's to delete (as PodGC would)."""
+        node = self.nodes.pop(name, None)
+        if node is not None:
+            for h in self._handlers:
+                h.on_node_delete(node)
+        return node
+
+    def add_pod(self, pod: Pod, *, on_error: Any = None) -> Pod:
+        """Create a pod (admitted as the API server would) and deliver it; returns the stored pod.
+
+        `on_error(pod, exc)` receives a handler's refusal (e.g. an invalid quantity), so the other
+        handlers still see the pod. Raises ClusterError when a pod of that name exists.
+        """
+        prepared = self.admit(pod)
+        key = pod_key(prepared)
+        if key in self.pods:
+            raise ClusterError(f"pod {prepared.key} already exists")
+        self.pods[key] = prepared
+        self._deliver(lambda h: h.on_pod_add(prepared), prepared, on_error)
+        return prepared
+
+    def update_pod(self, pod: Pod, *, on_error: Any = None) -> Pod:
+        """Replace a pod that is not bound yet (labels, gates, ...); ClusterError if unknown or bound."""
+        prepared = self.admit(pod)
+        key = pod_key(prepared)
+        old = self.pods.get(key)
+        if old is None:
+            raise ClusterError(f'pods "{prepared.metadata.name}" not found')
+        if old.spec.node_name:
+            raise ClusterError(f"pod {prepared.key} is already bound to node {old.spec.node_name!r}")
+        self.pods[key] = prepared
+        self._deliver(lambda h: h.on_pod_update(old, prepared), prepared, on_error)
+        return prepared
+
+    def _deliver(self, call: Any, pod: Pod, on_error: Any) -> None:
+        for h in self._handlers:
+            try:
+                call(h)
             except Exception as exc:
                 if on_error is None:
                     raise

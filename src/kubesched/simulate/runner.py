@@ -27,7 +27,9 @@ IDLE_HORIZON_SECONDS = 16 * 60.0
 
 
 @dataclass(slots=True)
-class _PodRecord:
+class PodRecord:
+    """What the report says about one pod, kept current from the scheduler's attempts."""
+
     pod: Pod
     result: str = "Gated"
     node: str | None = None
@@ -38,6 +40,21 @@ class _PodRecord:
     scores: dict[str, tuple[dict[str, int], int]] | None = None
     #: Pods this pod's preemptions evicted, over all its attempts.
     victims: list[str] = field(default_factory=list)
+
+    def observe(self, attempt: Attempt) -> None:
+        """Fold one attempt (or binding cycle) of this pod into the record."""
+        if self.result != "Waiting":
+            self.attempts += 1
+        self.result = attempt.result
+        self.node = attempt.node
+        self.message = attempt.message
+        if attempt.result in ("Unschedulable", "Error"):
+            # Failed attempts carry the pod's current nomination (None once cleared); Waiting and
+            # Scheduled attempts do not, so a bound preemptor still shows where it was nominated.
+            self.nominated_node = attempt.nominated_node
+        self.victims.extend(attempt.victims)
+        self.filter = attempt.filter
+        self.scores = attempt.scores
 
 
 @dataclass(slots=True)
@@ -71,7 +88,7 @@ def simulate(
         check_node_quantities(node)
     clock = VirtualClock()
     cluster = MemoryCluster(objects, clock.now)
-    records: dict[str, _PodRecord] = {}
+    records: dict[str, PodRecord] = {}
     ignored: list[Pod] = []
     profiles = profiles_from_config(config, registry)
     names = {p.scheduler_name for p in profiles}
@@ -79,7 +96,7 @@ def simulate(
         if pod.spec.node_name:
             continue
         if pod.spec.scheduler_name in names:
-            records[pod_key(pod)] = _PodRecord(pod)
+            records[pod_key(pod)] = PodRecord(pod)
         else:
             ignored.append(pod)
     tracker = _Progress(len(records), callback=progress)
@@ -88,18 +105,7 @@ def simulate(
         rec = records.get(pod_key(attempt.pod))
         if rec is None:
             return
-        if rec.result != "Waiting":
-            rec.attempts += 1
-        rec.result = attempt.result
-        rec.node = attempt.node
-        rec.message = attempt.message
-        if attempt.result in ("Unschedulable", "Error"):
-            # Failed attempts carry the pod's current nomination (None once cleared); Waiting and
-            # Scheduled attempts do not, so a bound preemptor still shows where it was nominated.
-            rec.nominated_node = attempt.nominated_node
-        rec.victims.extend(attempt.victims)
-        rec.filter = attempt.filter
-        rec.scores = attempt.scores
+        rec.observe(attempt)
         if attempt.result == "Scheduled":
             tracker.mark(pod_key(attempt.pod))
 
@@ -194,9 +200,9 @@ def run_until_settled(
 
 
 def _build_report(
-    records: dict[str, _PodRecord], ignored: list[Pod], scheduler: Scheduler, seconds: float
+    records: dict[str, PodRecord], ignored: list[Pod], scheduler: Scheduler, seconds: float
 ) -> Report:
-    pods = [_pod_result(rec) for rec in records.values()]
+    pods = [pod_result(rec) for rec in records.values()]
     pods.extend(
         PodResult(
             namespace=p.metadata.namespace,
@@ -208,7 +214,7 @@ def _build_report(
         for p in ignored
     )
     table = scheduler.cache.snapshot()
-    nodes = [_node_usage(info) for info in sorted(table.infos, key=lambda i: i.name)]
+    nodes = [node_usage(info) for info in sorted(table.infos, key=lambda i: i.name)]
     counts = {
         r: sum(1 for p in pods if p.result == r) for r in ("Scheduled", "Unschedulable", "Error", "Gated")
     }
@@ -232,7 +238,7 @@ def _build_report(
     )
 
 
-def _pod_result(rec: _PodRecord) -> PodResult:
+def pod_result(rec: PodRecord) -> PodResult:
     pod = rec.pod
     filter_ = {
         node: FilterVerdict(plugin=st.plugin, code=str(st.code), reasons=st.all_reasons())
@@ -261,7 +267,7 @@ def _pod_result(rec: _PodRecord) -> PodResult:
     )
 
 
-def _node_usage(info: NodeInfo) -> NodeUsage:
+def node_usage(info: NodeInfo) -> NodeUsage:
     alloc = info.allocatable
     names: list[str] = [r for r in ("cpu", "memory", "ephemeral-storage") if r in alloc]
     names += sorted(r for r in alloc if r not in names and r != PODS)
