@@ -39,7 +39,13 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         help="replay this timeline of creates and deletes in virtual time (docs/scenarios.md); "
         "PATHs, if given, are the cluster at 0s",
     )
-    sim.add_argument("--output", "-o", choices=("table", "json"), default="table", help="report format")
+    sim.add_argument(
+        "--output",
+        "-o",
+        choices=("table", "json", "html"),
+        default="table",
+        help="report format; html is one self-contained page with charts (redirect it to a file)",
+    )
     sim.add_argument("--explain", action="store_true", help="per node: filter verdicts and plugin scores")
     sim.add_argument(
         "--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)"
@@ -67,6 +73,8 @@ def _simulate(args: argparse.Namespace) -> int:
         paths = [str(DEMO_DIR / "cluster")]
         if config_path is None:
             config_path = str(DEMO_DIR / "scheduler-config.yaml")
+    if args.output == "html" and sys.stdout.isatty():
+        raise InputError("--output html writes a whole web page: redirect it to a file (> report.html)")
     config = load_config(config_path, registry) if config_path else default_config(registry)
     if args.scenario is not None:
         return _replay(args, config, registry)
@@ -75,6 +83,10 @@ def _simulate(args: argparse.Namespace) -> int:
         report = simulate(objects, config, registry, seed=args.seed, explain=args.explain, progress=progress)
     if args.output == "json":
         sys.stdout.buffer.write(to_json(report) + b"\n")
+    elif args.output == "html":
+        from kubesched.simulate.html import snapshot_html
+
+        sys.stdout.buffer.write(snapshot_html(report))
     else:
         width = None if sys.stdout.isatty() else 200
         render_table(report, Console(width=width, highlight=False))
@@ -105,6 +117,10 @@ def _replay(args: argparse.Namespace, config: KubeSchedulerConfiguration, regist
         )
     if args.output == "json":
         sys.stdout.buffer.write(replay_to_json(report) + b"\n")
+    elif args.output == "html":
+        from kubesched.simulate.html import replay_html
+
+        sys.stdout.buffer.write(replay_html(report))
     else:
         width = None if sys.stdout.isatty() else 200
         render_replay_table(report, Console(width=width, highlight=False))
