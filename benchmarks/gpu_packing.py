@@ -36,7 +36,6 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,8 @@ from kubesched.api.objects import Node
 from kubesched.api.resources import pod_requests
 from kubesched.config import load_config
 from kubesched.plugins import default_registry
-from kubesched.plugins.coscheduling import MIN_AVAILABLE_ANNOTATION, POD_GROUP_API_VERSION, POD_GROUP_LABEL
+from kubesched.plugins.coscheduling import POD_GROUP_LABEL
+from kubesched.simulate.gangs import gangs_of
 from kubesched.simulate.report import Report
 from kubesched.simulate.runner import simulate
 
@@ -60,38 +60,8 @@ SPOT_LABELS = {"eks.amazonaws.com/capacityType": "SPOT", "karpenter.sh/capacity-
 RUNS = (("default", "baseline-config.yaml"), ("gpu-scheduler", "scheduler-config.yaml"))
 
 
-@dataclass(frozen=True)
-class Gang:
-    namespace: str
-    name: str
-    min_member: int
-
-
 def key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
-
-
-def gangs_of(objects: LoadedObjects) -> list[Gang]:
-    """Every pod group the pending pods name, sized by its PodGroup or the min-available annotation."""
-    groups: dict[str, Gang] = {}
-    pod_groups = {
-        key(pg.metadata.namespace or "default", pg.metadata.name): pg.spec.min_member
-        for pg in objects.pod_groups
-        if pg.api_version == POD_GROUP_API_VERSION
-    }
-    for pod in objects.pods:
-        name = pod.metadata.labels.get(POD_GROUP_LABEL)
-        if not name:
-            continue
-        namespace = pod.metadata.namespace or "default"
-        full = key(namespace, name)
-        if full in groups:
-            continue
-        size = pod_groups.get(full)
-        if size is None:
-            size = int(pod.metadata.annotations.get(MIN_AVAILABLE_ANNOTATION, "1"))
-        groups[full] = Gang(namespace, name, max(size, 1))
-    return sorted(groups.values(), key=lambda g: key(g.namespace, g.name))
 
 
 def is_spot(node: Node) -> bool:
@@ -120,7 +90,7 @@ def measure(profile: str, report: Report, objects: LoadedObjects) -> dict[str, A
     smallest = min((gpu_of[k] for k in still_pending), default=None)
     stranded = 0 if smallest is None else sum(f for f in free.values() if 0 < f < smallest)
 
-    gangs = gangs_of(objects)
+    gangs = gangs_of(objects.pods, objects.pod_groups)
     placed = partial = not_placed = 0
     partial_members: set[str] = set()
     for gang in gangs:

@@ -363,7 +363,8 @@ class KubeschedProcess:
             sys.executable, "-m", "kubesched.cli", "run",
             "--config", str(config),
             "--kubeconfig", str(cp.kubeconfig_path),
-            "--listen", f"127.0.0.1:{self.port}",
+            "--secure-port", "0",
+            "--insecure-listen", f"127.0.0.1:{self.port}",
         ]  # fmt: skip
         self.proc = ManagedProcess(
             f"kubesched-{self.port}", args, cp.workdir / "logs" / f"kubesched-{self.port}.log", port=self.port

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class InputError(Exception):
     """Bad input (a file, an object, a config field, an HTTP body).
@@ -37,3 +40,9 @@ class FieldErrors(InputError):
         self.errors = errors
         text = "; ".join(str(InputError(e.message, path=e.path)) for e in errors)
         super().__init__(text, source=source)
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """` (did you mean "x"?)` naming the closest candidate, or "" when none is close."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f' (did you mean "{close[0]}"?)' if close else ""

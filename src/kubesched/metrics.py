@@ -16,22 +16,20 @@ dashboards and alerts work unchanged:
 The registry is our own (not prometheus-client's global one), so two schedulers in one process, as
 in tests, do not collide. `_created` series are turned off: kube-scheduler has none.
 
-The HTTP side is a small Starlette app served by uvicorn on a thread: `/healthz`, `/livez`,
-`/readyz` and `/metrics`. It speaks plain HTTP on 127.0.0.1:10259 by default (kube-scheduler serves
-HTTPS with delegated auth on that port; put kubesched behind a Service/NetworkPolicy or a sidecar if
-metrics must leave the pod encrypted).
+The HTTP side is a small Starlette app: `/healthz`, `/livez`, `/readyz` and `/metrics`. `kubesched
+run` serves it as kube-scheduler does, over HTTPS with delegated authentication and authorization
+(`kubesched.serving`); `HealthServer.start` serves it as plain HTTP, which the CLI does only when
+asked (`--insecure-listen`).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import prometheus_client
-import uvicorn
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -41,6 +39,7 @@ from starlette.routing import Route
 from kubesched.errors import InputError
 from kubesched.framework.interfaces import EXTENSION_POINT_METHODS, defines
 from kubesched.framework.status import Status
+from kubesched.serving.server import BackgroundServer, server_config
 
 __all__ = [
     "HealthServer",
@@ -246,11 +245,11 @@ def _timed(fn: Callable[..., Any], hist: Histogram, plugin: str, point: str) -> 
 # --------------------------------------------------------------------------- HTTP
 
 
-def parse_listen(address: str) -> tuple[str, int]:
+def parse_listen(address: str, *, flag: str = "--insecure-listen") -> tuple[str, int]:
     """`HOST:PORT`, `[v6]:PORT` or `:PORT` (all interfaces) -> (host, port); InputError otherwise."""
     host, sep, port_text = address.rpartition(":")
     if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise InputError(f"expected HOST:PORT, got {address!r}", source="--listen")
+        raise InputError(f"expected HOST:PORT, got {address!r}", source=flag)
     host = host.strip("[]") or "0.0.0.0"
     return host, int(port_text)
 
@@ -286,8 +285,7 @@ class HealthServer:
                 Route("/metrics", self._metrics),
             ]
         )
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: BackgroundServer | None = None
 
     # ------------------------------------------------------------------ handlers
 
@@ -324,44 +322,15 @@ class HealthServer:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self, timeout: float = 10.0) -> None:
-        """Serve on a daemon thread; returns once listening. Raises OSError if the port is taken."""
-        config = uvicorn.Config(
-            self.app,
-            host=self.host,
-            port=self.port,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-        )
-        server = uvicorn.Server(config)
-        failure: list[BaseException] = []
-
-        def serve() -> None:
-            try:
-                server.run()
-            except BaseException as exc:  # SystemExit from uvicorn when the bind fails
-                failure.append(exc)
-
+        """Serve plain HTTP on a daemon thread; returns once listening. OSError if the port is taken."""
+        server = BackgroundServer(server_config(self.app, self.host, self.port))
+        server.start(timeout)
         self._server = server
-        self._thread = threading.Thread(target=serve, name="health-server", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not server.started:
-            if failure or not self._thread.is_alive():
-                raise OSError(f"cannot serve on {self.host}:{self.port} (address in use or not available)")
-            if time.monotonic() > deadline:
-                raise OSError(f"health server did not start on {self.host}:{self.port}")
-            time.sleep(0.01)
-        if self.port == 0:
-            sockets = [s for srv in server.servers for s in srv.sockets]
-            if sockets:
-                self.port = sockets[0].getsockname()[1]
+        self.port = server.port
 
     def stop(self, timeout: float = 5.0) -> None:
         if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout)
+            self._server.stop(timeout)
 
     @property
     def url(self) -> str:

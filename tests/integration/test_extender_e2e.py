@@ -14,7 +14,9 @@ placed (and rejected) by GPUScheduler's count, product and memory checks, with i
 
 from __future__ import annotations
 
+import json
 import socket
+import ssl
 import sys
 import time
 import urllib.request
@@ -42,6 +44,7 @@ from kubesched.testing.fake_nodes import (
     list_events,
     pod_manifest,
 )
+from kubesched.testing.pki import TestCA
 
 T = TypeVar("T")
 
@@ -89,16 +92,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def http_get(url: str) -> tuple[int, str]:
+def http_get(url: str, context: ssl.SSLContext | None = None) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
+        with urllib.request.urlopen(url, timeout=5, context=context) as resp:
             return resp.status, resp.read().decode()
     except OSError as exc:
         return getattr(exc, "code", 0) or 0, str(exc)
 
 
 class ExtenderProcess:
-    """`kubesched extender` as its own process; stopped by pid."""
+    """`kubesched extender` as its own process; stopped by pid.
+
+    With a kubeconfig it holds cluster credentials and binds, so it is run as shipped: HTTPS, and
+    only callers with a client certificate from its CA get past the probes. kube-scheduler then
+    calls it with `enableHTTPS` and a `tlsConfig` naming that certificate (`tls_config`).
+    """
 
     def __init__(self, workdir: Path, *, kubeconfig: Path | None) -> None:
         self.port = free_port()
@@ -106,15 +114,18 @@ class ExtenderProcess:
         config.write_text(EXTENDER_CONFIG)
         args = [sys.executable, "-m", "kubesched.cli", "extender", "--config", str(config)]
         args += ["--listen", f"127.0.0.1:{self.port}", "--prefix", "/scheduler"]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.context: ssl.SSLContext | None = None
+        self.tls_config: dict[str, str] | None = None
         if kubeconfig is not None:
-            args += ["--kubeconfig", str(kubeconfig)]
+            args += ["--kubeconfig", str(kubeconfig), *self._tls(workdir / f"extender-{self.port}-pki")]
+            self.url = f"https://127.0.0.1:{self.port}"
         self.proc = ManagedProcess(
             f"extender-{self.port}", args, workdir / "logs" / f"extender-{self.port}.log"
         )
-        self.url = f"http://127.0.0.1:{self.port}"
         try:
             wait_for(
-                lambda: http_get(f"{self.url}/readyz")[0],
+                lambda: http_get(f"{self.url}/readyz", self.context)[0],
                 lambda c: c == 200 or not self.proc.alive(),
                 60,
                 "readyz",
@@ -124,8 +135,22 @@ class ExtenderProcess:
             raise
         assert self.proc.alive(), self.proc.log_tail()
 
+    def _tls(self, pki: Path) -> list[str]:
+        pki.mkdir()
+        ca = TestCA(pki)
+        cert, key = ca.server("extender", "127.0.0.1")
+        client_cert, client_key = ca.client("kube-scheduler")
+        self.tls_config = {
+            "caFile": str(ca.ca_file),
+            "certFile": str(client_cert),
+            "keyFile": str(client_key),
+        }
+        self.context = ssl.create_default_context(cafile=str(ca.ca_file))
+        self.context.load_cert_chain(str(client_cert), str(client_key))
+        return [f"--tls-cert-file={cert}", f"--tls-private-key-file={key}", f"--client-ca-file={ca.ca_file}"]
+
     def metric(self, name: str) -> float:
-        _, text = http_get(f"{self.url}/metrics")
+        _, text = http_get(f"{self.url}/metrics", self.context)
         return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
 
     def stop(self) -> None:
@@ -184,6 +209,9 @@ def extender_entry(extender: ExtenderProcess, mode: str) -> dict[str, Any]:
     }
     if cache_capable:
         entry["bindVerb"] = "bind"  # our extender binds through the API instead of DefaultBinder
+    if extender.tls_config is not None:
+        entry["enableHTTPS"] = True
+        entry["tlsConfig"] = extender.tls_config
     return entry
 
 
@@ -388,6 +416,8 @@ extenders:
   prioritizeVerb: prioritize
   weight: 2
   nodeCacheCapable: true
+  enableHTTPS: true
+  tlsConfig: {json.dumps(extender.tls_config)}
 - urlPrefix: http://127.0.0.1:{free_port()}
   filterVerb: filter
   ignorable: true

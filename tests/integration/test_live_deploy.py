@@ -45,7 +45,7 @@ def test_deploy_has_every_piece() -> None:
     kinds = sorted({doc["kind"] for _, doc in MANIFESTS})
     assert kinds == sorted(COLLECTIONS)
     dockerfile = (DEPLOY / "Dockerfile").read_text()
-    assert "FROM python:3.11-slim" in dockerfile and "USER 65532" in dockerfile
+    assert "ARG BASE=python:3.11-slim" in dockerfile and "USER 65532" in dockerfile
 
 
 @pytest.mark.parametrize("label,doc", MANIFESTS, ids=[label for label, _ in MANIFESTS])

@@ -116,7 +116,8 @@ def test_kubesched_run_filters_through_the_extender_of_its_config(
     config = control_plane.workdir / f"live-run-{port}.yaml"
     config.write_text(RUN_CONFIG.format(scheduler=scheduler, url=extender))
     args = [sys.executable, "-m", "kubesched.cli", "run", "--config", str(config)]
-    args += ["--kubeconfig", str(control_plane.kubeconfig_path), "--listen", f"127.0.0.1:{port}"]
+    args += ["--kubeconfig", str(control_plane.kubeconfig_path), "--secure-port", "0"]
+    args += ["--insecure-listen", f"127.0.0.1:{port}"]
     log = control_plane.workdir / "logs" / f"live-run-{port}.log"
     proc = start_ready("kubesched", args, log, f"http://127.0.0.1:{port}/readyz")
     try:

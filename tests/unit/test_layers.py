@@ -10,7 +10,19 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src" / "kubesched"
 
 #: Top to bottom, as in DESIGN.md "Layers".
-LAYERS = ["cli", "simulate", "extender", "cluster", "scheduler", "plugins", "framework", "config", "api"]
+LAYERS = [
+    "cli",
+    "simulate",
+    "extender",
+    "serving",
+    "cluster",
+    "scheduler",
+    "plugins",
+    "cel",
+    "framework",
+    "config",
+    "api",
+]
 
 
 def _imported_modules(path: Path) -> set[str]:

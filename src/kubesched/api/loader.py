@@ -2,8 +2,9 @@
 
 Accepted: a single object, multi-document YAML (`---`), JSON, `kind: List` and typed lists
 (`PodList`, `NodeList`, ...) whose items may omit `kind`. Kinds the scheduler does not model
-(Deployment, Service, ...) are counted in `LoadedObjects.skipped`, not rejected. Empty documents are
-ignored. As in the API server, a field set to null counts as absent.
+(ConfigMap, Ingress, ...) are counted in `LoadedObjects.skipped`, not rejected. Workloads
+(Deployment, Job, ...) are checked as the API server validates them (`kubesched.api.workloads`).
+Empty documents are ignored. As in the API server, a field set to null counts as absent.
 
 Errors are `InputError`s with `source` = the file and a path inside it:
 `items[3].spec.containers[0].name: expected str, got int`. When a file holds several YAML
@@ -29,7 +30,11 @@ import yaml
 from kubesched.api.json_shape import drop_nulls, type_name
 from kubesched.api.objects import (
     KINDS,
+    CronJob,
     CSINode,
+    DaemonSet,
+    Deployment,
+    Job,
     KubeObject,
     Namespace,
     Node,
@@ -46,17 +51,38 @@ from kubesched.api.objects import (
     StorageClass,
 )
 from kubesched.api.quantity import QuantityError, quantity_nanos
+from kubesched.api.resource import (
+    RESOURCE_KINDS,
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from kubesched.api.strict import unknown_field
+from kubesched.api.workloads import check_workload
 from kubesched.errors import InputError
 
 __all__ = [
     "FILE_SUFFIXES",
+    "LoadedObject",
     "LoadedObjects",
     "decode_object",
     "load_documents",
     "load_paths",
+    "manifest_files",
     "parse_documents",
     "read_text",
 ]
+
+#: Any object the loader returns.
+LoadedObject = (
+    KubeObject | DeviceClass | ResourceClaim | ResourceClaimTemplate | ResourceSlice | DeviceTaintRule
+)
+#: The resource.k8s.io kinds (no workload checks apply to them).
+_RESOURCE_TYPES = (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceTaintRule)
+#: Every kind the loader decodes, by `kind`.
+_KINDS: dict[str, type[msgspec.Struct]] = {**KINDS, **RESOURCE_KINDS}
 
 #: File name endings picked up when walking a directory.
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -79,11 +105,20 @@ class LoadedObjects:
     replication_controllers: list[ReplicationController] = field(default_factory=list)
     replica_sets: list[ReplicaSet] = field(default_factory=list)
     stateful_sets: list[StatefulSet] = field(default_factory=list)
+    deployments: list[Deployment] = field(default_factory=list)
+    daemon_sets: list[DaemonSet] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+    cron_jobs: list[CronJob] = field(default_factory=list)
     pod_groups: list[PodGroup] = field(default_factory=list)
+    device_classes: list[DeviceClass] = field(default_factory=list)
+    resource_claims: list[ResourceClaim] = field(default_factory=list)
+    resource_claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
+    resource_slices: list[ResourceSlice] = field(default_factory=list)
+    device_taint_rules: list[DeviceTaintRule] = field(default_factory=list)
     #: kind -> number of objects of that kind that were not loaded (the scheduler ignores them).
     skipped: dict[str, int] = field(default_factory=dict)
 
-    def add(self, obj: KubeObject) -> None:
+    def add(self, obj: LoadedObject) -> None:
         """File `obj` under the list for its kind."""
         bucket: list[Any] = getattr(self, _ATTRIBUTES[type(obj)])
         bucket.append(obj)
@@ -106,7 +141,16 @@ _ATTRIBUTES: dict[type[msgspec.Struct], str] = {
     ReplicationController: "replication_controllers",
     ReplicaSet: "replica_sets",
     StatefulSet: "stateful_sets",
+    Deployment: "deployments",
+    DaemonSet: "daemon_sets",
+    Job: "jobs",
+    CronJob: "cron_jobs",
     PodGroup: "pod_groups",
+    DeviceClass: "device_classes",
+    ResourceClaim: "resource_claims",
+    ResourceClaimTemplate: "resource_claim_templates",
+    ResourceSlice: "resource_slices",
+    DeviceTaintRule: "device_taint_rules",
 }
 
 
@@ -222,17 +266,27 @@ def _check_node_quantities(node: Node) -> None:
                 raise InputError(err.message, path=f"status.{field_name}[{resource}]") from None
 
 
-def _convert(doc: dict[str, Any], kind_type: type[msgspec.Struct]) -> KubeObject:
+def _convert(doc: dict[str, Any], kind_type: type[msgspec.Struct]) -> LoadedObject:
     try:
-        obj = cast(KubeObject, msgspec.convert(doc, type=kind_type))
+        obj = cast(LoadedObject, msgspec.convert(doc, type=kind_type))
     except msgspec.ValidationError:
         # The rare slow path: retry without nulls, and report against that document.
         doc = drop_nulls(doc)
         try:
-            obj = cast(KubeObject, msgspec.convert(doc, type=kind_type))
+            obj = cast(LoadedObject, msgspec.convert(doc, type=kind_type))
         except msgspec.ValidationError as err:
             raise _validation_error(err, doc) from None
+    if kind_type in _STRICT_SPEC:
+        # As the API server's strict field validation does: a misspelt field in a DRA spec would
+        # otherwise be dropped silently and change what gets allocated.
+        where = unknown_field({"spec": doc.get("spec")}, msgspec.inspect.type_info(kind_type), "")
+        if where is not None:
+            raise InputError("unknown field", path=where)
     return obj
+
+
+#: Kinds whose `spec` must not hold fields the object model does not know.
+_STRICT_SPEC = frozenset(RESOURCE_KINDS.values())
 
 
 def _join(prefix: str, error: InputError) -> InputError:
@@ -243,7 +297,7 @@ def _join(prefix: str, error: InputError) -> InputError:
 
 
 def _is_list(kind: str, doc: dict[str, Any]) -> bool:
-    return kind == "List" or (kind.endswith("List") and ("items" in doc or kind[: -len("List")] in KINDS))
+    return kind == "List" or (kind.endswith("List") and ("items" in doc or kind[: -len("List")] in _KINDS))
 
 
 def _kind_of(doc: dict[str, Any], default: str | None) -> str:
@@ -258,16 +312,18 @@ def _kind_of(doc: dict[str, Any], default: str | None) -> str:
 
 
 def _decode_object(
-    doc: Any, out: list[KubeObject], skipped: dict[str, int], *, default_kind: str | None = None
+    doc: Any, out: list[LoadedObject], skipped: dict[str, int], *, default_kind: str | None = None
 ) -> None:
     if not isinstance(doc, dict):
         raise InputError(f"expected an object with a kind, got {type_name(doc)}")
     kind = _kind_of(doc, default_kind)
-    kind_type = KINDS.get(kind)
+    kind_type = _KINDS.get(kind)
     if kind_type is not None:
         obj = _convert(doc, kind_type)
         if isinstance(obj, Node):
             _check_node_quantities(obj)
+        elif not isinstance(obj, _RESOURCE_TYPES):
+            check_workload(obj)
         out.append(obj)
     elif default_kind is None and _is_list(kind, doc):
         items = doc.get("items")
@@ -285,12 +341,12 @@ def _decode_object(
         skipped[kind] = skipped.get(kind, 0) + 1
 
 
-def decode_object(doc: Any) -> KubeObject | None:
-    """One object of a kind the scheduler models, or None for another kind (a `List` is not one object).
+def decode_object(doc: Any) -> LoadedObject | None:
+    """One object of a kind the loader knows, or None for another kind (a `List` is not one object).
 
     For documents that embed objects (scenario timelines): `InputError.path` is relative to `doc`.
     """
-    out: list[KubeObject] = []
+    out: list[LoadedObject] = []
     if isinstance(doc, dict) and _is_list(str(doc.get("kind") or ""), doc):
         raise InputError("expected one object, got a list")
     _decode_object(doc, out, {})
@@ -314,7 +370,7 @@ def parse_documents(text: str, source: str) -> list[Any]:
     return _parse_yaml(text, source)
 
 
-def load_documents(text: str, source: str, *, skipped: dict[str, int] | None = None) -> list[KubeObject]:
+def load_documents(text: str, source: str, *, skipped: dict[str, int] | None = None) -> list[LoadedObject]:
     """Decode every supported object in `text` (YAML or JSON); `source` names it in errors.
 
     Objects of kinds the scheduler does not model are left out and counted into `skipped` when
@@ -322,7 +378,7 @@ def load_documents(text: str, source: str, *, skipped: dict[str, int] | None = N
     """
     counts: dict[str, int] = {} if skipped is None else skipped
     documents = parse_documents(text, source)
-    out: list[KubeObject] = []
+    out: list[LoadedObject] = []
     several = len(documents) > 1
     for number, doc in enumerate(documents, start=1):
         if doc is None:
@@ -348,6 +404,11 @@ def _walk(root: Path) -> list[Path]:
                 path = Path(directory, name)
                 found.append((path.relative_to(root).parts, path))
     return [path for _, path in sorted(found)]
+
+
+def manifest_files(root: Path) -> list[Path]:
+    """The files `load_paths` reads below directory `root`, in the order it reads them."""
+    return _walk(root)
 
 
 def _read(path: Path, source: str) -> str:

@@ -31,6 +31,7 @@ class OwnerReference(_Base, frozen=True):
     uid: str = ""
     api_version: str = ""
     controller: bool | None = None
+    block_owner_deletion: bool | None = None
 
 
 class ObjectMeta(_Base, frozen=True):
@@ -44,6 +45,8 @@ class ObjectMeta(_Base, frozen=True):
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
     owner_references: list[OwnerReference] = []
+    finalizers: list[str] = []
+    generation: int = 0
 
 
 # --------------------------------------------------------------------------- selectors
@@ -130,9 +133,17 @@ class Toleration(_Base, frozen=True):
 # --------------------------------------------------------------------------- pods
 
 
+class ResourceClaimReference(_Base, frozen=True):
+    """A container's use of one of the pod's resource claims (`resources.claims[]`)."""
+
+    name: str = ""
+    request: str = ""
+
+
 class ResourceRequirements(_Base, frozen=True):
     requests: dict[str, str | int | float] = {}
     limits: dict[str, str | int | float] = {}
+    claims: list[ResourceClaimReference] = []
 
 
 class ContainerPort(_Base, frozen=True):
@@ -143,12 +154,26 @@ class ContainerPort(_Base, frozen=True):
     name: str = ""
 
 
+class VolumeMount(_Base, frozen=True):
+    """Only what NodeDeclaredFeatures reads: whether bind-mount options are asked for."""
+
+    name: str = ""
+    bind_mount_options: Any = None
+
+
+class ContainerRestartRule(_Base, frozen=True):
+    action: str = ""
+    exit_codes: Any = None
+
+
 class Container(_Base, frozen=True):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = ResourceRequirements()
     ports: list[ContainerPort] = []
     restart_policy: str | None = None
+    restart_policy_rules: list[ContainerRestartRule] = []
+    volume_mounts: list[VolumeMount] = []
 
 
 class PodSchedulingGate(_Base, frozen=True):
@@ -184,6 +209,14 @@ class Volume(_Base, frozen=True):
     csi: dict[str, Any] | None = None
 
 
+class PodResourceClaim(_Base, frozen=True):
+    """`spec.resourceClaims[]`: a claim by name, or a template the resourceclaim controller instantiates."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
 class PodSpec(_Base, frozen=True):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -201,6 +234,8 @@ class PodSpec(_Base, frozen=True):
     volumes: list[Volume] = []
     topology_spread_constraints: list[TopologySpreadConstraint] = []
     host_network: bool = False
+    host_users: bool | None = None
+    resource_claims: list[PodResourceClaim] = []
 
 
 class PodCondition(_Base, frozen=True):
@@ -210,11 +245,37 @@ class PodCondition(_Base, frozen=True):
     message: str = ""
 
 
+class PodResourceClaimStatus(_Base, frozen=True):
+    """The claim generated for a template entry of `spec.resourceClaims` (nil name: none needed)."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
+class ContainerExtendedResourceRequest(_Base, frozen=True):
+    container_name: str = ""
+    resource_name: str = ""
+    request_name: str = ""
+
+
+class PodExtendedResourceClaimStatus(_Base, frozen=True):
+    """The claim the scheduler created for DRA-backed extended resources, and its request names."""
+
+    request_mappings: list[ContainerExtendedResourceRequest] = []
+    resource_claim_name: str = ""
+
+
+#: Pod phases after which nothing of the pod runs any more.
+TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
+
+
 class PodStatus(_Base, frozen=True):
     phase: str = ""
     nominated_node_name: str = ""
     start_time: str | None = None
     conditions: list[PodCondition] = []
+    resource_claim_statuses: list[PodResourceClaimStatus] = []
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
 
 class Pod(_Base, frozen=True):
@@ -228,6 +289,15 @@ class Pod(_Base, frozen=True):
     def key(self) -> str:
         """`namespace/name`, the way kubectl and the scheduler's messages name a pod."""
         return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    @property
+    def finished(self) -> bool:
+        """Phase Succeeded or Failed: its containers are gone, so it holds nothing on its node.
+
+        kube-scheduler never lists such pods (its informer selects
+        `status.phase!=Succeeded,status.phase!=Failed`), so they neither use capacity nor get scheduled.
+        """
+        return self.status.phase in TERMINAL_POD_PHASES
 
 
 # --------------------------------------------------------------------------- nodes
@@ -253,6 +323,8 @@ class NodeStatus(_Base, frozen=True):
     allocatable: dict[str, str | int | float] = {}
     images: list[ContainerImage] = []
     conditions: list[NodeCondition] = []
+    #: Features the kubelet declares (NodeDeclaredFeatures).
+    declared_features: list[str] = []
 
 
 class Node(_Base, frozen=True):
@@ -404,8 +476,21 @@ class Service(_Base, frozen=True):
     spec: ServiceSpec = ServiceSpec()
 
 
+# --------------------------------------------------------------------------- workloads
+#
+# The controllers' objects keep what the simulator needs to create their pods as the controllers
+# would (`kubesched.simulate.workloads`), and the selectors the spreading plugins read.
+
+
+class PodTemplateSpec(_Base, frozen=True):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodSpec = PodSpec()
+
+
 class ReplicationControllerSpec(_Base, frozen=True):
     selector: dict[str, str] = {}
+    replicas: int | None = None
+    template: PodTemplateSpec | None = None
 
 
 class ReplicationController(_Base, frozen=True):
@@ -416,9 +501,11 @@ class ReplicationController(_Base, frozen=True):
 
 
 class WorkloadSpec(_Base, frozen=True):
-    """The part of a ReplicaSet/StatefulSet spec the scheduler reads."""
+    """The part of a ReplicaSet spec the scheduler and the simulated controllers read."""
 
     selector: LabelSelector | None = None
+    replicas: int | None = None
+    template: PodTemplateSpec | None = None
 
 
 class ReplicaSet(_Base, frozen=True):
@@ -428,11 +515,92 @@ class ReplicaSet(_Base, frozen=True):
     spec: WorkloadSpec = WorkloadSpec()
 
 
+class RollingUpdateDeployment(_Base, frozen=True):
+    #: An int or a percentage string ("25%"), as in the API.
+    max_surge: int | str | None = None
+    max_unavailable: int | str | None = None
+
+
+class DeploymentStrategy(_Base, frozen=True):
+    type: str = "RollingUpdate"
+    rolling_update: RollingUpdateDeployment | None = None
+
+
+class DeploymentSpec(WorkloadSpec, frozen=True):
+    strategy: DeploymentStrategy = DeploymentStrategy()
+    paused: bool = False
+
+
+class Deployment(_Base, frozen=True):
+    api_version: str = "apps/v1"
+    kind: str = "Deployment"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: DeploymentSpec = DeploymentSpec()
+
+
+class StatefulSetOrdinals(_Base, frozen=True):
+    start: int = 0
+
+
+class StatefulSetSpec(WorkloadSpec, frozen=True):
+    service_name: str = ""
+    pod_management_policy: str = "OrderedReady"
+    volume_claim_templates: list[PersistentVolumeClaim] = []
+    ordinals: StatefulSetOrdinals | None = None
+
+
 class StatefulSet(_Base, frozen=True):
     api_version: str = "apps/v1"
     kind: str = "StatefulSet"
     metadata: ObjectMeta = ObjectMeta()
-    spec: WorkloadSpec = WorkloadSpec()
+    spec: StatefulSetSpec = StatefulSetSpec()
+
+
+class DaemonSetSpec(_Base, frozen=True):
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec | None = None
+
+
+class DaemonSet(_Base, frozen=True):
+    api_version: str = "apps/v1"
+    kind: str = "DaemonSet"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: DaemonSetSpec = DaemonSetSpec()
+
+
+class JobSpec(_Base, frozen=True):
+    parallelism: int | None = None
+    completions: int | None = None
+    completion_mode: str = "NonIndexed"
+    suspend: bool = False
+    selector: LabelSelector | None = None
+    manual_selector: bool = False
+    template: PodTemplateSpec | None = None
+
+
+class Job(_Base, frozen=True):
+    api_version: str = "batch/v1"
+    kind: str = "Job"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: JobSpec = JobSpec()
+
+
+class JobTemplateSpec(_Base, frozen=True):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: JobSpec = JobSpec()
+
+
+class CronJobSpec(_Base, frozen=True):
+    schedule: str = ""
+    suspend: bool = False
+    job_template: JobTemplateSpec = JobTemplateSpec()
+
+
+class CronJob(_Base, frozen=True):
+    api_version: str = "batch/v1"
+    kind: str = "CronJob"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: CronJobSpec = CronJobSpec()
 
 
 class PodGroupSpec(_Base, frozen=True):
@@ -475,6 +643,10 @@ KINDS: dict[str, type[msgspec.Struct]] = {
     "ReplicationController": ReplicationController,
     "ReplicaSet": ReplicaSet,
     "StatefulSet": StatefulSet,
+    "Deployment": Deployment,
+    "DaemonSet": DaemonSet,
+    "Job": Job,
+    "CronJob": CronJob,
     "PodGroup": PodGroup,
 }
 
@@ -492,5 +664,9 @@ KubeObject = (
     | ReplicationController
     | ReplicaSet
     | StatefulSet
+    | Deployment
+    | DaemonSet
+    | Job
+    | CronJob
     | PodGroup
 )

@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_MEMORY_REQUEST",
     "DEFAULT_MILLI_CPU_REQUEST",
     "is_scalar_resource",
+    "pod_container_non_zero_requests",
     "pod_non_zero_requests",
     "pod_requests",
 ]
@@ -62,13 +63,12 @@ def _parse_list(values: Mapping[str, str | int | float], path: str) -> Nanos:
     return parsed
 
 
-def _container_nanos(c: Container, path: str, non_missing: bool) -> Nanos:
+def _container_nanos(c: Container, path: str, defaults: Mapping[str, int]) -> Nanos:
     requests = c.resources.requests
     parsed = _parse_list(requests, f"{path}.resources.requests") if requests else {}
-    if non_missing:
-        for name, default in _NON_MISSING_NANOS.items():
-            if name not in requests:
-                parsed[name] = default
+    for name, default in defaults.items():
+        if name not in requests:
+            parsed[name] = default
     return parsed
 
 
@@ -88,12 +88,34 @@ def _is_pod_level_resource(name: str) -> bool:
     return name in ("cpu", "memory") or name.startswith("hugepages-")
 
 
-def _aggregate(pod: Pod, non_missing: bool) -> Nanos:
-    """`PodRequests` in nano units; `non_missing` fills absent cpu/memory container requests."""
+def _pod_level_requests(pod: Pod) -> Mapping[str, str | int | float] | None:
+    """`spec.resources.requests` when it names a resource pods may request for themselves."""
+    pod_level = pod.spec.resources.requests if pod.spec.resources is not None else None
+    if pod_level and any(_is_pod_level_resource(name) for name in pod_level):
+        return pod_level
+    return None
+
+
+def _non_missing_defaults(pod: Pod, non_missing: bool, pod_level: bool) -> Mapping[str, int]:
+    """The 100m / 200Mi a container lacking a cpu / memory request counts for (upstream
+    `getNonMissingContainerRequests`): with pod-level requests set, only for a resource that neither
+    a container nor the pod-level requests name."""
+    if not non_missing:
+        return {}
+    if not pod_level or _pod_level_requests(pod) is None:
+        return _NON_MISSING_NANOS
+    named = _aggregate(pod, False, pod_level)
+    return {name: n for name, n in _NON_MISSING_NANOS.items() if name not in named}
+
+
+def _aggregate(pod: Pod, non_missing: bool, pod_level: bool = True) -> Nanos:
+    """`PodRequests` in nano units; `non_missing` fills absent cpu/memory container requests,
+    `pod_level` lets `spec.resources.requests` replace the containers' sum."""
     spec = pod.spec
     reqs: Nanos = {}
+    defaults = _non_missing_defaults(pod, non_missing, pod_level)
     for i, c in enumerate(spec.containers):
-        _add(reqs, _container_nanos(c, f"spec.containers[{i}]", non_missing))
+        _add(reqs, _container_nanos(c, f"spec.containers[{i}]", defaults))
 
     if spec.init_containers:
         # A regular init container runs alongside the sidecars started before it; sidecars
@@ -101,7 +123,7 @@ def _aggregate(pod: Pod, non_missing: bool) -> Nanos:
         sidecars: Nanos = {}
         init_peak: Nanos = {}
         for i, c in enumerate(spec.init_containers):
-            own = _container_nanos(c, f"spec.initContainers[{i}]", non_missing)
+            own = _container_nanos(c, f"spec.initContainers[{i}]", defaults)
             if c.restart_policy == _RESTART_ALWAYS:
                 _add(reqs, own)
                 _add(sidecars, own)
@@ -111,9 +133,9 @@ def _aggregate(pod: Pod, non_missing: bool) -> Nanos:
                 _max(init_peak, own)
         _max(reqs, init_peak)
 
-    pod_level = spec.resources.requests if spec.resources is not None else None
-    if pod_level and any(_is_pod_level_resource(name) for name in pod_level):
-        supported = {name: v for name, v in pod_level.items() if _is_pod_level_resource(name)}
+    pod_requests = _pod_level_requests(pod) if pod_level else None
+    if pod_requests is not None:
+        supported = {name: v for name, v in pod_requests.items() if _is_pod_level_resource(name)}
         reqs.update(_parse_list(supported, "spec.resources.requests"))
 
     if spec.overhead:
@@ -123,7 +145,7 @@ def _aggregate(pod: Pod, non_missing: bool) -> Nanos:
 
 #: `_aggregate` results of the pods seen last, by pod object: the PodInfo and the resource plugins
 #: of one scheduling cycle ask for the same pod's requests several times.
-_AGGREGATES: dict[tuple[int, bool], tuple[Pod, Nanos]] = {}
+_AGGREGATES: dict[tuple[int, bool, bool], tuple[Pod, Nanos]] = {}
 _AGGREGATES_SIZE = 256
 
 
@@ -137,16 +159,18 @@ def _names_cpu_and_memory(pod: Pod) -> bool:
     return True
 
 
-def _aggregate_cached(pod: Pod, non_missing: bool) -> Nanos:
+def _aggregate_cached(pod: Pod, non_missing: bool, pod_level: bool = True) -> Nanos:
     """`_aggregate`, remembered per pod object (the result must not be modified)."""
-    key = (id(pod), non_missing)
+    key = (id(pod), non_missing, pod_level)
     hit = _AGGREGATES.get(key)
     if hit is not None and hit[0] is pod:
         return hit[1]
-    if non_missing and _names_cpu_and_memory(pod):
-        reqs = _aggregate_cached(pod, non_missing=False)  # no default to fill in: the same sums
+    if not pod_level and _pod_level_requests(pod) is None:
+        reqs = _aggregate_cached(pod, non_missing)  # nothing at pod level to skip: the same sums
+    elif non_missing and _names_cpu_and_memory(pod):
+        reqs = _aggregate_cached(pod, False, pod_level)  # no default to fill in: the same sums
     else:
-        reqs = _aggregate(pod, non_missing)
+        reqs = _aggregate(pod, non_missing, pod_level)
     if len(_AGGREGATES) >= _AGGREGATES_SIZE:
         _AGGREGATES.clear()
     _AGGREGATES[key] = (pod, reqs)
@@ -177,6 +201,16 @@ def pod_non_zero_requests(pod: Pod) -> tuple[int, int]:
     """
     reqs = _aggregate_cached(pod, non_missing=True)
     return _ceil_div_away(reqs.get("cpu", 0), MILLI_PER_NANO), _ceil_div_away(reqs.get("memory", 0), NANO)
+
+
+def pod_container_non_zero_requests(pod: Pod) -> dict[str, int]:
+    """Everything `pod`'s containers request, with the 100m / 200Mi defaults and without pod-level
+    `spec.resources`: what v1.37's NodeResourcesFit *scorer* counts for the incoming pod (its
+    resource scorer is built without the PodLevelResources option, an upstream quirk kept here)."""
+    return {
+        name: _ceil_div_away(n, MILLI_PER_NANO if name == "cpu" else NANO)
+        for name, n in _aggregate_cached(pod, non_missing=True, pod_level=False).items()
+    }
 
 
 @lru_cache(maxsize=1024)

@@ -6,11 +6,13 @@ Bad input ends with one line `kubesched: <file>: <field path>: <what is wrong>` 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import NoReturn
 
 from kubesched import __version__
-from kubesched.errors import InputError
+from kubesched.errors import InputError, did_you_mean
 
 EXIT_BAD_INPUT = 2
 
@@ -33,13 +35,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, plus "did you mean" for a mistyped value, subcommand or option."""
+
+    def error(self, message: str) -> NoReturn:
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:
+            options = [c.strip().strip("'\"") for c in choice[2].split(",")]
+            message += did_you_mean(choice[1], options)
+        unknown = re.match(r"unrecognized arguments: (.*)", message)
+        if unknown:
+            known = sorted({o for p in _all_parsers(self) for o in p._option_string_actions})
+            for word in unknown[1].split():
+                if word.startswith("--"):
+                    message += did_you_mean(word.split("=")[0], known)
+                    break
+        super().error(message)
+
+
+def _all_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _all_parsers(sub)
+
+
 def _parser() -> argparse.ArgumentParser:
+    from kubesched.cli.capacity import add_capacity_command
+    from kubesched.cli.compare import add_compare_command
     from kubesched.cli.config import add_config_commands
+    from kubesched.cli.explain import add_explain_command
     from kubesched.cli.extender import add_extender_command
     from kubesched.cli.run import add_run_command
     from kubesched.cli.simulate import add_simulate_command
+    from kubesched.cli.sweep import add_sweep_command
 
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="kubesched",
         description="A Kubernetes scheduler framework in Python: plugins, profiles, an explaining simulator.",
     )
@@ -47,6 +79,10 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(metavar="COMMAND")
 
     add_simulate_command(sub)
+    add_explain_command(sub)
+    add_capacity_command(sub)
+    add_compare_command(sub)
+    add_sweep_command(sub)
     add_config_commands(sub)
     add_run_command(sub)
     add_extender_command(sub)

@@ -87,12 +87,30 @@ def add_extender_command(subparsers: argparse._SubParsersAction[argparse.Argumen
             help=f"path segment of {verb} (default {verb!r}; '' disables it)",
         )
     p.add_argument("--tls-cert-file", metavar="FILE", help="serve HTTPS with this certificate (PEM)")
-    p.add_argument("--tls-key-file", metavar="FILE", help="private key of --tls-cert-file (PEM)")
     p.add_argument(
-        "--client-ca-file", metavar="FILE", help="require client certificates signed by this CA (mutual TLS)"
+        "--tls-private-key-file",
+        "--tls-key-file",
+        dest="tls_key_file",
+        metavar="FILE",
+        help="private key of --tls-cert-file (PEM)",
     )
     p.add_argument(
-        "--token-file", metavar="FILE", help="require `Authorization: Bearer <token>` with the token in FILE"
+        "--client-ca-file",
+        metavar="FILE",
+        help="callers authenticate with a client certificate signed by this CA (mutual TLS)",
+    )
+    p.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="callers may authenticate with `Authorization: Bearer <token>`, the token in FILE",
+    )
+    p.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help=(
+            "serve bind and preempt without authentication even with cluster credentials "
+            "(refused otherwise: anyone who can reach the port could bind pods as this extender)"
+        ),
     )
     p.add_argument(
         "--max-body-bytes",
@@ -172,6 +190,7 @@ def extender(args: argparse.Namespace) -> int:
         raise InputError("mutual TLS needs --tls-cert-file and --tls-key-file", source="--client-ca-file")
     for flag in ("tls_cert_file", "tls_key_file", "client_ca_file"):
         _check_file(getattr(args, flag), "--" + flag.replace("_", "-"))
+    _refuse_open_writes(args, paths)
     max_body = args.max_body_bytes if args.max_body_bytes is not None else DEFAULT_MAX_BODY_BYTES
     if max_body <= 0:
         raise InputError("must be positive", source="--max-body-bytes")
@@ -195,7 +214,10 @@ def extender(args: argparse.Namespace) -> int:
             engine = ExtenderEngine(spec, registry, state, binder=binder)
         except FrameworkError as exc:
             raise InputError(str(exc), source=args.config) from None
-        server = ExtenderServer(engine, ServerOptions(paths=paths, token=token, max_body_bytes=max_body))
+        options = ServerOptions(
+            paths=paths, token=token, client_certificates=bool(args.client_ca_file), max_body_bytes=max_body
+        )
+        server = ExtenderServer(engine, options)
         state.start()
         config = uvicorn_config(
             server.app,
@@ -208,13 +230,14 @@ def extender(args: argparse.Namespace) -> int:
         )
         scheme = "https" if args.tls_cert_file else "http"
         log.info(
-            "serving profile %r on %s://%s:%d (%s); node cache: %s",
+            "serving profile %r on %s://%s:%d (%s); node cache: %s; callers: %s",
             spec.scheduler_name,
             scheme,
             host,
             port,
             ", ".join(f"{v} {p}" for v, p in paths.items()),
             type(state).__name__ if state.has_node_cache else "none (full Nodes only)",
+            _who_may_call(args),
         )
         uvicorn_server = uvicorn.Server(config)
         # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal with the handler
@@ -236,6 +259,26 @@ def extender(args: argparse.Namespace) -> int:
         state.stop()
         for close in closers:
             close()
+
+
+def _refuse_open_writes(args: argparse.Namespace, paths: dict[str, str]) -> None:
+    """With cluster credentials, bind (and preempt) must not be served to whoever reaches the port."""
+    authenticated = bool(args.client_ca_file or args.token_file)
+    if authenticated or args.allow_unauthenticated or not (args.kubeconfig or args.in_cluster):
+        return
+    served = [verb for verb in ("bind", "preempt") if verb in paths]
+    if served:
+        raise InputError(
+            f"refusing to serve {' and '.join(served)} without authentication while holding cluster "
+            "credentials: give --client-ca-file (kube-scheduler's tlsConfig certFile/keyFile) or "
+            "--token-file, disable the verb (e.g. --bind-verb ''), or pass --allow-unauthenticated",
+            source="--kubeconfig" if args.kubeconfig else "--in-cluster",
+        )
+
+
+def _who_may_call(args: argparse.Namespace) -> str:
+    ways = [w for w, on in (("client certificate", args.client_ca_file), ("token", args.token_file)) if on]
+    return " or ".join(ways) if ways else "anyone (no authentication)"
 
 
 def _ignore(signum: int, frame: FrameType | None) -> None:

@@ -1,18 +1,20 @@
-"""`kubesched run --config FILE [--kubeconfig PATH] [--listen ADDR]`: schedule pods in a real cluster.
+"""`kubesched run --config FILE [kube-scheduler's flags]`: schedule pods in a real cluster.
 
 The composition root of live mode: config -> API clients -> LiveCluster (informers, scheduling loop,
-binding pool, the config's HTTP extenders) -> leader election -> health/metrics server, and an
-orderly shutdown.
+binding pool, the config's HTTP extenders) -> leader election -> health/metrics endpoints (HTTPS
+with delegated authentication and authorization on --secure-port, as kube-scheduler; plain HTTP
+only with --insecure-listen), and an orderly shutdown.
 
 Where the cluster is: `--kubeconfig`, else the config's `clientConnection.kubeconfig`, else the
 in-cluster service account when `KUBERNETES_SERVICE_HOST` is set, else `$KUBECONFIG` /
-`~/.kube/config`.
+`~/.kube/config`; `--master` overrides the server address.
 
 Lifecycle: serve the health endpoints, start informers and wait for them to sync, then (with
 `leaderElection.leaderElect`) wait to acquire the Lease; only the leader schedules. SIGTERM or
 SIGINT stops popping pods, lets in-flight binds finish, flushes Events, releases the Lease and exits
 0. Losing the Lease exits 1 at once (as kube-scheduler does), so the restarted process starts clean.
-A bad config, kubeconfig or listen address is one line on stderr and exit 2.
+A bad config, kubeconfig, flag or address is one line on stderr and exit 2; so is a kube-scheduler
+flag kubesched cannot honour.
 
 Heavy imports happen inside `run`, so `kubesched --help` and the other commands stay fast.
 """
@@ -24,8 +26,10 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kubesched.errors import InputError
 
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
     from kubesched.cluster.kube.leader import LeaderElector
     from kubesched.cluster.kube.live import LiveCluster
     from kubesched.metrics import HealthServer, SchedulerMetrics
+    from kubesched.serving.options import SecureServing, ServingOptions
 
 __all__ = ["add_run_command", "run"]
 
@@ -42,22 +47,32 @@ EXIT_LOST_LEASE = 1
 
 
 def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register `run`; sets `func(args) -> int`."""
+    """Register `run`; sets `func(args) -> int`. Takes kube-scheduler's flags (see `kube_flags`)."""
+    from kubesched.cli._flags import add_unsupported
+    from kubesched.cli.kube_flags import add_kube_scheduler_flags
+    from kubesched.cli.serving_flags import add_serving_flags
+
     p = subparsers.add_parser(
         "run",
         help="schedule pods in a real cluster (list/watch, bind, Events, leader election)",
         description=(
             "Run as a (secondary) scheduler against a Kubernetes API server: schedule the unbound pods "
-            "whose spec.schedulerName names one of the config's profiles."
+            "whose spec.schedulerName names one of the config's profiles. Takes kube-scheduler's flags; "
+            "serves /healthz, /livez, /readyz and /metrics over HTTPS on --secure-port with delegated "
+            "authentication and authorization, as kube-scheduler does."
         ),
+        allow_abbrev=False,  # as Go's pflag: a flag is spelt out, never guessed from a prefix
     )
     p.add_argument("--config", required=True, metavar="FILE", help="a KubeSchedulerConfiguration")
-    p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig (default: in-cluster, then $KUBECONFIG)")
     p.add_argument(
-        "--listen",
-        default="127.0.0.1:10259",
-        metavar="ADDR",
-        help="HOST:PORT for /healthz, /livez, /readyz and /metrics, plain HTTP (default 127.0.0.1:10259)",
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig (default: the config's, in-cluster, then $KUBECONFIG)",
+    )
+    p.add_argument(
+        "--insecure-listen",
+        metavar="HOST:PORT",
+        help="also serve the endpoints over plain HTTP, without authentication (e.g. 127.0.0.1:10251)",
     )
     p.add_argument(
         "--bind-workers",
@@ -68,24 +83,38 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     p.add_argument(
         "--log-level",
-        default="info",
         choices=("debug", "info", "warning", "error"),
-        help="log verbosity (default info)",
+        help="log verbosity (default info, or from --v)",
     )
+    add_unsupported(
+        p,
+        "--listen",
+        "",
+        message=(
+            "replaced: the endpoints are served over HTTPS on --bind-address and --secure-port, as "
+            "kube-scheduler serves them; --insecure-listen HOST:PORT serves plain HTTP"
+        ),
+    )
+    add_serving_flags(p)
+    add_kube_scheduler_flags(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run until signalled (exit 0) or until the Lease is lost (exit 1)."""
+    from kubesched.cli._flags import reject_unsupported
+    from kubesched.cli.kube_flags import apply_flags, log_level
+    from kubesched.cli.serving_flags import serving_options
     from kubesched.cluster.kube.client import KubeClient, load_connection
     from kubesched.cluster.kube.leader import ApiLeaseLock, LeaderElector, default_identity
     from kubesched.cluster.kube.live import LiveCluster, LiveOptions
-    from kubesched.config import load_config
+    from kubesched.config import dump_config, load_config
     from kubesched.metrics import SchedulerMetrics, parse_listen
     from kubesched.plugins import default_registry
 
+    reject_unsupported(args)
     logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper()),
+        level=getattr(logging, log_level(args).upper()),
         format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
         stream=sys.stderr,
     )
@@ -94,16 +123,28 @@ def run(args: argparse.Namespace) -> int:
     if args.bind_workers < 1:
         raise InputError("must be at least 1", source="--bind-workers")
     registry = default_registry()
-    cfg = load_config(args.config, registry)
-    parse_listen(args.listen)  # a bad address is bad input: exit 2 before touching the cluster
+    cfg = apply_flags(load_config(args.config, registry), args, registry)
+    if args.write_config_to:
+        _write_config(args.write_config_to, dump_config(cfg))
+        return 0
+    serving = serving_options(args)
+    if args.insecure_listen:  # a bad address is bad input: exit 2 before touching the cluster
+        parse_listen(args.insecure_listen, flag="--insecure-listen")
     conn = cfg.client_connection
     le = cfg.leader_election
     assert conn is not None and le is not None  # filled in by defaulting
-    single = load_connection(args.kubeconfig or conn.kubeconfig or None)
+    single = load_connection(conn.kubeconfig or None, master=args.master)
     qps, burst = float(conn.qps or 0), int(conn.burst or 0)
     client = KubeClient(single, qps=qps, burst=burst, name="scheduler")
     # kube-scheduler gives Events their own client (and rate limiter), so they never starve binds.
     events_client = KubeClient(single, qps=qps, burst=burst, name="events")
+
+    def connect(kubeconfig: str | None) -> KubeClient:
+        """A client for TokenReviews / SubjectAccessReviews (their own rate limiter, as upstream)."""
+        return KubeClient(
+            load_connection(kubeconfig) if kubeconfig else single, qps=qps, burst=burst, name="auth"
+        )
+
     try:
         metrics = SchedulerMetrics()
         cluster = LiveCluster(
@@ -124,10 +165,65 @@ def run(args: argparse.Namespace) -> int:
                 renew_deadline=le.renew_deadline_seconds,
                 retry_period=le.retry_period_seconds,
             )
-        return _Runner(cluster, metrics, elector, lease, args.listen).run()
+        endpoints = _Endpoints(serving, connect, args.insecure_listen)
+        return _Runner(cluster, metrics, elector, lease, endpoints).run()
     finally:
         client.close()
         events_client.close()
+
+
+def _write_config(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", source=f"--write-config-to {path}") from None
+
+
+class _Endpoints:
+    """Where /healthz, /livez, /readyz and /metrics are served: HTTPS with delegated auth, and plain
+    HTTP only when asked. The transport is this module's; what the checks mean is `_Runner`'s."""
+
+    def __init__(
+        self, serving: ServingOptions, connect: Callable[[str | None], Any], insecure_listen: str | None
+    ):
+        self.serving = serving
+        self.connect = connect
+        self.insecure_listen = insecure_listen
+        self.secure: SecureServing | None = None
+        self.insecure: HealthServer | None = None
+
+    def start(self, health: HealthServer) -> None:
+        from kubesched.serving.options import SecureServing
+
+        if self.serving.secure_port:
+            self.secure = SecureServing(health.app, self.serving, self.connect)
+            try:
+                self.secure.start()
+            except OSError as exc:
+                self.secure.stop()
+                raise InputError(str(exc), source="--secure-port") from None
+            log.info(
+                "serving /healthz /livez /readyz /metrics on %s (certificate: %s; client CA: %s)",
+                self.secure.url,
+                self.secure.certificate,
+                self.secure.client_ca,
+            )
+        if self.insecure_listen:
+            try:
+                health.start()
+            except OSError as exc:
+                raise InputError(str(exc), source="--insecure-listen") from None
+            self.insecure = health
+            log.warning(
+                "serving /healthz /livez /readyz /metrics over plain HTTP on %s, without authentication",
+                health.url,
+            )
+
+    def stop(self) -> None:
+        if self.secure is not None:
+            self.secure.stop()
+        if self.insecure is not None:
+            self.insecure.stop()
 
 
 class _Runner:
@@ -139,7 +235,7 @@ class _Runner:
         metrics: SchedulerMetrics,
         elector: LeaderElector | None,
         lease: str,
-        listen: str,
+        endpoints: _Endpoints,
     ) -> None:
         from kubesched.metrics import HealthServer
 
@@ -150,8 +246,9 @@ class _Runner:
         self.stopping = threading.Event()
         self.lost = threading.Event()
         self.elector_thread: threading.Thread | None = None
+        self.endpoints = endpoints
         self.server: HealthServer = HealthServer(
-            listen,
+            endpoints.insecure_listen or "127.0.0.1:0",
             metrics,
             live_checks={
                 "ping": lambda: None,
@@ -186,12 +283,8 @@ class _Runner:
     def run(self) -> int:
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
-            try:
-                self.server.start()
-            except OSError as exc:
-                raise InputError(str(exc), source="--listen") from None
-            names = ", ".join(sorted(self.cluster.profile_names))
-            log.info("serving /healthz /livez /readyz /metrics on %s; profiles: %s", self.server.url, names)
+            self.endpoints.start(self.server)
+            log.info("profiles: %s", ", ".join(sorted(self.cluster.profile_names)))
             if self.cluster.extenders is not None:
                 # The config's extenders are called from every scheduling cycle: say which, so a slow
                 # or failing extender in the logs can be traced back to the config.
@@ -271,7 +364,7 @@ class _Runner:
             self.elector.stop()
             if self.elector_thread is not None:
                 self.elector_thread.join(15.0)  # its run() releases the Lease on the way out
-        self.server.stop()
+        self.endpoints.stop()
         log.info(
             "stopped: %d pods scheduled, %d bind conflicts",
             self.cluster.scheduled,

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from kubesched.errors import InputError
-
-if TYPE_CHECKING:
-    from kubesched.config.types import KubeSchedulerConfiguration
-    from kubesched.framework.registry import Registry
+from kubesched.cli.inputs import DEMO_DIR, load_inputs
+from kubesched.errors import InputError, did_you_mean
+from kubesched.framework.registry import Registry
+from kubesched.simulate.report import POD_SELECTIONS
 
 __all__ = ["DEMO_DIR", "add_simulate_command"]
-
-DEMO_DIR = Path(__file__).resolve().parents[1] / "simulate" / "demo"
 
 
 def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,7 +41,38 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         default="table",
         help="report format; html is one self-contained page with charts (redirect it to a file)",
     )
-    sim.add_argument("--explain", action="store_true", help="per node: filter verdicts and plugin scores")
+    sim.add_argument(
+        "--explain",
+        action="store_true",
+        help="why each pod went where it did: rejections by plugin and reason with node counts and "
+        "names, the top nodes' scores; in JSON also every node's verdict and scores on clusters of "
+        "at most 100 nodes",
+    )
+    sim.add_argument(
+        "--scores",
+        action="store_true",
+        help="with --explain, the table also shows the top nodes and per-plugin scores of scheduled pods",
+    )
+    sim.add_argument(
+        "--per-node",
+        action="store_true",
+        help="with --explain, the JSON report keeps every node's filter verdict and scores for every "
+        "pod, whatever the cluster's size (large: nodes x pods entries)",
+    )
+    sim.add_argument(
+        "--pods",
+        choices=tuple(POD_SELECTIONS),
+        default="all",
+        help="which pods to list: all (default), scheduled, or unschedulable (every pod not placed)",
+    )
+    sim.add_argument(
+        "--pod",
+        action="append",
+        default=[],
+        metavar="NS/NAME",
+        help="list only this pod (repeatable); with --explain it gets full per-node detail and scores",
+    )
+    sim.add_argument("--no-nodes", action="store_true", help="leave out the node utilization")
     sim.add_argument(
         "--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)"
     )
@@ -54,33 +80,36 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from kubesched.api.loader import load_paths
-    from kubesched.config import default_config, load_config
+    from kubesched.cli._console import stdout_console
     from kubesched.plugins import default_registry
     from kubesched.simulate.progress import progress_reporter
-    from kubesched.simulate.report import to_json
+    from kubesched.simulate.report import select, to_json
     from kubesched.simulate.runner import simulate
-    from kubesched.simulate.table import render_table
+    from kubesched.simulate.table import TableOptions, render_table
 
     registry = default_registry()
-    paths: list[str] = list(args.paths)
-    config_path: str | None = args.config
-    if not paths and args.scenario is None:
-        if not DEMO_DIR.is_dir():
-            raise InputError("the bundled demo cluster is not installed; pass PATHs of objects")
-        paths = [str(DEMO_DIR / "cluster")]
-        if config_path is None:
-            config_path = str(DEMO_DIR / "scheduler-config.yaml")
     if args.output == "html" and sys.stdout.isatty():
         raise InputError("--output html writes a whole web page: redirect it to a file (> report.html)")
-    config = load_config(config_path, registry) if config_path else default_config(registry)
     if args.scenario is not None:
-        return _replay(args, config, registry)
-    objects = load_paths(paths)
+        return _replay(args, registry)
+    objects, config = load_inputs(args.paths, args.config, registry)
+    wanted = frozenset(args.pod)
+    pending = {
+        f"{p.metadata.namespace or 'default'}/{p.metadata.name}" for p in objects.pods if not p.spec.node_name
+    }
+    _check_pod_names(wanted, pending)
     with progress_reporter(enabled=sys.stderr.isatty()) as progress:
-        report = simulate(objects, config, registry, seed=args.seed, explain=args.explain, progress=progress)
+        report = simulate(
+            objects,
+            config,
+            registry,
+            seed=args.seed,
+            explain=args.explain,
+            per_node=True if args.per_node else None,
+            detail_pods=wanted,
+            progress=progress,
+        )
+    report = select(report, pods=args.pods, keys=wanted, nodes=not args.no_nodes)
     if args.output == "json":
         sys.stdout.buffer.write(to_json(report) + b"\n")
     elif args.output == "html":
@@ -88,21 +117,35 @@ def _simulate(args: argparse.Namespace) -> int:
 
         sys.stdout.buffer.write(snapshot_html(report))
     else:
-        width = None if sys.stdout.isatty() else 200
-        render_table(report, Console(width=width, highlight=False))
+        options = TableOptions(
+            explain=args.explain, scores=args.scores or bool(wanted), nodes=not args.no_nodes
+        )
+        render_table(report, stdout_console(), options)
     return 0
 
 
-def _replay(args: argparse.Namespace, config: KubeSchedulerConfiguration, registry: Registry) -> int:
-    from rich.console import Console
+def _check_pod_names(wanted: frozenset[str], pending: set[str]) -> None:
+    """Every `--pod` must name a pending pod of the input (`namespace/name`)."""
+    for key in sorted(wanted):
+        if key not in pending:
+            if "/" not in key:
+                hint = did_you_mean(f"default/{key}", pending) or did_you_mean(key, pending)
+                raise InputError(f"expected NAMESPACE/NAME, got {key!r}{hint}", source="--pod")
+            raise InputError(f"no pending pod {key} in the input{did_you_mean(key, pending)}", source="--pod")
 
+
+def _replay(args: argparse.Namespace, registry: Registry) -> int:
+    """`--scenario FILE`: replay a timeline (after the objects of PATHs, created at 0s)."""
     from kubesched.api.loader import load_paths
+    from kubesched.cli._console import stdout_console
+    from kubesched.config import default_config, load_config
     from kubesched.simulate.progress import progress_reporter
     from kubesched.simulate.replay import replay
     from kubesched.simulate.replay_report import replay_to_json
     from kubesched.simulate.replay_table import render_replay_table
     from kubesched.simulate.scenario import load_scenario
 
+    config = load_config(args.config, registry) if args.config else default_config(registry)
     scenario = load_scenario(args.scenario)
     initial = load_paths(args.paths) if args.paths else None
     with progress_reporter(enabled=sys.stderr.isatty(), label="replaying") as progress:
@@ -122,6 +165,5 @@ def _replay(args: argparse.Namespace, config: KubeSchedulerConfiguration, regist
 
         sys.stdout.buffer.write(replay_html(report))
     else:
-        width = None if sys.stdout.isatty() else 200
-        render_replay_table(report, Console(width=width, highlight=False))
+        render_replay_table(report, stdout_console())
     return 0

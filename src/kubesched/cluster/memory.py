@@ -16,6 +16,9 @@ import msgspec
 
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Container, Node, Pod, PodCondition, PodSpec, PriorityClass
+from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.cluster.claims import ClaimConflict, ClaimStore, instantiate_template_claims
+from kubesched.framework.events import ActionType, Resource
 from kubesched.framework.node_info import pod_key
 
 _UID_NAMESPACE = uuid.UUID("6f1c4b52-9d7a-4a55-bf11-0d6c2f1b7e10")
@@ -61,10 +64,30 @@ class MemoryCluster:
             pc.metadata.name: pc for pc in objects.priority_classes
         }
         self.nodes: dict[str, Node] = {n.metadata.name: n for n in objects.nodes}
+        self.claims = ClaimStore(objects.resource_claims)
+        self._templates = templates = {
+            f"{t.metadata.namespace or 'default'}/{t.metadata.name}": t
+            for t in objects.resource_claim_templates
+        }
         self.pods: dict[str, Pod] = {}
+        #: Pods whose phase is Succeeded or Failed: kept out of `pods`, as the live scheduler's informer
+        #: keeps them out of its cache (snapshots of real clusters are full of completed Job pods).
+        self.finished_pods: list[Pod] = []
         for pod in objects.pods:
             prepared = self.admit(pod)
+            if prepared.finished:
+                self.finished_pods.append(prepared)
+                continue
+            if templates and not prepared.spec.node_name:
+                # kube-controller-manager's resourceclaim controller, before the scheduler sees the pod
+                prepared, created = instantiate_template_claims(prepared, templates)
+                for claim in created:
+                    self.claims.put(claim)
             self.pods[pod_key(prepared)] = prepared
+        #: (namespace, name) of every pod, finished ones too, so that a created pod cannot take a name in use.
+        self._names = {
+            (p.metadata.namespace, p.metadata.name) for p in [*self.pods.values(), *self.finished_pods]
+        }
         self.objects = objects
         self.events: list[RecordedEvent] = []
         self.bind_count: dict[str, int] = {}
@@ -224,16 +247,77 @@ class MemoryCluster:
             status = msgspec.structs.replace(current.status, nominated_node_name=node_name)
             self.pods[key] = msgspec.structs.replace(current, status=status)
 
+    def create_pod(self, pod: Pod) -> Pod:
+        """Admit and store a new pod (what a controller's POST does), and deliver it to the watchers.
+
+        Returns the pod as stored. Refuses a name already taken in its namespace.
+        """
+        admitted = self.admit(pod)
+        key = pod_key(admitted)
+        name = (admitted.metadata.namespace, admitted.metadata.name)
+        if key in self.pods or name in self._names:
+            raise ClusterError(f'pods "{admitted.metadata.name}" already exists')
+        if self._templates and not admitted.spec.node_name:
+            admitted, created = instantiate_template_claims(admitted, self._templates)
+            for claim in created:
+                self.claims.put(claim)
+                self._claim_event(None, claim)
+        self.pods[key] = admitted
+        self._names.add(name)
+        for h in self._handlers:
+            h.on_pod_add(admitted)
+        return admitted
+
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
         key = pod_key(pod)
         current = self.pods.pop(key, None)
         if current is None:
             return
+        self._names.discard((current.metadata.namespace, current.metadata.name))
         for h in self._handlers:
             h.on_pod_delete(current)
+        # The resourceclaim controller frees what the pod held (preemption victims give up devices).
+        for old, new in self.claims.pod_gone(current):
+            self._claim_event(old, new)
+
+    # ------------------------------------------------------------------ ResourceClaimPort
+    def write_claim_allocation(
+        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+    ) -> ResourceClaim:
+        old = self.claims.get(claim.key)
+        try:
+            stored = self.claims.write_allocation(claim, allocation, pod)
+        except ClaimConflict as err:
+            raise ClusterError(str(err)) from None
+        self._claim_event(old, stored)
+        return stored
+
+    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
+        old = self.claims.get(claim.key)
+        new = self.claims.remove_reservation(claim, pod)
+        if old is not None and new is not old:
+            self._claim_event(old, new)
+
+    def deallocate_claim(self, claim: ResourceClaim) -> None:
+        old = self.claims.get(claim.key)
+        new = self.claims.deallocate(claim)
+        if old is not None:
+            self._claim_event(old, new)
+
+    def _claim_event(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        action = ActionType.ADD if old is None else ActionType.DELETE if new is None else ActionType.UPDATE
+        for h in self._handlers:
+            on_object_event = getattr(h, "on_object_event", None)
+            if on_object_event is not None:
+                on_object_event(Resource.RESOURCE_CLAIM, action, old, new)
+
+    def has_pod_named(self, namespace: str, name: str) -> bool:
+        return (namespace, name) in self._names
 
     def lister(self, kind: str) -> Sequence[Any]:
         """Objects of `kind`; only the requested kind is materialised (plugins call this every cycle)."""
+        if kind == "ResourceClaim":
+            return self.claims.all()
         live: dict[str, Mapping[str, Any]] = {
             "Pod": self.pods,
             "Node": self.nodes,
@@ -258,6 +342,10 @@ _LOADED_KINDS = {
     "ReplicaSet": "replica_sets",
     "StatefulSet": "stateful_sets",
     "PodGroup": "pod_groups",
+    "DeviceClass": "device_classes",
+    "ResourceClaimTemplate": "resource_claim_templates",
+    "ResourceSlice": "resource_slices",
+    "DeviceTaintRule": "device_taint_rules",
 }
 
 

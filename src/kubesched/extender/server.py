@@ -5,8 +5,10 @@ Endpoints: the four verbs (POST, paths configurable), `/healthz`, `/readyz`, `/m
 
 * 400 and one line of text for a body that is not JSON or not the expected shape (the line names
   the field: `ExtenderArgs.NodeNames[2]: expected str, got int`); the server goes on serving;
-* 401 when a bearer token is configured and the request lacks it (kube-scheduler cannot send one:
-  its extender config has no such field, so with kube-scheduler use mutual TLS instead);
+* 401 when authentication is on (a client CA, a token, or both) and the request has neither a
+  verified client certificate nor the token: for the verbs, `/metrics` and `/openapi.json` alike;
+  only the probes `/healthz` and `/readyz` are public (kube-scheduler cannot send a token: its
+  extender config has no such field, so it authenticates with a client certificate);
 * 413 for a body over `max_body_bytes`, checked before and while reading it;
 * 500 for a plugin error in prioritize or preempt, 503 while the node cache is not synced (filter
   reports both in its `Error` field instead, which is how kube-scheduler expects filter to fail).
@@ -18,13 +20,11 @@ bind, which waits on the API server, runs on a worker thread.
 
 from __future__ import annotations
 
-import hmac
 import logging
-import ssl
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import prometheus_client
@@ -43,8 +43,15 @@ from kubesched.api.extender_v1 import (
     decode_preemption_args,
     encode,
 )
+from kubesched.errors import InputError
 from kubesched.extender.engine import EngineError, ExtenderEngine, NotReady
 from kubesched.extender.openapi import DEFAULT_PATHS, openapi_document
+from kubesched.serving.asgi import RequestAuth
+from kubesched.serving.authn import CredentialsAuthenticator
+from kubesched.serving.authz import AllowAuthenticated
+from kubesched.serving.certs import load_pair
+from kubesched.serving.server import BackgroundServer, server_config
+from kubesched.serving.tls import server_context
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "BackgroundServer", "ExtenderMetrics", "ExtenderServer", "ServerOptions"]
 
@@ -55,6 +62,8 @@ prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # 
 #: 64 MiB: a NodeList of 5,000 real nodes (10-20 KB each with their image lists) still fits.
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 VERBS = ("filter", "prioritize", "preempt", "bind")
+#: Served without authentication: kubelet's probes carry no credentials.
+PUBLIC_PATHS = ("/healthz", "/readyz")
 JSON_TYPE = "application/json"
 
 
@@ -91,8 +100,10 @@ class ServerOptions:
 
     #: verb -> URL path; a verb left out is not served (404).
     paths: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_PATHS))
-    #: When set, verbs require `Authorization: Bearer <token>`.
+    #: When set, callers may authenticate with `Authorization: Bearer <token>`.
     token: str | None = None
+    #: Callers may authenticate with a client certificate the TLS layer verified (mutual TLS).
+    client_certificates: bool = False
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
 
@@ -130,7 +141,21 @@ class ExtenderServer:
             Route("/metrics", self._metrics, methods=["GET"]),
             Route("/openapi.json", self._openapi, methods=["GET"]),
         ]
-        self.app = Starlette(routes=routes)
+        self.app: Any = Starlette(routes=routes)
+        if self.authenticates:
+            self.app = RequestAuth(
+                self.app,
+                CredentialsAuthenticator(
+                    token=self.options.token, accept_certificates=self.options.client_certificates
+                ),
+                AllowAuthenticated(),
+                public_paths=PUBLIC_PATHS,
+            )
+
+    @property
+    def authenticates(self) -> bool:
+        """Whether callers must authenticate (every path but the probes)."""
+        return bool(self.options.token) or self.options.client_certificates
 
     # ------------------------------------------------------------------ plain endpoints
 
@@ -162,13 +187,6 @@ class ExtenderServer:
 
         return endpoint
 
-    def _authorized(self, request: Request) -> bool:
-        token = self.options.token
-        if not token:
-            return True
-        given = request.headers.get("authorization", "")
-        return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
-
     async def _read_body(self, request: Request) -> bytes:
         limit = self.options.max_body_bytes
         declared = request.headers.get("content-length")
@@ -184,8 +202,6 @@ class ExtenderServer:
         return b"".join(chunks)
 
     async def _serve(self, verb: str, request: Request) -> Response:
-        if not self._authorized(request):
-            return _text(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
         try:
             body = await self._read_body(request)
         except _TooLarge:
@@ -230,64 +246,18 @@ def uvicorn_config(
     client_ca_file: str | None = None,
     log_level: str = "warning",
 ) -> uvicorn.Config:
-    """uvicorn settings for the extender: TLS when a certificate is given, mutual TLS with a client CA."""
-    kwargs: dict[str, Any] = {}
-    if cert_file:
-        kwargs.update(ssl_certfile=cert_file, ssl_keyfile=key_file)
+    """uvicorn settings for the extender: TLS when a certificate is given, client certificates
+    requested (not required: probes carry none) when a client CA is given. With a client CA, serve an
+    `ExtenderServer` whose options set `client_certificates`, which makes them required elsewhere."""
+    context = None
+    if cert_file and key_file:
+        ca_pem = None
         if client_ca_file:
-            kwargs.update(ssl_ca_certs=client_ca_file, ssl_cert_reqs=ssl.CERT_REQUIRED)
-    return uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
-        access_log=False,
-        lifespan="off",
-        http="h11",
-        loop="asyncio",
-        **kwargs,
-    )
-
-
-class BackgroundServer:
-    """uvicorn on a daemon thread, for tests and benchmarks: `start()` returns once it listens."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        self.config = config
-        self.server = uvicorn.Server(config)
-        self._thread: threading.Thread | None = None
-        self.port = config.port
-
-    def start(self, timeout: float = 10.0) -> BackgroundServer:
-        failure: list[BaseException] = []
-
-        def serve() -> None:
             try:
-                self.server.run()
-            except BaseException as exc:  # SystemExit when the port is taken
-                failure.append(exc)
-
-        self._thread = threading.Thread(target=serve, name="extender-server", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self.server.started:
-            if failure or not self._thread.is_alive():
-                raise OSError(f"cannot serve on {self.config.host}:{self.config.port}")
-            if time.monotonic() > deadline:
-                raise OSError(f"server did not start on {self.config.host}:{self.config.port}")
-            time.sleep(0.01)
-        sockets = [s for srv in self.server.servers for s in srv.sockets]
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self.server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def __enter__(self) -> BackgroundServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+                ca_pem = Path(client_ca_file).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise InputError(
+                    f"cannot read: {exc.strerror or exc}", source=f"--client-ca-file {client_ca_file}"
+                ) from None
+        context = server_context(load_pair(cert_file, key_file), client_ca_pem=ca_pem)
+    return server_config(app, host, port, ssl_context=context, log_level=log_level)

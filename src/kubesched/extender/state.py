@@ -70,12 +70,15 @@ class ClusterState:
 
     @classmethod
     def from_objects(cls, objects: LoadedObjects) -> ClusterState:
-        """A fixed snapshot: the objects' nodes and the pods bound to them (invalid pods are skipped)."""
+        """A fixed snapshot: the objects' nodes and the pods bound to them (invalid pods are skipped;
+        finished pods too, as kube-scheduler's informer never lists them)."""
         state = cls(has_node_cache=True)
         state._objects = objects
         for node in objects.nodes:
             state.cache.add_node(node)
         for pod in objects.pods:
+            if pod.finished:
+                continue
             state._pods_by_name[pod.key] = pod
             if pod.spec.node_name:
                 state._add_bound_pod(pod)

@@ -62,6 +62,10 @@ class Resource(StrEnum):
     CSI_NODE = "storage.k8s.io/CSINode"
     STORAGE_CLASS = "storage.k8s.io/StorageClass"
     POD_GROUP = "scheduling.x-k8s.io/PodGroup"
+    RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
+    RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
+    DEVICE_CLASS = "resource.k8s.io/DeviceClass"
+    DEVICE_TAINT_RULE = "resource.k8s.io/DeviceTaintRule"
     WILDCARD = "*"
 
 

@@ -17,6 +17,20 @@ EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
 
 
+def pod_host_ports(pod: Pod) -> tuple[HostPort, ...]:
+    """The (ip, protocol, port) host ports the pod holds while it runs: those of its sidecars
+    (init containers with `restartPolicy: Always`, which run for the pod's whole life) and of its
+    regular containers, as upstream's `GetHostPorts`. ip "" means 0.0.0.0, protocol "" TCP."""
+    containers = [c for c in pod.spec.init_containers if c.restart_policy == "Always"]
+    containers += pod.spec.containers
+    return tuple(
+        (port.host_ip or "0.0.0.0", port.protocol or "TCP", port.host_port)
+        for c in containers
+        for port in c.ports
+        if port.host_port > 0
+    )
+
+
 def pod_key(pod: Pod) -> str:
     """The identity of a pod in caches: its UID, or `namespace/name` when it has none."""
     return pod.metadata.uid or f"{pod.metadata.namespace}/{pod.metadata.name}"
@@ -47,12 +61,7 @@ class PodInfo:
         self.requests: dict[str, int] = pod_requests(pod)
         self.non_zero_cpu, self.non_zero_memory = pod_non_zero_requests(pod)
         self.priority = pod.spec.priority or 0
-        self.host_ports: list[HostPort] = [
-            (port.host_ip or "0.0.0.0", port.protocol or "TCP", port.host_port)
-            for c in pod.spec.containers
-            for port in c.ports
-            if port.host_port > 0
-        ]
+        self.host_ports = pod_host_ports(pod)
         aff = pod.spec.affinity
         self.has_affinity = aff is not None and (
             aff.pod_affinity is not None or aff.pod_anti_affinity is not None
@@ -135,7 +144,9 @@ class NodeInfo:
         self.requested: dict[str, int] = {}
         self.non_zero_cpu = 0
         self.non_zero_memory = 0
-        self.used_ports: list[HostPort] = []
+        #: Host ports in use, as a set like upstream's HostPortInfo: two pods on one port count once,
+        #: and removing either frees it (matters in preemption dry runs; upstream's quirk, kept).
+        self.used_ports: set[HostPort] = set()
         self.pods_with_affinity = 0
         self.pods_with_required_anti_affinity = 0
         self.pvc_ref_counts: dict[str, int] = {}
@@ -178,10 +189,9 @@ class NodeInfo:
         self.non_zero_cpu += sign * pi.non_zero_cpu
         self.non_zero_memory += sign * pi.non_zero_memory
         if sign > 0:
-            self.used_ports.extend(pi.host_ports)
+            self.used_ports.update(pi.host_ports)
         else:
-            for hp in pi.host_ports:
-                self.used_ports.remove(hp)
+            self.used_ports.difference_update(pi.host_ports)
         self.pods_with_affinity += sign * pi.has_affinity
         self.pods_with_required_anti_affinity += sign * pi.has_required_anti_affinity
         for claim in pi.pvc_names:
@@ -200,7 +210,7 @@ class NodeInfo:
         copy.requested = dict(self.requested)
         copy.non_zero_cpu = self.non_zero_cpu
         copy.non_zero_memory = self.non_zero_memory
-        copy.used_ports = list(self.used_ports)
+        copy.used_ports = set(self.used_ports)
         copy.pods_with_affinity = self.pods_with_affinity
         copy.pods_with_required_anti_affinity = self.pods_with_required_anti_affinity
         copy.pvc_ref_counts = dict(self.pvc_ref_counts)

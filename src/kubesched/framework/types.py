@@ -85,6 +85,8 @@ class Diagnosis:
     unschedulable_plugins: set[str] = field(default_factory=set)
     pending_plugins: set[str] = field(default_factory=set)
     pre_filter_msg: str = ""
+    #: The PreFilter plugin's rejection when PreFilter refused the pod outright (then no node was filtered).
+    pre_filter_status: Status | None = None
     post_filter_msg: str = ""
 
 

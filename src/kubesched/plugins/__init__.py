@@ -7,10 +7,12 @@ from kubesched.plugins.balanced_allocation import NodeResourcesBalancedAllocatio
 from kubesched.plugins.coscheduling import Coscheduling
 from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.plugins.default_preemption import DefaultPreemption
+from kubesched.plugins.dynamic_resources import DynamicResources
 from kubesched.plugins.gpu import GPUScheduler
 from kubesched.plugins.image_locality import ImageLocality
 from kubesched.plugins.inter_pod_affinity import InterPodAffinity
 from kubesched.plugins.node_affinity import NodeAffinity
+from kubesched.plugins.node_declared_features import NodeDeclaredFeatures
 from kubesched.plugins.node_filter_label import NodeFilterLabel
 from kubesched.plugins.node_name import NodeName
 from kubesched.plugins.node_ports import NodePorts
@@ -42,10 +44,12 @@ BUILTIN_PLUGINS: tuple[type, ...] = (
     VolumeZone,
     PodTopologySpread,
     InterPodAffinity,
+    DynamicResources,
     DefaultPreemption,
     NodeResourcesBalancedAllocation,
     ImageLocality,
     DefaultBinder,
+    NodeDeclaredFeatures,
     NodeFilterLabel,
     GPUScheduler,
     SpotScheduler,

@@ -1,11 +1,14 @@
 """NodeResourcesBalancedAllocation: prefer nodes whose resources would be used evenly.
 
 A node with 90% of its cpu requested but 10% of its memory strands the memory: no pod can use it.
-For each configured resource this plugin takes the fraction `min((requested + pod) / allocatable, 1)`
-(real requests, not the 100m/200Mi defaults) and scores `int((1 - std) * 100)`, where std is the
-spread of those fractions: `|f0 - f1| / 2` for two, the population standard deviation for more,
-0 for fewer (reference §3.4). As upstream since ~v1.33, PreScore skips best-effort pods: they
-request nothing, so they cannot change any node's balance.
+For each configured resource the balance of a node is `int((1 - std) * 100)` of the fractions
+`min(requested / allocatable, 1)` (real requests, not the 100m/200Mi defaults), where std is
+`|f0 - f1| / 2` for two fractions, the population standard deviation for more, 0 for fewer.
+Since v1.36 the plugin scores the *change* the pod makes to that balance:
+`50 + (50 + balance(with pod) - balance(without pod)) // 2`, so a node the pod leaves as balanced as
+it was scores 75 (an empty node too), a node it balances scores up to 100 and one it unbalances down
+to 50 (checked against the v1.37.2 binary). As upstream since ~v1.33, PreScore skips best-effort
+pods: they request nothing, so they cannot change any node's balance.
 """
 
 from __future__ import annotations
@@ -35,7 +38,12 @@ from kubesched.plugins.node_resources_fit import (
     table_allocatable_requested,
 )
 
-__all__ = ["NodeResourcesBalancedAllocation", "NodeResourcesBalancedAllocationArgs", "balance_score"]
+__all__ = [
+    "NodeResourcesBalancedAllocation",
+    "NodeResourcesBalancedAllocationArgs",
+    "balance_change_score",
+    "balance_score",
+]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -83,6 +91,12 @@ def balance_score(fractions: Sequence[float]) -> int:
     return int((1 - std) * MAX_NODE_SCORE)
 
 
+def balance_change_score(with_pod: int, without_pod: int) -> int:
+    """v1.36+ score from the node's balance with and without the pod (each 50..100): 50..100, 75 = same."""
+    half = MAX_NODE_SCORE // 2
+    return half + (half + with_pod - without_pod) // 2
+
+
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     """The pod's real request of each configured resource."""
@@ -97,6 +111,8 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
     """Score nodes by how evenly the configured resources would be requested with the pod on them."""
 
     name: ClassVar[str] = "NodeResourcesBalancedAllocation"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
     args_type: ClassVar[type[NodeResourcesBalancedAllocationArgs]] = NodeResourcesBalancedAllocationArgs
 
     def __init__(
@@ -126,14 +142,16 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         s = self._state(state, pod)
-        fractions: list[float] = []
+        with_pod: list[float] = []
+        without_pod: list[float] = []
         for name, pod_request in zip(self.resources, s.pod_requests, strict=True):
             alloc, req = node_allocatable_requested(node_info, name, pod_request, non_zero=False)
             if alloc == 0:
                 continue
-            fraction = float(req) / float(alloc)
-            fractions.append(1.0 if fraction > 1 else fraction)
-        return balance_score(fractions)
+            for fractions, used in ((with_pod, req), (without_pod, req - pod_request)):
+                fraction = float(used) / float(alloc)
+                fractions.append(1.0 if fraction > 1 else fraction)
+        return balance_change_score(balance_score(with_pod), balance_score(without_pod))
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
         """`score` for every node at once, with the same float operations in the same order."""
@@ -143,42 +161,53 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
             table_allocatable_requested(nodes, name, pod_request, non_zero=False)
             for name, pod_request in zip(self.resources, s.pod_requests, strict=True)
         ]
-        if all(bool(alloc.all()) for alloc, _ in pairs):
-            return _scores_all_valid(pairs, n)
-        count = np.zeros(n, dtype=np.int64)
-        first = np.zeros(n, dtype=np.float64)
-        second = np.zeros(n, dtype=np.float64)
-        total = np.zeros(n, dtype=np.float64)
-        columns: list[tuple[npt.NDArray[np.bool_], FloatArray]] = []
-        for alloc, req in pairs:
-            valid = alloc != 0
-            if not valid.any():
-                continue
-            fraction = req.astype(np.float64) / np.where(valid, alloc, 1).astype(np.float64)
-            fraction = np.where(valid & (fraction > 1), 1.0, np.where(valid, fraction, 0.0))
-            first = np.where(valid & (count == 0), fraction, first)
-            second = np.where(valid & (count == 1), fraction, second)
-            total = total + fraction  # invalid rows add an exact 0.0, as if skipped
-            count += valid
-            columns.append((valid, fraction))
-        std = np.zeros(n, dtype=np.float64)
-        two = count == 2
-        std[two] = np.abs((first[two] - second[two]) / 2)
-        many = count > 2
-        if many.any():
-            k = count[many].astype(np.float64)
-            mean = total[many] / k
-            acc = np.zeros(len(k), dtype=np.float64)
-            for valid, fraction in columns:
-                d = fraction[many] - mean
-                acc = acc + np.where(valid[many], d * d, 0.0)
-            std[many] = np.sqrt(acc / k)
-        out: IntArray = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+        without = [
+            (alloc, req - pod_request)
+            for (alloc, req), pod_request in zip(pairs, s.pod_requests, strict=True)
+        ]
+        half = MAX_NODE_SCORE // 2
+        out: IntArray = half + (half + _balance_scores(pairs, n) - _balance_scores(without, n)) // 2
         return out
 
 
+def _balance_scores(pairs: Sequence[tuple[IntArray, IntArray]], n: int) -> IntArray:
+    """`balance_score` of every row: (allocatable, requested) per resource, allocatable 0 = skipped."""
+    if all(bool(alloc.all()) for alloc, _ in pairs):
+        return _scores_all_valid(pairs, n)
+    count = np.zeros(n, dtype=np.int64)
+    first = np.zeros(n, dtype=np.float64)
+    second = np.zeros(n, dtype=np.float64)
+    total = np.zeros(n, dtype=np.float64)
+    columns: list[tuple[npt.NDArray[np.bool_], FloatArray]] = []
+    for alloc, req in pairs:
+        valid = alloc != 0
+        if not valid.any():
+            continue
+        fraction = req.astype(np.float64) / np.where(valid, alloc, 1).astype(np.float64)
+        fraction = np.where(valid & (fraction > 1), 1.0, np.where(valid, fraction, 0.0))
+        first = np.where(valid & (count == 0), fraction, first)
+        second = np.where(valid & (count == 1), fraction, second)
+        total = total + fraction  # invalid rows add an exact 0.0, as if skipped
+        count += valid
+        columns.append((valid, fraction))
+    std = np.zeros(n, dtype=np.float64)
+    two = count == 2
+    std[two] = np.abs((first[two] - second[two]) / 2)
+    many = count > 2
+    if many.any():
+        k = count[many].astype(np.float64)
+        mean = total[many] / k
+        acc = np.zeros(len(k), dtype=np.float64)
+        for valid, fraction in columns:
+            d = fraction[many] - mean
+            acc = acc + np.where(valid[many], d * d, 0.0)
+        std[many] = np.sqrt(acc / k)
+    out: IntArray = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+    return out
+
+
 def _scores_all_valid(pairs: Sequence[tuple[IntArray, IntArray]], n: int) -> IntArray:
-    """`score_nodes` when every node has every resource (the common case): every fraction counts,
+    """`_balance_scores` when every node has every resource (the common case): every fraction counts,
     so no masking is needed. Same float operations, in the same order, as `balance_score`."""
     if len(pairs) < 2:
         return np.full(n, MAX_NODE_SCORE, dtype=np.int64)  # std 0

@@ -68,7 +68,6 @@ POD_GROUP_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
 _STATE_KEY = "PreFilterCoscheduling"
 #: Past this many remembered groups, QueueSort forgets those with no pending member left.
 _FIRST_SEEN_SWEEP = 4096
-_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 class CoschedulingArgs(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True, frozen=True):
@@ -169,6 +168,8 @@ class Coscheduling(
     """
 
     name: ClassVar[str] = "Coscheduling"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ("Pod", "PodGroup")
     args_type: ClassVar[type[CoschedulingArgs]] = CoschedulingArgs
 
     def __init__(self, args: CoschedulingArgs | None = None, handle: Handle | None = None) -> None:
@@ -478,7 +479,7 @@ class Coscheduling(
         members = [
             p
             for p in self._handle().lister("Pod")
-            if group.has(p) and not p.metadata.deletion_timestamp and p.status.phase not in _TERMINAL_PHASES
+            if group.has(p) and not p.metadata.deletion_timestamp and not p.finished
         ]
         if pod is not None and all(pod_key(p) != pod_key(pod) for p in members):
             members.append(pod)

@@ -268,6 +268,8 @@ class DefaultPreemption(PostFilterPlugin):
     """PostFilter: nominate the pod to a node after evicting the fewest, least important pods there."""
 
     name: ClassVar[str] = "DefaultPreemption"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ("PodDisruptionBudget",)
     args_type: ClassVar[type[DefaultPreemptionArgs]] = DefaultPreemptionArgs
 
     def __init__(self, args: DefaultPreemptionArgs | None = None, handle: Handle | None = None) -> None:
@@ -355,9 +357,14 @@ class DefaultPreemption(PostFilterPlugin):
         if status is not None:
             return None, status
         self._remember_nomination(handle, preemptor.key, best.name)
+        # v1.37.2 reports a success too, so the FailedScheduling message of the preempting attempt
+        # ends with `preemption: found a potential placement ...` (checked on the binary).
+        found = (
+            f"found a potential placement for pod on node {best.name}, preempting {len(best.victims)} victims"
+        )
         return PostFilterResult(
             nominated_node_name=best.name, victims=[v.pod.key for v in best.victims]
-        ), None
+        ), Status(Code.SUCCESS, found)
 
     @staticmethod
     def _prune_with_extenders(

@@ -2,8 +2,11 @@
 
 Two pods conflict when they want the same protocol and host port and either binds the wildcard
 address 0.0.0.0 (the default when `hostIP` is empty) or both bind the same address (reference §4.2).
-PreFilter collects the pod's host ports from its regular containers, as upstream does, and returns
-Skip when there are none, which is the case for almost every pod.
+PreFilter collects the pod's host ports from its regular containers and its sidecars (restartable
+init containers, which run as long as the pod: v1.37's `GetHostPorts`), and returns Skip when there
+are none, which is the case for almost every pod. A node's used ports are a set, as upstream's
+`HostPortInfo`: two pods bound to one port (possible with `spec.nodeName`) hold it once, and the
+preemption dry run frees it by removing either of them.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
 from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin, PreFilterPlugin
-from kubesched.framework.node_info import HostPort, NodeInfo, ports_conflict
+from kubesched.framework.node_info import HostPort, NodeInfo, pod_host_ports, ports_conflict
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
 from kubesched.framework.status import Status
 
@@ -28,16 +31,6 @@ ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 PRE_FILTER_STATE_KEY = "PreFilterNodePorts"
 
 BoolArray = npt.NDArray[np.bool_]
-
-
-def pod_host_ports(pod: Pod) -> tuple[HostPort, ...]:
-    """The (ip, protocol, port) host ports the pod's containers ask for; ip "" means 0.0.0.0."""
-    return tuple(
-        (port.host_ip or "0.0.0.0", port.protocol or "TCP", port.host_port)
-        for c in pod.spec.containers
-        for port in c.ports
-        if port.host_port > 0
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +45,8 @@ class NodePorts(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensi
     """Filter out nodes where one of the pod's host ports is already taken."""
 
     name: ClassVar[str] = "NodePorts"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
 
     def _wanted(self, state: CycleState, pod: Pod) -> tuple[HostPort, ...]:
         s = state.get(PRE_FILTER_STATE_KEY)

@@ -26,7 +26,11 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api.objects import Pod
-from kubesched.api.resources import is_scalar_resource, pod_non_zero_requests, pod_requests
+from kubesched.api.resources import (
+    is_scalar_resource,
+    pod_container_non_zero_requests,
+    pod_requests,
+)
 from kubesched.api.selectors import qualified_name_error
 from kubesched.errors import FieldErrors, InputError
 from kubesched.framework.cycle_state import CycleState
@@ -57,6 +61,7 @@ __all__ = [
     "ResourceSpec",
     "ScoringStrategy",
     "UtilizationShapePoint",
+    "broken_linear",
     "insufficient_reason",
 ]
 
@@ -215,16 +220,14 @@ def is_extended_resource(name: str) -> bool:
 
 
 def score_pod_requests(pod: Pod, resources: Sequence[str], *, non_zero: bool) -> list[int]:
-    """The pod's request of each scored resource; `non_zero` counts 100m / 200Mi for missing cpu/memory."""
-    requests = pod_requests(pod)
-    out = [requests.get(name, 0) for name in resources]
-    if non_zero and (CPU in resources or MEMORY in resources):
-        cpu, memory = pod_non_zero_requests(pod)
-        out = [
-            cpu if name == CPU else memory if name == MEMORY else v
-            for name, v in zip(resources, out, strict=True)
-        ]
-    return out
+    """The pod's request of each scored resource.
+
+    `non_zero` is NodeResourcesFit's view: the containers' requests with 100m / 200Mi for a missing
+    cpu / memory, ignoring pod-level `spec.resources` (as v1.37.2's Fit scorer does). Without it,
+    BalancedAllocation's view: the pod's real requests, pod-level ones included.
+    """
+    requests = pod_container_non_zero_requests(pod) if non_zero else pod_requests(pod)
+    return [requests.get(name, 0) for name in resources]
 
 
 def node_allocatable_requested(
@@ -282,6 +285,17 @@ def _trunc_div_array(a: IntArray, b: IntArray) -> IntArray:
     return np.where((a >= 0) == (b > 0), q, -q)
 
 
+def broken_linear(us: Sequence[int], ss: Sequence[int], u: int) -> int:
+    """Upstream's `BuildBrokenLinearFunction` at utilization `u`: the score of the shape points
+    (utilizations `us`, scores `ss` already scaled to 0..100), interpolated with Go's truncation."""
+    for i, point in enumerate(us):
+        if u <= point:
+            if i == 0:
+                return ss[0]
+            return ss[i - 1] + _trunc_div((ss[i] - ss[i - 1]) * (u - us[i - 1]), point - us[i - 1])
+    return ss[-1]
+
+
 def _round_half_up(total: int, weights: int) -> int:
     """`round(total / weights)` with halves away from zero (Go `math.Round`), exactly in integers."""
     return (2 * total + weights) // (2 * weights)
@@ -311,13 +325,7 @@ class _Scorer:
         return self._broken_linear(u)
 
     def _broken_linear(self, u: int) -> int:
-        us, ss = self.shape_u, self.shape_s
-        for i, point in enumerate(us):
-            if u <= point:
-                if i == 0:
-                    return ss[0]
-                return ss[i - 1] + _trunc_div((ss[i] - ss[i - 1]) * (u - us[i - 1]), point - us[i - 1])
-        return ss[-1]
+        return broken_linear(self.shape_u, self.shape_s, u)
 
     def combine(self, pairs: Sequence[tuple[int, int, int]]) -> int:
         """Weighted average of (allocatable, requested, weight) triples with allocatable > 0."""
@@ -436,6 +444,8 @@ class NodeResourcesFit(
     """Filter nodes without room for the pod's request; score nodes by how allocated they would be."""
 
     name: ClassVar[str] = "NodeResourcesFit"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
     args_type: ClassVar[type[NodeResourcesFitArgs]] = NodeResourcesFitArgs
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:

@@ -92,7 +92,6 @@ REQUIRE_REASON = "node(s) were not spot capacity and the pod requires spot"
 _EFFECTS = (EFFECT_NO_SCHEDULE, EFFECT_PREFER_NO_SCHEDULE, EFFECT_NO_EXECUTE)
 _FILTER_KEY = "PreFilterSpotScheduler"
 _SCORE_KEY = "PreScoreSpotScheduler"
-_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 def cap_reason(on_spot: int, total: int, owner: str, percent: int) -> str:
@@ -259,6 +258,8 @@ class SpotScheduler(
     0 on the others."""
 
     name: ClassVar[str] = "SpotScheduler"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ("Pod",)
     args_type: ClassVar[type[SpotSchedulerArgs]] = SpotSchedulerArgs
 
     def __init__(self, args: SpotSchedulerArgs | None = None, handle: Handle | None = None) -> None:
@@ -332,7 +333,7 @@ class SpotScheduler(
             refs = meta.owner_references
             if not refs or meta.deletion_timestamp is not None:
                 continue
-            if owner_key(other) != key or other.status.phase in _TERMINAL_PHASES:
+            if owner_key(other) != key or other.finished:
                 continue
             count += 1
             seen_self = seen_self or pod_key(other) == own

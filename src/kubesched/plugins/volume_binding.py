@@ -9,16 +9,16 @@ What upstream does (reference §3.2, §3.3, §3.5, §8.3), and how it maps here:
   persistentvolumeclaim "x"`), is being deleted, is `Lost` (`... bound to non-existent
   persistentvolume ...`), belongs to another pod (ephemeral), or is unbound while its class binds
   immediately (`pod has unbound immediate PersistentVolumeClaims`: the PV controller binds those, not
-  the scheduler). Bound local volumes (node affinity `kubernetes.io/hostname In [...]` in every
-  term) narrow the candidate nodes through a PreFilterResult.
-* **Filter** checks, per node: every bound claim's PV node affinity (`node(s) had volume node
-  affinity conflict`) and that its PV exists (`node(s) unavailable due to one or more pvc(s) bound to
-  non-existent pv(s)`); then for each unbound WaitForFirstConsumer claim, the smallest available
-  static PV of its class that fits it (capacity ≥ request, access modes, volume mode, label selector,
-  PV node affinity, not claimed by another claim, not chosen for another claim of the pod), or else
-  dynamic provisioning (the class has a provisioner other than `kubernetes.io/no-provisioner` and its
-  `allowedTopologies` admit the node) — otherwise `node(s) didn't find available persistent volumes
-  to bind`. All of a node's reasons go into one UnschedulableAndUnresolvable status.
+  the scheduler). It narrows no candidate nodes (v1.37.2).
+* **Filter** checks, per node: every bound claim's PV node affinity (`node(s) didn't match
+  PersistentVolume's node affinity`) and that its PV exists (`node(s) unavailable due to one or more
+  pvc(s) bound to non-existent pv(s)`); then for each unbound WaitForFirstConsumer claim, the
+  smallest available static PV of its class that fits it (capacity ≥ request, access modes, volume
+  mode, label selector, PV node affinity, not claimed by another claim, not chosen for another claim
+  of the pod), or else dynamic provisioning (the class has a provisioner other than
+  `kubernetes.io/no-provisioner` and its `allowedTopologies` admit the node) — otherwise `node(s)
+  didn't find available persistent volumes to bind`. All of a node's reasons go into one
+  UnschedulableAndUnresolvable status.
 * **Reserve** records the node's choices in the plugin's assume cache: the chosen PVs count as
   claimed, so the next pod cannot take them; claims to provision count as provisioned for that node
   (the `volume.kubernetes.io/selected-node` annotation upstream sets). **Unreserve** undoes that.
@@ -28,9 +28,14 @@ What upstream does (reference §3.2, §3.3, §3.5, §8.3), and how it maps here:
   PV/PVC write API: there the assumed binding is committed in the assume cache, and later pods see
   the claim bound to that PV (or provisioned for that node).
 
-Not modelled: CSIStorageCapacity (so `node(s) did not have enough free storage` is never reported),
-VolumeAttributesClass, and scoring (StorageCapacityScoring is alpha and off by default, so `shape`
-is rejected as upstream does while the gate is off).
+* **Score** (StorageCapacityScoring, beta and on by default since v1.37): PreScore never skips, so
+  every pod gets a VolumeBinding score on every node, 0 unless the node has volumes to choose. With
+  static PVs chosen on the node, per storage class `u = requested * 100 // capacity` (100 when the
+  capacity is 0 or too small) is mapped through `shape` (default: 0 -> 10, 100 -> 0, scores x10, so
+  the tightest fit is *least* preferred), and the node scores the rounded mean over classes.
+
+Not modelled: CSIStorageCapacity (so `node(s) did not have enough free storage` is never reported,
+and dynamic provisions do not score), VolumeAttributesClass.
 """
 
 from __future__ import annotations
@@ -51,21 +56,25 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
+    BatchScorePlugin,
     EnqueueExtensions,
     FilterPlugin,
     PreBindPlugin,
     PreFilterPlugin,
+    PreScorePlugin,
     ReservePlugin,
+    ScorePlugin,
 )
 from kubesched.framework.node_info import NodeInfo, pod_key
 from kubesched.framework.node_table import BatchFilterResult, BoolArray, NodeSet, NodeTable
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PreFilterResult
+from kubesched.framework.types import MAX_NODE_SCORE, PreFilterResult
 from kubesched.plugins._node_selector_batch import BatchNodeSelector
 from kubesched.plugins._volumes import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
+    VOLUME_KINDS,
     WAIT_FOR_FIRST_CONSUMER,
     VolumeHandle,
     VolumeObjects,
@@ -78,6 +87,13 @@ from kubesched.plugins._volumes import (
     pvc_not_found,
     volume_class,
 )
+from kubesched.plugins.node_resources_fit import (
+    MAX_CUSTOM_PRIORITY_SCORE,
+    MAX_UTILIZATION,
+    broken_linear,
+    validate_shape,
+)
+from kubesched.plugins.node_resources_fit import UtilizationShapePoint as _FitShapePoint
 
 __all__ = [
     "ERR_REASON_BIND_CONFLICT",
@@ -89,9 +105,10 @@ __all__ = [
     "VolumeBinder",
     "VolumeBinding",
     "VolumeBindingArgs",
+    "default_shape",
 ]
 
-ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 #: Needs CSIStorageCapacity, which kubesched does not model; kept for completeness.
 ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
@@ -102,7 +119,6 @@ PRE_FILTER_STATE_KEY = "PreFilterVolumeBinding"
 RESERVE_STATE_KEY = "ReserveVolumeBinding"
 
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 FILESYSTEM = "Filesystem"
 STORAGE = "storage"
 
@@ -113,7 +129,7 @@ IntArray = npt.NDArray[np.int64]
 
 
 class UtilizationShapePoint(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
-    """A point of the StorageCapacityScoring curve (only valid with that feature gate)."""
+    """A point of the StorageCapacityScoring curve: utilization 0..100 -> score 0..10."""
 
     utilization: int = 0
     score: int = 0
@@ -124,8 +140,13 @@ class VolumeBindingArgs(msgspec.Struct, kw_only=True, rename="camel", forbid_unk
 
     #: How long PreBind waits for the API binding to complete (0: do not wait).
     bind_timeout_seconds: int = DEFAULT_BIND_TIMEOUT_SECONDS
-    #: Scoring curve of StorageCapacityScoring; that gate is off, so it must stay unset.
-    shape: list[UtilizationShapePoint] | None = None
+    #: Scoring curve of StorageCapacityScoring (on by default since v1.37); upstream's default
+    #: favours the node whose volumes leave the most room.
+    shape: list[UtilizationShapePoint] = msgspec.field(default_factory=lambda: default_shape())
+
+    def __post_init__(self) -> None:
+        if not self.shape:  # upstream defaulting: an empty shape means the default one
+            self.shape = default_shape()
 
     def validate(self) -> list[InputError]:
         errors: list[InputError] = []
@@ -135,11 +156,17 @@ class VolumeBindingArgs(msgspec.Struct, kw_only=True, rename="camel", forbid_unk
                     "invalid BindTimeoutSeconds, should not be a negative value", path="bindTimeoutSeconds"
                 )
             )
-        if self.shape is not None:
-            errors.append(
-                InputError("unsupported when StorageCapacityScoring feature is disabled", path="shape")
-            )
+        points = [_FitShapePoint(utilization=p.utilization, score=p.score) for p in self.shape]
+        errors.extend(validate_shape(points, "shape"))
         return errors
+
+
+def default_shape() -> list[UtilizationShapePoint]:
+    """v1.37's default VolumeBindingArgs.shape: utilization 0 scores 10, utilization 100 scores 0."""
+    return [
+        UtilizationShapePoint(utilization=0, score=MAX_CUSTOM_PRIORITY_SCORE),
+        UtilizationShapePoint(utilization=MAX_UTILIZATION, score=0),
+    ]
 
 
 # --------------------------------------------------------------------------- live binding
@@ -299,23 +326,6 @@ def _affinity(pv: PersistentVolume) -> NodeSelector | None:
     return pv.spec.node_affinity.get("required") if pv.spec.node_affinity else None
 
 
-def _local_hostnames(pv: PersistentVolume) -> set[str] | None:
-    """Hostnames a local volume is pinned to, when every affinity term pins it that way; else None."""
-    required = _affinity(pv)
-    if required is None or not required.node_selector_terms:
-        return None
-    names: set[str] = set()
-    for term in required.node_selector_terms:
-        term_names: set[str] | None = None
-        for req in term.match_expressions:
-            if req.key == HOSTNAME_LABEL and req.operator == "In":
-                term_names = set(req.values) if term_names is None else term_names & set(req.values)
-        if term_names is None:
-            return None  # this term admits nodes by other labels: no narrowing
-        names |= term_names
-    return names
-
-
 def _storage(values: dict[str, str | int | float]) -> int:
     value = values.get(STORAGE)
     return quantity_nanos(value) if value is not None else 0
@@ -340,11 +350,21 @@ def _topology_mask(sc: StorageClass, nodes: NodeSet) -> BoolArray:
 
 
 class VolumeBinding(
-    PreFilterPlugin, FilterPlugin, BatchFilterPlugin, ReservePlugin, PreBindPlugin, EnqueueExtensions
+    PreFilterPlugin,
+    FilterPlugin,
+    BatchFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    BatchScorePlugin,
+    ReservePlugin,
+    PreBindPlugin,
+    EnqueueExtensions,
 ):
     """Check that the pod's claims are bound or bindable on the node; assume and bind them."""
 
     name: ClassVar[str] = "VolumeBinding"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = VOLUME_KINDS
     args_type: ClassVar[type[VolumeBindingArgs]] = VolumeBindingArgs
 
     def __init__(self, args: VolumeBindingArgs | None = None, handle: VolumeHandle | None = None) -> None:
@@ -354,6 +374,8 @@ class VolumeBinding(
             raise errors[0]
         self._handle = handle
         self.assume_cache = AssumeCache()
+        self._shape_u = [p.utilization for p in self.args.shape]
+        self._shape_s = [p.score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE) for p in self.args.shape]
 
     # ------------------------------------------------------------------ PreFilter
     def pre_filter(
@@ -365,20 +387,9 @@ class VolumeBinding(
         if data is None:
             return None, Status.skip()
         state.write(PRE_FILTER_STATE_KEY, data)
-        hostnames: set[str] | None = None
-        for claim in data.bound:
-            pv = data.objects.pv(claim.volume)
-            if pv is None:
-                hostnames = None  # upstream gives up narrowing when a volume is missing
-                break
-            pinned = _local_hostnames(pv)
-            if pinned is not None:
-                hostnames = pinned if hostnames is None else hostnames & pinned
-        if hostnames is None:
-            return None, None
-        column = nodes.table.label_column(HOSTNAME_LABEL)
-        rows = np.flatnonzero(column.value_in(sorted(hostnames)))
-        return PreFilterResult(frozenset(nodes.table.names[i] for i in rows)), None
+        # v1.37.2 narrows nothing at PreFilter (not even to the hosts of bound local volumes): every
+        # node reaches Filter and reports its own reason (checked against the binary).
+        return None, None
 
     def _resolve(self, pod: Pod, table: NodeTable | None) -> _PreFilterState | Status | None:
         """The pod's claims, split into bound and WaitForFirstConsumer ones; None if it has none."""
@@ -613,6 +624,47 @@ class VolumeBinding(
         if sc is None or not sc.provisioner or sc.provisioner == NOT_SUPPORTED_PROVISIONER:
             return np.zeros(len(nodes), dtype=np.bool_)
         return _topology_mask(sc, nodes)
+
+    # ------------------------------------------------------------------ Score
+    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
+        """Never Skip: with StorageCapacityScoring on, upstream scores every pod (mostly 0)."""
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        return int(self.score_nodes(state, pod, NodeTable([node_info]).all())[0])
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
+        """Per node, the rounded mean over storage classes of the shape at the class's utilization
+        by the static PVs chosen there; 0 where the pod has no volume to choose."""
+        n = len(nodes)
+        out = np.zeros(n, dtype=np.int64)
+        data = self._state(state, pod)
+        if not isinstance(data, _PreFilterState) or not data.delayed or n == 0:
+            return out
+        try:
+            ev = self._evaluate(data, nodes)
+        except QuantityError:
+            return out  # Filter reported it already
+        for pos in range(n):
+            classes: dict[str, list[int]] = {}
+            for claim, pvs, choice in ev.static:
+                if choice[pos] < 0:
+                    continue
+                used = classes.setdefault(claim.class_name, [0, 0])
+                used[0] += _storage(claim.pvc.spec.resources.requests)
+                used[1] += _storage(pvs[int(choice[pos])].spec.capacity)
+            if classes:
+                total = sum(self._class_score(req, cap) for req, cap in classes.values())
+                out[pos] = (2 * total + len(classes)) // (2 * len(classes))  # Go math.Round
+        return out
+
+    def _class_score(self, requested: int, capacity: int) -> int:
+        u = (
+            MAX_UTILIZATION
+            if capacity == 0 or requested > capacity
+            else requested * MAX_UTILIZATION // capacity
+        )
+        return broken_linear(self._shape_u, self._shape_s, u)
 
     # ------------------------------------------------------------------ Reserve / Unreserve
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:

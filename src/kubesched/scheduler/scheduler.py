@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kubesched.api.objects import Node, PersistentVolumeClaim, Pod
+from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import (
     ASSIGNED_POD_ADD,
@@ -42,7 +43,7 @@ from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
-from kubesched.scheduler.ports import ClusterPort, VolumeBinderPort
+from kubesched.scheduler.ports import ClusterPort, ResourceClaimPort, VolumeBinderPort
 from kubesched.scheduler.queue import SchedulingQueue
 
 if TYPE_CHECKING:
@@ -81,6 +82,10 @@ class Attempt:
     nominated_node: str | None = None
     filter: dict[str, Status] | None = None
     scores: dict[str, tuple[dict[str, int], int]] | None = None
+    #: The PreFilter rejection that ended this attempt before any node was filtered.
+    pre_filter: Status | None = None
+    #: What the PostFilter plugins (preemption) said when no node fit; "" when they did not run.
+    post_filter: str = ""
     duration: float = 0.0
     #: Pods evicted by this attempt's PostFilter (preemption), as `namespace/name`.
     victims: list[str] = field(default_factory=list)
@@ -149,6 +154,24 @@ class _ProfileHandle:
 
     def lister(self, kind: str) -> Sequence[Any]:
         return self._s.port.lister(kind)
+
+    # -- ResourceClaim writes (DynamicResources' PreBind, Unreserve, PostFilter)
+    def _claims_port(self) -> ResourceClaimPort:
+        port = self._s.port
+        if not isinstance(port, ResourceClaimPort):
+            raise RuntimeError("this cluster does not store ResourceClaim allocations")
+        return port
+
+    def write_claim_allocation(
+        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+    ) -> ResourceClaim:
+        return self._claims_port().write_claim_allocation(claim, allocation, pod)
+
+    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
+        self._claims_port().remove_claim_reservation(claim, pod)
+
+    def deallocate_claim(self, claim: ResourceClaim) -> None:
+        self._claims_port().deallocate_claim(claim)
 
     def _framework(self) -> Framework:
         return self._s.frameworks[self._profile]
@@ -279,6 +302,10 @@ class Scheduler:
     def on_node_delete(self, node: Node) -> None:
         self.cache.remove_node(node.metadata.name)
 
+    def on_object_event(self, resource: Resource, action: ActionType, old: Any, new: Any) -> None:
+        """Another kind changed (a ResourceClaim, a PV, ...): move pods waiting for such an event."""
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)
+
     def on_pod_add(self, pod: Pod) -> None:
         """A pod appeared. Raises InputError (e.g. a bad quantity) so the caller can report the pod."""
         if pod.spec.node_name:
@@ -374,6 +401,7 @@ class Scheduler:
             if not status.is_rejected():
                 raise _CycleError(status)
             diagnosis.pre_filter_msg = status.message()
+            diagnosis.pre_filter_status = status
             if status.code == Code.PENDING:
                 diagnosis.pending_plugins |= plugins
             raise FitError(pod, len(table), diagnosis)
@@ -697,7 +725,17 @@ class Scheduler:
             for name in table.names:
                 explain.setdefault(name, fit.diagnosis.absent_nodes_status)
         status = Status(Code.UNSCHEDULABLE, error=fit)
-        self._fail(fwk, qpi, status, started, filter_=explain, nominated=nominated, victims=victims)
+        self._fail(
+            fwk,
+            qpi,
+            status,
+            started,
+            filter_=explain,
+            nominated=nominated,
+            victims=victims,
+            pre_filter=fit.diagnosis.pre_filter_status,
+            post_filter=fit.diagnosis.post_filter_msg,
+        )
 
     def _fail(
         self,
@@ -709,6 +747,8 @@ class Scheduler:
         filter_: dict[str, Status] | None,
         nominated: str | None = None,
         victims: list[str] | None = None,
+        pre_filter: Status | None = None,
+        post_filter: str = "",
     ) -> None:
         """Upstream's handleSchedulingFailure: requeue, nominate, FailedScheduling event, condition.
 
@@ -748,6 +788,8 @@ class Scheduler:
                 message=message,
                 nominated_node=nominated or self.nominator.nominated_node(key),
                 filter=filter_,
+                pre_filter=pre_filter,
+                post_filter=post_filter,
                 duration=self.clock.now() - started,
                 victims=list(victims or ()),
             )
@@ -803,6 +845,8 @@ def _node_change(old: Node, new: Node) -> ActionType:
         action |= ActionType.UPDATE_NODE_CONDITION
     if old.metadata.annotations != new.metadata.annotations:
         action |= ActionType.UPDATE_NODE_ANNOTATION
+    if old.status.declared_features != new.status.declared_features:
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return action or ActionType.UPDATE
 
 

@@ -27,14 +27,15 @@ from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.framework.node_info import pod_key
 from kubesched.framework.registry import Registry
 from kubesched.scheduler.clock import VirtualClock
-from kubesched.scheduler.extenders import Extenders
-from kubesched.scheduler.profiles import options_from_config, profiles_from_config
-from kubesched.scheduler.scheduler import Attempt, Scheduler
+from kubesched.scheduler.profiles import profiles_from_config
+from kubesched.scheduler.scheduler import Attempt
 from kubesched.simulate.replay_report import ReplayPod, ReplayReport, ReplaySummary
 from kubesched.simulate.runner import (
     IDLE_HORIZON_SECONDS,
+    PER_NODE_MAX_NODES,
     PodRecord,
     check_node_quantities,
+    new_scheduler,
     node_usage,
     pod_result,
 )
@@ -95,15 +96,16 @@ class _Replay:
         self.progress = progress
         self.clock = VirtualClock()
         self.cluster = MemoryCluster(_static_objects(initial, scenario.objects), self.clock.now)
-        profiles = profiles_from_config(config, registry)
-        self.scheduler = Scheduler(
-            profiles,
+        self.explain = explain
+        self.scheduler = new_scheduler(
+            profiles_from_config(config, registry),
+            config,
             registry,
             self.cluster,
             self.clock,
-            options_from_config(config, seed=seed, explain=explain),
+            seed=seed,
+            explain=explain,
             observer=self._observe,
-            extenders=Extenders.from_config(config.extenders, after_bind=self.cluster.bind),
         )
         self.cluster.subscribe(self.scheduler)
         self.cluster.subscribe(self)  # after the scheduler: binds and deletes reach us second
@@ -330,7 +332,8 @@ class _Replay:
     def _observe(self, attempt: Attempt) -> None:
         life = self.current.get(pod_key(attempt.pod))
         if life is not None and life.responsible:
-            life.record.observe(attempt)
+            per_node = len(self.cluster.nodes) <= PER_NODE_MAX_NODES
+            life.record.observe(attempt, explain=self.explain, per_node=per_node)
 
     def _refuse(self, pod: Pod, exc: Exception) -> None:
         """A pod the scheduler could not take (e.g. an invalid quantity): an Error, not a crash."""
@@ -358,7 +361,7 @@ class _Replay:
                 where = queue.where(pod_key(rec.pod))
                 if where is not None and where != "gated":
                     rec.result = "Unschedulable"
-            base = msgspec.structs.asdict(pod_result(rec))
+            base = msgspec.structs.asdict(pod_result(rec, self.cluster))
             if life.bound is not None and life.responsible:
                 base["result"], base["node"], base["message"] = "Scheduled", rec.node or base["node"], None
             pods.append(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from kubesched.api.loader import LoadedObjects
@@ -19,11 +19,31 @@ from kubesched.framework.status import Status
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.extenders import Extenders
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
-from kubesched.scheduler.scheduler import Attempt, Scheduler
-from kubesched.simulate.report import FilterVerdict, NodeScores, NodeUsage, PodResult, Report, Summary
+from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
+from kubesched.simulate.explanation import explain_attempt, verdict
+from kubesched.simulate.report import (
+    AllocatedDevice,
+    Explanation,
+    NodeScores,
+    NodeUsage,
+    PodResult,
+    ProfileWeights,
+    Report,
+    Summary,
+)
+from kubesched.simulate.workload_report import workload_results
+from kubesched.simulate.workloads import (
+    PodChanges,
+    WorkloadControllers,
+    has_workloads,
+    with_room_for_controllers,
+)
 
 #: Stop once this much virtual time passed without a pod being bound (covers Permit's 15 min cap).
 IDLE_HORIZON_SECONDS = 16 * 60.0
+#: With --explain, every pod keeps its per-node filter verdicts and scores on clusters up to this
+#: size; on bigger ones only the per-reason summary is kept (unless asked for), so memory stays bounded.
+PER_NODE_MAX_NODES = 100
 
 
 @dataclass(slots=True)
@@ -38,11 +58,17 @@ class PodRecord:
     attempts: int = 0
     filter: dict[str, Status] | None = None
     scores: dict[str, tuple[dict[str, int], int]] | None = None
+    pre_filter: Status | None = None
+    explanation: Explanation | None = None
     #: Pods this pod's preemptions evicted, over all its attempts.
     victims: list[str] = field(default_factory=list)
 
-    def observe(self, attempt: Attempt) -> None:
-        """Fold one attempt (or binding cycle) of this pod into the record."""
+    def observe(self, attempt: Attempt, *, explain: bool, per_node: bool) -> None:
+        """Fold one attempt (or binding cycle) of this pod into the record.
+
+        With `explain`, keep the per-reason explanation, and with `per_node` also every node's
+        filter verdict and scores.
+        """
         if self.result != "Waiting":
             self.attempts += 1
         self.result = attempt.result
@@ -53,8 +79,12 @@ class PodRecord:
             # Scheduled attempts do not, so a bound preemptor still shows where it was nominated.
             self.nominated_node = attempt.nominated_node
         self.victims.extend(attempt.victims)
-        self.filter = attempt.filter
-        self.scores = attempt.scores
+        self.pre_filter = attempt.pre_filter
+        if explain:
+            self.explanation = explain_attempt(attempt.filter, attempt.scores, chosen=attempt.node)
+            if per_node:
+                self.filter = attempt.filter
+                self.scores = attempt.scores
 
 
 @dataclass(slots=True)
@@ -81,43 +111,84 @@ def simulate(
     *,
     seed: int = 0,
     explain: bool = False,
+    per_node: bool | None = None,
+    detail_pods: Collection[str] = (),
     progress: Callable[[int, int], None] | None = None,
+    on_attempt: Callable[[Attempt], None] | None = None,
 ) -> Report:
-    """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed."""
+    """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed.
+
+    With `explain`, each pod gets a per-reason `explanation` of its last attempt. Its per-node
+    `filter` and `scores` are kept too when `per_node` is True, for the pods named in `detail_pods`
+    (`namespace/name`), and, when `per_node` is None, on clusters of at most PER_NODE_MAX_NODES nodes.
+    `on_attempt` sees every attempt as it ends (the report keeps only each pod's last one): the
+    differential harness compares a preemptor's first FailedScheduling message with upstream's.
+    """
+    report, _ = simulate_cluster(
+        objects,
+        config,
+        registry,
+        seed=seed,
+        explain=explain,
+        per_node=per_node,
+        detail_pods=detail_pods,
+        progress=progress,
+        on_attempt=on_attempt,
+    )
+    return report
+
+
+def simulate_cluster(
+    objects: LoadedObjects,
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
+    *,
+    seed: int = 0,
+    explain: bool = False,
+    per_node: bool | None = None,
+    detail_pods: Collection[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+    on_attempt: Callable[[Attempt], None] | None = None,
+) -> tuple[Report, MemoryCluster]:
+    """`simulate`, also returning the cluster as the run left it (every pod, bound or not, by key)."""
     for node in objects.nodes:
         check_node_quantities(node)
     clock = VirtualClock()
-    cluster = MemoryCluster(objects, clock.now)
+    with_controllers = has_workloads(objects)
+    cluster = MemoryCluster(with_room_for_controllers(objects) if with_controllers else objects, clock.now)
+    controllers = WorkloadControllers(cluster, seed=seed) if with_controllers else None
     records: dict[str, PodRecord] = {}
     ignored: list[Pod] = []
     profiles = profiles_from_config(config, registry)
     names = {p.scheduler_name for p in profiles}
-    for pod in cluster.pods.values():
+
+    def track(pod: Pod) -> None:
+        """Report on `pod` if it waits for one of our profiles."""
         if pod.spec.node_name:
-            continue
+            return
         if pod.spec.scheduler_name in names:
             records[pod_key(pod)] = PodRecord(pod)
         else:
             ignored.append(pod)
+
+    for pod in cluster.pods.values():
+        track(pod)
     tracker = _Progress(len(records), callback=progress)
+    every_node = per_node if per_node is not None else len(cluster.nodes) <= PER_NODE_MAX_NODES
+    detailed = frozenset(detail_pods)
 
     def observe(attempt: Attempt) -> None:
+        if on_attempt is not None:
+            on_attempt(attempt)
         rec = records.get(pod_key(attempt.pod))
         if rec is None:
             return
-        rec.observe(attempt)
+        rec.observe(attempt, explain=explain, per_node=every_node or attempt.pod.key in detailed)
         if attempt.result == "Scheduled":
             tracker.mark(pod_key(attempt.pod))
 
-    scheduler = Scheduler(
-        profiles,
-        registry,
-        cluster,
-        clock,
-        options_from_config(config, seed=seed, explain=explain),
-        observer=observe,
-        # The config's HTTP extenders; one that binds leaves the in-memory cluster to record it.
-        extenders=Extenders.from_config(config.extenders, after_bind=cluster.bind),
+    scheduler = new_scheduler(
+        profiles, config, registry, cluster, clock, seed=seed, explain=explain, observer=observe
     )
 
     def refuse(pod: Pod, exc: Exception) -> None:
@@ -127,10 +198,24 @@ def simulate(
             rec.message = str(exc)
             tracker.mark(pod_key(pod))
 
+    def follow(changes: PodChanges) -> None:
+        """Report on the pods the controllers created; mark the pending ones they deleted."""
+        for pod in changes.created:
+            track(pod)
+        tracker.total = len(records)
+        for pod, why in changes.deleted:
+            rec = records.get(pod_key(pod))
+            if rec is not None:
+                rec.result, rec.node, rec.message = "Deleted", None, why
+                tracker.mark(pod_key(pod))
+
     started = time.perf_counter()
     cluster.subscribe(scheduler, on_error=refuse)
     try:
-        run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
+        if controllers is None:
+            run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
+        else:
+            run_with_controllers(scheduler, clock, cluster, controllers, follow)
     finally:
         if scheduler.extenders is not None:
             scheduler.extenders.close()
@@ -141,7 +226,65 @@ def simulate(
             where = scheduler.queue.where(key)
             if where is not None and where != "gated":
                 rec.result = "Unschedulable"
-    return _build_report(records, ignored, scheduler, seconds)
+    report = _build_report(records, ignored, scheduler, seconds, cluster)
+    if controllers is not None:
+        messages = {key: rec.message for key, rec in records.items() if rec.message}
+        report.workloads = workload_results(controllers, cluster.nodes, messages)
+    return report, cluster
+
+
+def new_scheduler(
+    profiles: list[ProfileSpec],
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
+    cluster: MemoryCluster,
+    clock: VirtualClock,
+    *,
+    seed: int,
+    explain: bool = False,
+    observer: Callable[[Attempt], None] | None = None,
+) -> Scheduler:
+    """The scheduler a simulation runs: `config`'s profiles and extenders over the in-memory cluster."""
+    return Scheduler(
+        profiles,
+        registry,
+        cluster,
+        clock,
+        options_from_config(config, seed=seed, explain=explain),
+        observer=observer,
+        # The config's HTTP extenders; one that binds leaves the in-memory cluster to record it.
+        extenders=Extenders.from_config(config.extenders, after_bind=cluster.bind),
+    )
+
+
+def run_with_controllers(
+    scheduler: Scheduler,
+    clock: VirtualClock,
+    cluster: MemoryCluster,
+    controllers: WorkloadControllers,
+    follow: Callable[[PodChanges], None],
+) -> None:
+    """Alternate controller rounds and scheduling until a round changes nothing.
+
+    Each round lets every controller act on what the scheduler did (a rollout's next step, the next
+    ordinal of an OrderedReady StatefulSet); the scheduler then runs until it settles.
+    """
+    settled = False
+    while True:
+        changes = controllers.reconcile()
+        follow(changes)
+        if settled and not changes:
+            return
+        run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
+        settled = True
+
+
+def profile_weights(scheduler: Scheduler) -> list[ProfileWeights]:
+    """Each profile's Score plugins with their weights, so a reader can check `total`."""
+    return [
+        ProfileWeights(scheduler_name=name, score_weights=dict(fwk.score_weights))
+        for name, fwk in scheduler.frameworks.items()
+    ]
 
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -200,9 +343,13 @@ def run_until_settled(
 
 
 def _build_report(
-    records: dict[str, PodRecord], ignored: list[Pod], scheduler: Scheduler, seconds: float
+    records: dict[str, PodRecord],
+    ignored: list[Pod],
+    scheduler: Scheduler,
+    seconds: float,
+    cluster: MemoryCluster | None = None,
 ) -> Report:
-    pods = [pod_result(rec) for rec in records.values()]
+    pods = [pod_result(rec, cluster) for rec in records.values()]
     pods.extend(
         PodResult(
             namespace=p.metadata.namespace,
@@ -235,15 +382,39 @@ def _build_report(
             waiting=waiting,
             ignored=len(ignored),
         ),
+        profiles=profile_weights(scheduler),
     )
 
 
-def pod_result(rec: PodRecord) -> PodResult:
+def _allocated_devices(pod: Pod, cluster: MemoryCluster) -> list[AllocatedDevice]:
+    """The devices of the claims reserved for `pod`, in the order of its `spec.resourceClaims`."""
+    current = cluster.pods.get(pod_key(pod), pod)
+    names = [c.resource_claim_name for c in current.spec.resource_claims if c.resource_claim_name]
+    names += [s.resource_claim_name for s in current.status.resource_claim_statuses if s.resource_claim_name]
+    out: list[AllocatedDevice] = []
+    for name in names:
+        claim = cluster.claims.get(f"{current.metadata.namespace}/{name}")
+        if claim is None or claim.status.allocation is None:
+            continue
+        if not any(r.uid == current.metadata.uid for r in claim.status.reserved_for):
+            continue
+        for r in claim.status.allocation.devices.results:
+            out.append(
+                AllocatedDevice(
+                    claim=claim.key,
+                    request=r.request,
+                    driver=r.driver,
+                    pool=r.pool,
+                    device=r.device,
+                    share_id=r.share_id,
+                )
+            )
+    return out
+
+
+def pod_result(rec: PodRecord, cluster: MemoryCluster | None = None) -> PodResult:
     pod = rec.pod
-    filter_ = {
-        node: FilterVerdict(plugin=st.plugin, code=str(st.code), reasons=st.all_reasons())
-        for node, st in sorted((rec.filter or {}).items())
-    }
+    filter_ = {node: verdict(st) for node, st in sorted((rec.filter or {}).items())}
     scores = {
         node: NodeScores(plugins=dict(sorted(plugins.items())), total=total)
         for node, (plugins, total) in sorted((rec.scores or {}).items())
@@ -264,6 +435,9 @@ def pod_result(rec: PodRecord) -> PodResult:
         attempts=rec.attempts,
         filter=filter_,
         scores=scores,
+        devices=_allocated_devices(pod, cluster) if cluster is not None and rec.result == "Scheduled" else [],
+        pre_filter=verdict(rec.pre_filter) if rec.pre_filter is not None else None,
+        explanation=rec.explanation,
     )
 
 

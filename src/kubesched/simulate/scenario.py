@@ -31,8 +31,9 @@ import msgspec
 import yaml
 
 from kubesched.api.json_shape import type_name
-from kubesched.api.loader import LoadedObjects, decode_object, parse_documents, read_text
-from kubesched.api.objects import KubeObject, Pod
+from kubesched.api.loader import LoadedObject, LoadedObjects, decode_object, parse_documents, read_text
+from kubesched.api.objects import Pod
+from kubesched.api.workloads import WORKLOAD_KINDS
 from kubesched.config.duration import parse_duration
 from kubesched.errors import InputError
 
@@ -79,7 +80,7 @@ class TimelineEvent:
     at: float
     action: str
     ref: ObjectRef
-    obj: KubeObject | None = None
+    obj: LoadedObject | None = None
     #: Pods (create only): seconds the pod runs once bound; None runs until deleted.
     run_for: float | None = None
     #: Position in `spec.events`, so that runtime notes can point back at the file.
@@ -176,6 +177,11 @@ def _event(raw: Any, i: int) -> TimelineEvent:
         return TimelineEvent(at, action, ref, index=i)
     obj = _object(entry[action], body_path)
     ref = _ref_of(obj)
+    if isinstance(obj, WORKLOAD_KINDS):
+        raise InputError(
+            f"{ref.kind} objects are not replayed yet: create their pods in the timeline",
+            path=f"{body_path}.kind",
+        )
     if ref.kind not in TIMELINE_KINDS and (action != "create" or at > 0):
         raise InputError(
             f"{ref.kind} objects can only be created at 0s; the timeline changes "
@@ -192,7 +198,7 @@ def _event(raw: Any, i: int) -> TimelineEvent:
     return TimelineEvent(at, action, ref, obj=obj, run_for=run_for, index=i)
 
 
-def _object(raw: Any, path: str) -> KubeObject:
+def _object(raw: Any, path: str) -> LoadedObject:
     try:
         obj = decode_object(raw)
     except InputError as err:
@@ -205,7 +211,7 @@ def _object(raw: Any, path: str) -> KubeObject:
     return obj
 
 
-def _ref_of(obj: KubeObject) -> ObjectRef:
+def _ref_of(obj: LoadedObject) -> ObjectRef:
     namespace = (obj.metadata.namespace or "default") if isinstance(obj, Pod) else obj.metadata.namespace
     return ObjectRef(str(obj.kind), obj.metadata.name, namespace)
 

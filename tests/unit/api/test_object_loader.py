@@ -87,13 +87,13 @@ items:
 
 def test_unknown_kinds_are_counted_not_rejected() -> None:
     text = """\
-kind: Deployment
+kind: Ingress
 metadata: {name: d}
 ---
 kind: List
 items:
 - {kind: Endpoints, metadata: {name: s}}
-- {kind: Deployment}
+- {kind: Ingress}
 - {kind: PriorityClass, metadata: {name: high}, value: 1000}
 ---
 kind: ConfigMapList
@@ -103,7 +103,7 @@ items:
 """
     skipped: dict[str, int] = {}
     objs = load_documents(text, "mixed.yaml", skipped=skipped)
-    assert skipped == {"Deployment": 2, "Endpoints": 1, "ConfigMap": 2}
+    assert skipped == {"Ingress": 2, "Endpoints": 1, "ConfigMap": 2}
     assert len(objs) == 1 and isinstance(objs[0], PriorityClass) and objs[0].value == 1000
 
 

@@ -14,6 +14,7 @@ from kubesched.api.resources import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
     is_scalar_resource,
+    pod_container_non_zero_requests,
     pod_non_zero_requests,
     pod_requests,
 )
@@ -163,6 +164,16 @@ def test_pod_requests(p: Pod, expected: dict[str, int]) -> None:
         ),
         pytest.param(pod([c()], pod_level={"cpu": "1"}), (1000, 200 * Mi), id="pod-level overrides defaults"),
         pytest.param(
+            pod([c(memory="1Gi"), c()], pod_level={"cpu": "1"}),
+            (1000, Gi),
+            id="pod-level set: no default for a resource some container names",
+        ),
+        pytest.param(
+            pod([c(), c()], pod_level={"cpu": "1"}),
+            (1000, 400 * Mi),
+            id="pod-level set: defaults for a resource nobody names",
+        ),
+        pytest.param(
             pod([c()], overhead={"cpu": "10m", "memory": "1Mi"}), (110, 201 * Mi), id="plus overhead"
         ),
     ],
@@ -282,3 +293,24 @@ def test_overhead_adds_exactly(regular: list[Container], init: list[Container], 
 def test_without_init_containers_cpu_is_the_sum(milli: list[int]) -> None:
     p = pod([container_from(m, None, False) for m in milli])
     assert pod_requests(p).get("cpu", 0) == sum(milli)
+
+
+@pytest.mark.parametrize(
+    ("p", "expected"),
+    [
+        pytest.param(pod([c()]), {"cpu": 100, "memory": 200 * Mi}, id="defaults"),
+        pytest.param(
+            pod([c(), c(cpu="1")], pod_level={"cpu": "4", "memory": "4Gi"}),
+            {"cpu": 1100, "memory": 400 * Mi},
+            id="pod-level requests ignored, containers defaulted",
+        ),
+        pytest.param(
+            pod([c(cpu="1", memory="1Gi", **{GPU: 1})], overhead={"cpu": "100m"}),
+            {"cpu": 1100, "memory": Gi, GPU: 1},
+            id="extended resources and overhead kept",
+        ),
+    ],
+)
+def test_pod_container_non_zero_requests(p: Pod, expected: dict[str, int]) -> None:
+    """NodeResourcesFit's scorer view (v1.37.2): containers only, with the 100m / 200Mi defaults."""
+    assert pod_container_non_zero_requests(p) == expected

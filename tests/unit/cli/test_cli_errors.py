@@ -26,8 +26,8 @@ POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{na
 DEFAULT_PLUGINS = (
     "SchedulingGates",
     "PrioritySort",
-    "NodeUnschedulable",
     "NodeName",
+    "NodeUnschedulable",
     "TaintToleration",
     "NodeAffinity",
     "NodePorts",

@@ -125,8 +125,8 @@ CUSTOM = [CustomFilter, CustomScore, CustomMulti, CustomSort, SortWithArgs, Cust
 DEFAULT_ORDER = [
     ("SchedulingGates", None),
     ("PrioritySort", None),
-    ("NodeUnschedulable", None),
     ("NodeName", None),
+    ("NodeUnschedulable", None),
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
     ("NodePorts", None),

@@ -148,8 +148,8 @@ def test_upstream_default_list_and_weights() -> None:
     assert UPSTREAM_DEFAULT_PLUGINS == (
         ("SchedulingGates", None),
         ("PrioritySort", None),
-        ("NodeUnschedulable", None),
         ("NodeName", None),
+        ("NodeUnschedulable", None),
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("NodePorts", None),
@@ -160,10 +160,12 @@ def test_upstream_default_list_and_weights() -> None:
         ("VolumeZone", None),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
+        ("DynamicResources", 2),
         ("DefaultPreemption", None),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
         ("DefaultBinder", None),
+        ("NodeDeclaredFeatures", None),
     )
 
 

@@ -162,8 +162,8 @@ DEFAULT_SCORE = [
     ("ImageLocality", 1),
 ]
 DEFAULT_FILTER = [
-    "NodeUnschedulable",
     "NodeName",
+    "NodeUnschedulable",
     "TaintToleration",
     "NodeAffinity",
     "NodePorts",

@@ -145,6 +145,15 @@ def test_bearer_token() -> None:
     assert client.post("/filter", json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert client.post("/filter", json=body, headers={"Authorization": "Bearer s3cret"}).status_code == 200
     assert client.get("/healthz").status_code == 200  # probes need no token
+    assert client.get("/readyz").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/openapi.json"])
+def test_metrics_and_openapi_sit_behind_the_same_authentication(path: str) -> None:
+    client = snapshot_client(token="s3cret")
+    assert client.get(path).status_code == 401
+    assert client.get(path, headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    assert stateless_client().get(path).status_code == 200  # no authentication configured: open
 
 
 def test_only_post_and_configured_paths() -> None:
@@ -280,7 +289,8 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_mutual_tls(pki: Path) -> None:
-    app = server(engine(ClusterState.from_objects(objects(NODES)))).app
+    """Client certificates authenticate; without one, only the probes answer (kubelet sends none)."""
+    app = server(engine(ClusterState.from_objects(objects(NODES))), client_certificates=True).app
     tls = {
         "cert_file": str(pki / "server.crt"),
         "key_file": str(pki / "server.key"),
@@ -288,11 +298,16 @@ def test_mutual_tls(pki: Path) -> None:
     }
     body = {"Pod": pod_json("p"), "NodeNames": ["big"]}
     with serve_in_thread(app, **tls) as srv:
-        url = f"https://127.0.0.1:{srv.port}/filter"
+        base = f"https://127.0.0.1:{srv.port}"
         ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
         ctx.load_cert_chain(str(pki / "client.crt"), str(pki / "client.key"))
         with httpx2.Client(verify=ctx) as c:
-            assert c.post(url, json=body).json()["NodeNames"] == ["big"]
+            assert c.post(f"{base}/filter", json=body).json()["NodeNames"] == ["big"]
+            assert c.get(f"{base}/metrics").status_code == 200
         anonymous = ssl.create_default_context(cafile=str(pki / "ca.crt"))
-        with httpx2.Client(verify=anonymous) as c, pytest.raises(httpx2.HTTPError):
-            c.post(url, json=body)
+        with httpx2.Client(verify=anonymous) as c:
+            assert c.post(f"{base}/filter", json=body).status_code == 401
+            for path in ("/metrics", "/openapi.json"):
+                assert c.get(f"{base}{path}").status_code == 401
+            assert c.get(f"{base}/healthz").status_code == 200
+            assert c.get(f"{base}/readyz").status_code == 200

@@ -1,5 +1,6 @@
-"""NodeResourcesBalancedAllocation (reference §3.4, §8.3): hand-computed scores for two and three
-resources, the best-effort Skip, args validation, and batch == per node."""
+"""NodeResourcesBalancedAllocation (reference §3.4, §8.3; v1.37 delta §6.3): hand-computed scores for
+two and more resources under the v1.36+ change-in-balance formula, the best-effort Skip, args
+validation, and batch == per node."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from kubesched.framework.status import Code
 from kubesched.plugins.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
+    balance_change_score,
     balance_score,
 )
 from kubesched.testing.builders import make_node, make_pod, make_table
@@ -55,87 +57,93 @@ def _on(node: Node, *existing: Pod) -> NodeSet:
 
 
 SCORE_CASES: list[tuple[str, tuple[str, ...], Node, list[Pod], Pod, int]] = [
-    # cpu (1+1)/4 = 0.5, memory (1+1)/8 = 0.25 -> std 0.125 -> int(87.5) = 87
+    # with: cpu (1+1)/4 = 0.5, memory (1+1)/8 = 0.25 -> std 0.125 -> int(87.5) = 87
+    # without: .25/.125 -> std .0625 -> 93; 50 + (50 + 87 - 93) // 2 = 72
     (
         "two resources",
         (),
         make_node("n", cpu="4", memory="8Gi"),
         [make_pod("e", cpu="1", memory="1Gi")],
         make_pod("p", cpu="1", memory="1Gi"),
-        87,
+        72,
     ),
-    # equal fractions -> 100
+    # equal fractions -> 100, as balanced as the empty node (100): no change -> 75
     (
         "perfectly balanced",
         (),
         make_node("n", cpu="4", memory="8Gi"),
         [],
         make_pod("p", cpu="2", memory="4Gi"),
-        100,
+        75,
     ),
-    # cpu 3/2 is capped at 1, memory 1/8: std (1 - 0.125)/2 = 0.4375 -> int(56.25) = 56
+    # cpu 3/2 is capped at 1, memory 1/8: std (1 - 0.125)/2 = 0.4375 -> int(56.25) = 56;
+    # without 100 -> 50 + (50 + 56 - 100) // 2 = 53
     (
         "fraction capped at 1",
         (),
         make_node("n", cpu="2", memory="8Gi"),
         [],
         make_pod("p", cpu="3", memory="1Gi"),
-        56,
+        53,
     ),
-    # Real requests, not the 100m/200Mi defaults: the best-effort pods add nothing. 0.5/0.5 -> 100
+    # Real requests, not the 100m/200Mi defaults: the best-effort pods add nothing. 0.5/0.5 -> 100,
+    # 0/0 without -> 100: 75
     (
         "real requests only",
         (),
         make_node("n", cpu="1", memory="1000Mi"),
         [make_pod(f"e{i}") for i in range(3)],
         make_pod("p", cpu="500m", memory="500Mi"),
-        100,
+        75,
     ),
-    # cpu only requested: cpu 0.25, memory 0 -> std 0.125 -> 87
+    # cpu only requested: cpu 0.25, memory 0 -> std 0.125 -> 87; 50 + (50 + 87 - 100) // 2 = 68
     (
         "missing memory request is zero",
         (),
         make_node("n", cpu="4", memory="8Gi"),
         [],
         make_pod("p", cpu="1"),
-        87,
+        68,
     ),
     # Three resources: 0.25, 0.5, 0.75 -> mean 0.5, std sqrt(0.125/3) = 0.2041 -> int(79.58) = 79
+    # -> 50 + (50 + 79 - 100) // 2 = 64
     (
         "three resources",
         ("cpu", "memory", FOO),
         make_node("n", cpu="4", memory="8Gi", extra={FOO: 4}),
         [],
         make_pod("p", cpu="1", memory="4Gi", extra={FOO: 3}),
-        79,
+        64,
     ),
     # Three resources configured, extended one not requested: back to two fractions 0.25/0.5 -> 87
+    # -> 68 (the skipped resource is skipped without the pod as well)
     (
         "unrequested extended resource skipped",
         ("cpu", "memory", FOO),
         make_node("n", cpu="4", memory="8Gi", extra={FOO: 4}),
         [],
         make_pod("p", cpu="1", memory="4Gi"),
-        87,
+        68,
     ),
-    # A resource the node lacks (allocatable 0) is skipped: one fraction left -> std 0 -> 100
+    # A resource the node lacks (allocatable 0) is skipped: one fraction left -> std 0 -> 100 -> 75
     (
         "zero allocatable skipped",
         ("cpu", "ephemeral-storage"),
         make_node("n", cpu="4"),
         [],
         make_pod("p", cpu="3", extra={"ephemeral-storage": "1Gi"}),
-        100,
+        75,
     ),
     # Four resources, existing requests counted: cpu 2/4=.5, mem 2/8=.25, eph 10/10=1, foo 1/4=.25
     # mean .5, squares .0625+0+.25+.0625 = .375 -> std sqrt(.09375) = .30619 -> int(69.38) = 69
+    # without: .25, .125, .4, 0 -> std .1483 -> 85; 50 + (50 + 69 - 85) // 2 = 67
     (
         "four resources with existing pods",
         ("cpu", "memory", "ephemeral-storage", FOO),
         make_node("n", cpu="4", memory="8Gi", extra={FOO: 4, "ephemeral-storage": "10Gi"}),
         [make_pod("e", cpu="1", memory="1Gi", extra={"ephemeral-storage": "4Gi"})],
         make_pod("p", cpu="1", memory="1Gi", extra={FOO: 1, "ephemeral-storage": "6Gi"}),
-        69,
+        67,
     ),
 ]
 
@@ -192,9 +200,9 @@ def test_score_without_pre_score() -> None:
     plugin = NodeResourcesBalancedAllocation()
     table = make_table([make_node("a", cpu="4", memory="8Gi"), make_node("b", cpu="1", memory="8Gi")])
     pod = make_pod("p", cpu="1", memory="2Gi")
-    # a: .25/.25 -> 100; b: 1/.25 -> std .375 -> 62
-    assert plugin.score(CycleState(), pod, table.infos[1]) == 62
-    assert plugin.score_nodes(CycleState(), pod, table.all()).tolist() == [100, 62]
+    # a: .25/.25 -> 100, was 100 -> 75; b: 1/.25 -> std .375 -> 62, was 100 -> 56
+    assert plugin.score(CycleState(), pod, table.infos[1]) == 56
+    assert plugin.score_nodes(CycleState(), pod, table.all()).tolist() == [75, 56]
 
 
 # --------------------------------------------------------------------------- args
@@ -299,3 +307,32 @@ def test_batch_agrees_with_per_node(cluster: tuple[NodeSet, Pod], names: list[st
     plugin = NodeResourcesBalancedAllocation(_args(*names) if names else None)
     scores = _score_both(plugin, pod, nodes)
     assert all(0 <= s <= 100 for s in scores)
+
+
+@pytest.mark.parametrize(
+    ("with_pod", "without_pod", "expected"),
+    [
+        (100, 100, 75),  # no change
+        (50, 100, 50),  # balanced -> most imbalanced
+        (100, 50, 100),  # most imbalanced -> balanced
+        (87, 93, 72),  # Go's integer division: (50 + 87 - 93) / 2 = 22
+        (93, 87, 78),
+    ],
+)
+def test_balance_change_score(with_pod: int, without_pod: int, expected: int) -> None:
+    assert balance_change_score(with_pod, without_pod) == expected
+
+
+def test_balance_that_improves_wins_over_an_empty_node() -> None:
+    """v1.37.2: a pod that evens out a lopsided node beats an empty node (75); the old formula
+    (balance with the pod) ranked the empty node first."""
+    plugin = NodeResourcesBalancedAllocation()
+    empty = make_node("empty", cpu="4", memory="8Gi")
+    lopsided = make_node("lopsided", cpu="4", memory="8Gi")
+    busy = make_pod("e", cpu="2", memory="1Gi")
+    busy = msgspec.structs.replace(busy, spec=msgspec.structs.replace(busy.spec, node_name="lopsided"))
+    table = make_table([empty, lopsided], [busy])
+    pod = make_pod("p", cpu="500m", memory="4Gi")
+    # empty: .125/.5 -> 81 (was 100) -> 50 + 31 // 2 = 65
+    # lopsided: .625/.625 -> 100 (was .5/.125 -> 81) -> 50 + 69 // 2 = 84
+    assert _score_both(plugin, pod, table.all()) == [65, 84]

@@ -225,6 +225,14 @@ def preempt(
     return result.nominated_node_name, result.victims, status
 
 
+def found(node: str, victims: int) -> Status:
+    """v1.37.2's PostFilter success status, whose message ends the preemptor's FailedScheduling one."""
+    return Status(
+        Code.SUCCESS,
+        f"preemption: found a potential placement for pod on node {node}, preempting {victims} victims",
+    )
+
+
 def nodes(*names: str, cpu: str = "2") -> list[Node]:
     return [make_node(n, cpu=cpu) for n in names]
 
@@ -273,7 +281,7 @@ def test_terminating_pod_does_not_block_when_nomination_cannot_help(
     if nominated_status is not None:
         nts["n1"] = nominated_status
     nominated, victims, status = preempt(h, preemptor, node_to_status=nts)
-    assert status is None and nominated == "n2" and victims == ["default/low"]
+    assert status == found("n2", 1) and nominated == "n2" and victims == ["default/low"]
 
 
 def test_higher_priority_terminating_pod_does_not_block() -> None:
@@ -347,7 +355,7 @@ def test_reprieve_keeps_the_most_important_pods() -> None:
     ]
     h = FakeHandle(nodes("n1", cpu="4"), running)
     nominated, victims, status = preempt(h, pod("p", cpu="2", priority=10))
-    assert status is None and nominated == "n1"
+    assert status == found("n1", len(victims)) and nominated == "n1"
     # p4 and the older p2 are reprieved; victims most important first.
     assert victims == ["default/p2-young", "default/p1"]
 
@@ -356,7 +364,7 @@ def test_pods_of_equal_or_higher_priority_are_never_victims() -> None:
     running = [pod("same", priority=10, node="n1"), pod("low", priority=9, node="n1")]
     h = FakeHandle(nodes("n1"), running)
     nominated, victims, status = preempt(h, pod("p", cpu="1", priority=10))
-    assert (nominated, victims, status) == ("n1", ["default/low"], None)
+    assert (nominated, victims, status) == ("n1", ["default/low"], found("n1", 1))
 
 
 def test_pdb_violating_pods_are_reprieved_first() -> None:
@@ -541,7 +549,7 @@ def test_dry_run_stops_after_enough_candidates_from_the_offset() -> None:
         h = _three_nodes()
         plugin = FixedOffset(offset, few, h)
         result, status = plugin.post_filter(CycleState(), preemptor, statuses(h, preemptor))
-        assert status is None and result is not None and result.nominated_node_name == expected
+        assert status == found(expected, 1) and result is not None and result.nominated_node_name == expected
         assert set(h.filter_calls) == {expected}  # started at the offset and stopped there
     # With the default args every potential node is dry-run and the best is taken.
     h = _three_nodes()
@@ -634,7 +642,7 @@ def test_prepare_deletes_victims_records_events_and_clears_lower_nominations() -
     higher = pod("higher-nominee", cpu="0", priority=100)
     h = FakeHandle(nodes("n1"), running, nominated={"n1": [lower, higher]})
     nominated, victims, status = preempt(h, pod("p", cpu="1", priority=10))
-    assert (nominated, victims, status) == ("n1", ["default/low"], None)
+    assert (nominated, victims, status) == ("n1", ["default/low"], found("n1", 1))
     assert h.deleted == [
         (
             "default/low",
@@ -653,7 +661,7 @@ def test_waiting_victim_is_rejected_not_deleted() -> None:
     waiting = pod("gang-member", cpu="2", priority=1, node="n1")
     h = FakeHandle(nodes("n1"), [waiting], waiting=[waiting])
     nominated, victims, status = preempt(h, pod("p", cpu="2", priority=10))
-    assert (nominated, victims, status) == ("n1", ["default/gang-member"], None)
+    assert (nominated, victims, status) == ("n1", ["default/gang-member"], found("n1", 1))
     assert h.rejected == [("default-gang-member", "DefaultPreemption", "preempted")]
     assert h.deleted == []
     assert [e[2] for e in h.events] == ["Preempted"]
@@ -740,7 +748,11 @@ def test_high_priority_pod_preempts_then_binds_to_its_nominated_node() -> None:
     h.run()
     first, last = h.of("vip")[0], h.of("vip")[-1]
     assert (first.result, first.nominated_node) == ("Unschedulable", "n0")
-    assert first.message == "0/2 nodes are available: 2 Insufficient cpu."  # preemption succeeded: no suffix
+    # v1.37.2 keeps the successful PostFilter's message: the preempting attempt says where it preempts.
+    assert first.message == (
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "preemption: found a potential placement for pod on node n0, preempting 1 victims"
+    )
     assert first.victims == ["default/small-2"]
     assert (last.result, last.node) == ("Scheduled", "n0")
     assert h.node_of("vip") == "n0"
@@ -880,7 +892,7 @@ def test_default_registry_enables_default_preemption_by_default() -> None:
     registry = default_registry(entry_points=False)
     assert registry.resolve("DefaultPreemption") is DefaultPreemption
     (profile,) = profiles_from_config(default_config(registry), registry)
-    assert [name for name, _ in profile.points["postFilter"]] == ["DefaultPreemption"]
+    assert [name for name, _ in profile.points["postFilter"]] == ["DynamicResources", "DefaultPreemption"]
     assert profile.plugin_args["DefaultPreemption"] == DefaultPreemptionArgs()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, Resource
-from kubesched.framework.node_info import PodInfo
+from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.plugins.node_ports import ERR_REASON, NodePorts, pod_host_ports
@@ -25,7 +26,13 @@ REASON = "node(s) didn't have free ports for the requested pod ports"
 Port = tuple[str, str, int]  # (hostIP, protocol, hostPort) as written in the manifest
 
 
-def _pod(name: str, ports: Sequence[Port], node_name: str = "", init_ports: Sequence[Port] = ()) -> Pod:
+def _pod(
+    name: str,
+    ports: Sequence[Port],
+    node_name: str = "",
+    init_ports: Sequence[Port] = (),
+    sidecar_ports: Sequence[Port] = (),
+) -> Pod:
     def container(cname: str, ps: Sequence[Port]) -> dict[str, Any]:
         return {
             "name": cname,
@@ -38,6 +45,9 @@ def _pod(name: str, ports: Sequence[Port], node_name: str = "", init_ports: Sequ
     spec: dict[str, Any] = {"containers": [container("c", ports)]}
     if init_ports:
         spec["initContainers"] = [container("i", init_ports)]
+    if sidecar_ports:
+        sidecar = container("s", sidecar_ports) | {"restartPolicy": "Always"}
+        spec["initContainers"] = [*spec.get("initContainers", []), sidecar]
     return make_pod(name, node_name=node_name, spec=spec)
 
 
@@ -57,8 +67,47 @@ def _verdicts(plugin: NodePorts, pod: Pod, nodes: NodeSet) -> list[Status | None
 def test_pod_host_ports() -> None:
     pod = _pod("p", [("", "", 80), ("10.0.0.1", "UDP", 53), ("", "TCP", 0)])
     assert pod_host_ports(pod) == (("0.0.0.0", "TCP", 80), ("10.0.0.1", "UDP", 53))
-    # Only the pod's regular containers ask for ports, as upstream collects them.
+    # A plain init container has finished before the pod runs: its ports are not held.
     assert pod_host_ports(_pod("p", [], init_ports=[("", "", 80)])) == ()
+    # A sidecar (restartable init container) runs as long as the pod: its ports come first.
+    assert pod_host_ports(_pod("p", [("", "", 81)], sidecar_ports=[("", "", 80)])) == (
+        ("0.0.0.0", "TCP", 80),
+        ("0.0.0.0", "TCP", 81),
+    )
+
+
+@pytest.mark.parametrize(
+    ("existing", "incoming", "fits"),
+    [
+        pytest.param(
+            _pod("e", [], sidecar_ports=[("", "", 80)]), _pod("p", [("", "", 80)]), False, id="sidecar holds"
+        ),
+        pytest.param(
+            _pod("e", [("", "", 80)]), _pod("p", [], sidecar_ports=[("", "", 80)]), False, id="sidecar wants"
+        ),
+        pytest.param(
+            _pod("e", [], init_ports=[("", "", 80)]), _pod("p", [("", "", 80)]), True, id="init finished"
+        ),
+    ],
+)
+def test_sidecar_host_ports(existing: Pod, incoming: Pod, fits: bool) -> None:
+    """v1.37 counts restartable init containers' host ports, on the node and in the pod."""
+    placed = msgspec.structs.replace(existing, spec=msgspec.structs.replace(existing.spec, node_name="a"))
+    nodes = make_table([make_node("a")], [placed]).all()
+    verdicts = _verdicts(NodePorts(), incoming, nodes)
+    assert (verdicts == [None]) is fits
+
+
+def test_used_ports_are_a_set() -> None:
+    """Two pods on one port hold it once; removing either frees it (upstream HostPortInfo)."""
+    a = PodInfo(_pod("a", [("", "", 80)], node_name="n"))
+    b = PodInfo(_pod("b", [("", "", 80)], node_name="n"))
+    info = NodeInfo(make_node("n"), [a, b])
+    assert info.used_ports == {("0.0.0.0", "TCP", 80)}
+    dry_run = info.clone()
+    dry_run.remove_pod(a.key)
+    assert dry_run.used_ports == set()
+    assert info.used_ports == {("0.0.0.0", "TCP", 80)}
 
 
 def test_pre_filter_skips_pods_without_host_ports() -> None:

@@ -484,6 +484,27 @@ SCORE_CASES: list[tuple[str, dict[str, Any], Node, list[Pod], Pod, int]] = [
     ),
     # Nothing scorable -> 0
     ("no scorable resource", _strategy("LeastAllocated", [(FOO, 1)]), make_node("n"), [], _pod(), 0),
+    # v1.37.2 quirk: the scorer ignores the incoming pod's pod-level `spec.resources` and counts its
+    # containers with the 100m / 200Mi defaults: cpu (4000-100)*100//4000 = 97, memory 97 -> 97
+    # (scoring the pod-level 2 cpu / 4Gi would give 50).
+    (
+        "pod-level requests of the incoming pod are not scored",
+        {},
+        make_node("n", cpu="4", memory="8Gi"),
+        [],
+        _pod(spec={"resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}),
+        97,
+    ),
+    # ... while a pod already on the node counts with its pod-level requests: 2 + 1 of 4 cpu -> 25,
+    # 4Gi + 2Gi of 8Gi -> 25
+    (
+        "pod-level requests of existing pods are counted",
+        {},
+        make_node("n", cpu="4", memory="8Gi"),
+        [_pod("e", spec={"resources": {"requests": {"cpu": "2", "memory": "4Gi"}}})],
+        _pod(cpu="1", memory="2Gi"),
+        25,
+    ),
     # RequestedToCapacityRatio, shape score == utilization: cpu 50 (w2), memory 30 (w1) -> round(130/3) = 43
     (
         "requested to capacity ratio",

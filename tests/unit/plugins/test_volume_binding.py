@@ -34,7 +34,7 @@ from kubesched.plugins.volume_binding import (
 )
 from kubesched.testing.builders import make_node, make_pod, make_table
 
-NODE_CONFLICT = "node(s) had volume node affinity conflict"
+NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"  # v1.37.2
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
@@ -245,6 +245,8 @@ def test_default_args() -> None:
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "VolumeBindingArgs",
         "bindTimeoutSeconds": 600,
+        # v1.37.2 --write-config-to prints the StorageCapacityScoring default shape
+        "shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}],
     }
 
 
@@ -257,9 +259,16 @@ def test_args_decode_and_validate() -> None:
         str(info.value)
         == "args.bindTimeoutSeconds: invalid BindTimeoutSeconds, should not be a negative value"
     )
+    # StorageCapacityScoring is on in v1.37: a shape is accepted, validated like RequestedToCapacityRatio's.
+    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+    assert [(p.utilization, p.score) for p in decode_args(VolumeBinding, {"shape": shape}).shape] == [
+        (0, 0),
+        (100, 10),
+    ]
+    assert [(p.utilization, p.score) for p in decode_args(VolumeBinding, {}).shape] == [(0, 10), (100, 0)]
     with pytest.raises(InputError) as info:
-        decode_args(VolumeBinding, {"shape": [{"utilization": 0, "score": 10}]})
-    assert str(info.value) == "args.shape: unsupported when StorageCapacityScoring feature is disabled"
+        decode_args(VolumeBinding, {"shape": [{"utilization": 50, "score": 11}]})
+    assert str(info.value) == "args.shape[0].score: must be in the range [0, 10]"
     with pytest.raises(InputError, match="bindTimeout"):
         decode_args(VolumeBinding, {"bindTimeout": 5})
     with pytest.raises(InputError, match="should not be a negative value"):
@@ -376,7 +385,8 @@ def test_claims_with_a_completed_binding_are_bound(annotations: dict[str, str], 
     }
 
 
-def test_pre_filter_narrows_to_the_hosts_of_bound_local_volumes() -> None:
+def test_pre_filter_narrows_nothing_for_bound_local_volumes() -> None:
+    """v1.37.2 runs Filter on every node; each node outside a local volume's hosts says why."""
     table = nodes("n1", "n2", "n3")
     objects = [
         claim("a", volume="pv-a", phase="Bound"),
@@ -384,43 +394,9 @@ def test_pre_filter_narrows_to_the_hosts_of_bound_local_volumes() -> None:
         pv("pv-a", hosts=["n1", "n2"]),
         pv("pv-b", hosts=["n2", "n3"]),
     ]
-    _, result, pre, _ = Run(objects, table).cycle(pod("a"))
-    assert (result, pre) == (PreFilterResult(frozenset({"n1", "n2"})), None)
-    _, result, _, _ = Run(objects, table).cycle(pod("a", "b"))
-    assert result == PreFilterResult(frozenset({"n2"}))
-
-
-def test_narrowing_maps_hostname_labels_to_node_names() -> None:
-    table = make_table(
-        [make_node("node-a", labels={HOSTNAME: "a"}), make_node("node-b", labels={HOSTNAME: "b"})]
-    )
-    objects = [claim("a", volume="pv-a", phase="Bound"), pv("pv-a", hosts=["a"])]
-    _, result, _, _ = Run(objects, table).cycle(pod("a"))
-    assert result == PreFilterResult(frozenset({"node-a"}))
-
-
-def test_no_narrowing_when_a_term_admits_nodes_by_other_labels_or_a_volume_is_missing() -> None:
-    table = nodes("n1", "n2", labels={"n2": {ZONE: "z"}})
-    mixed = {
-        "required": {
-            "nodeSelectorTerms": [
-                {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": ["n1"]}]},
-                {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["z"]}]},
-            ]
-        }
-    }
-    objects = [claim("a", volume="pv-a", phase="Bound"), pv("pv-a", affinity=mixed)]
-    run_ = Run(objects, table)
-    _, result, _, verdicts = run_.cycle(pod("a"))
-    assert result is None
-    assert verdicts == {"n1": None, "n2": None}
-    objects = [
-        claim("a", volume="pv-a", phase="Bound"),
-        pv("pv-a", hosts=["n1"]),
-        claim("b", volume="gone", phase="Bound"),
-    ]
-    _, result, _, _ = Run(objects, table).cycle(pod("a", "b"))
-    assert result is None
+    _, result, pre, verdicts = Run(objects, table).cycle(pod("a", "b"))
+    assert (result, pre) == (None, None)
+    assert verdicts == {"n1": unresolvable(NODE_CONFLICT), "n2": None, "n3": unresolvable(NODE_CONFLICT)}
 
 
 # --------------------------------------------------------------------------- Filter: bound claims
@@ -897,3 +873,54 @@ def test_cli_bound_volume_node_affinity_and_immediate_claims(
     pending = pods["with-pending"]
     assert pending["result"] == "Unschedulable"
     assert pending["message"] == f"0/2 nodes are available: {UNBOUND_IMMEDIATE}."
+
+
+# --------------------------------------------------------------------------- Score (StorageCapacityScoring)
+
+
+def _scores(r: Run, incoming: Pod) -> list[int]:
+    state, _, pre, _ = r.cycle(incoming)
+    assert pre is None or pre.is_success() or pre.is_skip()
+    assert r.plugin.pre_score(state, incoming, r.table.all()) is None  # never Skip in v1.37
+    per_node = [r.plugin.score(state, incoming, ni) for ni in r.table.infos]
+    assert r.plugin.score_nodes(state, incoming, r.table.all()).tolist() == per_node
+    return per_node
+
+
+@pytest.mark.parametrize(
+    ("objects", "incoming", "expected"),
+    [
+        # A pod without claims scores 0 everywhere (upstream runs Score for it all the same).
+        pytest.param([], make_pod("p"), [0, 0], id="no claims"),
+        # 5Gi claim: n1's 10Gi PV -> u 50 -> 50; n2's 50Gi PV -> u 10 -> 90 (most room wins).
+        pytest.param(
+            [claim("c"), storage_class(), pv("small", "10Gi", hosts=["n1"]), pv("big", "50Gi", hosts=["n2"])],
+            pod("c"),
+            [50, 90],
+            id="static PVs by utilization",
+        ),
+        # Bound claims are no choice: 0.
+        pytest.param(
+            [claim("c", volume="v", phase="Bound"), storage_class(), pv("v", claim_ref="c", phase="Bound")],
+            pod("c"),
+            [0, 0],
+            id="bound claim",
+        ),
+        # Two classes average, rounded half up: n1 (u 50 -> 50, u 25 -> 75) = 62.5 -> 63.
+        pytest.param(
+            [
+                claim("a"),
+                claim("b", cls="other"),
+                storage_class(),
+                storage_class("other"),
+                pv("a1", "10Gi", hosts=["n1"]),
+                pv("b1", "20Gi", cls="other", hosts=["n1"]),
+            ],
+            pod("a", "b"),
+            [63, 0],
+            id="classes averaged",
+        ),
+    ],
+)
+def test_score(objects: list[Any], incoming: Pod, expected: list[int]) -> None:
+    assert _scores(Run(objects, nodes("n1", "n2")), incoming) == expected

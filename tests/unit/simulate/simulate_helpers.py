@@ -29,15 +29,19 @@ POD_KEYS = frozenset(
         "attempts",
         "filter",
         "scores",
+        "devices",
+        "preFilter",
+        "explanation",
     }
 )
 #: Fields being added to `pods[]` by colleagues; allowed, neither required nor forbidden.
 POD_EXTRA_KEYS = frozenset({"victims"})
 NODE_KEYS = frozenset({"name", "pods", "allocatable", "requested"})
+REPORT_KEYS = frozenset({"pods", "nodes", "summary", "profiles", "workloads"})
 SUMMARY_KEYS = frozenset({"scheduled", "unschedulable", "pods", "nodes", "seconds", "podsPerSecond"})
 #: Documented "in addition to the contract"; always present.
 SUMMARY_EXTRA_KEYS = frozenset({"errors", "gated", "waiting", "ignored"})
-RESULTS = frozenset({"Scheduled", "Unschedulable", "Error", "Gated", "Waiting", "Ignored"})
+RESULTS = frozenset({"Scheduled", "Unschedulable", "Error", "Gated", "Waiting", "Ignored", "Deleted"})
 TIMING_KEYS = ("seconds", "podsPerSecond")
 
 
@@ -118,6 +122,15 @@ def write_config(path: Path, body: str) -> Path:
     header = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
     path.write_text(header + body)
     return path
+
+
+@pytest.fixture(autouse=True)
+def wide_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables as on a 200-column terminal whatever runs the tests (xdist workers set COLUMNS=80).
+
+    Import it into a test module that reads tables; a test may set COLUMNS itself afterwards.
+    """
+    monkeypatch.setenv("COLUMNS", "200")
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

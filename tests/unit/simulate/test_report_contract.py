@@ -15,6 +15,7 @@ from simulate_helpers import (
     NODE_KEYS,
     POD_EXTRA_KEYS,
     POD_KEYS,
+    REPORT_KEYS,
     RESULTS,
     SUMMARY_EXTRA_KEYS,
     SUMMARY_KEYS,
@@ -78,7 +79,11 @@ def mixed_cluster(tmp_path: Path) -> Path:
 
 def check_shape(report: Obj) -> None:
     """Key sets and types of every documented field."""
-    assert set(report) == {"pods", "nodes", "summary"}
+    assert set(report) == REPORT_KEYS
+    assert report["workloads"] == []  # the input has no workload
+    for profile in report["profiles"]:
+        assert set(profile) == {"schedulerName", "scoreWeights"}
+        assert all(type(w) is int and w > 0 for w in profile["scoreWeights"].values())
     for p in report["pods"]:
         assert set(p) - POD_EXTRA_KEYS == POD_KEYS, p["name"]
         for key in ("namespace", "name", "schedulerName", "result"):
@@ -99,6 +104,16 @@ def check_shape(report: Obj) -> None:
             assert set(scored) == {"plugins", "total"}
             assert type(scored["total"]) is int
             assert all(type(v) is int and 0 <= v <= 100 for v in scored["plugins"].values())
+        if p["preFilter"] is not None:
+            assert set(p["preFilter"]) == {"plugin", "code", "reasons"}
+        explanation = p["explanation"]
+        if explanation is not None:
+            assert set(explanation) == {"rejectedNodes", "rejections", "scoredNodes", "topNodes"}
+            for r in explanation["rejections"]:
+                assert set(r) == {"plugin", "code", "reason", "count", "nodes"}
+                assert 0 < len(r["nodes"]) <= min(r["count"], 10)
+            for ranked in explanation["topNodes"]:
+                assert set(ranked) == {"node", "total", "plugins"}
     for n in report["nodes"]:
         assert set(n) == NODE_KEYS
         assert type(n["name"]) is str and type(n["pods"]) is int
@@ -356,8 +371,17 @@ def scoring_cluster(tmp_path: Path) -> Path:
 
 
 def scores(fit: int, balanced: int | None, image: int, affinity: int | None, taints: int) -> Obj:
-    """Expected `scores[NODE]`; weights: TaintToleration 3, NodeAffinity 2, the others 1."""
-    plugins = {"ImageLocality": image, "NodeResourcesFit": fit, "TaintToleration": taints}
+    """Expected `scores[NODE]`; weights: TaintToleration 3, NodeAffinity 2, the others 1.
+
+    VolumeBinding and DynamicResources score 0 for pods without volumes or claims, and are shown,
+    as v1.37.2 logs them."""
+    plugins = {
+        "DynamicResources": 0,
+        "ImageLocality": image,
+        "NodeResourcesFit": fit,
+        "TaintToleration": taints,
+        "VolumeBinding": 0,
+    }
     if balanced is not None:
         plugins["NodeResourcesBalancedAllocation"] = balanced
     if affinity is not None:
@@ -376,29 +400,32 @@ def test_explain_scores_computed_by_hand(tmp_path: Path, capsys: Capsys) -> None
     NodeAffinity (web pods): matching preferred weights a=30 (ssd), b=20 (hostname b), c=30,
     normalized over the max 30: 100, 100*20//30 = 66, 100.
     NodeResourcesFit LeastAllocated: per resource (alloc - requested) * 100 // alloc, then averaged
-    with integer division; BalancedAllocation: int((1 - |f_cpu - f_mem| / 2) * 100).
+    with integer division; BalancedAllocation (v1.36+): the balance b = int((1 - |f_cpu - f_mem| / 2) * 100)
+    with and without the pod, scored 50 + (50 + b_with - b_without) // 2.
     """
     pods = by_name(simulate_json(capsys, str(scoring_cluster(tmp_path)), "--explain"))
     cordoned = {"plugin": "NodeUnschedulable", "code": "UnschedulableAndUnresolvable"}
     for p in pods.values():
         assert p["filter"] == {"d": cordoned | {"reasons": ["node(s) were unschedulable"]}}
 
-    # web-1. a: cpu 2/4 -> 50, mem 3Gi/8Gi -> 62, fit (50+62)//2 = 56; balanced |.5-.375|/2 -> 93.
-    #        b: cpu 1/2 -> 50, mem 2/8 -> 75, fit 62; balanced |.5-.25|/2 -> 87.
-    #        c: cpu 1/4 -> 75, mem 2/4 -> 50, fit 62; balanced 87.
+    # web-1. a: cpu 2/4 -> 50, mem 3Gi/8Gi -> 62, fit (50+62)//2 = 56; balance |.5-.375|/2 -> 93,
+    #           was |.25-.125|/2 -> 93: balanced 75.
+    #        b: cpu 1/2 -> 50, mem 2/8 -> 75, fit 62; balance |.5-.25|/2 -> 87, was 100: 50 + 37 // 2 = 68.
+    #        c: cpu 1/4 -> 75, mem 2/4 -> 50, fit 62; balanced 68.
     assert pods["web-1"]["scores"] == {
-        "a": scores(fit=56, balanced=93, image=23, affinity=100, taints=100),  # 672
-        "b": scores(fit=62, balanced=87, image=23, affinity=66, taints=50),  # 454
-        "c": scores(fit=62, balanced=87, image=0, affinity=100, taints=0),  # 349
+        "a": scores(fit=56, balanced=75, image=23, affinity=100, taints=100),  # 654
+        "b": scores(fit=62, balanced=68, image=23, affinity=66, taints=50),  # 435
+        "c": scores(fit=62, balanced=68, image=0, affinity=100, taints=0),  # 330
     }
-    assert pods["web-1"]["scores"]["a"]["total"] == 672
+    assert pods["web-1"]["scores"]["a"]["total"] == 654
     assert pods["web-1"]["node"] == "a"
 
-    # web-2 sees web-1 on a. a: cpu 3/4 -> 25, mem 5Gi/8Gi -> 37, fit 31; balanced |.75-.625|/2 -> 93.
+    # web-2 sees web-1 on a. a: cpu 3/4 -> 25, mem 5Gi/8Gi -> 37, fit 31; balance |.75-.625|/2 -> 93,
+    # was 93: balanced 75.
     assert pods["web-2"]["scores"] == {
-        "a": scores(fit=31, balanced=93, image=23, affinity=100, taints=100),  # 647
-        "b": scores(fit=62, balanced=87, image=23, affinity=66, taints=50),
-        "c": scores(fit=62, balanced=87, image=0, affinity=100, taints=0),
+        "a": scores(fit=31, balanced=75, image=23, affinity=100, taints=100),  # 629
+        "b": scores(fit=62, balanced=68, image=23, affinity=66, taints=50),
+        "c": scores(fit=62, balanced=68, image=0, affinity=100, taints=0),
     }
     assert pods["web-2"]["node"] == "a"
 
@@ -426,7 +453,7 @@ def test_scores_follow_the_profile_weights(tmp_path: Path, capsys: Capsys) -> No
         simulate_json(capsys, str(scoring_cluster(tmp_path)), "--explain", "--config", str(config))
     )
     got = {n: s["total"] for n, s in pods["web-1"]["scores"].items()}
-    assert got == {"a": 672 + 800, "b": 454 + 8 * 66, "c": 349 + 800}
+    assert got == {"a": 654 + 800, "b": 435 + 8 * 66, "c": 330 + 800}
     assert pods["web-1"]["scores"]["b"]["plugins"]["NodeAffinity"] == 66  # before the weight
 
 
@@ -517,7 +544,7 @@ def test_list_typed_lists_multi_doc_json_and_directory_walking(tmp_path: Path, c
     for n in (n1, n2):
         del n["kind"], n["apiVersion"]  # items of a typed list may leave out kind
     write_json(root / "nodes.json", {"apiVersion": "v1", "kind": "NodeList", "items": [n1, n2]})
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "skip-me"}}
+    deployment = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "skip-me"}}
     write_yaml(
         root / "sub" / "pods.yml", {"apiVersion": "v1", "kind": "List", "items": [pod("p-list"), deployment]}
     )

@@ -35,7 +35,9 @@ __all__ = [
     "ApiError",
     "KubeClient",
     "TokenBucket",
+    "kubeconfig_path",
     "load_connection",
+    "where_from",
 ]
 
 log = logging.getLogger(__name__)
@@ -149,13 +151,41 @@ class TokenBucket:
 # --------------------------------------------------------------------------- connection
 
 
-def load_connection(kubeconfig: str | None = None, *, context: str | None = None) -> SingleConfig:
+def kubeconfig_path(kubeconfig: str | None = None) -> str:
+    """The kubeconfig file `load_connection` reads (when not in a cluster): the given path, else
+    the first of `$KUBECONFIG`, else `~/.kube/config`."""
+    path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or "~/.kube/config"
+    return os.path.expanduser(path)
+
+
+def where_from(kubeconfig: str | None = None) -> str:
+    """Where the connection settings came from, for error messages: a kubeconfig or in-cluster."""
+    if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return "the in-cluster service account"
+    return f"kubeconfig {kubeconfig_path(kubeconfig)}"
+
+
+def load_connection(
+    kubeconfig: str | None = None, *, context: str | None = None, master: str | None = None
+) -> SingleConfig:
     """Where the API server is and how to authenticate, the way kube-scheduler finds it.
 
     Order: an explicit kubeconfig path; else the in-cluster service account when
     `KUBERNETES_SERVICE_HOST` is set; else `$KUBECONFIG`, else `~/.kube/config`. A missing or broken
-    kubeconfig is an InputError naming the file (the CLI prints it and exits 2).
+    kubeconfig is an InputError naming the file (the CLI prints it and exits 2). `master` (the
+    `--master` flag) replaces the server address; with no kubeconfig at all it is the whole
+    connection (no credentials), as client-go's BuildConfigFromFlags makes it.
     """
+    if master:
+        try:
+            given = load_connection(kubeconfig, context=context)
+        except InputError:
+            if kubeconfig:
+                raise
+            bare = KubeConfig.from_server(master).get()
+            assert bare is not None  # from_server always has its one context
+            return bare
+        return given._replace(cluster=msgspec.structs.replace(given.cluster, server=master))
     if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
         try:
             cfg = KubeConfig.from_service_account().get()
@@ -164,8 +194,7 @@ def load_connection(kubeconfig: str | None = None, *, context: str | None = None
         if cfg is None:  # pragma: no cover - from_service_account always has one context
             raise InputError("in-cluster configuration has no context", source="service account")
         return cfg
-    path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or "~/.kube/config"
-    path = os.path.expanduser(path)
+    path = kubeconfig_path(kubeconfig)
     if not Path(path).is_file():
         raise InputError("kubeconfig not found (pass --kubeconfig, or run in a cluster)", source=path)
     try:

@@ -44,6 +44,7 @@ __all__ = [
     "ObjectDecoder",
     "ResourceKind",
     "WatchExpired",
+    "list_objects",
     "object_key",
 ]
 
@@ -243,6 +244,36 @@ class ApiListWatch:
         )
 
 
+def list_objects(
+    source: ListWatch,
+    kind: ResourceKind,
+    decode: Callable[[msgspec.Raw], Any | None],
+    *,
+    page_size: int = PAGE_SIZE,
+) -> tuple[list[Any], str]:
+    """LIST every page of `kind`: the objects `decode` returned (None skips one) and the list's
+    resourceVersion. A continue token that expired mid-list (compaction) starts the list again."""
+    items: list[Any] = []
+    token = ""
+    resource_version = ""
+    while True:
+        try:
+            page = _list_decoder.decode(source.list_page(kind, limit=page_size, continue_token=token))
+        except ApiError as exc:
+            if exc.code == 410 and token:
+                items, token = [], ""
+                continue
+            raise
+        for raw in page.items or ():
+            obj = decode(raw)
+            if obj is not None:
+                items.append(obj)
+        resource_version = page.metadata.resource_version or resource_version
+        token = page.metadata.continue_
+        if not token:
+            return items, resource_version
+
+
 # --------------------------------------------------------------------------- backoff
 
 
@@ -418,28 +449,7 @@ class Informer:
 
     def _list(self) -> None:
         """LIST every page, then replace the store, delivering the difference."""
-        items: list[Any] = []
-        token = ""
-        resource_version = ""
-        while True:
-            try:
-                page = _list_decoder.decode(
-                    self.source.list_page(self.kind, limit=PAGE_SIZE, continue_token=token)
-                )
-            except ApiError as exc:
-                if exc.code == 410 and token:
-                    # The continue token expired mid-list (compaction): start the list again.
-                    items, token = [], ""
-                    continue
-                raise
-            for raw in page.items or ():
-                obj = self._decode(raw)
-                if obj is not None:
-                    items.append(obj)
-            resource_version = page.metadata.resource_version or resource_version
-            token = page.metadata.continue_
-            if not token:
-                break
+        items, resource_version = list_objects(self.source, self.kind, self._decode)
         self.lists += 1
         self._replace(items)
         self.resource_version = resource_version

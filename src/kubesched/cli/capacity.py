@@ -1,0 +1,69 @@
+"""`kubesched capacity SHAPE [PATH ...]`: how many more of a pod or workload fit, where, and why not more."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kubesched.cli.inputs import add_output_option, add_seed_option, load_inputs
+from kubesched.errors import InputError
+
+__all__ = ["add_capacity_command"]
+
+
+def add_capacity_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `capacity`; it sets `func(args) -> int`."""
+    cmd = subparsers.add_parser(
+        "capacity",
+        help="how many more replicas of a pod or workload fit, per node and zone, and why not one more",
+        description=(
+            "Schedule the cluster of PATHs (or the bundled demo) as `simulate` does, then add copies of "
+            "each pod or workload in SHAPE (a file: several objects mean several shapes, each answered on "
+            "its own) until one does not fit. Prints how many fit, where, and the FailedScheduling "
+            "message of the next one. Copies never preempt."
+        ),
+    )
+    cmd.add_argument(
+        "shape", metavar="SHAPE", help="a file holding Pods and/or workloads (Deployment, Job, ...)"
+    )
+    cmd.add_argument("paths", nargs="*", metavar="PATH", help="YAML/JSON files or directories of objects")
+    cmd.add_argument(
+        "--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: upstream defaults)"
+    )
+    cmd.add_argument(
+        "--max",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stop counting a shape at N copies (default 10000); the answer is then 'at least N'",
+    )
+    add_output_option(cmd)
+    add_seed_option(cmd)
+    cmd.set_defaults(func=_capacity)
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from kubesched.api.loader import load_paths
+    from kubesched.plugins import default_registry
+    from kubesched.simulate.capacity import DEFAULT_LIMIT, capacity, shapes_of
+    from kubesched.simulate.capacity_table import render_capacity
+    from kubesched.simulate.progress import progress_reporter
+    from kubesched.simulate.report import to_json
+
+    registry = default_registry()
+    objects, config = load_inputs(args.paths, args.config, registry)
+    found = shapes_of(load_paths([args.shape]))
+    if not found:
+        raise InputError(
+            "holds no Pod or workload (Deployment, ReplicaSet, StatefulSet, ...)", source=args.shape
+        )
+    limit = DEFAULT_LIMIT if args.max is None else args.max
+    with progress_reporter(enabled=sys.stderr.isatty()) as progress:
+        report = capacity(objects, found, config, registry, seed=args.seed, limit=limit, progress=progress)
+    if args.output == "json":
+        sys.stdout.buffer.write(to_json(report) + b"\n")
+    else:
+        render_capacity(report, Console(width=None if sys.stdout.isatty() else 200, highlight=False))
+    return 0

@@ -1,0 +1,60 @@
+"""`kubesched compare --config A --config B [...] [PATH ...]`: one input under several configurations."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kubesched.cli.inputs import (
+    DEMO_DIR,
+    add_configs_option,
+    add_output_option,
+    add_seed_option,
+    load_configs,
+)
+from kubesched.errors import InputError
+
+__all__ = ["add_compare_command"]
+
+
+def add_compare_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `compare`; it sets `func(args) -> int`."""
+    cmd = subparsers.add_parser(
+        "compare",
+        help="simulate the same cluster under several configurations and compare them side by side",
+        description=(
+            "Simulate PATHs (or the bundled demo cluster) once per --config and print, side by side: pods "
+            "scheduled and unschedulable by reason, preemptions, utilization per resource (mean and spread "
+            "over nodes), fragmentation (stranded extended resources, the largest pod shape still "
+            "placeable), zone balance and gangs placed. `--config default` is upstream's default profile."
+        ),
+    )
+    cmd.add_argument("paths", nargs="*", metavar="PATH", help="YAML/JSON files or directories of objects")
+    add_configs_option(
+        cmd, required=True, help="a KubeSchedulerConfiguration, or `default`; give two or more"
+    )
+    add_output_option(cmd)
+    add_seed_option(cmd)
+    cmd.set_defaults(func=_compare)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from kubesched.api.loader import load_paths
+    from kubesched.plugins import default_registry
+    from kubesched.simulate.compare import compare
+    from kubesched.simulate.compare_table import render_comparison
+    from kubesched.simulate.report import to_json
+
+    if len(args.configs) < 2:
+        raise InputError("give at least two configurations to compare", path="--config")
+    registry = default_registry()
+    configs = load_configs(args.configs, registry)
+    paths = list(args.paths) or [str(DEMO_DIR / "cluster")]
+    comparison = compare(load_paths(paths), configs, registry, seed=args.seed)
+    if args.output == "json":
+        sys.stdout.buffer.write(to_json(comparison) + b"\n")
+    else:
+        render_comparison(comparison, Console(width=None if sys.stdout.isatty() else 200, highlight=False))
+    return 0

@@ -1,0 +1,198 @@
+"""ResourceClaims in the simulator: what kube-controller-manager's resourceclaim controller and the API
+server do with them, so a run sees what a cluster would.
+
+* `instantiate_template_claims`: for a pod entry `resourceClaimTemplateName`, the controller creates
+  a claim `<pod>-<entry>-<suffix>` from the template (owned by the pod, annotated with the entry
+  name) and records it in `pod.status.resourceClaimStatuses`.
+* `ClaimStore`: claims by `namespace/name`; the scheduler's writes (finalizer, allocation,
+  reservedFor) and the controller's clean-up when a pod goes away (drop the reservation; an
+  unreserved claim is deallocated, and a pod's generated claim is deleted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+
+import msgspec
+
+from kubesched.api.objects import ObjectMeta, OwnerReference, Pod, PodResourceClaimStatus
+from kubesched.api.resource import (
+    DELETE_PROTECTION_FINALIZER,
+    AllocationResult,
+    ResourceClaim,
+    ResourceClaimConsumerReference,
+    ResourceClaimStatus,
+    ResourceClaimTemplate,
+)
+
+__all__ = ["POD_CLAIM_NAME_ANNOTATION", "ClaimConflict", "ClaimStore", "instantiate_template_claims"]
+
+#: Set by the resourceclaim controller on claims it generates: the pod's entry name.
+POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+class ClaimConflict(Exception):
+    """The claim changed under the writer (allocated elsewhere, deleted)."""
+
+
+def _suffix(seed: str) -> str:
+    digest = hashlib.sha256(seed.encode()).digest()
+    return "".join(_SUFFIX_ALPHABET[b % len(_SUFFIX_ALPHABET)] for b in digest[:5])
+
+
+def instantiate_template_claims(
+    pod: Pod, templates: Mapping[str, ResourceClaimTemplate]
+) -> tuple[Pod, list[ResourceClaim]]:
+    """The pod with `resourceClaimStatuses` filled, and the claims the controller would create."""
+    known = {s.name for s in pod.status.resource_claim_statuses}
+    statuses = list(pod.status.resource_claim_statuses)
+    created: list[ResourceClaim] = []
+    namespace = pod.metadata.namespace
+    for entry in pod.spec.resource_claims:
+        name = entry.resource_claim_template_name
+        if not name or entry.name in known:
+            continue
+        template = templates.get(f"{namespace}/{name}")
+        if template is None:
+            continue  # the controller waits for the template; the pod waits for its claim
+        base = f"{pod.metadata.name}-{entry.name}"[:57]
+        claim_name = f"{base}-{_suffix(pod.metadata.uid + entry.name)}"
+        meta = template.spec.metadata
+        claim = ResourceClaim(
+            metadata=ObjectMeta(
+                name=claim_name,
+                namespace=namespace,
+                uid=f"claim-{_suffix(claim_name)}-{hashlib.sha256(claim_name.encode()).hexdigest()[:12]}",
+                labels=dict(meta.labels),
+                annotations={**meta.annotations, POD_CLAIM_NAME_ANNOTATION: entry.name},
+                owner_references=[
+                    OwnerReference(
+                        api_version="v1",
+                        kind="Pod",
+                        name=pod.metadata.name,
+                        uid=pod.metadata.uid,
+                        controller=True,
+                        block_owner_deletion=True,
+                    )
+                ],
+            ),
+            spec=template.spec.spec,
+        )
+        created.append(claim)
+        statuses.append(PodResourceClaimStatus(name=entry.name, resource_claim_name=claim_name))
+    if not created:
+        return pod, []
+    status = msgspec.structs.replace(pod.status, resource_claim_statuses=statuses)
+    return msgspec.structs.replace(pod, status=status), created
+
+
+class ClaimStore:
+    """Claims by key, with the writes the scheduler and the controller make."""
+
+    def __init__(self, claims: Iterable[ResourceClaim] = ()) -> None:
+        self._claims: dict[str, ResourceClaim] = {}
+        self._list: list[ResourceClaim] | None = None
+        for claim in claims:
+            self.put(self._with_uid(claim))
+
+    @staticmethod
+    def _with_uid(claim: ResourceClaim) -> ResourceClaim:
+        if claim.metadata.uid and claim.metadata.namespace:
+            return claim
+        meta = msgspec.structs.replace(
+            claim.metadata,
+            namespace=claim.metadata.namespace or "default",
+            uid=claim.metadata.uid or f"claim-{hashlib.sha256(claim.key.encode()).hexdigest()[:16]}",
+        )
+        return msgspec.structs.replace(claim, metadata=meta)
+
+    def put(self, claim: ResourceClaim) -> None:
+        self._claims[claim.key] = claim
+        self._list = None
+
+    def get(self, key: str) -> ResourceClaim | None:
+        return self._claims.get(key)
+
+    def delete(self, key: str) -> ResourceClaim | None:
+        self._list = None
+        return self._claims.pop(key, None)
+
+    def all(self) -> list[ResourceClaim]:
+        """All claims; the same list object while nothing changed."""
+        if self._list is None:
+            self._list = list(self._claims.values())
+        return self._list
+
+    # ------------------------------------------------------------------ scheduler writes
+    def write_allocation(
+        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+    ) -> ResourceClaim:
+        current = self._claims.get(claim.key)
+        if current is None or current.metadata.uid != claim.metadata.uid:
+            raise ClaimConflict(f"claim {claim.key} got deleted in the meantime")
+        status = current.status
+        if allocation is not None:
+            if status.allocation is not None and status.allocation != allocation:
+                raise ClaimConflict(f"claim {claim.key} got allocated elsewhere in the meantime")
+            status = msgspec.structs.replace(status, allocation=allocation)
+        elif status.allocation is None:
+            raise ClaimConflict(f"claim {claim.key} got deallocated in the meantime")
+        if not any(r.uid == pod.metadata.uid for r in status.reserved_for):
+            ref = ResourceClaimConsumerReference(
+                resource="pods", name=pod.metadata.name, uid=pod.metadata.uid
+            )
+            status = msgspec.structs.replace(status, reserved_for=[*status.reserved_for, ref])
+        meta = current.metadata
+        if DELETE_PROTECTION_FINALIZER not in meta.finalizers:
+            meta = msgspec.structs.replace(meta, finalizers=[*meta.finalizers, DELETE_PROTECTION_FINALIZER])
+        stored = msgspec.structs.replace(current, metadata=meta, status=status)
+        self.put(stored)
+        return stored
+
+    def remove_reservation(self, claim: ResourceClaim, pod: Pod) -> ResourceClaim | None:
+        current = self._claims.get(claim.key)
+        if current is None:
+            return None
+        kept = [r for r in current.status.reserved_for if r.uid != pod.metadata.uid]
+        if len(kept) == len(current.status.reserved_for):
+            return current
+        stored = msgspec.structs.replace(
+            current, status=msgspec.structs.replace(current.status, reserved_for=kept)
+        )
+        self.put(stored)
+        return stored
+
+    def deallocate(self, claim: ResourceClaim) -> ResourceClaim | None:
+        current = self._claims.get(claim.key)
+        if current is None:
+            return None
+        meta = msgspec.structs.replace(
+            current.metadata,
+            finalizers=[f for f in current.metadata.finalizers if f != DELETE_PROTECTION_FINALIZER],
+        )
+        stored = msgspec.structs.replace(current, metadata=meta, status=ResourceClaimStatus())
+        self.put(stored)
+        return stored
+
+    # ------------------------------------------------------------------ controller
+    def pod_gone(self, pod: Pod) -> list[tuple[ResourceClaim, ResourceClaim | None]]:
+        """What the resourceclaim controller does when `pod` is deleted: (old, new-or-None) per claim."""
+        changed: list[tuple[ResourceClaim, ResourceClaim | None]] = []
+        for claim in list(self._claims.values()):
+            if claim.metadata.namespace != pod.metadata.namespace:
+                continue
+            owned = any(r.controller and r.uid == pod.metadata.uid for r in claim.metadata.owner_references)
+            reserved = any(r.uid == pod.metadata.uid for r in claim.status.reserved_for)
+            if not owned and not reserved:
+                continue
+            if owned:
+                self.delete(claim.key)
+                changed.append((claim, None))
+                continue
+            after = self.remove_reservation(claim, pod)
+            if after is not None and not after.status.reserved_for and after.status.allocation is not None:
+                after = self.deallocate(after)
+            changed.append((claim, after))
+        return changed

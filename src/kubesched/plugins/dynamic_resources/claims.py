@@ -1,0 +1,208 @@
+"""A pod's ResourceClaims and the devices claims hold: what DynamicResources reads from the listers.
+
+* `resolve_pod_claims` finds the claims a pod references (by name, or the claim the resourceclaim
+  controller generated from a template), with upstream's reasons when one is missing.
+* `ClaimLedger` keeps the devices in use — from allocated claims the cluster shows, plus the
+  allocations this scheduler has decided but the cluster does not show yet — current incrementally:
+  claim objects are compared by identity, so a cycle costs one pass over the list, not a rebuild.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kubesched.api.objects import Pod
+from kubesched.api.quantity import QuantityError, quantity_nanos
+from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.plugins.dynamic_resources.allocator import AllocatedState, DeviceID
+
+__all__ = ["ClaimLedger", "ClaimRef", "claim_index", "resolve_pod_claims"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRef:
+    """One entry of `pod.spec.resourceClaims` resolved to its claim."""
+
+    pod_claim_name: str
+    claim: ResourceClaim
+    from_template: bool
+
+
+def claim_index(claims: Iterable[ResourceClaim]) -> dict[str, ResourceClaim]:
+    return {f"{c.metadata.namespace}/{c.metadata.name}": c for c in claims}
+
+
+def resolve_pod_claims(pod: Pod, claims: Mapping[str, ResourceClaim]) -> list[ClaimRef] | str:
+    """The pod's claims in spec order, or the reason one is not usable (UnschedulableAndUnresolvable)."""
+    out: list[ClaimRef] = []
+    namespace = pod.metadata.namespace
+    statuses = {s.name: s for s in pod.status.resource_claim_statuses}
+    for entry in pod.spec.resource_claims:
+        from_template = False
+        if entry.resource_claim_name:
+            name = entry.resource_claim_name
+        elif entry.resource_claim_template_name:
+            from_template = True
+            status = statuses.get(entry.name)
+            if status is None:
+                return f'pod "{namespace}/{pod.metadata.name}": ResourceClaim not created yet'
+            if status.resource_claim_name is None:
+                continue  # the controller decided no claim is needed
+            name = status.resource_claim_name
+        else:
+            continue
+        claim = claims.get(f"{namespace}/{name}")
+        if claim is None:
+            return f'could not find ResourceClaim "{namespace}/{name}"'
+        if claim.metadata.deletion_timestamp:
+            return f'resourceclaim "{name}" is being deleted'
+        if from_template and not any(
+            ref.controller and ref.uid == pod.metadata.uid for ref in claim.metadata.owner_references
+        ):
+            return (
+                f"ResourceClaim {namespace}/{name} was not created for Pod {namespace}/{pod.metadata.name} "
+                "(Pod is not owner)"
+            )
+        out.append(ClaimRef(entry.name, claim, from_template))
+    return out
+
+
+def _contribution(
+    allocation: AllocationResult | None,
+) -> tuple[list[DeviceID], dict[DeviceID, dict[str, int]]]:
+    """Devices an allocation holds whole, and capacity it consumes of shared devices."""
+    exclusive: list[DeviceID] = []
+    shared: dict[DeviceID, dict[str, int]] = {}
+    if allocation is None:
+        return exclusive, shared
+    for r in allocation.devices.results:
+        if r.admin_access:
+            continue  # admin access never marks a device allocated
+        device = DeviceID(r.driver, r.pool, r.device)
+        if r.share_id:
+            acc = shared.setdefault(device, {})
+            for name, value in r.consumed_capacity.items():
+                try:
+                    acc[name] = acc.get(name, 0) + quantity_nanos(value)
+                except QuantityError:
+                    continue
+        else:
+            exclusive.append(device)
+    return exclusive, shared
+
+
+@dataclass(slots=True)
+class _Entry:
+    claim: ResourceClaim | None
+    exclusive: list[DeviceID]
+    shared: dict[DeviceID, dict[str, int]]
+
+
+@dataclass(slots=True)
+class ClaimLedger:
+    """Devices in use, from listed claims and from allocations not (yet) visible in the listers.
+
+    `pending[uid]`: allocations made by Reserve (in flight) or written by PreBind but not yet seen
+    through the lister. A pending entry wins over the listed claim until the listed claim itself
+    shows an allocation.
+    """
+
+    state: AllocatedState = field(default_factory=AllocatedState)
+    _listed: dict[str, _Entry] = field(default_factory=dict)
+    _pending: dict[str, tuple[str, AllocationResult]] = field(default_factory=dict)
+    _pending_entries: dict[str, _Entry] = field(default_factory=dict)
+    _counts: dict[DeviceID, int] = field(default_factory=dict)
+    #: bumped on every change to the devices in use
+    version: int = 0
+    #: (device, +1/-1) changes, for incremental readers (the fast filter's free-device mask)
+    log: list[tuple[DeviceID, int]] = field(default_factory=list)
+    log_start: int = 0
+
+    def sync(self, claims: Sequence[ResourceClaim]) -> None:
+        """Catch up with the listed claims (objects unchanged since the last call cost nothing)."""
+        listed = self._listed
+        seen = 0
+        for claim in claims:
+            uid = claim.metadata.uid or claim.key
+            seen += 1
+            entry = listed.get(uid)
+            if entry is not None and entry.claim is claim:
+                continue
+            if entry is not None:
+                self._apply(entry, -1)
+            exclusive, shared = _contribution(claim.status.allocation)
+            new = _Entry(claim, exclusive, shared)
+            listed[uid] = new
+            self._apply(new, +1)
+            if claim.status.allocation is not None:
+                self._drop_pending(uid)
+        if seen != len(listed):
+            present = {c.metadata.uid or c.key for c in claims}
+            for uid in [u for u in listed if u not in present]:
+                self._apply(listed.pop(uid), -1)
+                self._drop_pending(uid)
+
+    def add_pending(self, uid: str, owner: str, allocation: AllocationResult) -> None:
+        """Reserve decided `allocation` for claim `uid` (owner: the pod's key)."""
+        self._drop_pending(uid)
+        exclusive, shared = _contribution(allocation)
+        entry = _Entry(None, exclusive, shared)
+        self._pending[uid] = (owner, allocation)
+        self._pending_entries[uid] = entry
+        self._apply(entry, +1)
+
+    def pending_owner(self, uid: str) -> str | None:
+        found = self._pending.get(uid)
+        return found[0] if found is not None else None
+
+    def pending_allocation(self, uid: str) -> AllocationResult | None:
+        found = self._pending.get(uid)
+        return found[1] if found is not None else None
+
+    def drop_pending(self, uid: str) -> None:
+        self._drop_pending(uid)
+
+    def _drop_pending(self, uid: str) -> None:
+        if self._pending.pop(uid, None) is not None:
+            self._apply(self._pending_entries.pop(uid), -1)
+
+    def _apply(self, entry: _Entry, sign: int) -> None:
+        if not entry.exclusive and not entry.shared:
+            return
+        state = self.state
+        for device in entry.exclusive:
+            count = self._counts.get(device, 0) + sign
+            if count > 0:
+                self._counts[device] = count
+                if count == 1 and sign > 0:
+                    state.exclusive.add(device)
+                    self.log.append((device, +1))
+            else:
+                self._counts.pop(device, None)
+                state.exclusive.discard(device)
+                self.log.append((device, -1))
+        for device, amounts in entry.shared.items():
+            acc = state.consumed.setdefault(device, {})
+            for name, value in amounts.items():
+                acc[name] = acc.get(name, 0) + sign * value
+            if not any(acc.values()):
+                del state.consumed[device]
+        if len(self.log) > _LOG_LIMIT:
+            drop = len(self.log) // 2
+            del self.log[:drop]
+            self.log_start += drop
+        self.version += 1
+
+    @property
+    def log_position(self) -> int:
+        return self.log_start + len(self.log)
+
+    def changes_since(self, position: int) -> list[tuple[DeviceID, int]] | None:
+        """Device changes since `position` (None: some were dropped; the reader starts over)."""
+        if position < self.log_start:
+            return None
+        return self.log[position - self.log_start :]
+
+
+_LOG_LIMIT = 100_000

@@ -1,0 +1,321 @@
+"""How many more of a pod (or replicas of a workload) fit, where they go, and why the next one does not.
+
+The cluster is first simulated as `kubesched simulate` would (its pending pods and workloads are
+placed first: they are ahead in the queue). Then copies of the shape are added and scheduled by
+the same scheduler and profile, in growing batches, until one stays unschedulable; its
+FailedScheduling message is the answer to "why not one more". Copies never preempt
+(`preemptionPolicy: Never`): capacity is room that is free, not room that could be taken.
+
+A workload shape (Deployment, ReplicaSet, StatefulSet, ReplicationController, Job, CronJob) grows
+through its simulated controller, so its pods carry the labels that spreading and affinity see
+(`pod-template-hash`, ...); when the input already runs that workload, the count starts from its
+replicas there. A DaemonSet shape is placed once: it wants one pod per node, not more replicas.
+
+Within a batch, pods are scheduled one at a time; an unschedulable copy leaves the cluster as it
+was, so the identical copies after it fail too and the count equals scheduling one at a time.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from kubesched.api.loader import LoadedObjects
+from kubesched.api.objects import (
+    CronJob,
+    DaemonSet,
+    Deployment,
+    Job,
+    KubeObject,
+    Pod,
+    PodSpec,
+    PodTemplateSpec,
+    ReplicaSet,
+    ReplicationController,
+    StatefulSet,
+)
+from kubesched.api.quantity import QuantityError, format_quantity
+from kubesched.api.resources import pod_requests
+from kubesched.api.workloads import pod_template_of
+from kubesched.cluster.memory import MemoryCluster
+from kubesched.config.types import KubeSchedulerConfiguration
+from kubesched.errors import InputError
+from kubesched.framework.node_info import pod_key
+from kubesched.framework.registry import Registry
+from kubesched.scheduler.cache import ZONE_LABEL
+from kubesched.scheduler.clock import VirtualClock
+from kubesched.scheduler.profiles import profiles_from_config
+from kubesched.scheduler.scheduler import Attempt, Scheduler
+from kubesched.simulate.report import _Out
+from kubesched.simulate.runner import (
+    check_node_quantities,
+    new_scheduler,
+    run_until_settled,
+    run_with_controllers,
+)
+from kubesched.simulate.workloads import (
+    PodChanges,
+    WorkloadControllers,
+    has_workloads,
+    with_room_for_controllers,
+)
+
+__all__ = ["DEFAULT_LIMIT", "CapacityReport", "ShapeCapacity", "capacity", "shapes_of"]
+
+#: Copies tried per shape unless told otherwise: the answer is then "at least this many".
+DEFAULT_LIMIT = 10_000
+#: The largest batch of copies added before the scheduler runs.
+_MAX_BATCH = 256
+
+Workload = Deployment | ReplicaSet | StatefulSet | DaemonSet | Job | CronJob | ReplicationController
+_LISTS: dict[type, str] = {
+    Deployment: "deployments",
+    ReplicaSet: "replica_sets",
+    StatefulSet: "stateful_sets",
+    DaemonSet: "daemon_sets",
+    Job: "jobs",
+    CronJob: "cron_jobs",
+    ReplicationController: "replication_controllers",
+}
+
+
+class ShapeCapacity(_Out):
+    """The answer for one shape."""
+
+    #: `Pod default/web` or `Deployment shop/api`.
+    shape: str
+    #: What one copy requests (cpu in cores or millicores, memory in bytes with a binary suffix, ...).
+    requests: dict[str, str]
+    #: A workload's own pods (`replicas`, a Job's parallel pods), placed before counting (0 for a
+    #: pod), and how many of them were scheduled.
+    replicas: int
+    replicas_scheduled: int
+    #: Copies that fit beyond those (for a DaemonSet: its pods that fit).
+    fits: int
+    #: True when the count stopped at the limit: at least `fits` fit.
+    limited: bool
+    #: Why the next copy does not fit: its FailedScheduling message; null when `limited`.
+    reason: str | None
+    #: Where the copies went: node -> count and `topology.kubernetes.io/zone` -> count.
+    nodes: dict[str, int]
+    zones: dict[str, int]
+
+
+class CapacityReport(_Out):
+    shapes: list[ShapeCapacity]
+    #: Nodes in the cluster.
+    nodes: int
+    #: Wall-clock seconds for every shape (loading files not included).
+    seconds: float
+
+
+def capacity(
+    objects: LoadedObjects,
+    shapes: Sequence[KubeObject],
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
+    *,
+    seed: int = 0,
+    limit: int = DEFAULT_LIMIT,
+    progress: Callable[[int, int], None] | None = None,
+) -> CapacityReport:
+    """For each of `shapes` (pods or workloads) independently: how many more fit on `objects`' cluster."""
+    if limit < 1:
+        raise InputError("must be at least 1", path="--max")
+    for node in objects.nodes:
+        check_node_quantities(node)
+    started = time.perf_counter()
+    answers = []
+    for shape in shapes:
+        if not isinstance(shape, Pod | Workload):
+            raise InputError(f"a {type(shape).__name__} is not a pod or a workload", path=_name(shape))
+        template = shape.spec if isinstance(shape, Pod) else _template(shape).spec
+        try:
+            pod_requests(Pod(spec=template))
+        except QuantityError as err:
+            raise InputError(err.message, path=_name(shape)) from None
+        answers.append(_ShapeRun(objects, shape, config, registry, seed=seed).count(limit, progress))
+    return CapacityReport(
+        shapes=answers, nodes=len(objects.nodes), seconds=round(time.perf_counter() - started, 6)
+    )
+
+
+def shapes_of(objects: LoadedObjects) -> list[Pod | Workload]:
+    """The pods and workloads of `objects`, each a shape to count."""
+    shapes: list[Pod | Workload] = [*objects.pods]
+    for attribute in _LISTS.values():
+        shapes += getattr(objects, attribute)
+    return shapes
+
+
+def _name(obj: KubeObject) -> str:
+    meta = obj.metadata
+    return f"{obj.kind} {meta.namespace or 'default'}/{meta.name}"
+
+
+def _template(shape: Workload) -> PodTemplateSpec:
+    template = pod_template_of(shape)
+    assert template is not None  # checked when the object was loaded
+    return template
+
+
+def _never_preempt(spec: PodSpec) -> PodSpec:
+    return msgspec.structs.replace(spec, preemption_policy="Never", node_name="")
+
+
+def _without_preemption(shape: Workload) -> Workload:
+    """The workload whose pods never preempt (their template's preemptionPolicy is Never)."""
+    template = _template(shape)
+    template = msgspec.structs.replace(template, spec=_never_preempt(template.spec))
+    if isinstance(shape, CronJob):
+        job = msgspec.structs.replace(shape.spec.job_template.spec, template=template)
+        job_template = msgspec.structs.replace(shape.spec.job_template, spec=job)
+        return msgspec.structs.replace(
+            shape, spec=msgspec.structs.replace(shape.spec, job_template=job_template)
+        )
+    return msgspec.structs.replace(shape, spec=msgspec.structs.replace(shape.spec, template=template))
+
+
+class _ShapeRun:
+    """One shape on a fresh simulation of the input."""
+
+    def __init__(
+        self,
+        objects: LoadedObjects,
+        shape: Pod | Workload,
+        config: KubeSchedulerConfiguration,
+        registry: Registry,
+        *,
+        seed: int,
+    ) -> None:
+        self.shape = shape
+        self.clock = VirtualClock()
+        if isinstance(shape, Pod):
+            self.template = PodTemplateSpec(metadata=shape.metadata, spec=_never_preempt(shape.spec))
+        else:
+            shape = _without_preemption(shape)
+            attribute = _LISTS[type(shape)]
+            objects = copy.copy(objects)  # the input stays as given: other shapes start from it too
+            setattr(objects, attribute, [*getattr(objects, attribute), shape])
+            self.template = _template(shape)
+        with_controllers = has_workloads(objects)
+        self.cluster = MemoryCluster(
+            with_room_for_controllers(objects) if with_controllers else objects, self.clock.now
+        )
+        self.controllers = WorkloadControllers(self.cluster, seed=seed) if with_controllers else None
+        self.messages: dict[str, str] = {}
+        self.base = self.base_scheduled = 0
+        self.scheduler: Scheduler = new_scheduler(
+            profiles_from_config(config, registry),
+            config,
+            registry,
+            self.cluster,
+            self.clock,
+            seed=seed,
+            observer=self._observe,
+        )
+
+    def _observe(self, attempt: Attempt) -> None:
+        if attempt.message and attempt.result != "Scheduled":
+            self.messages[pod_key(attempt.pod)] = attempt.message
+
+    def _refuse(self, pod: Pod, exc: Exception) -> None:
+        self.messages[pod_key(pod)] = str(exc)
+
+    def count(self, limit: int, progress: Callable[[int, int], None] | None) -> ShapeCapacity:
+        try:
+            self.cluster.subscribe(self.scheduler, on_error=self._refuse)
+            self._settle_input()
+            return self._grow(limit, progress)
+        finally:
+            if self.scheduler.extenders is not None:
+                self.scheduler.extenders.close()
+
+    def _settle_input(self) -> None:
+        if self.controllers is None:
+            run_until_settled(self.scheduler, self.clock, self.cluster, retry_unschedulable=True)
+        else:
+            run_with_controllers(self.scheduler, self.clock, self.cluster, self.controllers, lambda _: None)
+
+    def _grow(self, limit: int, progress: Callable[[int, int], None] | None) -> ShapeCapacity:
+        shape = self.shape
+        copies: list[str] = []  # pod keys, in creation order
+        if isinstance(shape, DaemonSet):
+            assert self.controllers is not None
+            status = self.controllers.status_of("DaemonSet", shape.metadata.namespace, shape.metadata.name)
+            assert status is not None
+            return self._answer([pod_key(p) for p in status.current], limited=False)
+        base = 0
+        if not isinstance(shape, Pod) and self.controllers is not None:
+            # The workload's own pods (replicas, a Job's parallel pods), placed while settling the input.
+            status = self.controllers.status_of(shape.kind, shape.metadata.namespace, shape.metadata.name)
+            if status is not None:
+                base = status.desired
+                self.base_scheduled = sum(1 for p in status.current if p.spec.node_name)
+        self.base = base
+        batch = 1
+        while len(copies) < limit:
+            size = min(batch, limit - len(copies))
+            copies += self._add(size, base + len(copies) + size)
+            run_until_settled(self.scheduler, self.clock, self.cluster)
+            if progress is not None:
+                progress(len(copies), limit)
+            if any(not self._bound(key) for key in copies):
+                return self._answer(copies, limited=False)
+            batch = min(batch * 2, _MAX_BATCH)
+        return self._answer(copies, limited=True)
+
+    def _add(self, size: int, total: int) -> list[str]:
+        """`size` more copies: pods cloned from the shape, or the workload scaled to `total`."""
+        if isinstance(self.shape, Pod):
+            return [pod_key(self._clone()) for _ in range(size)]
+        assert self.controllers is not None
+        meta = self.shape.metadata
+        controller = self.controllers.find(self.shape.kind, meta.namespace, meta.name)
+        assert controller is not None
+        controller.scale(total)
+        changes: PodChanges = self.controllers.reconcile()
+        return [pod_key(p) for p in changes.created]
+
+    def _clone(self) -> Pod:
+        meta = self.template.metadata
+        namespace = meta.namespace or "default"
+        index = 0
+        while self.cluster.has_pod_named(namespace, f"{meta.name}-{index}"):
+            index += 1
+        clone_meta = msgspec.structs.replace(meta, name=f"{meta.name}-{index}", namespace=namespace, uid="")
+        return self.cluster.create_pod(Pod(metadata=clone_meta, spec=self.template.spec))
+
+    def _bound(self, key: str) -> bool:
+        pod = self.cluster.pods.get(key)
+        return pod is not None and bool(pod.spec.node_name)
+
+    def _answer(self, copies: list[str], *, limited: bool) -> ShapeCapacity:
+        pods = self.cluster.pods
+        bound = [pods[k] for k in copies if self._bound(k)]
+        pending = [k for k in copies if not self._bound(k)]
+        per_node = Counter(p.spec.node_name for p in bound)
+        per_zone: Counter[str] = Counter()
+        for name, n in per_node.items():
+            zone = self.cluster.nodes[name].labels.get(ZONE_LABEL)
+            if zone:
+                per_zone[zone] += n
+        reason = None
+        if pending:
+            reason = self.messages.get(pending[0]) or "not scheduled (no attempt was made)"
+        requests = pod_requests(Pod(spec=self.template.spec))
+        return ShapeCapacity(
+            shape=_name(self.shape),
+            requests={r: format_quantity(v, r) for r, v in sorted(requests.items())},
+            replicas=self.base,
+            replicas_scheduled=self.base_scheduled,
+            fits=len(bound),
+            limited=limited,
+            reason=reason,
+            nodes=dict(sorted(per_node.items())),
+            zones=dict(sorted(per_zone.items())),
+        )

@@ -1,0 +1,36 @@
+"""The human view of a capacity report: one row per shape."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kubesched.simulate.capacity import CapacityReport
+
+#: Nodes named per shape in the table; the JSON report has them all.
+_NODES_SHOWN = 6
+
+
+def render_capacity(report: CapacityReport, console: Console) -> None:
+    table = Table(title="Capacity: how many more fit", header_style="bold")
+    for column in ("SHAPE", "REQUESTS", "FITS", "ZONES", "NODES", "WHY NOT ONE MORE"):
+        table.add_column(column, overflow="fold")
+    for s in report.shapes:
+        fits = f"≥{s.fits}" if s.limited else str(s.fits)
+        if s.replicas:
+            fits += f" more (beyond its {s.replicas_scheduled}/{s.replicas} replicas)"
+        busiest = sorted(s.nodes.items(), key=lambda kv: (-kv[1], kv[0]))
+        nodes = " ".join(f"{n}:{c}" for n, c in busiest[:_NODES_SHOWN])
+        if len(busiest) > _NODES_SHOWN:
+            nodes += f" (+{len(busiest) - _NODES_SHOWN} nodes)"
+        table.add_row(
+            escape(s.shape),
+            escape(" ".join(f"{r}={v}" for r, v in s.requests.items())),
+            f"[bold]{fits}[/]",
+            escape(" ".join(f"{z}:{c}" for z, c in s.zones.items())),
+            escape(nodes),
+            escape(s.reason or ("stopped at --max" if s.limited else "")),
+        )
+    console.print(table)
+    console.print(f"{len(report.shapes)} shape(s) on {report.nodes} nodes in {report.seconds:.2f}s")

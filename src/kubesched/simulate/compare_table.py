@@ -1,0 +1,74 @@
+"""The human view of a comparison: one row per figure, one column per configuration."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kubesched.simulate.compare import Comparison, ConfigRun
+
+#: Reasons listed one per row; the rest are summed into one row.
+_REASONS_SHOWN = 8
+
+
+def render_comparison(comparison: Comparison, console: Console) -> None:
+    runs = comparison.runs
+    table = Table(
+        title=f"{comparison.pods} pods on {comparison.nodes} nodes under {len(runs)} configurations",
+        header_style="bold",
+    )
+    table.add_column("FIGURE")
+    for run in runs:
+        table.add_column(escape(run.name), justify="right")
+
+    def row(label: str, cells: list[object]) -> None:
+        table.add_row(escape(label), *(escape(str(c)) for c in cells))
+
+    row("pods scheduled", [r.scheduled for r in runs])
+    row("pods unschedulable", [r.unschedulable for r in runs])
+    if any(r.ignored for r in runs):
+        row("pods ignored (no profile of that name)", [r.ignored for r in runs])
+    reasons: dict[str, int] = {}
+    for run in runs:
+        for reason, n in run.unschedulable_by_reason.items():
+            reasons[reason] = max(reasons.get(reason, 0), n)
+    ranked = sorted(reasons, key=lambda reason: (-reasons[reason], reason))
+    for reason in ranked[:_REASONS_SHOWN]:
+        row(f"  {reason}", [r.unschedulable_by_reason.get(reason, 0) for r in runs])
+    if len(ranked) > _REASONS_SHOWN:
+        rest = ranked[_REASONS_SHOWN:]
+        row(
+            f"  {len(rest)} other reasons",
+            [sum(r.unschedulable_by_reason.get(x, 0) for x in rest) for r in runs],
+        )
+    row("pods evicted (preemption)", [r.evicted for r in runs])
+    row("pods that preempted", [r.preemptors for r in runs])
+    resources = list(dict.fromkeys(res for run in runs for res in run.utilization))
+    for resource in resources:
+        row(f"{resource} utilization mean ± spread", [_spread(r, resource) for r in runs])
+    for resource in dict.fromkeys(res for run in runs for res in run.stranded):
+        row(f"{resource} stranded", [r.stranded.get(resource, 0) for r in runs])
+    for resource in dict.fromkeys(res for run in runs for res in run.largest_free):
+        row(f"most {resource} free on one node", [r.largest_free.get(resource, "-") for r in runs])
+    row("largest input pod still placeable", [_shape(r.largest_placeable) for r in runs])
+    zones = list(dict.fromkeys(z for run in runs for z in run.zones))
+    for zone in zones:
+        row(f"placed in zone {zone}", [r.zones.get(zone, 0) for r in runs])
+    if zones:
+        row("zone skew (max - min)", [r.zone_skew for r in runs])
+    if any(r.gangs.total for r in runs):
+        row("gangs placed whole", [f"{r.gangs.placed}/{r.gangs.total}" for r in runs])
+        row("gangs placed in part", [r.gangs.partial for r in runs])
+        row("gangs not placed", [r.gangs.not_placed for r in runs])
+    row("seconds", [f"{r.seconds:.2f}" for r in runs])
+    console.print(table)
+
+
+def _shape(requests: dict[str, str] | None) -> str:
+    return " ".join(f"{k}={v}" for k, v in requests.items()) if requests else "none"
+
+
+def _spread(run: ConfigRun, resource: str) -> str:
+    s = run.utilization.get(resource)
+    return "-" if s is None else f"{s.mean * 100:.0f}% ± {s.stddev * 100:.0f}"

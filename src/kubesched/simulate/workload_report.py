@@ -1,0 +1,59 @@
+"""The `workloads` part of the simulate report: per workload, does it fit, and where."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+from kubesched.api.objects import Node
+from kubesched.framework.node_info import pod_key
+from kubesched.scheduler.cache import ZONE_LABEL
+from kubesched.simulate.report import WorkloadResult
+from kubesched.simulate.workloads import WorkloadControllers, WorkloadStatus
+
+__all__ = ["workload_results"]
+
+
+def workload_results(
+    controllers: WorkloadControllers, nodes: Mapping[str, Node], messages: Mapping[str, str]
+) -> list[WorkloadResult]:
+    """One result per workload of the input; `messages` are the pods' last scheduling messages by key."""
+    return [_result(s, controllers, nodes, messages) for s in controllers.statuses()]
+
+
+def _result(
+    status: WorkloadStatus,
+    controllers: WorkloadControllers,
+    nodes: Mapping[str, Node],
+    messages: Mapping[str, str],
+) -> WorkloadResult:
+    bound = [p for p in status.current if p.spec.node_name]
+    pending = sorted((p for p in status.current if not p.spec.node_name), key=lambda p: p.metadata.name)
+    per_node = Counter(p.spec.node_name for p in bound)
+    per_zone: Counter[str] = Counter()
+    for name, count in per_node.items():
+        node = nodes.get(name)
+        zone = node.labels.get(ZONE_LABEL) if node is not None else None
+        if zone:
+            per_zone[zone] += count
+    message = status.waiting_for
+    for pod in pending:
+        message = messages.get(pod_key(pod)) or message
+        if message:
+            break
+    complete = len(bound) >= status.desired and not pending and not status.old
+    return WorkloadResult(
+        kind=status.kind,
+        namespace=status.namespace,
+        name=status.name,
+        desired=status.desired,
+        scheduled=len(bound),
+        pending=len(pending),
+        old=len(status.old),
+        created=controllers.created(status),
+        deleted=controllers.deleted(status),
+        complete=complete,
+        nodes=dict(sorted(per_node.items())),
+        zones=dict(sorted(per_zone.items())),
+        message=None if complete else message,
+    )

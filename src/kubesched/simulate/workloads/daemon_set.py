@@ -1,0 +1,154 @@
+"""DaemonSets: one pod per node that should run it, pinned by a `matchFields` node affinity.
+
+The controller decides which nodes should run a daemon pod (the template's nodeSelector and
+required node affinity match, and every NoSchedule/NoExecute taint is tolerated, counting the
+tolerations daemon pods always get), then creates each pod with its required node affinity replaced
+by one term, `metadata.name In [<node>]`, and leaves the rest to the scheduler, as upstream does
+since ScheduleDaemonSetPods. Pods carry `controller-revision-hash` and `pod-template-generation`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import msgspec
+
+from kubesched.api.objects import (
+    Affinity,
+    DaemonSet,
+    Node,
+    NodeAffinity,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    OwnerReference,
+    Pod,
+    PodSpec,
+    Toleration,
+)
+from kubesched.api.selectors import RequiredNodeAffinity
+from kubesched.api.taints import tolerates_all
+from kubesched.simulate.workloads.context import ControllerContext, OwnerKey, WorkloadStatus
+from kubesched.simulate.workloads.naming import template_hash
+
+__all__ = ["DaemonSetController", "daemon_tolerations", "pin_to_node"]
+
+REVISION_LABEL: Final = "controller-revision-hash"
+GENERATION_LABEL: Final = "pod-template-generation"
+#: The field a daemon pod's node affinity selects its node by.
+NODE_NAME_FIELD: Final = "metadata.name"
+_NO_SCHEDULE_OR_EXECUTE: Final = frozenset({"NoSchedule", "NoExecute"})
+
+#: Tolerations every daemon pod gets, so node problems never evict or block it.
+_DAEMON_TOLERATIONS: Final = (
+    Toleration(key="node.kubernetes.io/not-ready", operator="Exists", effect="NoExecute"),
+    Toleration(key="node.kubernetes.io/unreachable", operator="Exists", effect="NoExecute"),
+    Toleration(key="node.kubernetes.io/disk-pressure", operator="Exists", effect="NoSchedule"),
+    Toleration(key="node.kubernetes.io/memory-pressure", operator="Exists", effect="NoSchedule"),
+    Toleration(key="node.kubernetes.io/pid-pressure", operator="Exists", effect="NoSchedule"),
+    Toleration(key="node.kubernetes.io/unschedulable", operator="Exists", effect="NoSchedule"),
+)
+_HOST_NETWORK_TOLERATION: Final = Toleration(
+    key="node.kubernetes.io/network-unavailable", operator="Exists", effect="NoSchedule"
+)
+
+
+def daemon_tolerations(spec: PodSpec) -> PodSpec:
+    """The spec with the daemon tolerations appended (those it already has are not repeated)."""
+    extra = list(_DAEMON_TOLERATIONS)
+    if spec.host_network:
+        extra.append(_HOST_NETWORK_TOLERATION)
+    tolerations = list(spec.tolerations)
+    tolerations += [t for t in extra if t not in tolerations]
+    return msgspec.structs.replace(spec, tolerations=tolerations)
+
+
+def pin_to_node(spec: PodSpec, node_name: str) -> PodSpec:
+    """The spec whose required node affinity is exactly `metadata.name In [node_name]`.
+
+    Like upstream, other required terms are replaced, not ANDed: the controller has already checked
+    them when it chose the node. Preferred terms and pod (anti-)affinity are kept.
+    """
+    pinned = NodeSelector(
+        node_selector_terms=[
+            NodeSelectorTerm(
+                match_fields=[NodeSelectorRequirement(key=NODE_NAME_FIELD, operator="In", values=[node_name])]
+            )
+        ]
+    )
+    affinity = spec.affinity or Affinity()
+    node_affinity = affinity.node_affinity or NodeAffinity()
+    node_affinity = msgspec.structs.replace(
+        node_affinity, required_during_scheduling_ignored_during_execution=pinned
+    )
+    return msgspec.structs.replace(
+        spec, affinity=msgspec.structs.replace(affinity, node_affinity=node_affinity)
+    )
+
+
+def _pinned_node(pod: Pod) -> str | None:
+    """The node a daemon pod is bound to or pinned to by its matchFields term."""
+    if pod.spec.node_name:
+        return pod.spec.node_name
+    affinity = pod.spec.affinity
+    required = (
+        affinity.node_affinity.required_during_scheduling_ignored_during_execution
+        if affinity is not None and affinity.node_affinity is not None
+        else None
+    )
+    for term in required.node_selector_terms if required is not None else ():
+        for field in term.match_fields:
+            if field.key == NODE_NAME_FIELD and field.operator == "In" and len(field.values) == 1:
+                return field.values[0]
+    return None
+
+
+@dataclass
+class DaemonSetController:
+    key: OwnerKey
+    daemon_set: DaemonSet
+    reference: OwnerReference
+
+    def __post_init__(self) -> None:
+        template = self.daemon_set.spec.template
+        assert template is not None  # checked when the object was loaded
+        self._spec = daemon_tolerations(template.spec)
+        generation = self.daemon_set.metadata.generation or 1
+        self._labels = {REVISION_LABEL: template_hash(template), GENERATION_LABEL: str(generation)}
+        self._fits = RequiredNodeAffinity(Pod(spec=self._spec))
+
+    def scale(self, replicas: int) -> None:
+        """A DaemonSet has no replica count: one pod per node that should run it."""
+
+    def should_run(self, node: Node) -> bool:
+        """Whether the controller puts a daemon pod on `node` (it does not ask the scheduler)."""
+        spec = self._spec
+        if spec.node_name and spec.node_name != node.name:
+            return False
+        if not self._fits(node.name, node.labels):
+            return False
+        return tolerates_all(node.spec.taints, spec.tolerations, _NO_SCHEDULE_OR_EXECUTE)
+
+    def reconcile(self, ctx: ControllerContext) -> None:
+        template = self.daemon_set.spec.template
+        assert template is not None
+        served = {_pinned_node(p) for p in ctx.pods_of(self.key)}
+        for name in sorted(ctx.cluster.nodes):
+            node = ctx.cluster.nodes[name]
+            if name in served or not self.should_run(node):
+                continue
+            spec = pin_to_node(self._spec, name)
+            ctx.create_pod(
+                self.key,
+                self.reference,
+                template,
+                generate_name=f"{self.key[2]}-",
+                labels=self._labels,
+                spec=spec,
+            )
+
+    def status(self, ctx: ControllerContext) -> WorkloadStatus:
+        kind, namespace, name = self.key
+        desired = sum(1 for n in ctx.cluster.nodes.values() if self.should_run(n))
+        return WorkloadStatus(kind, namespace, name, desired, ctx.pods_of(self.key))

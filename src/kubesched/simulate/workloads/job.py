@@ -1,0 +1,159 @@
+"""Jobs and CronJobs: the pods a Job runs at once, and one run of a CronJob.
+
+A Job keeps `min(parallelism, completions)` pods active (just `parallelism` without completions);
+nothing completes in a snapshot simulation, so that is the number it creates. Pods carry the labels
+the API server adds to a Job's template (`batch.kubernetes.io/controller-uid`,
+`batch.kubernetes.io/job-name` and their legacy short forms) unless the Job has a manual selector.
+An Indexed Job's pods are `<job>-<index>-<random>` with the `batch.kubernetes.io/job-completion-index`
+annotation and label, lowest indexes first. A suspended Job creates nothing.
+
+A CronJob is run once: the controller's Job `<cronjob>-<scheduled minute>` is created from the job
+template (whatever the schedule and concurrency policy say), then runs as any Job. A suspended
+CronJob creates nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Final
+
+import msgspec
+
+from kubesched.api.objects import CronJob, Job, JobSpec, ObjectMeta, OwnerReference
+from kubesched.simulate.workloads.context import ControllerContext, OwnerKey, WorkloadStatus
+from kubesched.simulate.workloads.naming import controller_reference, object_uid
+
+__all__ = ["CronJobController", "JobController"]
+
+COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
+CONTROLLER_UID: Final = "batch.kubernetes.io/controller-uid"
+JOB_NAME: Final = "batch.kubernetes.io/job-name"
+LEGACY_CONTROLLER_UID: Final = "controller-uid"
+LEGACY_JOB_NAME: Final = "job-name"
+SCHEDULED_TIMESTAMP: Final = "batch.kubernetes.io/cronjob-scheduled-timestamp"
+
+
+def active_target(spec: JobSpec, succeeded: int = 0) -> int:
+    """How many pods the Job runs at once, `succeeded` pods having completed already."""
+    if spec.suspend:
+        return 0
+    parallelism = 1 if spec.parallelism is None else spec.parallelism
+    if spec.completions is None:
+        return 0 if succeeded else parallelism  # without completions, one success ends the Job
+    return max(0, min(parallelism, spec.completions - succeeded))
+
+
+def _succeeded(ctx: ControllerContext, key: OwnerKey) -> int:
+    return sum(1 for p in ctx.finished_of(key) if p.status.phase == "Succeeded")
+
+
+@dataclass
+class JobController:
+    key: OwnerKey
+    job: Job
+    uid: str
+
+    def reconcile(self, ctx: ControllerContext) -> None:
+        spec = self.job.spec
+        template = spec.template
+        assert template is not None  # checked when the object was loaded
+        _, _, name = self.key
+        reference = controller_reference("batch/v1", "Job", name, self.uid)
+        labels = {}
+        if not spec.manual_selector:
+            labels = {
+                CONTROLLER_UID: self.uid,
+                JOB_NAME: name,
+                LEGACY_CONTROLLER_UID: self.uid,
+                LEGACY_JOB_NAME: name,
+            }
+        active = ctx.pods_of(self.key)
+        missing = active_target(spec, _succeeded(ctx, self.key)) - len(active)
+        if missing <= 0:
+            return
+        if spec.completion_mode != "Indexed":
+            for _ in range(missing):
+                ctx.create_pod(self.key, reference, template, generate_name=f"{name}-", labels=labels)
+            return
+        taken = {
+            p.metadata.annotations.get(COMPLETION_INDEX)
+            for p in [*active, *ctx.finished_of(self.key)]
+            if p.status.phase != "Failed"
+        }
+        free = (i for i in range(spec.completions or 0) if str(i) not in taken)
+        for index, _ in zip(free, range(missing), strict=False):
+            ctx.create_pod(
+                self.key,
+                reference,
+                template,
+                generate_name=f"{name}-{index}-",
+                labels={**labels, COMPLETION_INDEX: str(index)},
+                annotations={COMPLETION_INDEX: str(index)},
+            )
+
+    def scale(self, pods: int) -> None:
+        """Run `pods` pods at once (parallelism; completions no longer cap it)."""
+        completions = (
+            None if self.job.spec.completion_mode != "Indexed" else max(pods, self.job.spec.completions or 0)
+        )
+        spec = msgspec.structs.replace(self.job.spec, parallelism=pods, completions=completions)
+        self.job = msgspec.structs.replace(self.job, spec=spec)
+
+    def status(self, ctx: ControllerContext) -> WorkloadStatus:
+        kind, namespace, name = self.key
+        desired = active_target(self.job.spec, _succeeded(ctx, self.key))
+        return WorkloadStatus(kind, namespace, name, desired, ctx.pods_of(self.key))
+
+
+@dataclass
+class CronJobController:
+    key: OwnerKey
+    cron_job: CronJob
+    uid: str
+    #: When the run is scheduled, in Unix minutes (names the Job, as the CronJob controller does).
+    scheduled_minute: int
+    job: JobController | None = field(default=None, init=False)
+
+    def reconcile(self, ctx: ControllerContext) -> None:
+        if self.cron_job.spec.suspend:
+            return
+        if self.job is None:
+            self.job = self._make_job()
+        self.job.reconcile(ctx)
+
+    def scale(self, pods: int) -> None:
+        if self.job is None:
+            self.job = self._make_job()
+        self.job.scale(pods)
+
+    def _make_job(self) -> JobController:
+        _, namespace, name = self.key
+        job_name = f"{name}-{self.scheduled_minute}"
+        uid = object_uid("Job", namespace, job_name)
+        template = self.cron_job.spec.job_template
+        owner: OwnerReference = controller_reference("batch/v1", "CronJob", name, self.uid)
+        meta = ObjectMeta(
+            name=job_name,
+            namespace=namespace,
+            uid=uid,
+            labels=dict(template.metadata.labels),
+            annotations={
+                **template.metadata.annotations,
+                SCHEDULED_TIMESTAMP: _rfc3339(self.scheduled_minute),
+            },
+            owner_references=[owner],
+        )
+        return JobController(("Job", namespace, job_name), Job(metadata=meta, spec=template.spec), uid)
+
+    def status(self, ctx: ControllerContext) -> WorkloadStatus:
+        kind, namespace, name = self.key
+        if self.job is None:
+            waiting = "the CronJob is suspended" if self.cron_job.spec.suspend else None
+            return WorkloadStatus(kind, namespace, name, 0, [], waiting_for=waiting)
+        job = self.job.status(ctx)
+        return WorkloadStatus(kind, namespace, name, job.desired, job.current)
+
+
+def _rfc3339(minute: int) -> str:
+    return dt.datetime.fromtimestamp(minute * 60, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,386 @@
+"""Random small scheduling scenarios, as plain Kubernetes manifests (dicts), reproducible per seed.
+
+A scenario is a handful of nodes, pods already running on them, and pods to schedule one after the
+other. Every feature the generator uses is recorded in `Scenario.features`, so agreement can be
+reported per feature. The manifests are valid for a v1.37 API server: the harness creates them
+there as they are.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "NAMESPACES",
+    "PRIORITY_CLASSES",
+    "Scenario",
+    "generate",
+]
+
+Obj = dict[str, Any]
+
+#: Namespaces every scenario may use (created once per control plane; labels for namespaceSelector).
+NAMESPACES: dict[str, dict[str, str]] = {"default": {}, "team-a": {"team": "a"}, "team-b": {"team": "b"}}
+#: PriorityClasses every scenario may use (created once per control plane).
+PRIORITY_CLASSES: dict[str, int] = {"low": 10, "mid": 100, "high": 1000}
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+GPU = "example.com/gpu"
+IMAGES = {"img-a:1": 300 * 2**20, "img-b:1": 800 * 2**20, "img-c:1": 50 * 2**20}
+APPS = ("web", "db", "cache")
+TAINT_KEYS = ("dedicated", "spot", "gpu")
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@dataclass
+class Scenario:
+    """Nodes, running pods and pods to schedule (in order); `features` names what they exercise."""
+
+    seed: int
+    nodes: list[Obj] = field(default_factory=list)
+    running: list[Obj] = field(default_factory=list)
+    pending: list[Obj] = field(default_factory=list)
+    pdbs: list[Obj] = field(default_factory=list)
+    #: StorageClasses, PersistentVolumes and PersistentVolumeClaims, created before the nodes.
+    volumes: list[Obj] = field(default_factory=list)
+    features: set[str] = field(default_factory=set)
+
+    @property
+    def name(self) -> str:
+        return f"s{self.seed}"
+
+
+class _Gen:
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.s = Scenario(seed)
+
+    def chance(self, p: float) -> bool:
+        return self.rng.random() < p
+
+    def pick(self, options: Any) -> Any:
+        return self.rng.choice(list(options))
+
+    # ------------------------------------------------------------------ nodes
+    def node(self, i: int) -> Obj:
+        name = f"{self.s.name}-n{i}"
+        labels = {HOSTNAME: name}
+        if self.chance(0.9):
+            labels[ZONE] = self.pick(("za", "zb", "zc"))
+        if self.chance(0.6):
+            labels["disk"] = self.pick(("ssd", "hdd"))
+        if self.chance(0.5):
+            labels["gen"] = str(self.rng.randint(1, 5))
+        allocatable: Obj = {
+            "cpu": self.pick(("1", "2", "4", "8", "3500m")),
+            "memory": self.pick(("2Gi", "4Gi", "8Gi", "16Gi")),
+            "pods": str(self.pick((3, 10, 110))),
+            "ephemeral-storage": "20Gi",
+        }
+        if self.chance(0.3):
+            allocatable[GPU] = str(self.rng.randint(1, 4))
+            self.s.features.add("extended-resources")
+        spec: Obj = {}
+        if self.chance(0.3):
+            taints = []
+            for key in self.rng.sample(TAINT_KEYS, self.rng.randint(1, 2)):
+                effect = self.pick(EFFECTS)
+                taint: Obj = {"key": key, "effect": effect}
+                if self.chance(0.6):
+                    taint["value"] = self.pick(("x", "y"))
+                taints.append(taint)
+                self.s.features.add(f"taint-{effect}")
+            spec["taints"] = taints
+        if self.chance(0.1):
+            spec["unschedulable"] = True
+            self.s.features.add("unschedulable-node")
+        status: Obj = {
+            "capacity": dict(allocatable),
+            "allocatable": allocatable,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        }
+        if self.chance(0.4):
+            chosen = self.rng.sample(sorted(IMAGES), self.rng.randint(1, 2))
+            status["images"] = [{"names": [img], "sizeBytes": IMAGES[img]} for img in chosen]
+            self.s.features.add("images")
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": labels},
+            "spec": spec,
+            "status": status,
+        }
+
+    # ------------------------------------------------------------------ pods
+    def requests(self, extended: bool) -> Obj:
+        req: Obj = {}
+        cpu = self.pick((None, "100m", "250m", "500m", "1", "2"))
+        if cpu:
+            req["cpu"] = cpu
+        memory = self.pick((None, "128Mi", "512Mi", "1Gi", "3Gi"))
+        if memory:
+            req["memory"] = memory
+        if extended and self.chance(0.3):
+            req[GPU] = str(self.rng.randint(1, 2))
+            self.s.features.add("extended-resources")
+        return req
+
+    def container(self, name: str, *, extended: bool = True) -> Obj:
+        c: Obj = {"name": name, "image": self.pick(sorted(IMAGES))}
+        req = self.requests(extended)
+        if req:
+            res: Obj = {"requests": req}
+            if GPU in req:
+                res["limits"] = {GPU: req[GPU]}  # extended resources need limit == request
+            c["resources"] = res
+        return c
+
+    def host_port(self, c: Obj) -> None:
+        port = self.pick((8080, 9090))
+        c["ports"] = [{"containerPort": port, "hostPort": port, "protocol": "TCP"}]
+        self.s.features.add("host-ports")
+
+    def pod(self, name: str, *, running: bool) -> Obj:
+        namespace = self.pick(NAMESPACES) if self.chance(0.5) else "default"
+        labels = {"app": self.pick(APPS)}
+        if self.chance(0.5):
+            labels["version"] = self.pick(("v1", "v2"))
+        containers = [self.container("main")]
+        if self.chance(0.2):
+            containers.append(self.container("extra"))
+        spec: Obj = {"containers": containers, "terminationGracePeriodSeconds": 0}
+        if self.chance(0.15):
+            self.host_port(containers[0])
+        if self.chance(0.2):
+            init = self.container("init", extended=False)
+            spec["initContainers"] = [init]
+            self.s.features.add("init-containers")
+        if self.chance(0.2):
+            sidecar = self.container("sidecar", extended=False)
+            sidecar["restartPolicy"] = "Always"
+            if self.chance(0.3):
+                self.host_port(sidecar)
+            spec.setdefault("initContainers", []).append(sidecar)
+            self.s.features.add("sidecars")
+        if self.chance(0.5):
+            spec["priorityClassName"] = self.pick(PRIORITY_CLASSES)
+            self.s.features.add("priority")
+        if self.chance(0.3):
+            self.tolerations(spec)
+        if not running:
+            self.placement(spec, namespace)
+        elif self.chance(0.15):
+            spec["affinity"] = {
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [self.pod_term()]}
+            }
+            self.s.features.add("existing-anti-affinity")
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": spec,
+        }
+
+    def tolerations(self, spec: Obj) -> None:
+        tolerations = []
+        for key in self.rng.sample(TAINT_KEYS, self.rng.randint(1, 2)):
+            tol: Obj = {"key": key}
+            if self.chance(0.5):
+                tol["operator"] = "Exists"
+            else:
+                tol["operator"] = "Equal"
+                tol["value"] = self.pick(("x", "y"))
+            if self.chance(0.6):
+                tol["effect"] = self.pick(EFFECTS)
+            tolerations.append(tol)
+        spec["tolerations"] = tolerations
+        self.s.features.add("tolerations")
+
+    def expression(self) -> Obj:
+        op = self.pick(("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"))
+        self.s.features.add(f"node-affinity-{op}")
+        if op in ("Gt", "Lt"):
+            return {"key": "gen", "operator": op, "values": [str(self.rng.randint(1, 5))]}
+        key = self.pick(("disk", ZONE, "gen"))
+        if op in ("Exists", "DoesNotExist"):
+            return {"key": key, "operator": op}
+        values = {"disk": ("ssd", "hdd"), ZONE: ("za", "zb", "zc"), "gen": ("1", "2", "3")}[key]
+        return {"key": key, "operator": op, "values": self.rng.sample(values, self.rng.randint(1, 2))}
+
+    def pod_term(self) -> Obj:
+        term: Obj = {
+            "labelSelector": {"matchLabels": {"app": self.pick(APPS)}},
+            "topologyKey": self.pick((HOSTNAME, ZONE)),
+        }
+        r = self.rng.random()
+        if r < 0.2:
+            term["namespaceSelector"] = {"matchLabels": {"team": self.pick(("a", "b"))}}
+            self.s.features.add("namespace-selector")
+        elif r < 0.3:
+            term["namespaceSelector"] = {}
+            self.s.features.add("namespace-selector")
+        elif r < 0.4:
+            term["namespaces"] = self.rng.sample(sorted(NAMESPACES), 2)
+        return term
+
+    def placement(self, spec: Obj, namespace: str) -> None:
+        affinity: Obj = {}
+        if self.chance(0.15):
+            spec["nodeSelector"] = {"disk": self.pick(("ssd", "hdd"))}
+            self.s.features.add("node-selector")
+        if self.chance(0.3):
+            node_affinity: Obj = {}
+            if self.chance(0.6):
+                terms = [
+                    {"matchExpressions": [self.expression() for _ in range(self.rng.randint(1, 2))]}
+                    for _ in range(self.rng.randint(1, 2))
+                ]
+                node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
+                self.s.features.add("node-affinity-required")
+            if self.chance(0.6) or not node_affinity:
+                node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                    {
+                        "weight": self.rng.randint(1, 100),
+                        "preference": {"matchExpressions": [self.expression()]},
+                    }
+                    for _ in range(self.rng.randint(1, 2))
+                ]
+                self.s.features.add("node-affinity-preferred")
+            affinity["nodeAffinity"] = node_affinity
+        for kind in ("podAffinity", "podAntiAffinity"):
+            if not self.chance(0.2):
+                continue
+            block: Obj = {}
+            if self.chance(0.5):
+                block["requiredDuringSchedulingIgnoredDuringExecution"] = [self.pod_term()]
+                self.s.features.add(f"{kind}-required")
+            else:
+                block["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                    {"weight": self.rng.randint(1, 100), "podAffinityTerm": self.pod_term()}
+                ]
+                self.s.features.add(f"{kind}-preferred")
+            affinity[kind] = block
+        if affinity:
+            spec["affinity"] = affinity
+        if self.chance(0.25):
+            keys = self.rng.sample((ZONE, HOSTNAME), self.rng.randint(1, 2))  # no (key, when) twice
+            spec["topologySpreadConstraints"] = [self.spread(key) for key in keys]
+
+    def spread(self, key: str) -> Obj:
+        c: Obj = {
+            "maxSkew": self.rng.randint(1, 2),
+            "topologyKey": key,
+            "whenUnsatisfiable": self.pick(("DoNotSchedule", "ScheduleAnyway")),
+            "labelSelector": {"matchLabels": {"app": self.pick(APPS)}},
+        }
+        self.s.features.add(f"spread-{c['whenUnsatisfiable']}")
+        if c["whenUnsatisfiable"] == "DoNotSchedule" and self.chance(0.3):
+            c["minDomains"] = self.rng.randint(1, 4)
+            self.s.features.add("spread-minDomains")
+        if self.chance(0.3):
+            c["nodeAffinityPolicy"] = self.pick(("Honor", "Ignore"))
+            self.s.features.add("spread-policies")
+        if self.chance(0.3):
+            c["nodeTaintsPolicy"] = self.pick(("Honor", "Ignore"))
+            self.s.features.add("spread-policies")
+        if self.chance(0.3):
+            c["matchLabelKeys"] = ["version"]
+            self.s.features.add("spread-matchLabelKeys")
+        return c
+
+    def volume(self, pod: Obj, i: int) -> None:
+        """One claim for a pending pod, in one of the states VolumeBinding decides on without a PV
+        controller: missing, unbound with Immediate binding, WaitForFirstConsumer with no volume to
+        bind, or bound to a volume pinned to a zone or node."""
+        ns = pod["metadata"]["namespace"]
+        prefix = f"{self.s.name}-v{i}"
+        claim = f"{prefix}-claim"
+        pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+        kind = self.pick(("missing", "immediate", "wffc-no-pv", "bound"))
+        self.s.features.update(("volumes", f"volume-{kind}"))
+        if kind == "missing":
+            return
+        sc: Obj = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": f"{prefix}-class"},
+            "provisioner": "kubernetes.io/no-provisioner" if kind != "immediate" else "example.com/csi",
+            "volumeBindingMode": "Immediate" if kind == "immediate" else "WaitForFirstConsumer",
+        }
+        pvc: Obj = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "namespace": ns},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+                "storageClassName": sc["metadata"]["name"],
+            },
+        }
+        self.s.volumes += [sc, pvc]
+        if kind != "bound":
+            return
+        if self.chance(0.5):
+            term = {"key": ZONE, "operator": "In", "values": [self.pick(("za", "zb"))]}
+        else:
+            node = self.pick(self.s.nodes)["metadata"]["name"]
+            term = {"key": HOSTNAME, "operator": "In", "values": [node]}
+        pv: Obj = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"{prefix}-pv"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": sc["metadata"]["name"],
+                "hostPath": {"path": "/tmp/kubesched-differential"},
+                "claimRef": {"namespace": ns, "name": claim},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}},
+            },
+            "status": {"phase": "Bound"},
+        }
+        pvc["spec"]["volumeName"] = pv["metadata"]["name"]
+        pvc["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+        pvc["status"] = {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}}
+        self.s.volumes.insert(0, pv)
+
+    def pdb(self, i: int) -> Obj:
+        app = self.pick(APPS)
+        namespace = self.pick(NAMESPACES)
+        self.s.features.add("pdb")
+        return {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": f"{self.s.name}-pdb{i}", "namespace": namespace},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
+            # The disruption controller does not run; the harness writes this status itself.
+            "status": {"disruptionsAllowed": self.rng.randint(0, 1)},
+        }
+
+
+def generate(seed: int) -> Scenario:
+    """The scenario of `seed`: 3-12 nodes, 0-14 running pods, 1-4 pods to schedule, maybe PDBs."""
+    g = _Gen(seed)
+    s = g.s
+    s.nodes = [g.node(i) for i in range(g.rng.randint(3, 12))]
+    names = [n["metadata"]["name"] for n in s.nodes]
+    for i in range(g.rng.randint(0, 14)):
+        pod = g.pod(f"{s.name}-r{i}", running=True)
+        pod["spec"]["nodeName"] = g.pick(names)
+        pod["status"] = {"phase": "Running"}
+        if g.chance(0.08):
+            pod["status"] = {"phase": g.pick(("Succeeded", "Failed"))}
+            s.features.add("finished-pods")
+        s.running.append(pod)
+    s.pending = [g.pod(f"{s.name}-p{i}", running=False) for i in range(g.rng.randint(1, 4))]
+    for i, pod in enumerate(s.pending):
+        if g.chance(0.15):
+            g.volume(pod, i)
+    if any("priorityClassName" in p["spec"] for p in s.pending) and g.chance(0.5):
+        s.pdbs = [g.pdb(i) for i in range(g.rng.randint(1, 2))]
+    if not s.features:
+        s.features.add("resources-only")
+    return s
