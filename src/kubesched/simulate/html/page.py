@@ -146,7 +146,12 @@ def _pod(pod: PodResult) -> dict[str, Any]:
 
 
 def _filter_rows(pod: PodResult) -> list[dict[str, Any]]:
-    """Rejected nodes grouped by plugin and reasons, biggest group first."""
+    """Rejected nodes grouped by plugin and reasons, biggest group first (the --explain summary)."""
+    if pod.explanation is not None:
+        return [
+            {"plugin": r.plugin, "reasons": r.reason, "count": r.count, "nodes": r.nodes[:NODES_PER_REASON]}
+            for r in pod.explanation.rejections
+        ]
     groups: dict[tuple[str, str], list[str]] = {}
     for node, verdict in pod.filter.items():
         groups.setdefault((verdict.plugin, "; ".join(verdict.reasons)), []).append(node)
@@ -158,6 +163,8 @@ def _filter_rows(pod: PodResult) -> list[dict[str, Any]]:
 
 
 def _score_rows(pod: PodResult) -> list[dict[str, Any]]:
+    if pod.explanation is not None:
+        return [{"node": n.node, "total": n.total, "plugins": n.plugins} for n in pod.explanation.top_nodes]
     best = sorted(pod.scores.items(), key=lambda kv: (-kv[1].total, kv[0]))[:TOP_SCORES]
     return [{"node": node, "total": s.total, "plugins": s.plugins} for node, s in best]
 
