@@ -155,20 +155,6 @@ class MemoryCluster:
                 h.on_node_delete(node)
         return node
 
-    def add_pod(self, pod: Pod, *, on_error: Any = None) -> Pod:
-        """Create a pod (admitted as the API server would) and deliver it; returns the stored pod.
-
-        `on_error(pod, exc)` receives a handler's refusal (e.g. an invalid quantity), so the other
-        handlers still see the pod. Raises ClusterError when a pod of that name exists.
-        """
-        prepared = self.admit(pod)
-        key = pod_key(prepared)
-        if key in self.pods:
-            raise ClusterError(f"pod {prepared.key} already exists")
-        self.pods[key] = prepared
-        self._deliver(lambda h: h.on_pod_add(prepared), prepared, on_error)
-        return prepared
-
     def update_pod(self, pod: Pod, *, on_error: Any = None) -> Pod:
         """Replace a pod that is not bound yet (labels, gates, ...); ClusterError if unknown or bound."""
         prepared = self.admit(pod)
@@ -247,10 +233,11 @@ class MemoryCluster:
             status = msgspec.structs.replace(current.status, nominated_node_name=node_name)
             self.pods[key] = msgspec.structs.replace(current, status=status)
 
-    def create_pod(self, pod: Pod) -> Pod:
+    def create_pod(self, pod: Pod, *, on_error: Any = None) -> Pod:
         """Admit and store a new pod (what a controller's POST does), and deliver it to the watchers.
 
-        Returns the pod as stored. Refuses a name already taken in its namespace.
+        Returns the pod as stored. Refuses a name already taken in its namespace. `on_error(pod, exc)`
+        receives a watcher's refusal (e.g. an invalid quantity), so the other watchers still see it.
         """
         admitted = self.admit(pod)
         key = pod_key(admitted)
@@ -264,8 +251,7 @@ class MemoryCluster:
                 self._claim_event(None, claim)
         self.pods[key] = admitted
         self._names.add(name)
-        for h in self._handlers:
-            h.on_pod_add(admitted)
+        self._deliver(lambda h: h.on_pod_add(admitted), admitted, on_error)
         return admitted
 
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:

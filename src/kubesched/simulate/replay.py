@@ -234,7 +234,7 @@ class _Replay:
         self.counters.created += 1
         if responsible:
             self.counters.pending += 1
-        stored = self.cluster.add_pod(pod, on_error=self._refuse)
+        stored = self.cluster.create_pod(pod, on_error=self._refuse)
         if stored.spec.node_name and key in self.current:
             self._bound(key, life)
 
