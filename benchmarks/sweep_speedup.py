@@ -6,7 +6,7 @@ the baseline configurations of examples/gpu, over --seeds seeds. It prints one J
 (`workers` processes), `processSpeedup`, `loadAverage`, and with --ray `raySeconds`, `rayCpus`,
 `raySpeedup`.
 
-CPU seconds (this process and its workers) show the parallel overhead; the load average shows
+CPU seconds (summed over the cells, measured where each ran) show what the work cost; the load average shows
 whether the machine had the cores to give: on a shared, saturated machine no speed-up is possible.
 Every backend's answers are checked equal to this process's (timings aside) before printing.
 Run: `.venv/bin/python benchmarks/sweep_speedup.py [--workers N] [--seeds 4] [--ray HOST:PORT]`
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import tempfile
 import time
@@ -67,16 +66,15 @@ def answers(results: Sequence[CellResult]) -> list[Any]:
     return out
 
 
-def timed(run: Callable[..., Any], *args: Any) -> tuple[Any, float, float]:
-    """The result, the wall-clock seconds, and the CPU seconds of this process and its reaped children."""
-
-    def cpu() -> float:
-        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-    started, cpu_started = time.perf_counter(), cpu()
+def timed(run: Callable[..., Any], *args: Any) -> tuple[Any, float]:
+    started = time.perf_counter()
     result = run(*args)
-    return result, round(time.perf_counter() - started, 2), round(cpu() - cpu_started, 2)
+    return result, round(time.perf_counter() - started, 2)
+
+
+def cpu(results: Sequence[CellResult]) -> float:
+    """CPU seconds the cells took, measured where each ran."""
+    return round(sum(r.cpu_seconds for r in results), 2)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -93,31 +91,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             scenario_from_paths("generated", [str(generated(Path(tmp), 5000, 6000))]),
         ]
     cells = cells_of(variants(configs, []), scenarios, list(range(args.seeds)))
-    here, here_s, here_cpu = timed(run_here, cells)
+    here, here_s = timed(run_here, cells)
     failed = [r.error for r in here if r.error]
     if failed:
         print(f"cells failed: {failed[0]}", file=sys.stderr)
         return 1
-    spread, spread_s, spread_cpu = timed(run_on_processes, cells, args.workers)
+    spread, spread_s = timed(run_on_processes, cells, args.workers)
     if answers(here) != answers(spread):
         print("the worker processes' answers differ from this process's", file=sys.stderr)
         return 1
     figures: dict[str, Any] = {
         "cells": len(cells),
         "hereSeconds": here_s,
-        "hereCpuSeconds": here_cpu,
+        "hereCpuSeconds": cpu(here),
         "processSeconds": spread_s,
-        "processCpuSeconds": spread_cpu,
+        "processCpuSeconds": cpu(spread),
         "loadAverage": round(os.getloadavg()[0], 1),
         "workers": args.workers,
         "processSpeedup": round(here_s / spread_s, 2),
     }
     if args.ray:
-        (on_ray, cpus), ray_s, _ = timed(run_on_ray, cells, args.ray)
+        (on_ray, cpus), ray_s = timed(run_on_ray, cells, args.ray)
         if answers(here) != answers(on_ray):
             print("Ray's answers differ from this process's", file=sys.stderr)
             return 1
-        figures |= {"raySeconds": ray_s, "rayCpus": cpus, "raySpeedup": round(here_s / ray_s, 2)}
+        figures |= {
+            "raySeconds": ray_s,
+            "rayCpuSeconds": cpu(on_ray),
+            "rayCpus": cpus,
+            "raySpeedup": round(here_s / ray_s, 2),
+        }
     print(json.dumps(figures))
     return 0
 

@@ -7,9 +7,6 @@ node (among kubesched's top-scored), every plugin's score on every node, and pre
 node, victims). A mismatch is printed with the scenario file and the command that reproduce it.
 
 Known differences kept out of the comparison, and why:
-* DynamicResources and NodeDeclaredFeatures scores, while kubesched does not ship those plugins yet
-  (issue 13): upstream's DynamicResources scores 0 for every pod without claims. Once the plugins
-  are registered they are compared like every other (compare.PENDING_PLUGINS).
 * Ties: upstream breaks equal totals at random, so its node only has to be one of kubesched's best.
 
 The long run is `benchmarks/differential.py --seed S --count N`.

@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -88,6 +88,7 @@ class Kubesched:
         renew_deadline: str = "10s",
         retry_period: str = "2s",
         name: str = "kubesched",
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.lease = lease or f"kubesched-{uuid.uuid4().hex[:8]}"
         self.port = free_port()
@@ -110,6 +111,7 @@ class Kubesched:
                 "--kubeconfig", str(cp.kubeconfig_path),
                 "--secure-port", "0",
                 "--insecure-listen", f"127.0.0.1:{self.port}",
+                *extra_args,
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -164,6 +163,7 @@ def extender(args: argparse.Namespace) -> int:
     """Build the engine and serve until signalled."""
     import uvicorn
 
+    from kubesched.cli._logging import configure_logging
     from kubesched.config import load_config
     from kubesched.extender.engine import ExtenderEngine
     from kubesched.extender.server import (
@@ -176,12 +176,7 @@ def extender(args: argparse.Namespace) -> int:
     from kubesched.plugins import default_registry
     from kubesched.scheduler.profiles import profiles_from_config
 
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper()),
-        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("httpx2").setLevel(max(logging.WARNING, logging.getLogger().level))
+    configure_logging(str(args.log_level))
     host, port = parse_listen(args.listen)
     paths = verb_paths(args.prefix, {verb: getattr(args, f"{verb}_verb") for verb in VERB_FLAGS})
     if bool(args.tls_cert_file) != bool(args.tls_key_file):

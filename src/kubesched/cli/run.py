@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -103,6 +102,7 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 def run(args: argparse.Namespace) -> int:
     """Run until signalled (exit 0) or until the Lease is lost (exit 1)."""
     from kubesched.cli._flags import reject_unsupported
+    from kubesched.cli._logging import configure_logging
     from kubesched.cli.kube_flags import apply_flags, log_level
     from kubesched.cli.serving_flags import serving_options
     from kubesched.cluster.kube.client import KubeClient, load_connection
@@ -113,13 +113,8 @@ def run(args: argparse.Namespace) -> int:
     from kubesched.plugins import default_registry
 
     reject_unsupported(args)
-    logging.basicConfig(
-        level=getattr(logging, log_level(args).upper()),
-        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    # httpx2 logs every request at INFO: far too much for a scheduler making thousands a second.
-    logging.getLogger("httpx2").setLevel(max(logging.WARNING, logging.getLogger().level))
+    # At debug level: one line per scheduling attempt (kubesched.decisions), not HTTP wire traces.
+    configure_logging(log_level(args), args.logging_format)
     if args.bind_workers < 1:
         raise InputError("must be at least 1", source="--bind-workers")
     registry = default_registry()

@@ -79,3 +79,7 @@ class ResourceClaimPort(Protocol):
     def deallocate_claim(self, claim: ResourceClaim) -> None:
         """Clear `status.allocation`, `reservedFor` and `devices`."""
         ...
+
+    def pause(self, seconds: float) -> None:
+        """Let the cluster move on for `seconds` (PreBind polling binding conditions)."""
+        ...

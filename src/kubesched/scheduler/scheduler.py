@@ -36,6 +36,7 @@ from kubesched.framework.types import (
     Diagnosis,
     FitError,
     QueuedPodInfo,
+    reason_counts,
     rejected_by_plugins,
     truncate_note,
 )
@@ -48,6 +49,10 @@ from kubesched.scheduler.queue import SchedulingQueue
 
 if TYPE_CHECKING:
     from kubesched.scheduler.extenders import Extenders
+
+
+#: Filter reasons an Attempt keeps for logs (the message has them all).
+TOP_REASONS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +92,13 @@ class Attempt:
     #: What the PostFilter plugins (preemption) said when no node fit; "" when they did not run.
     post_filter: str = ""
     duration: float = 0.0
+    #: Scheduling attempts of the pod so far, this one included.
+    attempts: int = 0
+    #: When no node fit: the most frequent filter reasons and their node counts, most first.
+    reasons: list[tuple[str, int]] = field(default_factory=list)
+    #: Nodes evaluated and found feasible by this attempt's filters (0 when unknown).
+    evaluated: int = 0
+    feasible: int = 0
     #: Pods evicted by this attempt's PostFilter (preemption), as `namespace/name`.
     victims: list[str] = field(default_factory=list)
 
@@ -172,6 +184,9 @@ class _ProfileHandle:
 
     def deallocate_claim(self, claim: ResourceClaim) -> None:
         self._claims_port().deallocate_claim(claim)
+
+    def pause(self, seconds: float) -> None:
+        self._claims_port().pause(seconds)
 
     def _framework(self) -> Framework:
         return self._s.frameworks[self._profile]
@@ -619,6 +634,9 @@ class Scheduler:
                     message=permit.status.message() if permit.status else None,
                     filter=result.filter,
                     scores=result.scores,
+                    attempts=qpi.attempts,
+                    evaluated=result.evaluated,
+                    feasible=result.feasible,
                 )
             )
             return
@@ -685,6 +703,9 @@ class Scheduler:
                 filter=result.filter,
                 scores=result.scores,
                 duration=self.clock.now() - started,
+                attempts=b.qpi.attempts,
+                evaluated=result.evaluated,
+                feasible=result.feasible,
             )
         )
 
@@ -735,6 +756,7 @@ class Scheduler:
             victims=victims,
             pre_filter=fit.diagnosis.pre_filter_status,
             post_filter=fit.diagnosis.post_filter_msg,
+            reasons=reason_counts(fit.num_all_nodes, fit.diagnosis).most_common(TOP_REASONS),
         )
 
     def _fail(
@@ -749,6 +771,7 @@ class Scheduler:
         victims: list[str] | None = None,
         pre_filter: Status | None = None,
         post_filter: str = "",
+        reasons: list[tuple[str, int]] | None = None,
     ) -> None:
         """Upstream's handleSchedulingFailure: requeue, nominate, FailedScheduling event, condition.
 
@@ -791,6 +814,8 @@ class Scheduler:
                 pre_filter=pre_filter,
                 post_filter=post_filter,
                 duration=self.clock.now() - started,
+                attempts=qpi.attempts,
+                reasons=list(reasons or ()),
                 victims=list(victims or ()),
             )
         )

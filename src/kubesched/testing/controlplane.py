@@ -623,6 +623,11 @@ class ControlPlane:
             if self._workdir is not None and not self.keep_workdir:
                 shutil.rmtree(self._workdir, ignore_errors=True)
 
+    def track(self, proc: ManagedProcess) -> ManagedProcess:
+        """Stop `proc` (a process started against this control plane) with the control plane."""
+        self._extra_processes.append(proc)
+        return proc
+
     # ---- upstream kube-scheduler
 
     def start_kube_scheduler(
@@ -708,6 +713,12 @@ def _main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--nodes", type=int, default=0, help="create this many fake Ready nodes")
     parser.add_argument("--kube-scheduler", action="store_true", help="also run the upstream kube-scheduler")
+    parser.add_argument(
+        "--extender",
+        action="store_true",
+        help="also run `kubesched extender` (mutual TLS) and an upstream kube-scheduler calling it "
+        "(profile extended-scheduler; see docs/extender.md)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, etcd data) on exit")
     args = parser.parse_args(argv)
 
@@ -730,6 +741,17 @@ def _main(argv: Sequence[str] | None = None) -> int:
             processes = [p for p in (cp.etcd, cp.apiserver) if p is not None]
             if args.kube_scheduler:
                 processes.append(cp.start_kube_scheduler())
+            if args.extender:
+                from kubesched.testing.extender_recipe import SCHEDULER_NAME, start_extender_recipe
+
+                recipe = start_extender_recipe(cp)
+                processes += [recipe.extender, recipe.kube_scheduler]
+                print(
+                    f"kubesched extender: {recipe.url} (client certificate required)\n"
+                    f"kube-scheduler calls it for pods with schedulerName: {SCHEDULER_NAME}\n"
+                    f"  {recipe.curl('filter')}",
+                    flush=True,
+                )
             ready = ", ".join(f"{k} {v:.1f} s" for k, v in cp.startup_seconds.items())
             print(
                 f"control plane ready ({ready})\n"

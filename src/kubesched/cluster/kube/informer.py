@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import msgspec
 
 from kubesched.api import objects as k8s
+from kubesched.api import resource as dra
 from kubesched.cluster.kube.client import ApiError, KubeClient, error_from_body
 
 __all__ = [
@@ -103,6 +104,11 @@ KINDS: dict[str, ResourceKind] = {
         ResourceKind("ReplicationController", "", "v1", "replicationcontrollers", k8s.ReplicationController),
         # scheduler-plugins' CRD, for Coscheduling; not the native `scheduling.k8s.io` PodGroup.
         ResourceKind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", k8s.PodGroup),
+        # Dynamic Resource Allocation (DynamicResources).
+        ResourceKind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", dra.DeviceClass),
+        ResourceKind("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", dra.ResourceClaim),
+        ResourceKind("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", dra.ResourceSlice),
+        ResourceKind("DeviceTaintRule", "resource.k8s.io", "v1", "devicetaintrules", dra.DeviceTaintRule),
     )
 }
 

@@ -54,7 +54,9 @@ from typing import Any, Protocol
 import msgspec
 
 from kubesched.api.objects import ObjectMeta, PersistentVolumeClaim, Pod, PodSpec
+from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.cluster.kube.binder import BindConflict, Binder
+from kubesched.cluster.kube.claims import ApiClaimWriter
 from kubesched.cluster.kube.client import ApiError, KubeClient
 from kubesched.cluster.kube.events import EventRecorder
 from kubesched.cluster.kube.informer import (
@@ -79,9 +81,11 @@ from kubesched.scheduler.extenders import Extenders, HTTPExtender
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler
 
-__all__ = ["LiveCluster", "LiveMetrics", "LiveOptions", "StateLock"]
+__all__ = ["LiveCluster", "LiveMetrics", "LiveOptions", "StateLock", "attempt_fields"]
 
 log = logging.getLogger(__name__)
+#: One line per scheduling attempt at debug level, with its fields in `extra["fields"]`.
+decisions = logging.getLogger("kubesched.decisions")
 
 #: Kinds whose changes may make an unschedulable pod schedulable, and the event resource they raise.
 _EVENT_RESOURCES: dict[str, Resource] = {
@@ -91,6 +95,11 @@ _EVENT_RESOURCES: dict[str, Resource] = {
     "CSINode": Resource.CSI_NODE,
     # scheduler-plugins' PodGroup: a new or resized group can complete a gang Coscheduling turned away.
     "PodGroup": Resource.POD_GROUP,
+    # DynamicResources: a claim created or freed, a new class or new devices.
+    "ResourceClaim": Resource.RESOURCE_CLAIM,
+    "ResourceSlice": Resource.RESOURCE_SLICE,
+    "DeviceClass": Resource.DEVICE_CLASS,
+    "DeviceTaintRule": Resource.DEVICE_TAINT_RULE,
 }
 #: Optional kinds served by a CRD, which a cluster may install after the scheduler's RBAC was written.
 #: A LIST we are forbidden to make would keep the informer, and so the scheduler, unsynced forever;
@@ -102,6 +111,34 @@ _REQUIRED_KINDS = ("Node", "Pod")
 LEFTOVER_FLUSH_PERIOD = 30.0
 #: How often queue/cache gauges are refreshed.
 HOUSEKEEPING_PERIOD = 0.5
+
+
+def attempt_fields(attempt: Attempt) -> dict[str, object]:
+    """What one scheduling attempt decided, as flat fields for a log line: pod, profile, result,
+    the node or the top reasons, how long it took and how many attempts the pod has had."""
+    fields: dict[str, object] = {
+        "pod": attempt.pod.key,
+        "profile": attempt.profile,
+        "result": attempt.result,
+    }
+    if attempt.node and attempt.result in ("Scheduled", "Waiting"):
+        fields["node"] = attempt.node
+        if attempt.feasible:
+            fields["feasibleNodes"] = attempt.feasible
+            fields["evaluatedNodes"] = attempt.evaluated
+    elif attempt.pre_filter is not None:
+        fields["reasons"] = f"PreFilter {attempt.pre_filter.plugin}: {attempt.pre_filter.message()}"
+    elif attempt.reasons:
+        fields["reasons"] = "; ".join(f"{count} {reason}" for reason, count in attempt.reasons)
+    elif attempt.message:
+        fields["reasons"] = attempt.message
+    if attempt.victims:
+        fields["victims"] = ",".join(attempt.victims)
+    if attempt.nominated_node and attempt.result != "Scheduled":
+        fields["nominatedNode"] = attempt.nominated_node
+    fields["durationMs"] = round(attempt.duration * 1000, 3)
+    fields["attempts"] = attempt.attempts
+    return fields
 
 
 class StateLock:
@@ -268,6 +305,7 @@ class LiveCluster:
         self.informers: dict[str, Informer] = {}
         #: VolumeBinding's PreBind writes (PV claimRef, selected-node) and waits through this.
         self.volumes = ApiVolumeBinder(client, InformerVolumeReader(self.informers, ApiVolumeReader(client)))
+        self.claims = ApiClaimWriter(client, now=lambda: time.time())
         self._event_calls = AsyncCalls("events", options.event_workers)
         self._status_calls = AsyncCalls("pod-status", options.status_workers)
         self.events = EventRecorder(events_client or client, self._event_calls)
@@ -326,6 +364,26 @@ class LiveCluster:
         """VolumeBinding's PreBind (provisioning): annotate the claim's selected node and wait."""
         with self._lock.released():
             self.volumes.provision_pvc(pvc, node_name, timeout=timeout)
+
+    # -- ResourceClaimPort: DynamicResources' writes, with the state lock let go during the calls
+    def write_claim_allocation(
+        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+    ) -> ResourceClaim:
+        with self._lock.released():
+            return self.claims.write_allocation(claim, allocation, pod)
+
+    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
+        with self._lock.released():
+            self.claims.remove_reservation(claim, pod)
+
+    def deallocate_claim(self, claim: ResourceClaim) -> None:
+        with self._lock.released():
+            self.claims.deallocate(claim)
+
+    def pause(self, seconds: float) -> None:
+        """Let the cluster move on for `seconds` (PreBind waiting for binding conditions)."""
+        with self._lock.released():
+            time.sleep(seconds)
 
     def record_event(
         self, pod: Pod, *, type: str, reason: str, action: str, note: str, reporter: str
@@ -605,6 +663,8 @@ class LiveCluster:
         self._wake.set()  # a failed bind requeued its pod
 
     def _observe(self, attempt: Attempt) -> None:
+        if decisions.isEnabledFor(logging.DEBUG):
+            decisions.debug("scheduling attempt", extra={"fields": attempt_fields(attempt)})
         if attempt.result == "Waiting":
             return
         self.attempts += 1
