@@ -128,13 +128,15 @@ class Kubesched:
         except OSError as exc:
             return 0, str(exc)
 
-    def wait_ready(self, timeout: float = 60.0) -> None:
+    def wait_ready(self, timeout: float = 60.0, path: str = "/readyz") -> None:
+        """Until `path` answers 200: `/readyz` once leading and synced, `/livez` once alive (a standby)."""
+
         def probe() -> tuple[int, str]:
             if self.proc.poll() is not None:
                 raise AssertionError(f"kubesched exited with {self.proc.returncode}:\n{self.log_text()}")
-            return self.get("/readyz")
+            return self.get(path)
 
-        wait_for(probe, lambda r: r[0] == 200, timeout, "kubesched /readyz")
+        wait_for(probe, lambda r: r[0] == 200, timeout, f"kubesched {path}")
 
     def metric(self, name: str, **labels: str) -> float:
         """Sum of the samples of `name` whose labels include `labels` (0 if none)."""

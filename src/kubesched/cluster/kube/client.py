@@ -284,9 +284,15 @@ class KubeClient:
         body: bytes | None = None,
         content_type: str = JSON,
         timeout: float | None = None,
+        throttle: bool = True,
     ) -> Response:
-        """Send one request; 2xx returns the Response, anything else raises ApiError."""
-        self.throttled_seconds += self.limiter.acquire()
+        """Send one request; 2xx returns the Response, anything else raises ApiError.
+
+        `throttle=False` skips the rate limiter, for a caller that already took its token from
+        `limiter` (the bind pipeline takes it before re-validating the decision it sends).
+        """
+        if throttle:
+            self.throttled_seconds += self.limiter.acquire()
         self.requests += 1
         headers = {"Content-Type": content_type} if body is not None else None
         try:
@@ -307,8 +313,10 @@ class KubeClient:
     def get(self, path: str, params: Mapping[str, str | int] | None = None) -> Response:
         return self.request("GET", path, params=params)
 
-    def post(self, path: str, obj: Any, params: Mapping[str, str | int] | None = None) -> Response:
-        return self.request("POST", path, params=params, body=msgspec.json.encode(obj))
+    def post(
+        self, path: str, obj: Any, params: Mapping[str, str | int] | None = None, *, throttle: bool = True
+    ) -> Response:
+        return self.request("POST", path, params=params, body=msgspec.json.encode(obj), throttle=throttle)
 
     def put(self, path: str, obj: Any) -> Response:
         return self.request("PUT", path, body=msgspec.json.encode(obj))
