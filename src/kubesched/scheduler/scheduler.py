@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -49,6 +49,8 @@ from kubesched.scheduler.queue import SchedulingQueue
 
 if TYPE_CHECKING:
     from kubesched.scheduler.extenders import Extenders
+
+T = TypeVar("T")
 
 
 #: Filter reasons an Attempt keeps for logs (the message has them all).
@@ -190,6 +192,14 @@ class _ProfileHandle:
     def lister(self, kind: str) -> Sequence[Any]:
         return self._s.port.lister(kind)
 
+    def shared_state(self, key: str, factory: Callable[[], T]) -> T:
+        """One object per key for every profile of this scheduler (upstream's shared listers and
+        DRA manager): e.g. the devices in use, which no two profiles may hand out twice."""
+        found = self._s.shared.get(key)
+        if found is None:
+            found = self._s.shared[key] = factory()
+        return cast(T, found)
+
     # -- ResourceClaim writes (DynamicResources' PreBind, Unreserve, PostFilter)
     def _claims_port(self) -> ResourceClaimPort:
         port = self._s.port
@@ -299,6 +309,8 @@ class Scheduler:
         self.options = options
         self.rng = random.Random(options.seed)
         self.cache = Cache()
+        #: objects every profile's plugins share (Handle.shared_state)
+        self.shared: dict[str, Any] = {}
         self.nominator = Nominator()
         self.waiting = WaitingPods()
         self.observer = observer or (lambda attempt: None)
@@ -347,7 +359,13 @@ class Scheduler:
         self.cache.remove_node(node.metadata.name)
 
     def on_object_event(self, resource: Resource, action: ActionType, old: Any, new: Any) -> None:
-        """Another kind changed (a ResourceClaim, a PV, ...): move pods waiting for such an event."""
+        """Another kind changed (a ResourceClaim, a PV, ...): plugins that keep a cache of such
+        objects (`on_cluster_object`) see it first, then pods waiting for such an event move."""
+        for fwk in self.frameworks.values():
+            for plugin in fwk.plugins.values():
+                observe = getattr(plugin, "on_cluster_object", None)
+                if observe is not None:
+                    observe(resource, old, new)
         self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)
 
     def on_pod_add(self, pod: Pod) -> None:
