@@ -229,7 +229,9 @@ def _extended_outcome(side: Side, name: str) -> Obj:
         out["claims"].append(
             {
                 "annotations": meta.get("annotations"),
-                "owners": [(o["kind"], o["name"], o.get("controller")) for o in meta.get("ownerReferences", [])],
+                "owners": [
+                    (o["kind"], o["name"], o.get("controller")) for o in meta.get("ownerReferences", ())
+                ],
                 "finalizers": meta.get("finalizers", []),
                 "spec": raw["spec"],
                 "allocation": text,
@@ -281,6 +283,7 @@ def test_same_dra_extended_resource_decisions_as_kube_scheduler(schedulers: tupl
                 written.append(_extended_outcome(side, name))
             assert results[1] == results[0], f"pod {name}: upstream {results[0]}, kubesched {results[1]}"
             assert written[1] == written[0], f"pod {name}: what was written"
+            assert len(written[0]["claims"]) == (results[0][0] == "Scheduled"), f"pod {name}: {written[0]}"
             outcomes[name] = results[0]
         assert [r for r, _ in outcomes.values()] == ["Scheduled", "Scheduled", "Unschedulable"]
         assert " 1 cannot allocate all claims" in (outcomes["ext-too-many"][1] or "")
