@@ -90,6 +90,7 @@ class Recorder:
         self._clock = clock
         self._lock = threading.Lock()
         self._started: float | None = None
+        self._stopped = False
         self._entries: list[_Entry] = []
         self._nodes: dict[str, Node] = {}  # name -> what the timeline last said about it
         self._deleted_nodes: set[str] = set()
@@ -111,10 +112,18 @@ class Recorder:
     def now(self) -> float:
         return 0.0 if self._started is None else max(0.0, self._clock() - self._started)
 
-    def dispatch(self, batch: Callable[[], None]) -> None:
-        """The informers' dispatch: one batch of changes at a time."""
+    def stop(self) -> float:
+        """End the recording: later changes are ignored. Returns the seconds recorded."""
         with self._lock:
-            batch()
+            elapsed = self.now()
+            self._stopped = True
+        return elapsed
+
+    def dispatch(self, batch: Callable[[], None]) -> None:
+        """The informers' dispatch: one batch of changes at a time, none after `stop()`."""
+        with self._lock:
+            if not self._stopped:
+                batch()
 
     # ------------------------------------------------------------------ nodes
 
@@ -297,12 +306,13 @@ def record_cluster(
                 )
         recorder.start()
         stop.wait(duration)
-        return recorder.now()
+        return recorder.stop()
     finally:
+        recorder.stop()
         for informer in informers:
             informer.stop()
-        for informer in informers:
-            informer.join(5.0)
+        for informer in informers:  # daemon threads: one stuck in a socket read is left behind
+            informer.join(0.5)
 
 
 def _check_access(client: KubeClient, kind: str) -> None:

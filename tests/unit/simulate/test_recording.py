@@ -65,6 +65,10 @@ def test_the_state_before_start_is_at_0s_and_later_changes_carry_their_time() ->
     created = recorder.timeline()[2].obj
     assert isinstance(created, Pod) and created.spec.node_name == ""  # the replay decides
     assert recorder.observations[1].bound_at == 7 and recorder.observations[1].node == "n1"
+    clock.t += 1
+    assert recorder.stop() == 8
+    recorder.dispatch(lambda: recorder.pod_added(pod("late")))  # an informer still delivering
+    assert len(recorder.timeline()) == 3
 
 
 def test_a_finished_pod_gets_run_for_from_its_bind_and_no_delete() -> None:
