@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/kubesched simulate --config examples/demo/scheduler-config.yaml examples/demo/cluster
 
-test: $(STAMP) lint typecheck kube-binaries
+test: $(STAMP) lint typecheck kube-binaries image-tools helm
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
 
 lint: $(STAMP)
@@ -36,9 +36,20 @@ clean:
 
 # The real control plane for integration tests and benchmarks: kube-apiserver, kube-scheduler and etcd
 # built from the Go module pinned in tools/kube, cached outside the clone (~6 min cold on 2 cores, instant after).
-.PHONY: kube-binaries cluster
+.PHONY: kube-binaries cluster image-tools image helm
 kube-binaries:
 	tools/kube/build.sh
+
+# buildah + mmdebstrap (apt-get, idempotent) for tests/integration/test_image.py, and the image itself:
+# deploy/Dockerfile FROM a Debian base made locally (cached outside the clone), no daemon needed.
+image-tools:
+	tools/image/install-tools.sh
+image: image-tools
+	tools/image/build.sh
+
+# helm, built from the Go module pinned in tools/helm into the same cache as the Kubernetes binaries.
+helm:
+	tools/helm/build.sh
 
 # etcd + kube-apiserver on loopback for a person: prints `export KUBECONFIG=...`; Ctrl-C stops it.
 # e.g. make cluster CLUSTER_ARGS="--nodes 100 --kube-scheduler"

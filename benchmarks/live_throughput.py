@@ -21,6 +21,10 @@ upstream
 kubesched
     `kubesched run` as a subprocess (the way a user starts it) with the same client limits and
     `leaderElect: false`, one profile with the default plugins.
+baseline
+    The same, from another source tree (`--baseline-src DIR`, e.g. `git archive` of an older commit,
+    put first on PYTHONPATH): a before/after comparison measured in one run, on one API server.
+    Phases may be repeated and interleaved (`--phases baseline kubesched baseline kubesched`).
 
 For both schedulers the N pending pods (scheduler_perf's SchedulingBasic shape: one pause container
 requesting 100m cpu and 500Mi memory) exist before the scheduler starts, and a watch on the namespace
@@ -355,7 +359,7 @@ def current_resource_version(api: ApiClient, namespace: str) -> str:
 class KubeschedProcess:
     """`kubesched run` as a subprocess with the benchmark's client limits; stopped by pid."""
 
-    def __init__(self, cp: ControlPlane, name: str) -> None:
+    def __init__(self, cp: ControlPlane, name: str, src: Path | None = None) -> None:
         self.port = free_port()
         config = cp.workdir / f"kubesched-bench-{self.port}.yaml"
         config.write_text(KUBESCHED_CONFIG.format(qps=QPS, burst=BURST, name=name))
@@ -367,7 +371,11 @@ class KubeschedProcess:
             "--insecure-listen", f"127.0.0.1:{self.port}",
         ]  # fmt: skip
         self.proc = ManagedProcess(
-            f"kubesched-{self.port}", args, cp.workdir / "logs" / f"kubesched-{self.port}.log", port=self.port
+            f"kubesched-{self.port}",
+            args,
+            cp.workdir / "logs" / f"kubesched-{self.port}.log",
+            port=self.port,
+            env={"PYTHONPATH": str(src)} if src is not None else None,
         )
 
     def wait_ready(self) -> None:
@@ -391,6 +399,7 @@ class Bench:
     api: ApiClient
     watch_client: KubeClient
     raw: RawBinder
+    baseline_src: Path | None = None
     seq: itertools.count[int] = field(default_factory=itertools.count)
 
     def namespace(self, phase: str, nodes: int) -> str:
@@ -463,7 +472,8 @@ class Bench:
                     }
                 )
             else:
-                kubesched = KubeschedProcess(self.cp, scheduler_name)
+                src = self.baseline_src if phase == "baseline" else None
+                kubesched = KubeschedProcess(self.cp, scheduler_name, src)
                 proc = kubesched.proc
                 kubesched.wait_ready()
             complete = watch.wait(PHASE_TIMEOUT, proc.alive)
@@ -497,6 +507,13 @@ class Bench:
         }
 
 
+def _by_phase(figures: list[dict[str, Any]], key: str) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for f in figures:
+        out.setdefault(f"{f['phase']}@{f['nodes']}", []).append(f.get(key))
+    return out
+
+
 def ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 3) if a and b else None
 
@@ -514,9 +531,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--phases",
         nargs="+",
         default=["raw", "upstream", "kubesched"],
-        choices=["raw", "upstream", "kubesched"],
+        choices=["raw", "upstream", "kubesched", "baseline"],
+        help="phases in order; repeat them to interleave runs",
+    )
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        metavar="DIR",
+        help="a kubesched source tree (its src/ directory) for the baseline phase",
     )
     args = parser.parse_args(argv)
+    if "baseline" in args.phases and args.baseline_src is None:
+        parser.error("the baseline phase needs --baseline-src")
     if len(args.pods) != len(args.nodes) or args.nodes != sorted(args.nodes):
         parser.error("give one --pods value per --nodes value, node counts ascending")
 
@@ -532,7 +558,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 str(cp.kubeconfig_path), qps=0, burst=1, name="bench-watch"
             ) as watcher,
         ):
-            bench = Bench(cp, api, watcher, RawBinder(cp))
+            bench = Bench(cp, api, watcher, RawBinder(cp), args.baseline_src)
             node_names: list[str] = []
             for count, pods in zip(args.nodes, args.pods, strict=True):
                 t0 = time.monotonic()
@@ -567,7 +593,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "wall_seconds": round(time.monotonic() - run_started, 1),
             "pod_shape": {"cpu": POD_CPU, "memory": POD_MEMORY, "image": "pause"},
             "client": {"qps": QPS, "burst": BURST},
-            "pods_per_second": {f"{f['phase']}@{f['nodes']}": f["pods_per_second"] for f in figures},
+            # A list per phase: phases may be repeated (interleaved before/after runs).
+            "pods_per_second": _by_phase(figures, "pods_per_second"),
             "peak_rss_mib": {
                 f"{f['phase']}@{f['nodes']}": f["peak_rss_mib"] for f in figures if "peak_rss_mib" in f
             },

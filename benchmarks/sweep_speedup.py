@@ -1,11 +1,13 @@
 """Sweep speed-up: the same grid in this process, in N local worker processes, and on a Ray cluster.
 
 The grid: examples/gpu and a generated 5000-node cluster with 6000 pending pods, under the GPU and
-the baseline configurations of examples/gpu, over --seeds seeds. It prints one JSON object:
+the baseline configurations of examples/gpu, over --seeds seeds. It prints one JSON object with
+`cells`, `hereSeconds` / `hereCpuSeconds` (one process), `processSeconds` / `processCpuSeconds`
+(`workers` processes), `processSpeedup`, `loadAverage`, and with --ray `raySeconds`, `rayCpus`,
+`raySpeedup`.
 
-    {"cells": 8, "hereSeconds": 41.2, "processSeconds": 22.9, "workers": 2, "processSpeedup": 1.8,
-     "raySeconds": 24.1, "rayCpus": 2, "raySpeedup": 1.71}
-
+CPU seconds (summed over the cells, measured where each ran) show what the work cost; the load average shows
+whether the machine had the cores to give: on a shared, saturated machine no speed-up is possible.
 Every backend's answers are checked equal to this process's (timings aside) before printing.
 Run: `.venv/bin/python benchmarks/sweep_speedup.py [--workers N] [--seeds 4] [--ray HOST:PORT]`
 (without --ray the Ray figures are left out; `ray start --head` starts a cluster).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -69,6 +72,11 @@ def timed(run: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     return result, round(time.perf_counter() - started, 2)
 
 
+def cpu(results: Sequence[CellResult]) -> float:
+    """CPU seconds the cells took, measured where each ran."""
+    return round(sum(r.cpu_seconds for r in results), 2)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--workers", type=int, default=default_workers())
@@ -95,7 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures: dict[str, Any] = {
         "cells": len(cells),
         "hereSeconds": here_s,
+        "hereCpuSeconds": cpu(here),
         "processSeconds": spread_s,
+        "processCpuSeconds": cpu(spread),
+        "loadAverage": round(os.getloadavg()[0], 1),
         "workers": args.workers,
         "processSpeedup": round(here_s / spread_s, 2),
     }
@@ -104,7 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if answers(here) != answers(on_ray):
             print("Ray's answers differ from this process's", file=sys.stderr)
             return 1
-        figures |= {"raySeconds": ray_s, "rayCpus": cpus, "raySpeedup": round(here_s / ray_s, 2)}
+        figures |= {
+            "raySeconds": ray_s,
+            "rayCpuSeconds": cpu(on_ray),
+            "rayCpus": cpus,
+            "raySpeedup": round(here_s / ray_s, 2),
+        }
     print(json.dumps(figures))
     return 0
 

@@ -13,6 +13,12 @@ dashboards and alerts work unchanged:
 * `scheduler_scheduler_cache_size{type}` - `nodes`, `pods`, `assumed_pods`
 * `leader_election_master_status{name}` - 1 while this instance leads
 
+kubesched's own, for what upstream has no name for:
+
+* `kubesched_binds_abandoned_total{reason,profile}` - decisions dropped just before their bind was
+  sent and their pods requeued: `NodeGone`, `NoLongerFits`, `PodGone`, `Refused` (not leading or
+  shutting down)
+
 The registry is our own (not prometheus-client's global one), so two schedulers in one process, as
 in tests, do not collide. `_created` series are turned off: kube-scheduler has none.
 
@@ -119,6 +125,13 @@ class SchedulerMetrics:
             ["name"],
             registry=r,
         )
+        self.binds_abandoned = Counter(
+            "kubesched_binds_abandoned_total",
+            "Scheduling decisions dropped just before their bind was sent (the node went away, the pod no "
+            "longer fits it, the pod went away, or this scheduler may not bind now); the pods are requeued.",
+            ["reason", "profile"],
+            registry=r,
+        )
         for queue in ("active", "backoff", "unschedulable", "gated"):
             self.pending_pods.labels(queue)
         for kind in ("nodes", "pods", "assumed_pods"):
@@ -151,6 +164,9 @@ class SchedulerMetrics:
             if delta > 0:
                 self.queue_incoming.labels(*key).inc(delta)
                 self._incoming_seen[key] = total
+
+    def observe_abandoned_bind(self, reason: str, profile: str) -> None:
+        self.binds_abandoned.labels(reason, profile).inc()
 
     def observe_preemption_attempt(self) -> None:
         self.preemption_attempts.inc()

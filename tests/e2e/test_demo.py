@@ -180,3 +180,24 @@ def test_table_output_ends_with_the_summary_line(report: Obj, capsys: pytest.Cap
     )
     assert summary.fullmatch(lines[-1]), lines[-1]
     assert any("Node utilization" in line for line in lines)
+
+
+def test_explain_a_pending_pod_of_the_demo(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README tour's `kubesched explain` on the demo snapshot: the 300Gi pod fits no node; the
+    GPU nodes have the memory but a taint it does not tolerate, the workers lack the memory."""
+    monkeypatch.setenv("COLUMNS", "160")
+    argv = ["explain", "default/huge-memory-vv896lhpg6-7l6f7", "--snapshot", str(EXAMPLE / "cluster")]
+    argv += ["--config", str(EXAMPLE / "scheduler-config.yaml")]
+    assert main([*argv, "-o", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["verdict"], report["nodes"], report["rejectedNodes"]) == ("Unschedulable", 60, 60)
+    nearest = report["nearestNodes"]
+    assert [n["plugins"] for n in nearest[:3]] == [["TaintToleration"]] * 3
+    assert nearest[0]["missing"] == ["untolerated taint nvidia.com/gpu=present:NoSchedule"]
+    assert any(m.startswith("needs 300Gi memory, the node has") for n in nearest for m in n["missing"])
+    assert report["preemption"]["helps"] is False
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "Verdict: Unschedulable" in table and "Nearest nodes, and what is missing on each" in table

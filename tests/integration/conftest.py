@@ -24,7 +24,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if HERE in item.path.parents:
             item.add_marker(pytest.mark.integration)
-            item.add_marker(pytest.mark.xdist_group("control-plane"))
+            if item.get_closest_marker("xdist_group") is None:  # a module may name a group of its own
+                item.add_marker(pytest.mark.xdist_group("control-plane"))
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -88,6 +88,7 @@ class Kubesched:
         renew_deadline: str = "10s",
         retry_period: str = "2s",
         name: str = "kubesched",
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.lease = lease or f"kubesched-{uuid.uuid4().hex[:8]}"
         self.port = free_port()
@@ -110,6 +111,7 @@ class Kubesched:
                 "--kubeconfig", str(cp.kubeconfig_path),
                 "--secure-port", "0",
                 "--insecure-listen", f"127.0.0.1:{self.port}",
+                *extra_args,
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -126,13 +128,15 @@ class Kubesched:
         except OSError as exc:
             return 0, str(exc)
 
-    def wait_ready(self, timeout: float = 60.0) -> None:
+    def wait_ready(self, timeout: float = 60.0, path: str = "/readyz") -> None:
+        """Until `path` answers 200: `/readyz` once leading and synced, `/livez` once alive (a standby)."""
+
         def probe() -> tuple[int, str]:
             if self.proc.poll() is not None:
                 raise AssertionError(f"kubesched exited with {self.proc.returncode}:\n{self.log_text()}")
-            return self.get("/readyz")
+            return self.get(path)
 
-        wait_for(probe, lambda r: r[0] == 200, timeout, "kubesched /readyz")
+        wait_for(probe, lambda r: r[0] == 200, timeout, f"kubesched {path}")
 
     def metric(self, name: str, **labels: str) -> float:
         """Sum of the samples of `name` whose labels include `labels` (0 if none)."""

@@ -29,6 +29,8 @@ import msgspec
 from kubesched.api.json_shape import drop_nulls
 from kubesched.api.json_shape import type_name as json_type_name
 from kubesched.api.objects import Node, Pod
+from kubesched.api.resources import pod_non_zero_requests, pod_requests
+from kubesched.errors import InputError
 
 __all__ = [
     "MAX_EXTENDER_PRIORITY",
@@ -216,7 +218,9 @@ _string = _Typed(str, k8s=False)
 _int = _Typed(int, k8s=False)
 
 
-def _fields(raw: bytes | msgspec.Raw, type_name: str, names: tuple[str, ...], where: str) -> dict[str, Any]:
+def _fields(
+    raw: bytes | bytearray | msgspec.Raw, type_name: str, names: tuple[str, ...], where: str
+) -> dict[str, Any]:
     """The object's values by Go field name, matched as encoding/json matches them.
 
     An exact key wins; otherwise a key equal ignoring case is used (the last one, if several).
@@ -289,16 +293,16 @@ def _string_map_or_none(fields: Mapping[str, Any], name: str, where: str) -> dic
 # -- requests (what the server decodes)
 
 
-def decode_extender_args(body: bytes) -> ExtenderArgs:
+def decode_extender_args(body: bytes | bytearray) -> ExtenderArgs:
     """filter / prioritize request. Both `Nodes` and `NodeNames` may be null (the caller decides)."""
     return decode_extender_args_raw(body)[0]
 
 
-def decode_extender_args_raw(body: bytes) -> tuple[ExtenderArgs, list[msgspec.Raw] | None]:
+def decode_extender_args_raw(body: bytes | bytearray) -> tuple[ExtenderArgs, list[msgspec.Raw] | None]:
     """As `decode_extender_args`, plus the exact JSON of each `Nodes` item (None without `Nodes`)."""
     where = "ExtenderArgs"
     f = _fields(body, where, ("Pod", "Nodes", "NodeNames"), "")
-    pod = _pod.decode(f["Pod"], f"{where}.Pod") if "Pod" in f else None
+    pod = _checked_pod(f["Pod"], f"{where}.Pod") if "Pod" in f else None
     nodes: NodeList | None = None
     raws: list[msgspec.Raw] | None = None
     if "Nodes" in f:
@@ -315,11 +319,23 @@ def decode_extender_args_raw(body: bytes) -> tuple[ExtenderArgs, list[msgspec.Ra
     return ExtenderArgs(pod=pod, nodes=nodes, node_names=_strings_or_none(f, "NodeNames", where)), raws
 
 
+def _checked_pod(raw: msgspec.Raw, where: str) -> Pod:
+    """The request's Pod, its quantities checked now: a bad one is the body's fault (400), not a
+    plugin error later (500)."""
+    pod: Pod = _pod.decode(raw, where)
+    try:
+        pod_requests(pod)
+        pod_non_zero_requests(pod)
+    except InputError as exc:
+        raise WireError(f"{where}.{exc}") from None
+    return pod
+
+
 def _as_raw(raw: msgspec.Raw, where: str) -> msgspec.Raw:
     return raw
 
 
-def decode_binding_args(body: bytes) -> ExtenderBindingArgs:
+def decode_binding_args(body: bytes | bytearray) -> ExtenderBindingArgs:
     where = "ExtenderBindingArgs"
     f = _fields(body, where, ("PodName", "PodNamespace", "PodUID", "Node"), "")
     values = {k: _string.decode(v, f"{where}.{k}") for k, v in f.items()}
@@ -358,10 +374,10 @@ def _meta_victims(raw: msgspec.Raw, where: str) -> MetaVictims:
     return MetaVictims(pods=pods, num_pdb_violations=violations)
 
 
-def decode_preemption_args(body: bytes) -> ExtenderPreemptionArgs:
+def decode_preemption_args(body: bytes | bytearray) -> ExtenderPreemptionArgs:
     where = "ExtenderPreemptionArgs"
     f = _fields(body, where, ("Pod", "NodeNameToVictims", "NodeNameToMetaVictims"), "")
-    pod = _pod.decode(f["Pod"], f"{where}.Pod") if "Pod" in f else None
+    pod = _checked_pod(f["Pod"], f"{where}.Pod") if "Pod" in f else None
     victims = None
     if "NodeNameToVictims" in f:
         victims = _map_of(f["NodeNameToVictims"], f"{where}.NodeNameToVictims", _victims)

@@ -11,6 +11,12 @@ Errors are `InputError`s with `source` = the file and a path inside it:
 documents the path starts with the 1-based document number: `document 2: spec.priority: ...`.
 Syntax errors carry the line and column: `line 4, column 7: invalid YAML: ...`.
 
+Hostile files get the same one line, never a crash: YAML nested deeper than `safe_yaml.MAX_DEPTH`
+or whose aliases explode (a "billion laughs") is refused before libyaml composes it, JSON nested
+deeper than the decoder goes is refused as it is decoded. A node's capacity and allocatable must be
+finite, non-negative quantities. The same object (kind, namespace, name) given twice is an error
+naming both places (`load_paths`).
+
 Speed: YAML is parsed by libyaml (CSafeLoader) and JSON by msgspec; each object then costs one
 `msgspec.convert` into the lean Structs of `kubesched.api.objects`.
 """
@@ -61,6 +67,7 @@ from kubesched.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from kubesched.api.safe_yaml import check_yaml
 from kubesched.api.strict import unknown_field
 from kubesched.api.workloads import check_workload
 from kubesched.errors import InputError
@@ -177,6 +184,8 @@ def _line_column(text: str, offset: int) -> str:
 def _parse_json(text: str, source: str) -> list[Any]:
     try:
         return [msgspec.json.decode(text)]
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply", source=source) from None
     except msgspec.DecodeError as err:
         message = str(err)
         match = _JSON_BYTE_RE.search(message)
@@ -188,6 +197,7 @@ def _parse_json(text: str, source: str) -> list[Any]:
 
 
 def _parse_yaml(text: str, source: str) -> list[Any]:
+    check_yaml(text, source)
     try:
         return list(yaml.load_all(text, Loader=_YamlLoader))
     except yaml.MarkedYAMLError as err:
@@ -253,13 +263,19 @@ def _validation_error(err: msgspec.ValidationError, doc: Any) -> InputError:
 
 
 def _check_node_quantities(node: Node) -> None:
-    """A node's capacity and allocatable must parse: a bad one would otherwise fail far from its file."""
+    """A node's capacity and allocatable must parse, and be non-negative: a bad one would otherwise
+    fail (or show as `0/-4`) far from its file."""
     for field_name, values in (("capacity", node.status.capacity), ("allocatable", node.status.allocatable)):
         for resource, value in values.items():
             try:
-                quantity_nanos(value)
+                nanos = quantity_nanos(value)
             except QuantityError as err:
                 raise InputError(err.message, path=f"status.{field_name}[{resource}]") from None
+            if nanos < 0:
+                raise InputError(
+                    f"must be greater than or equal to 0, got {value!r}",
+                    path=f"status.{field_name}[{resource}]",
+                )
 
 
 def _convert(doc: dict[str, Any], kind_type: type[msgspec.Struct]) -> LoadedObject:
@@ -308,8 +324,15 @@ def _kind_of(doc: dict[str, Any], default: str | None) -> str:
 
 
 def _decode_object(
-    doc: Any, out: list[LoadedObject], skipped: dict[str, int], *, default_kind: str | None = None
+    doc: Any,
+    out: list[LoadedObject],
+    skipped: dict[str, int],
+    *,
+    default_kind: str | None = None,
+    where: list[str] | None = None,
+    path: str = "",
 ) -> None:
+    """Decode `doc` (an object or a list of them) into `out`; `where` gets each one's path."""
     if not isinstance(doc, dict):
         raise InputError(f"expected an object with a kind, got {type_name(doc)}")
     kind = _kind_of(doc, default_kind)
@@ -321,6 +344,8 @@ def _decode_object(
         elif not isinstance(obj, _RESOURCE_TYPES):
             check_workload(obj)
         out.append(obj)
+        if where is not None:
+            where.append(path)
     elif default_kind is None and _is_list(kind, doc):
         items = doc.get("items")
         if items is None:
@@ -330,7 +355,9 @@ def _decode_object(
         item_kind = None if kind == "List" else kind[: -len("List")]
         for i, item in enumerate(items):
             try:
-                _decode_object(item, out, skipped, default_kind=item_kind)
+                _decode_object(
+                    item, out, skipped, default_kind=item_kind, where=where, path=f"{path}items[{i}]"
+                )
             except InputError as err:
                 raise _join(f"items[{i}]", err) from None
     else:
@@ -343,6 +370,13 @@ def load_documents(text: str, source: str, *, skipped: dict[str, int] | None = N
     Objects of kinds the scheduler does not model are left out and counted into `skipped` when
     given. Raises `InputError` (source = `source`) for malformed text or an invalid object.
     """
+    return _load_located(text, source, skipped)[0]
+
+
+def _load_located(
+    text: str, source: str, skipped: dict[str, int] | None
+) -> tuple[list[LoadedObject], list[str]]:
+    """`load_documents`, plus where in the file each object is (`document 2: items[3]`)."""
     counts: dict[str, int] = {} if skipped is None else skipped
     is_json_file = source.endswith(".json")
     stripped = text.lstrip()
@@ -358,19 +392,46 @@ def load_documents(text: str, source: str, *, skipped: dict[str, int] | None = N
         documents = _parse_yaml(text, source)
 
     out: list[LoadedObject] = []
+    where: list[str] = []
     several = len(documents) > 1
     for number, doc in enumerate(documents, start=1):
         if doc is None:
             continue
+        prefix = f"document {number}: " if several else ""
         try:
-            _decode_object(doc, out, counts)
+            try:
+                _decode_object(doc, out, counts, where=where, path=prefix)
+            except RecursionError:
+                raise InputError("nested too deeply") from None
         except InputError as err:
             if several:
                 location = f"document {number}: {err.path}" if err.path else f"document {number}"
             else:
                 location = err.path
             raise InputError(err.message, source=source, path=location) from None
-    return out
+    return out, [f"{source}: {w.removesuffix(': ')}" if w else source for w in where]
+
+
+#: Kinds whose objects have no namespace: their identity is the name alone.
+_CLUSTER_SCOPED = frozenset(
+    {"Node", "Namespace", "PriorityClass", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"}
+)
+
+
+#: Kinds whose duplicates are an error. A workload given again (a Deployment in a snapshot and its
+#: edited manifest after it) is a what-if rollout, which replaces the first: not checked here.
+_UNIQUE_KINDS = frozenset({"Pod", "Node"})
+
+
+def _identity(obj: LoadedObject) -> tuple[str, str, str] | None:
+    """(kind, namespace, name) as the API server tells objects apart; None without a name, or for a
+    kind that may be given again on purpose."""
+    kind = type(obj).__name__
+    meta = obj.metadata
+    if not meta.name or kind not in _UNIQUE_KINDS:
+        return None
+    namespace = "" if kind in _CLUSTER_SCOPED else (meta.namespace or "default")
+    return kind, namespace, meta.name
 
 
 def _walk(root: Path) -> list[Path]:
@@ -404,9 +465,12 @@ def _read(path: Path, source: str) -> str:
 def load_paths(paths: Sequence[str | Path]) -> LoadedObjects:
     """Load files, and directories walked recursively for *.yaml, *.yml and *.json, in sorted order.
 
-    A file named explicitly is read whatever its extension. Raises `InputError` naming the file.
+    A file named explicitly is read whatever its extension. Raises `InputError` naming the file,
+    also when one object (same kind, namespace and name) is given twice, in one file or two: the
+    simulator would otherwise keep one of them silently.
     """
     loaded = LoadedObjects()
+    seen: dict[tuple[str, str, str], str] = {}
     for given in paths:
         root = Path(given)
         if root.is_dir():
@@ -417,6 +481,15 @@ def load_paths(paths: Sequence[str | Path]) -> LoadedObjects:
             raise InputError("no such file or directory", source=str(given))
         for path in files:
             source = str(path)
-            for obj in load_documents(_read(path, source), source, skipped=loaded.skipped):
+            objects, where = _load_located(_read(path, source), source, loaded.skipped)
+            for obj, at in zip(objects, where, strict=True):
+                identity = _identity(obj)
+                if identity is not None:
+                    if identity in seen:
+                        kind, namespace, name = identity
+                        shown = f"{namespace}/{name}" if namespace else name
+                        message = f"{kind} {shown} is given twice (also at {seen[identity]})"
+                        raise InputError(message, source=at)
+                    seen[identity] = at
                 loaded.add(obj)
     return loaded

@@ -10,12 +10,16 @@ Quantities stay as the strings the user wrote: they are parsed where they are us
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 #: A resource list as written in a manifest: name -> quantity string (or number).
 ResourceList = dict[str, "str | int | float"]
+#: Kubernetes' fixed-width integers: a value out of range is refused with its field path while
+#: decoding, as the API server refuses it, instead of surfacing later as an overflow.
+Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
 
 class _Base(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel", frozen=True):
@@ -79,7 +83,7 @@ class NodeSelector(_Base, frozen=True):
 
 
 class PreferredSchedulingTerm(_Base, frozen=True):
-    weight: int
+    weight: Int32
     preference: NodeSelectorTerm
 
 
@@ -98,7 +102,7 @@ class PodAffinityTerm(_Base, frozen=True):
 
 
 class WeightedPodAffinityTerm(_Base, frozen=True):
-    weight: int
+    weight: Int32
     pod_affinity_term: PodAffinityTerm
 
 
@@ -127,7 +131,7 @@ class Toleration(_Base, frozen=True):
     operator: str = ""
     value: str = ""
     effect: str = ""
-    toleration_seconds: int | None = None
+    toleration_seconds: Int64 | None = None
 
 
 # --------------------------------------------------------------------------- pods
@@ -147,8 +151,8 @@ class ResourceRequirements(_Base, frozen=True):
 
 
 class ContainerPort(_Base, frozen=True):
-    container_port: int = 0
-    host_port: int = 0
+    container_port: Int32 = 0
+    host_port: Int32 = 0
     host_ip: str = msgspec.field(default="", name="hostIP")
     protocol: str = ""
     name: str = ""
@@ -181,11 +185,11 @@ class PodSchedulingGate(_Base, frozen=True):
 
 
 class TopologySpreadConstraint(_Base, frozen=True):
-    max_skew: int
+    max_skew: Int32
     topology_key: str
     when_unsatisfiable: str
     label_selector: LabelSelector | None = None
-    min_domains: int | None = None
+    min_domains: Int32 | None = None
     node_affinity_policy: str | None = None
     node_taints_policy: str | None = None
     match_label_keys: list[str] = []
@@ -220,7 +224,7 @@ class PodResourceClaim(_Base, frozen=True):
 class PodSpec(_Base, frozen=True):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
-    priority: int | None = None
+    priority: Int32 | None = None
     priority_class_name: str = ""
     preemption_policy: str | None = None
     node_selector: dict[str, str] = {}
@@ -305,7 +309,7 @@ class Pod(_Base, frozen=True):
 
 class ContainerImage(_Base, frozen=True):
     names: list[str] = []
-    size_bytes: int = 0
+    size_bytes: Int64 = 0
 
 
 class NodeCondition(_Base, frozen=True):
@@ -360,7 +364,7 @@ class PriorityClass(_Base, frozen=True):
     api_version: str = "scheduling.k8s.io/v1"
     kind: str = "PriorityClass"
     metadata: ObjectMeta = ObjectMeta()
-    value: int = 0
+    value: Int32 = 0
     global_default: bool = False
     preemption_policy: str | None = None
 
@@ -421,7 +425,7 @@ class StorageClass(_Base, frozen=True):
 
 
 class VolumeNodeResources(_Base, frozen=True):
-    count: int | None = None
+    count: Int32 | None = None
 
 
 class CSINodeDriver(_Base, frozen=True):
@@ -471,15 +475,15 @@ class CSIStorageCapacity(_Base, frozen=True):
 
 class PodDisruptionBudgetSpec(_Base, frozen=True):
     selector: LabelSelector | None = None
-    min_available: int | str | None = None
-    max_unavailable: int | str | None = None
+    min_available: Int32 | str | None = None
+    max_unavailable: Int32 | str | None = None
 
 
 class PodDisruptionBudgetStatus(_Base, frozen=True):
-    disruptions_allowed: int = 0
-    current_healthy: int = 0
-    desired_healthy: int = 0
-    expected_pods: int = 0
+    disruptions_allowed: Int32 = 0
+    current_healthy: Int32 = 0
+    desired_healthy: Int32 = 0
+    expected_pods: Int32 = 0
 
 
 class PodDisruptionBudget(_Base, frozen=True):
@@ -637,9 +641,9 @@ class PodGroupSpec(_Base, frozen=True):
     free for the group; `scheduleTimeoutSeconds`: how long placed members wait at Permit for the rest.
     """
 
-    min_member: int = 0
+    min_member: Int32 = 0
     min_resources: dict[str, str | int | float] = {}
-    schedule_timeout_seconds: int | None = None
+    schedule_timeout_seconds: Int32 | None = None
 
 
 class PodGroup(_Base, frozen=True):

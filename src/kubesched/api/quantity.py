@@ -11,8 +11,8 @@ decoder trims surrounding whitespace before parsing; like `ParseQuantity`, this 
 * A parsed value is exact, then its magnitude is rounded *up* to a whole number of nano units
   (10^-9): upstream keeps at most nine decimal places and never rounds a request down to nothing.
 * Binary-suffixed magnitudes are capped at 2^63-1, as upstream does.
-* One deliberate difference: values above 10^1000 (`1e1001`) are refused instead of being
-  computed; upstream truncates such exponents to 32 bits, which is no better.
+* One deliberate difference: values above 10^1000 (`1e1001`), and more than 1000 digits, are
+  refused instead of being computed; upstream truncates such exponents to 32 bits, which is no better.
 
 Values are kept internally as integers counting nano units, which makes sums and maxima exact and
 fast. `Value()`/`MilliValue()` round away from zero, as upstream does. Unlike Go's int64, results
@@ -53,6 +53,8 @@ _BINARY_CAP_NANOS = MAX_INT64 * NANO
 #: Decimal exponents above this are refused: such values have no meaning for a scheduler and the
 #: exact integer would be enormous (upstream silently truncates exponents to 32 bits instead).
 _MAX_DECIMAL_EXPONENT = 1000
+#: More digits than this are refused (as out of range) before any arithmetic on them.
+_MAX_DIGITS = 1000
 
 _QUANTITY_RE = re.compile(
     r"(?P<sign>[+-]?)(?P<int>[0-9]*)(?:\.(?P<frac>[0-9]*))?"
@@ -103,6 +105,8 @@ def _parse_text(text: str) -> int:
         raise _invalid(text)
     int_digits, frac_digits = match["int"], match["frac"] or ""
     suffix = match["suffix"] or ""
+    if len(int_digits) + len(frac_digits) > _MAX_DIGITS or len(suffix) > _MAX_DIGITS:
+        raise _invalid(text[:40] + "..." if len(text) > 40 else text, "out of range")
     mantissa = int(int_digits + frac_digits or "0")
 
     if suffix in _BINARY_SUFFIXES:

@@ -65,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     from kubesched.cli.capacity import add_capacity_command
     from kubesched.cli.compare import add_compare_command
     from kubesched.cli.config import add_config_commands
+    from kubesched.cli.explain import add_explain_command
     from kubesched.cli.extender import add_extender_command
     from kubesched.cli.run import add_run_command
     from kubesched.cli.simulate import add_simulate_command
@@ -78,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(metavar="COMMAND")
 
     add_simulate_command(sub)
+    add_explain_command(sub)
     add_capacity_command(sub)
     add_compare_command(sub)
     add_sweep_command(sub)

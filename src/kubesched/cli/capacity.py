@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubesched.cli.inputs import add_seed_option, load_inputs
+from kubesched.cli.inputs import add_output_option, add_seed_option, load_inputs
 from kubesched.errors import InputError
 
 __all__ = ["add_capacity_command"]
@@ -37,7 +37,7 @@ def add_capacity_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         metavar="N",
         help="stop counting a shape at N copies (default 10000); the answer is then 'at least N'",
     )
-    cmd.add_argument("--output", "-o", choices=("table", "json"), default="table", help="report format")
+    add_output_option(cmd)
     add_seed_option(cmd)
     cmd.set_defaults(func=_capacity)
 

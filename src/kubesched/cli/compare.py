@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubesched.cli.inputs import DEMO_DIR, add_seed_option
+from kubesched.cli.inputs import (
+    DEMO_DIR,
+    add_configs_option,
+    add_output_option,
+    add_seed_option,
+    load_configs,
+)
 from kubesched.errors import InputError
 
 __all__ = ["add_compare_command"]
@@ -24,15 +30,10 @@ def add_compare_command(subparsers: argparse._SubParsersAction[argparse.Argument
         ),
     )
     cmd.add_argument("paths", nargs="*", metavar="PATH", help="YAML/JSON files or directories of objects")
-    cmd.add_argument(
-        "--config",
-        dest="configs",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="a KubeSchedulerConfiguration, or `default`; give two or more",
+    add_configs_option(
+        cmd, required=True, help="a KubeSchedulerConfiguration, or `default`; give two or more"
     )
-    cmd.add_argument("--output", "-o", choices=("table", "json"), default="table", help="report format")
+    add_output_option(cmd)
     add_seed_option(cmd)
     cmd.set_defaults(func=_compare)
 
@@ -41,7 +42,6 @@ def _compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from kubesched.api.loader import load_paths
-    from kubesched.config import default_config, load_config
     from kubesched.plugins import default_registry
     from kubesched.simulate.compare import compare
     from kubesched.simulate.compare_table import render_comparison
@@ -50,10 +50,7 @@ def _compare(args: argparse.Namespace) -> int:
     if len(args.configs) < 2:
         raise InputError("give at least two configurations to compare", path="--config")
     registry = default_registry()
-    configs = [
-        (path, default_config(registry) if path == "default" else load_config(path, registry))
-        for path in args.configs
-    ]
+    configs = load_configs(args.configs, registry)
     paths = list(args.paths) or [str(DEMO_DIR / "cluster")]
     comparison = compare(load_paths(paths), configs, registry, seed=args.seed)
     if args.output == "json":

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -120,6 +119,20 @@ def add_extender_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         help="largest request body accepted (default 64 MiB)",
     )
     p.add_argument(
+        "--max-inflight-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="request bytes read or decoded at once across all requests; more gets 503 (default 128 MiB)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="connections open at once; one more is closed on accept (default 128)",
+    )
+    p.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error"), help="log verbosity"
     )
     p.set_defaults(func=extender)
@@ -164,8 +177,10 @@ def extender(args: argparse.Namespace) -> int:
     """Build the engine and serve until signalled."""
     import uvicorn
 
+    from kubesched.cli._logging import configure_logging
     from kubesched.config import load_config
     from kubesched.extender.engine import ExtenderEngine
+    from kubesched.extender.limits import DEFAULT_MAX_INFLIGHT_BYTES, ConnectionLimits
     from kubesched.extender.server import (
         DEFAULT_MAX_BODY_BYTES,
         ExtenderServer,
@@ -176,12 +191,7 @@ def extender(args: argparse.Namespace) -> int:
     from kubesched.plugins import default_registry
     from kubesched.scheduler.profiles import profiles_from_config
 
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper()),
-        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("httpx2").setLevel(max(logging.WARNING, logging.getLogger().level))
+    configure_logging(str(args.log_level))
     host, port = parse_listen(args.listen)
     paths = verb_paths(args.prefix, {verb: getattr(args, f"{verb}_verb") for verb in VERB_FLAGS})
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
@@ -194,6 +204,14 @@ def extender(args: argparse.Namespace) -> int:
     max_body = args.max_body_bytes if args.max_body_bytes is not None else DEFAULT_MAX_BODY_BYTES
     if max_body <= 0:
         raise InputError("must be positive", source="--max-body-bytes")
+    inflight = args.max_inflight_bytes if args.max_inflight_bytes is not None else DEFAULT_MAX_INFLIGHT_BYTES
+    if inflight < max_body:
+        raise InputError(f"must be at least --max-body-bytes ({max_body})", source="--max-inflight-bytes")
+    limits = ConnectionLimits()
+    if args.max_connections is not None:
+        if args.max_connections < 1:
+            raise InputError("must be at least 1", source="--max-connections")
+        limits = ConnectionLimits(max_connections=args.max_connections)
     token = _read_token(args.token_file) if args.token_file else None
 
     registry = default_registry()
@@ -215,7 +233,11 @@ def extender(args: argparse.Namespace) -> int:
         except FrameworkError as exc:
             raise InputError(str(exc), source=args.config) from None
         options = ServerOptions(
-            paths=paths, token=token, client_certificates=bool(args.client_ca_file), max_body_bytes=max_body
+            paths=paths,
+            token=token,
+            client_certificates=bool(args.client_ca_file),
+            max_body_bytes=max_body,
+            max_inflight_bytes=inflight,
         )
         server = ExtenderServer(engine, options)
         state.start()
@@ -227,6 +249,7 @@ def extender(args: argparse.Namespace) -> int:
             key_file=args.tls_key_file,
             client_ca_file=args.client_ca_file,
             log_level="warning" if args.log_level != "debug" else "info",
+            limits=limits,
         )
         scheme = "https" if args.tls_cert_file else "http"
         log.info(

@@ -11,7 +11,14 @@ from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.errors import InputError
 from kubesched.framework.registry import Registry
 
-__all__ = ["DEMO_DIR", "add_seed_option", "load_inputs"]
+__all__ = [
+    "DEMO_DIR",
+    "add_configs_option",
+    "add_output_option",
+    "add_seed_option",
+    "load_configs",
+    "load_inputs",
+]
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "simulate" / "demo"
 
@@ -20,6 +27,30 @@ def add_seed_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)"
     )
+
+
+def add_output_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output", "-o", choices=("table", "json"), default="table", help="report format")
+
+
+def add_configs_option(parser: argparse.ArgumentParser, *, required: bool, help: str) -> None:
+    """`--config FILE` given several times (into `args.configs`); `default` is upstream's defaults."""
+    parser.add_argument(
+        "--config",
+        dest="configs",
+        action="append",
+        required=required,
+        default=None if required else [],
+        metavar="FILE",
+        help=help,
+    )
+
+
+def load_configs(paths: Sequence[str], registry: Registry) -> list[tuple[str, KubeSchedulerConfiguration]]:
+    """Each `--config` path (or `default`) with its effective configuration."""
+    from kubesched.config import default_config, load_config
+
+    return [(p, default_config(registry) if p == "default" else load_config(p, registry)) for p in paths]
 
 
 def load_inputs(

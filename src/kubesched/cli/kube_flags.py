@@ -66,12 +66,17 @@ def add_kube_scheduler_flags(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("logging and output (as kube-scheduler)")
     g.add_argument("-v", "--v", type=int, metavar="N", help="log verbosity: 4 or more logs at debug level")
     g.add_argument(
+        "--logging-format",
+        choices=("text", "json"),
+        default="text",
+        help="text lines (default) or one JSON object per line",
+    )
+    g.add_argument(
         "--write-config-to", metavar="FILE", help="write the effective configuration to FILE and exit"
     )
     for flag, reason in (
         ("--feature-gates", "kubesched has no feature gates; its behaviour is v1.37's defaults"),
         ("--vmodule", "per-file verbosity is a klog feature"),
-        ("--logging-format", "kubesched logs text lines"),
         ("--log-text-info-buffer-size", "a klog feature"),
         ("--log-json-info-buffer-size", "a klog feature"),
         ("--log-json-split-stream", "kubesched logs text lines"),

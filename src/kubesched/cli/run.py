@@ -11,10 +11,12 @@ in-cluster service account when `KUBERNETES_SERVICE_HOST` is set, else `$KUBECON
 
 Lifecycle: serve the health endpoints, start informers and wait for them to sync, then (with
 `leaderElection.leaderElect`) wait to acquire the Lease; only the leader schedules. SIGTERM or
-SIGINT stops popping pods, lets in-flight binds finish, flushes Events, releases the Lease and exits
-0. Losing the Lease exits 1 at once (as kube-scheduler does), so the restarted process starts clean.
-A bad config, kubeconfig, flag or address is one line on stderr and exit 2; so is a kube-scheduler
-flag kubesched cannot honour.
+SIGINT stops popping pods, drops the binds not yet sent, waits briefly for those on the wire, flushes
+Events with what time is left, releases the Lease and exits 0, within about 2 s whatever the load.
+Losing the Lease (or renewals failing past `renewDeadline`) shuts the bind pipeline's gate at once
+and exits 1 (as kube-scheduler does), so the restarted process starts clean. A bad config,
+kubeconfig, flag or address is one line on stderr and exit 2; so is a kube-scheduler flag kubesched
+cannot honour.
 
 Heavy imports happen inside `run`, so `kubesched --help` and the other commands stay fast.
 """
@@ -24,7 +26,6 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +45,10 @@ __all__ = ["add_run_command", "run"]
 log = logging.getLogger("kubesched.run")
 
 EXIT_LOST_LEASE = 1
+#: Seconds a shutdown may take in all (SIGTERM: well inside any pod's grace period), and how much of
+#: it goes to stopping the scheduler (requests on the wire, Events) before the Lease is released.
+SHUTDOWN_SECONDS = 2.0
+STOP_CLUSTER_SECONDS = 1.2
 
 
 def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -75,11 +80,14 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="also serve the endpoints over plain HTTP, without authentication (e.g. 127.0.0.1:10251)",
     )
     p.add_argument(
+        "--bind-depth",
         "--bind-workers",
+        dest="bind_depth",
         type=int,
         default=32,
         metavar="N",
-        help="binding cycles in flight at once (default 32)",
+        help="pods placed but not yet bound, at most: the scheduling loop waits while N binds are "
+        "pending, so no decision waits long before it is re-checked and sent (default 32)",
     )
     p.add_argument(
         "--log-level",
@@ -103,6 +111,7 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 def run(args: argparse.Namespace) -> int:
     """Run until signalled (exit 0) or until the Lease is lost (exit 1)."""
     from kubesched.cli._flags import reject_unsupported
+    from kubesched.cli._logging import configure_logging
     from kubesched.cli.kube_flags import apply_flags, log_level
     from kubesched.cli.serving_flags import serving_options
     from kubesched.cluster.kube.client import KubeClient, load_connection
@@ -113,15 +122,10 @@ def run(args: argparse.Namespace) -> int:
     from kubesched.plugins import default_registry
 
     reject_unsupported(args)
-    logging.basicConfig(
-        level=getattr(logging, log_level(args).upper()),
-        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    # httpx2 logs every request at INFO: far too much for a scheduler making thousands a second.
-    logging.getLogger("httpx2").setLevel(max(logging.WARNING, logging.getLogger().level))
-    if args.bind_workers < 1:
-        raise InputError("must be at least 1", source="--bind-workers")
+    # At debug level: one line per scheduling attempt (kubesched.decisions), not HTTP wire traces.
+    configure_logging(log_level(args), args.logging_format)
+    if args.bind_depth < 1:
+        raise InputError("must be at least 1", source="--bind-depth")
     registry = default_registry()
     cfg = apply_flags(load_config(args.config, registry), args, registry)
     if args.write_config_to:
@@ -136,8 +140,10 @@ def run(args: argparse.Namespace) -> int:
     single = load_connection(conn.kubeconfig or None, master=args.master)
     qps, burst = float(conn.qps or 0), int(conn.burst or 0)
     client = KubeClient(single, qps=qps, burst=burst, name="scheduler")
-    # kube-scheduler gives Events their own client (and rate limiter), so they never starve binds.
+    # kube-scheduler gives Events and leader election their own clients (and rate limiters), so
+    # neither starves binds, and binds never delay a Lease renewal.
     events_client = KubeClient(single, qps=qps, burst=burst, name="events")
+    lease_client = KubeClient(single, qps=qps, burst=burst, name="leader-election")
 
     def connect(kubeconfig: str | None) -> KubeClient:
         """A client for TokenReviews / SubjectAccessReviews (their own rate limiter, as upstream)."""
@@ -147,29 +153,33 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         metrics = SchedulerMetrics()
+        elector = None
+        lease = f"{le.resource_namespace}/{le.resource_name}"
+        if le.leader_elect:
+            elector = LeaderElector(
+                ApiLeaseLock(
+                    lease_client, le.resource_namespace or "kube-system", le.resource_name or "kubesched"
+                ),
+                default_identity(),
+                lease_duration=le.lease_duration_seconds,
+                renew_deadline=le.renew_deadline_seconds,
+                retry_period=le.retry_period_seconds,
+            )
         cluster = LiveCluster(
             cfg,
             registry,
             client,
             events_client=events_client,
             metrics=metrics,
-            options=LiveOptions(bind_workers=args.bind_workers),
+            options=LiveOptions(bind_depth=args.bind_depth),
+            fence=elector.fence if elector is not None else None,
         )
-        elector = None
-        lease = f"{le.resource_namespace}/{le.resource_name}"
-        if le.leader_elect:
-            elector = LeaderElector(
-                ApiLeaseLock(client, le.resource_namespace or "kube-system", le.resource_name or "kubesched"),
-                default_identity(),
-                lease_duration=le.lease_duration_seconds,
-                renew_deadline=le.renew_deadline_seconds,
-                retry_period=le.retry_period_seconds,
-            )
         endpoints = _Endpoints(serving, connect, args.insecure_listen)
         return _Runner(cluster, metrics, elector, lease, endpoints).run()
     finally:
         client.close()
         events_client.close()
+        lease_client.close()
 
 
 def _write_config(path: str, text: str) -> None:
@@ -219,11 +229,12 @@ class _Endpoints:
                 health.url,
             )
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving within about `timeout` (a shutdown has a budget; see `_Runner._shutdown`)."""
         if self.secure is not None:
-            self.secure.stop()
+            self.secure.stop(timeout)
         if self.insecure is not None:
-            self.insecure.stop()
+            self.insecure.stop(timeout)
 
 
 class _Runner:
@@ -237,6 +248,7 @@ class _Runner:
         lease: str,
         endpoints: _Endpoints,
     ) -> None:
+        from kubesched.cluster.kube.health import LiveHealth
         from kubesched.metrics import HealthServer
 
         self.cluster = cluster
@@ -247,31 +259,13 @@ class _Runner:
         self.lost = threading.Event()
         self.elector_thread: threading.Thread | None = None
         self.endpoints = endpoints
+        health = LiveHealth(cluster, elector, lease=lease, stopping=self.stopping)
         self.server: HealthServer = HealthServer(
             endpoints.insecure_listen or "127.0.0.1:0",
             metrics,
-            live_checks={
-                "ping": lambda: None,
-                "scheduling-loop": cluster.loop_problem,
-                "leaderElection": self._leader_problem,
-            },
-            ready_checks={"informer-sync": self._sync_problem},
+            live_checks=health.live_checks(),
+            ready_checks=health.ready_checks(),
         )
-
-    # ------------------------------------------------------------------ checks
-
-    def _sync_problem(self) -> str | None:
-        if not self.cluster.informers:
-            return "informers not started"
-        missing = self.cluster.unsynced()
-        return f"not synced: {', '.join(missing)}" if missing else None
-
-    def _leader_problem(self) -> str | None:
-        if self.elector is None:
-            return None
-        if not self.elector.healthy():
-            return "the lease was not renewed in time"
-        return None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -342,7 +336,7 @@ class _Runner:
             self.cluster.set_leading(True)
 
         def stopped() -> None:
-            self.cluster.set_leading(False)
+            self.cluster.set_leading(False)  # first: the bind gate shuts before anything else happens
             gauge.set(0)
 
         def elect() -> None:
@@ -354,20 +348,27 @@ class _Runner:
         self.elector_thread.start()
 
     def _shutdown(self) -> int:
-        # Order matters: no new pods, then the binds already started, then the Lease (a standby must
-        # not start binding while our binds are still landing), then the endpoint.
+        # Order matters: no new pods and no new binds, then the requests already on the wire, then
+        # the Lease (a standby must not start binding while ours are still landing), then the
+        # endpoints. Everything is bounded: SHUTDOWN_SECONDS in all.
+        import time
+
+        deadline = time.monotonic() + SHUTDOWN_SECONDS
         lost = self.lost.is_set()
         if lost:
             log.error("leader election lost; exiting")
-        self.cluster.stop()
+        self.cluster.stop(STOP_CLUSTER_SECONDS)
         if self.elector is not None:
             self.elector.stop()
             if self.elector_thread is not None:
-                self.elector_thread.join(15.0)  # its run() releases the Lease on the way out
-        self.endpoints.stop()
+                # Its run() releases the Lease on the way out; an API server that does not answer
+                # in time leaves the Lease to expire instead of holding the exit up.
+                self.elector_thread.join(max(0.1, deadline - time.monotonic() - 0.3))
+        self.endpoints.stop(max(0.1, deadline - time.monotonic()))
         log.info(
-            "stopped: %d pods scheduled, %d bind conflicts",
+            "stopped: %d pods scheduled, %d bind conflicts, %d decisions dropped before their bind",
             self.cluster.scheduled,
             self.cluster.bind_conflicts,
+            self.cluster.abandoned,
         )
         return EXIT_LOST_LEASE if lost else 0

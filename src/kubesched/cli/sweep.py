@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from kubesched.cli.inputs import DEMO_DIR
+from kubesched.cli.inputs import DEMO_DIR, add_configs_option, add_output_option, load_configs
 from kubesched.errors import InputError
 
 __all__ = ["add_sweep_command"]
@@ -26,12 +26,9 @@ def add_sweep_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         ),
     )
     cmd.add_argument("paths", nargs="*", metavar="PATH", help="YAML/JSON files or directories: one scenario")
-    cmd.add_argument(
-        "--config",
-        dest="configs",
-        action="append",
-        default=[],
-        metavar="FILE",
+    add_configs_option(
+        cmd,
+        required=False,
         help="a KubeSchedulerConfiguration, or `default` (repeatable; default: `default`)",
     )
     cmd.add_argument(
@@ -59,14 +56,13 @@ def add_sweep_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         help="local worker processes (default: the CPUs; 1: here)",
     )
     cmd.add_argument("--ray", metavar="ADDRESS", help="run on the Ray cluster at ADDRESS (host:port) instead")
-    cmd.add_argument("--output", "-o", choices=("table", "json"), default="table", help="report format")
+    add_output_option(cmd)
     cmd.set_defaults(func=_sweep)
 
 
 def _sweep(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from kubesched.config import default_config, load_config
     from kubesched.config.types import KubeSchedulerConfiguration
     from kubesched.plugins import default_registry
     from kubesched.simulate.compare import run_name
@@ -87,9 +83,8 @@ def _sweep(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds)
     weights = [parse_weight(w) for w in args.weights]
     configs: list[tuple[str, KubeSchedulerConfiguration]] = []
-    for path in args.configs or ["default"]:
-        name = run_name(path, [n for n, _ in configs])
-        configs.append((name, default_config(registry) if path == "default" else load_config(path, registry)))
+    for path, config in load_configs(args.configs or ["default"], registry):
+        configs.append((run_name(path, [name for name, _ in configs]), config))
     scenarios = [scenario_from_paths(Path(p).stem or p, [p]) for p in args.scenarios]
     if args.paths:
         scenarios.insert(

@@ -19,7 +19,9 @@ import msgspec
 from kubesched.api.objects import ObjectMeta, OwnerReference, Pod, PodResourceClaimStatus
 from kubesched.api.resource import (
     DELETE_PROTECTION_FINALIZER,
+    AllocatedDeviceStatus,
     AllocationResult,
+    Condition,
     ResourceClaim,
     ResourceClaimConsumerReference,
     ResourceClaimStatus,
@@ -88,6 +90,21 @@ def instantiate_template_claims(
     return msgspec.structs.replace(pod, status=status), created
 
 
+def _simulated_driver_statuses(allocation: AllocationResult) -> list[AllocatedDeviceStatus]:
+    """The simulator's drivers prepare devices at once: every binding condition is met."""
+    return [
+        AllocatedDeviceStatus(
+            driver=r.driver,
+            pool=r.pool,
+            device=r.device,
+            share_id=r.share_id,
+            conditions=[Condition(type=c, status="True", reason="Simulated") for c in r.binding_conditions],
+        )
+        for r in allocation.devices.results
+        if r.binding_conditions
+    ]
+
+
 class ClaimStore:
     """Claims by key, with the writes the scheduler and the controller make."""
 
@@ -136,7 +153,9 @@ class ClaimStore:
         if allocation is not None:
             if status.allocation is not None and status.allocation != allocation:
                 raise ClaimConflict(f"claim {claim.key} got allocated elsewhere in the meantime")
-            status = msgspec.structs.replace(status, allocation=allocation)
+            status = msgspec.structs.replace(
+                status, allocation=allocation, devices=_simulated_driver_statuses(allocation)
+            )
         elif status.allocation is None:
             raise ClaimConflict(f"claim {claim.key} got deallocated in the meantime")
         if not any(r.uid == pod.metadata.uid for r in status.reserved_for):

@@ -246,6 +246,9 @@ class MemoryCluster:
         if old is not None:
             self._claim_event(old, new)
 
+    def pause(self, seconds: float) -> None:
+        """Nothing moves on its own in the simulator (its driver meets binding conditions at once)."""
+
     def _claim_event(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
         action = ActionType.ADD if old is None else ActionType.DELETE if new is None else ActionType.UPDATE
         for h in self._handlers:

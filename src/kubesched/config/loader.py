@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from kubesched.api.safe_yaml import check_yaml
 from kubesched.config._util import quote
 from kubesched.config.defaults import apply_defaults
 from kubesched.config.plugin_catalog import PluginCatalog
@@ -44,6 +45,8 @@ def decode_config(text: str, source: str, registry: PluginCatalog) -> KubeSchedu
         raise InputError("the file is empty; expected a KubeSchedulerConfiguration", source=source)
     try:
         cfg = msgspec.convert(data, KubeSchedulerConfiguration)
+    except RecursionError:
+        raise InputError("nested too deeply", source=source) from None
     except msgspec.ValidationError as exc:
         message, path = _translate(str(exc))
         raise InputError(message, source=source, path=path) from None
@@ -66,17 +69,24 @@ def dump_config(cfg: KubeSchedulerConfiguration) -> str:
 
 
 def parse_document(text: str, source: str) -> Any:
-    """The single YAML (or JSON) document in `text` as builtins; syntax errors give line and column."""
+    """The single YAML (or JSON) document in `text` as builtins; syntax errors give line and column.
+
+    Nesting too deep for the parsers and alias bombs are refused with one line (see `safe_yaml`).
+    """
     if text.lstrip().startswith("{"):
         # JSON (tabs and all) first; a YAML flow mapping is not JSON but is still accepted below.
         try:
             return msgspec.json.decode(text)
+        except RecursionError:
+            raise InputError("invalid JSON: nested too deeply", source=source) from None
         except msgspec.DecodeError as exc:
             json_error = _json_error(str(exc), text, source)
+        check_yaml(text, source)
         try:
             return yaml.load(text, Loader=_StrictLoader)
         except yaml.YAMLError:
             raise json_error from None
+    check_yaml(text, source)
     try:
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:

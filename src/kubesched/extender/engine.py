@@ -375,7 +375,9 @@ class ExtenderEngine:
     # ------------------------------------------------------------------ bind
 
     def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
-        """POST the Binding; a pod already bound to that same node counts as bound."""
+        """POST the Binding. Any failure is reported, a 409 "already assigned" too, even to the same
+        node: someone else bound the pod, and a success here would make kube-scheduler record a
+        second `Scheduled` Event and count the pod twice."""
         if not args.pod_name or not args.node:
             raise WireError("ExtenderBindingArgs: PodName and Node are required")
         if self.binder is None:
@@ -388,9 +390,7 @@ class ExtenderEngine:
         try:
             self.binder(target, args.node)
         except Exception as exc:
-            node = getattr(exc, "node", None)
-            if node != args.node:
-                return ExtenderBindingResult(error=str(exc))
+            return ExtenderBindingResult(error=str(exc))
         if known is not None and (not args.pod_uid or known.metadata.uid == args.pod_uid):
             with self.state.lock:
                 self.state.assume_bound(known, args.node)

@@ -4,12 +4,18 @@ Endpoints: the four verbs (POST, paths configurable), `/healthz`, `/readyz`, `/m
 `/openapi.json`. What a caller sees on failure:
 
 * 400 and one line of text for a body that is not JSON or not the expected shape (the line names
-  the field: `ExtenderArgs.NodeNames[2]: expected str, got int`); the server goes on serving;
+  the field: `ExtenderArgs.NodeNames[2]: expected str, got int`), whatever is wrong with it: invalid
+  UTF-8, nesting deeper than the decoder goes, numbers out of range, wrong types, invalid quantities
+  in the pod or nodes. Decoding is one step and evaluating another; anything raised while decoding
+  is the body's fault, so it is a 400, never a 500. The server goes on serving;
 * 401 when authentication is on (a client CA, a token, or both) and the request has neither a
   verified client certificate nor the token: for the verbs, `/metrics` and `/openapi.json` alike;
   only the probes `/healthz` and `/readyz` are public (kube-scheduler cannot send a token: its
   extender config has no such field, so it authenticates with a client certificate);
-* 413 for a body over `max_body_bytes`, checked before and while reading it;
+* 413 for a body over `max_body_bytes`, checked before and while reading it; 503 when the bodies
+  being read or decoded at once would exceed `max_inflight_bytes`; 408 when the body does not
+  arrive within `body_timeout` (connections, header time: see `limits`); each of these closes the
+  connection;
 * 500 for a plugin error in prioritize or preempt, 503 while the node cache is not synced (filter
   reports both in its `Error` field instead, which is how kube-scheduler expects filter to fail).
 
@@ -20,6 +26,8 @@ bind, which waits on the API server, runs on a worker thread.
 
 from __future__ import annotations
 
+import asyncio
+import codecs
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -45,6 +53,12 @@ from kubesched.api.extender_v1 import (
 )
 from kubesched.errors import InputError
 from kubesched.extender.engine import EngineError, ExtenderEngine, NotReady
+from kubesched.extender.limits import (
+    DEFAULT_MAX_INFLIGHT_BYTES,
+    ConnectionLimits,
+    InflightBytes,
+    apply_limits,
+)
 from kubesched.extender.openapi import DEFAULT_PATHS, openapi_document
 from kubesched.serving.asgi import RequestAuth
 from kubesched.serving.authn import CredentialsAuthenticator
@@ -61,6 +75,8 @@ prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # 
 
 #: 64 MiB: a NodeList of 5,000 real nodes (10-20 KB each with their image lists) still fits.
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+#: Seconds a request body may take to arrive once its headers are in.
+DEFAULT_BODY_TIMEOUT = 30.0
 VERBS = ("filter", "prioritize", "preempt", "bind")
 #: Served without authentication: kubelet's probes carry no credentials.
 PUBLIC_PATHS = ("/healthz", "/readyz")
@@ -105,10 +121,20 @@ class ServerOptions:
     #: Callers may authenticate with a client certificate the TLS layer verified (mutual TLS).
     client_certificates: bool = False
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    #: Request bytes read or being decoded at once, across all requests (see `limits`).
+    max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT_BYTES
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
 
 
-class _TooLarge(Exception):
-    pass
+class _Refused(Exception):
+    """A body not read to the end: answered with `status` and the connection closed."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+_CLOSE = {"Connection": "close"}
 
 
 def _text(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
@@ -132,6 +158,7 @@ class ExtenderServer:
         if unknown:
             raise ValueError(f"unknown verbs: {sorted(unknown)}")
         self.openapi = openapi_document(self.options.paths)
+        self.inflight = InflightBytes(self.options.max_inflight_bytes)
         routes = [
             Route(path, self._endpoint(verb), methods=["POST"]) for verb, path in self.options.paths.items()
         ]
@@ -187,31 +214,74 @@ class ExtenderServer:
 
         return endpoint
 
-    async def _read_body(self, request: Request) -> bytes:
-        limit = self.options.max_body_bytes
+    async def _read_body(self, request: Request, held: list[int]) -> bytearray:
+        """The body, within the size, in-flight and time limits; bytes taken from the shared budget
+        are added to `held[0]` for the caller to give back. Invalid UTF-8 is caught as it arrives.
+
+        The body is read into one buffer (allocated up front when its length is declared) and
+        decoded from it in place: no second copy of a large body is ever made.
+        """
+        opts = self.options
+        limit = opts.max_body_bytes
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise _TooLarge
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise _TooLarge
-            chunks.append(chunk)
-        return b"".join(chunks)
+        length = int(declared) if declared is not None and declared.isdigit() else None
+        if length is not None:
+            if length > limit:
+                raise _Refused(413, f"request body larger than {limit} bytes")
+            if not self.inflight.take(length):
+                raise _Refused(503, "too many request bytes in flight; retry later")
+            held[0] += length
+        utf8 = codecs.getincrementaldecoder("utf-8")()
+        buf = bytearray(length) if length is not None else bytearray()
+        size = start = 0
+        try:
+            async with asyncio.timeout(opts.body_timeout):
+                async for chunk in request.stream():
+                    start, size = size, size + len(chunk)
+                    if size > limit:
+                        raise _Refused(413, f"request body larger than {limit} bytes")
+                    if size > held[0]:  # chunked, or longer than declared: take as it comes
+                        if not self.inflight.take(size - held[0]):
+                            raise _Refused(503, "too many request bytes in flight; retry later")
+                        held[0] = size
+                    utf8.decode(chunk)
+                    if length is not None and size <= length:
+                        buf[start:size] = chunk
+                    else:
+                        buf += chunk
+                utf8.decode(b"", final=True)
+        except TimeoutError:
+            raise _Refused(408, f"request body not received within {opts.body_timeout:g} s") from None
+        except UnicodeDecodeError as exc:
+            raise WireError(f"request body: invalid UTF-8 at byte {start + exc.start}") from None
+        if length is not None and size < length:
+            raise WireError(f"request body: {size} bytes received of the {length} declared")
+        return buf
 
     async def _serve(self, verb: str, request: Request) -> Response:
+        held = [0]
         try:
-            body = await self._read_body(request)
-        except _TooLarge:
-            return _text(413, f"request body larger than {self.options.max_body_bytes} bytes")
+            return await self._serve_body(verb, request, held)
+        finally:
+            self.inflight.give(held[0])
+
+    async def _serve_body(self, verb: str, request: Request, held: list[int]) -> Response:
+        try:
+            body = await self._read_body(request, held)
+            args = _decode(verb, body)
+        except _Refused as exc:
+            return _text(exc.status, str(exc), _CLOSE)
+        except WireError as exc:
+            return _text(400, str(exc))
+        except RecursionError:
+            return _text(400, f"{_ARGS[verb]}: JSON nested too deeply")
+        except Exception as exc:  # whatever the decoder raised, the body caused it
+            return _text(400, f"{_ARGS[verb]}: {type(exc).__name__}: {exc}")
         try:
             if verb == "bind":
-                bind_args = decode_binding_args(body)
-                payload = encode(await run_in_threadpool(self.engine.bind, bind_args))
+                payload = encode(await run_in_threadpool(self.engine.bind, args))
             else:
-                payload = self._evaluate(verb, body)
+                payload = self._evaluate(verb, args)
         except WireError as exc:
             return _text(400, str(exc))
         except NotReady as exc:
@@ -223,17 +293,32 @@ class ExtenderServer:
             return _text(500, f"{verb}: internal error: {type(exc).__name__}: {exc}")
         return Response(payload, media_type=JSON_TYPE)
 
-    def _evaluate(self, verb: str, body: bytes) -> bytes:
+    def _evaluate(self, verb: str, args: Any) -> bytes:
         engine = self.engine
-        if verb == "preempt":
-            preempt_args = decode_preemption_args(body)
-            with engine.state.lock:
-                return encode(engine.preempt(preempt_args))
-        args, raws = decode_extender_args_raw(body)
         with engine.state.lock:
+            if verb == "preempt":
+                return encode(engine.preempt(args))
             if verb == "filter":
-                return encode(engine.filter(args, raws))
-            return encode(engine.prioritize(args))
+                return encode(engine.filter(*args))
+            return encode(engine.prioritize(args[0]))
+
+
+#: The request type of each verb, as named in its 400 messages.
+_ARGS = {
+    "filter": "ExtenderArgs",
+    "prioritize": "ExtenderArgs",
+    "preempt": "ExtenderPreemptionArgs",
+    "bind": "ExtenderBindingArgs",
+}
+
+
+def _decode(verb: str, body: bytes | bytearray) -> Any:
+    """The verb's request, decoded and checked (the pod's and nodes' quantities included)."""
+    if verb == "bind":
+        return decode_binding_args(body)
+    if verb == "preempt":
+        return decode_preemption_args(body)
+    return decode_extender_args_raw(body)
 
 
 def uvicorn_config(
@@ -245,10 +330,12 @@ def uvicorn_config(
     key_file: str | None = None,
     client_ca_file: str | None = None,
     log_level: str = "warning",
+    limits: ConnectionLimits | None = None,
 ) -> uvicorn.Config:
     """uvicorn settings for the extender: TLS when a certificate is given, client certificates
     requested (not required: probes carry none) when a client CA is given. With a client CA, serve an
-    `ExtenderServer` whose options set `client_certificates`, which makes them required elsewhere."""
+    `ExtenderServer` whose options set `client_certificates`, which makes them required elsewhere.
+    The connection limits (see `limits`) always apply."""
     context = None
     if cert_file and key_file:
         ca_pem = None
@@ -260,4 +347,5 @@ def uvicorn_config(
                     f"cannot read: {exc.strerror or exc}", source=f"--client-ca-file {client_ca_file}"
                 ) from None
         context = server_context(load_pair(cert_file, key_file), client_ca_pem=ca_pem)
-    return server_config(app, host, port, ssl_context=context, log_level=log_level)
+    config = server_config(app, host, port, ssl_context=context, log_level=log_level)
+    return apply_limits(config, limits or ConnectionLimits())

@@ -327,6 +327,33 @@ class Framework:
             sub = NodeSet(nodes.table, nodes.rows[feasible_pos])
         return FilterOutcome(nodes, status_idx, statuses)
 
+    def run_each_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> dict[str, FilterOutcome]:
+        """Every Filter plugin on every node of `nodes`, not stopping at the first rejection.
+
+        For explanations: what else stands in the way on a node, besides the first plugin that said
+        no. The scheduling cycle never uses it. A plugin that fails gets an outcome with `error`.
+        """
+        out: dict[str, FilterOutcome] = {}
+        skip = state.skip_filter_plugins
+        for name, plugin, batch in self._filters:
+            if name in skip:
+                continue
+            try:
+                if batch:
+                    result = cast(BatchFilterPlugin, plugin).filter_nodes(state, pod, nodes)
+                else:
+                    result = self._filter_per_node(plugin, state, pod, nodes)
+            except Exception as exc:
+                passed = np.full(len(nodes), -1, dtype=np.int32)
+                out[name] = FilterOutcome(
+                    nodes, passed, [], _error(f'running "{name}" filter plugin: {exc}', name)
+                )
+                continue
+            for st in result.statuses:
+                st.with_plugin(name)
+            out[name] = FilterOutcome(nodes, np.asarray(result.codes, dtype=np.int32), list(result.statuses))
+        return out
+
     @staticmethod
     def _filter_per_node(plugin: Any, state: CycleState, pod: Pod, sub: NodeSet) -> BatchFilterResult:
         per_node = cast(FilterPlugin, plugin)

@@ -103,20 +103,25 @@ class FitError(Exception):
         return fit_error_message(self.num_all_nodes, self.diagnosis)
 
 
+def reason_counts(num_all_nodes: int, d: Diagnosis) -> Counter[str]:
+    """How many nodes each filter reason rejected, as the FailedScheduling message counts them."""
+    counts: Counter[str] = Counter()
+    for st in d.node_to_status.values():
+        for reason in st.all_reasons():
+            counts[reason] += 1
+    absent = num_all_nodes - len(d.node_to_status)
+    if absent > 0 and d.absent_nodes_status is not None:
+        for reason in d.absent_nodes_status.all_reasons():
+            counts[reason] += absent
+    return counts
+
+
 def fit_error_message(num_all_nodes: int, d: Diagnosis) -> str:
     msg = f"0/{num_all_nodes} nodes are available:"
     if d.pre_filter_msg:
         msg += f" {d.pre_filter_msg}."
     else:
-        counts: Counter[str] = Counter()
-        for st in d.node_to_status.values():
-            for reason in st.all_reasons():
-                counts[reason] += 1
-        absent = num_all_nodes - len(d.node_to_status)
-        if absent > 0 and d.absent_nodes_status is not None:
-            for reason in d.absent_nodes_status.all_reasons():
-                counts[reason] += absent
-        items = sorted(f"{n} {r}" for r, n in counts.items())
+        items = sorted(f"{n} {r}" for r, n in reason_counts(num_all_nodes, d).items())
         if items:
             msg += " " + ", ".join(items) + "."
     if d.post_filter_msg:

@@ -25,12 +25,16 @@ from kubesched.api.objects import (
 if TYPE_CHECKING:
     from kubesched.framework.node_table import NodeTable
 
+#: The kinds the volume plugins read through the listers.
+VOLUME_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode")
+
 __all__ = [
     "ANN_BIND_COMPLETED",
     "ANN_SELECTED_NODE",
     "ANN_STORAGE_CLASS",
     "IMMEDIATE",
     "NOT_SUPPORTED_PROVISIONER",
+    "VOLUME_KINDS",
     "WAIT_FOR_FIRST_CONSUMER",
     "ListerSource",
     "VolumeHandle",

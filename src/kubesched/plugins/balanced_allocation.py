@@ -111,6 +111,8 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
     """Score nodes by how evenly the configured resources would be requested with the pod on them."""
 
     name: ClassVar[str] = "NodeResourcesBalancedAllocation"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
     args_type: ClassVar[type[NodeResourcesBalancedAllocationArgs]] = NodeResourcesBalancedAllocationArgs
 
     def __init__(

@@ -168,6 +168,8 @@ class Coscheduling(
     """
 
     name: ClassVar[str] = "Coscheduling"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ("Pod", "PodGroup")
     args_type: ClassVar[type[CoschedulingArgs]] = CoschedulingArgs
 
     def __init__(self, args: CoschedulingArgs | None = None, handle: Handle | None = None) -> None:

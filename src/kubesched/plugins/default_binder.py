@@ -20,6 +20,8 @@ class DefaultBinder(BindPlugin):
     """
 
     name: ClassVar[str] = "DefaultBinder"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, handle: Handle | None = None) -> None:
         self.handle = handle

@@ -268,6 +268,8 @@ class DefaultPreemption(PostFilterPlugin):
     """PostFilter: nominate the pod to a node after evicting the fewest, least important pods there."""
 
     name: ClassVar[str] = "DefaultPreemption"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ("PodDisruptionBudget",)
     args_type: ClassVar[type[DefaultPreemptionArgs]] = DefaultPreemptionArgs
 
     def __init__(self, args: DefaultPreemptionArgs | None = None, handle: Handle | None = None) -> None:

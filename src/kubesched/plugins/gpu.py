@@ -310,6 +310,8 @@ class GPUScheduler(
     PreScore return Skip) unless `keepNonGpuPodsOff` is set, which keeps them off GPU nodes."""
 
     name: ClassVar[str] = "GPUScheduler"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
     args_type: ClassVar[type[GPUSchedulerArgs]] = GPUSchedulerArgs
 
     def __init__(self, args: GPUSchedulerArgs | None = None) -> None:

@@ -117,6 +117,8 @@ class ImageLocality(ScorePlugin, BatchScorePlugin):
     """Score nodes by the total (spread-scaled) size of the pod's images they already have."""
 
     name: ClassVar[str] = "ImageLocality"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, handle: Handle | None = None) -> None:
         self.handle = handle

@@ -676,6 +676,8 @@ class InterPodAffinity(
     """
 
     name: ClassVar[str] = "InterPodAffinity"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ("Namespace",)
     args_type: ClassVar[type[InterPodAffinityArgs]] = InterPodAffinityArgs
 
     def __init__(self, args: InterPodAffinityArgs | None = None, handle: Handle | None = None) -> None:

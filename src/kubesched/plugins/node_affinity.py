@@ -211,6 +211,8 @@ class NodeAffinity(
     """
 
     name: ClassVar[str] = "NodeAffinity"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
     args_type: ClassVar[type[NodeAffinityArgs]] = NodeAffinityArgs
 
     def __init__(self, args: NodeAffinityArgs | None = None) -> None:

@@ -63,6 +63,8 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, Enq
     """Filter nodes that do not declare every feature the pod requires."""
 
     name: ClassVar[str] = "NodeDeclaredFeatures"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
 
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
         needed = required_features(pod)

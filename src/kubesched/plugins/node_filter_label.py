@@ -66,6 +66,8 @@ class NodeFilterLabel(FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     """
 
     name: ClassVar[str] = "NodeFilterLabel"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
     args_type: ClassVar[type[NodeFilterLabelArgs]] = NodeFilterLabelArgs
 
     def __init__(self, args: NodeFilterLabelArgs | None = None) -> None:

@@ -25,6 +25,8 @@ class NodeName(FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     """
 
     name: ClassVar[str] = "NodeName"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         wanted = pod.spec.node_name

@@ -45,6 +45,8 @@ class NodePorts(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensi
     """Filter out nodes where one of the pod's host ports is already taken."""
 
     name: ClassVar[str] = "NodePorts"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
 
     def _wanted(self, state: CycleState, pod: Pod) -> tuple[HostPort, ...]:
         s = state.get(PRE_FILTER_STATE_KEY)

@@ -444,6 +444,8 @@ class NodeResourcesFit(
     """Filter nodes without room for the pod's request; score nodes by how allocated they would be."""
 
     name: ClassVar[str] = "NodeResourcesFit"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
     args_type: ClassVar[type[NodeResourcesFitArgs]] = NodeResourcesFitArgs
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:

@@ -30,6 +30,8 @@ class NodeUnschedulable(FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     do not tolerate `node.kubernetes.io/unschedulable:NoSchedule` (DaemonSet pods usually do)."""
 
     name: ClassVar[str] = "NodeUnschedulable"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if node_info.node.spec.unschedulable and not _tolerates_unschedulable(pod):

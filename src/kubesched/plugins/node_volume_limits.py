@@ -50,6 +50,7 @@ from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.plugins._volumes import (
+    VOLUME_KINDS,
     VolumeHandle,
     VolumeObjects,
     claim_class,
@@ -208,6 +209,8 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, Enqueue
     """Keep each node's CSI volumes per driver within its CSINode's attach limits."""
 
     name: ClassVar[str] = "NodeVolumeLimits"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = (*VOLUME_KINDS, *("CSIDriver",))
 
     def __init__(self, handle: VolumeHandle | None = None) -> None:
         self._handle = handle

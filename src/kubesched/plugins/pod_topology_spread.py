@@ -578,6 +578,13 @@ class PodTopologySpread(
     """
 
     name: ClassVar[str] = "PodTopologySpread"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = (
+        "Service",
+        "ReplicaSet",
+        "StatefulSet",
+        "ReplicationController",
+    )
     args_type: ClassVar[type[PodTopologySpreadArgs]] = PodTopologySpreadArgs
 
     def __init__(self, args: PodTopologySpreadArgs | None = None, handle: Handle | None = None) -> None:

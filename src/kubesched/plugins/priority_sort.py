@@ -15,6 +15,8 @@ class PrioritySort(QueueSortPlugin):
     priorities the one added to the queue earlier (smaller `timestamp`) pops first."""
 
     name: ClassVar[str] = "PrioritySort"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         pa = a.pod.spec.priority or 0

@@ -20,6 +20,8 @@ class SchedulingGates(PreEnqueuePlugin, EnqueueExtensions):
     """
 
     name: ClassVar[str] = "SchedulingGates"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
 
     def pre_enqueue(self, pod: Pod) -> Status | None:
         gates = pod.spec.scheduling_gates

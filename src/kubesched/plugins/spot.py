@@ -258,6 +258,8 @@ class SpotScheduler(
     0 on the others."""
 
     name: ClassVar[str] = "SpotScheduler"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ("Pod",)
     args_type: ClassVar[type[SpotSchedulerArgs]] = SpotSchedulerArgs
 
     def __init__(self, args: SpotSchedulerArgs | None = None, handle: Handle | None = None) -> None:

@@ -79,6 +79,8 @@ class TaintToleration(
     """
 
     name: ClassVar[str] = "TaintToleration"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
 
     # -- Filter
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:

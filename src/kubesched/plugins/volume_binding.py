@@ -90,6 +90,7 @@ from kubesched.plugins._volumes import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
+    VOLUME_KINDS,
     WAIT_FOR_FIRST_CONSUMER,
     VolumeHandle,
     VolumeObjects,
@@ -384,6 +385,8 @@ class VolumeBinding(
     """Check that the pod's claims are bound or bindable on the node; assume and bind them."""
 
     name: ClassVar[str] = "VolumeBinding"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = (*VOLUME_KINDS, *("CSIDriver", "CSIStorageCapacity"))
     args_type: ClassVar[type[VolumeBindingArgs]] = VolumeBindingArgs
 
     def __init__(self, args: VolumeBindingArgs | None = None, handle: VolumeHandle | None = None) -> None:

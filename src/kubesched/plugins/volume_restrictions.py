@@ -45,7 +45,7 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import BatchFilterResult, BoolArray, NodeSet, NodeTable, PodRowCounts
 from kubesched.framework.status import Code, Status
-from kubesched.plugins._volumes import VolumeHandle, VolumeObjects, claim_key, pvc_not_found
+from kubesched.plugins._volumes import VOLUME_KINDS, VolumeHandle, VolumeObjects, claim_key, pvc_not_found
 
 __all__ = [
     "ERR_REASON_DISK_CONFLICT",
@@ -145,6 +145,8 @@ class VolumeRestrictions(
     """Reject nodes where the pod's disks are already used, and any node while its RWOP claim is."""
 
     name: ClassVar[str] = "VolumeRestrictions"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = VOLUME_KINDS
 
     def __init__(self, handle: VolumeHandle | None = None) -> None:
         self._handle = handle

@@ -37,6 +37,7 @@ from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
 from kubesched.framework.status import Code, Status
 from kubesched.plugins._volumes import (
+    VOLUME_KINDS,
     WAIT_FOR_FIRST_CONSUMER,
     VolumeHandle,
     VolumeObjects,
@@ -126,6 +127,8 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtens
     """Keep pods on nodes in the zones/regions of their bound volumes."""
 
     name: ClassVar[str] = "VolumeZone"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = VOLUME_KINDS
 
     def __init__(self, handle: VolumeHandle | None = None) -> None:
         self._handle = handle

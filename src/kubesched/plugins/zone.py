@@ -135,6 +135,8 @@ class AZScheduler(PreScorePlugin, ScorePlugin, BatchScorePlugin, ScoreExtensions
     pod's workload. Nodes without a zone label score 0. NormalizeScore scales the best node to 100."""
 
     name: ClassVar[str] = "AZScheduler"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ()
     args_type: ClassVar[type[AZSchedulerArgs]] = AZSchedulerArgs
 
     def __init__(self, args: AZSchedulerArgs | None = None, handle: Handle | None = None) -> None:

@@ -79,3 +79,13 @@ class ResourceClaimPort(Protocol):
     def deallocate_claim(self, claim: ResourceClaim) -> None:
         """Clear `status.allocation`, `reservedFor` and `devices`."""
         ...
+
+    def pause(self, seconds: float) -> None:
+        """Let the cluster move on for `seconds` (PreBind polling binding conditions)."""
+        ...
+
+
+class BindRefused(Exception):
+    """Raised by `ClusterPort.bind` when the bind was not sent because this scheduler may no longer
+    bind at all (it stopped leading, or it is shutting down): the core abandons the attempt (undo,
+    requeue) instead of counting it as a failed bind, and writes no FailedScheduling for it."""

@@ -66,6 +66,8 @@ POD_ADD = "PodAdd"
 POD_UPDATE = "PodUpdate"
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 BACKOFF_COMPLETE = "BackoffComplete"
+#: A decision dropped just before its bind (stale, or the scheduler stopped leading): retried at once.
+BIND_ABANDONED = "BindAbandoned"
 
 Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 
@@ -368,6 +370,23 @@ class SchedulingQueue:
             qpi.consecutive_errors = 0
             strategy = self._strategy_for_in_flight(qpi, rec, scheduling_cycle)
         return self._requeue(qpi, strategy, SCHEDULE_ATTEMPT_FAILURE)
+
+    def retry_now(self, qpi: QueuedPodInfo) -> str | None:
+        """Straight back to activeQ (through PreEnqueue), no backoff and no failure counted: for a pod
+        whose decision was dropped before its bind was sent. Returns the queue it went to (None: it
+        was deleted meanwhile); a pod already queued again (e.g. by an update) stays where it is."""
+        key = qpi.key
+        if (where := self.where(key)) not in (None, IN_FLIGHT):
+            return where
+        rec = self._in_flight.get(key)
+        if rec is not None:
+            if rec.deleted:
+                return None
+            if rec.latest is not None:
+                qpi.pod_info = rec.latest
+        qpi.timestamp = self._clock.now()
+        qpi.gating_plugin = ""
+        return self._move_to_active(qpi, BIND_ABANDONED)
 
     @property
     def scheduling_cycle(self) -> int:

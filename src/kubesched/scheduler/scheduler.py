@@ -36,6 +36,7 @@ from kubesched.framework.types import (
     Diagnosis,
     FitError,
     QueuedPodInfo,
+    reason_counts,
     rejected_by_plugins,
     truncate_note,
 )
@@ -43,11 +44,15 @@ from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
-from kubesched.scheduler.ports import ClusterPort, ResourceClaimPort, VolumeBinderPort
+from kubesched.scheduler.ports import BindRefused, ClusterPort, ResourceClaimPort, VolumeBinderPort
 from kubesched.scheduler.queue import SchedulingQueue
 
 if TYPE_CHECKING:
     from kubesched.scheduler.extenders import Extenders
+
+
+#: Filter reasons an Attempt keeps for logs (the message has them all).
+TOP_REASONS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +89,39 @@ class Attempt:
     scores: dict[str, tuple[dict[str, int], int]] | None = None
     #: The PreFilter rejection that ended this attempt before any node was filtered.
     pre_filter: Status | None = None
+    #: What the PostFilter plugins (preemption) said when no node fit; "" when they did not run.
+    post_filter: str = ""
     duration: float = 0.0
+    #: Scheduling attempts of the pod so far, this one included.
+    attempts: int = 0
+    #: When no node fit: the most frequent filter reasons and their node counts, most first.
+    reasons: list[tuple[str, int]] = field(default_factory=list)
+    #: Nodes evaluated and found feasible by this attempt's filters (0 when unknown).
+    evaluated: int = 0
+    feasible: int = 0
     #: Pods evicted by this attempt's PostFilter (preemption), as `namespace/name`.
     victims: list[str] = field(default_factory=list)
+
+
+#: Filter plugins re-run on the chosen node just before its bind is sent: the cheap checks whose
+#: answer other pods' binds and node updates can change while a decision waits to be bound.
+REVALIDATED_FILTERS = ("NodeResourcesFit", "NodePorts")
+
+
+@dataclass(frozen=True, slots=True)
+class Abandoned:
+    """A decision dropped just before its bind was sent; the pod went back to activeQ if still pending.
+
+    `reason`: `NodeGone` (the node left the cache), `NoLongerFits` (a re-run of the cheap filters
+    failed), `PodGone` (deleted or bound by someone else meanwhile) or `Refused` (this scheduler may
+    not bind now: it lost its Lease or is shutting down).
+    """
+
+    pod: Pod
+    profile: str
+    node: str
+    reason: str
+    message: str
 
 
 @dataclass(slots=True)
@@ -171,6 +206,9 @@ class _ProfileHandle:
     def deallocate_claim(self, claim: ResourceClaim) -> None:
         self._claims_port().deallocate_claim(claim)
 
+    def pause(self, seconds: float) -> None:
+        self._claims_port().pause(seconds)
+
     def _framework(self) -> Framework:
         return self._s.frameworks[self._profile]
 
@@ -245,8 +283,14 @@ class Scheduler:
         observer: Callable[[Attempt], None] | None = None,
         run_binding: Callable[[Callable[[], None]], None] | None = None,
         extenders: Extenders | None = None,
+        bind_gate: Callable[[], str | None] | None = None,
+        on_abandoned: Callable[[Abandoned], None] | None = None,
     ) -> None:
         self.port = port
+        #: Why this scheduler may not bind at all right now (None: it may); asked before PreBind and
+        #: again, with the re-validation of the decision, just before Bind.
+        self.bind_gate = bind_gate or (lambda: None)
+        self.on_abandoned = on_abandoned or (lambda abandoned: None)
         #: HTTP extenders of the config (scheduler/extenders.py); None skips every extender hook.
         self.extenders = extenders
         self.clock = clock
@@ -617,6 +661,9 @@ class Scheduler:
                     message=permit.status.message() if permit.status else None,
                     filter=result.filter,
                     scores=result.scores,
+                    attempts=qpi.attempts,
+                    evaluated=result.evaluated,
+                    feasible=result.feasible,
                 )
             )
             return
@@ -654,13 +701,22 @@ class Scheduler:
                 self._binding_failed(b, _as_fit_status(status), started)
                 return
         self.queue.done(key)
+        if (refused := self.bind_gate()) is not None:
+            self._abandon(b, "Refused", refused)
+            return
         status = fwk.run_pre_bind(state, pod, node)
+        if status is None and (stale := self.stale_decision(b)) is not None:
+            self._abandon(b, *stale)
+            return
         if status is None and self.extenders is not None:  # a bindVerb extender binds before the plugins
             status = self.extenders.bind(pod, node)  # Skip: no extender took the pod
             status = fwk.run_bind(state, pod, node) if status is not None and status.is_skip() else status
         elif status is None:
             status = fwk.run_bind(state, pod, node)
         if status is not None:
+            if isinstance(status.error, BindRefused):
+                self._abandon(b, "Refused", str(status.error))
+                return
             self._binding_failed(b, status, started)
             return
         self.cache.finish_binding(key)
@@ -683,8 +739,54 @@ class Scheduler:
                 filter=result.filter,
                 scores=result.scores,
                 duration=self.clock.now() - started,
+                attempts=b.qpi.attempts,
+                evaluated=result.evaluated,
+                feasible=result.feasible,
             )
         )
+
+    def stale_decision(self, b: _Binding) -> tuple[str, str] | None:
+        """(reason, message) when the decision must not be bound any more; None when it still holds.
+
+        Asked under the state lock just before the bind is sent: the gate first (leadership,
+        shutdown), then the decision against the cache as it is now: the pod is still ours and
+        assumed there, the node still exists, and the profile's cheap filters (REVALIDATED_FILTERS)
+        still pass on the node with every other bound and assumed pod counted.
+        """
+        if (refused := self.bind_gate()) is not None:
+            return "Refused", refused
+        key = b.qpi.key
+        if key not in self._pending or not self.cache.is_assumed(key) or self.cache.pod_node(key) != b.node:
+            return "PodGone", f"pod {b.assumed.key} was deleted or bound elsewhere meanwhile"
+        info = self.cache.node_info(b.node)
+        if info is None:
+            return "NodeGone", f"node {b.node} no longer exists"
+        # The node with every other pod, accounted afresh (removing ours from a clone would also
+        # drop a host port another pod holds too: ports are kept as a set).
+        probe = NodeInfo(info.node, [pi for k, pi in info.pods.items() if k != key])
+        enabled = b.fwk.plugins_at("filter")
+        for name in REVALIDATED_FILTERS:
+            plugin = b.fwk.plugins.get(name) if name in enabled else None
+            if plugin is None:
+                continue
+            status = plugin.filter(b.state, b.assumed, probe)
+            if status is not None and not status.is_success():
+                return "NoLongerFits", f"node {b.node}: {status.message()}"
+        return None
+
+    def _abandon(self, b: _Binding, reason: str, message: str) -> None:
+        """Drop a decision before its bind is sent: undo Reserve and the assume, and put the pod
+        straight back into activeQ (no backoff, no FailedScheduling: nothing failed but the timing)."""
+        key = b.qpi.key
+        b.fwk.run_unreserve(b.state, b.assumed, b.node)
+        if self.cache.is_assumed(key):
+            self.cache.forget_pod(key)
+            freed = ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE)
+            self.queue.move_all_to_active_or_backoff(freed, b.assumed, None, exclude=key)
+        if key in self._pending:
+            self.queue.retry_now(b.qpi)
+        self.queue.done(key)
+        self.on_abandoned(Abandoned(b.qpi.pod, b.fwk.profile_name, b.node, reason, message))
 
     def _binding_failed(self, b: _Binding, status: Status, started: float) -> None:
         key = b.qpi.key
@@ -732,6 +834,8 @@ class Scheduler:
             nominated=nominated,
             victims=victims,
             pre_filter=fit.diagnosis.pre_filter_status,
+            post_filter=fit.diagnosis.post_filter_msg,
+            reasons=reason_counts(fit.num_all_nodes, fit.diagnosis).most_common(TOP_REASONS),
         )
 
     def _fail(
@@ -745,6 +849,8 @@ class Scheduler:
         nominated: str | None = None,
         victims: list[str] | None = None,
         pre_filter: Status | None = None,
+        post_filter: str = "",
+        reasons: list[tuple[str, int]] | None = None,
     ) -> None:
         """Upstream's handleSchedulingFailure: requeue, nominate, FailedScheduling event, condition.
 
@@ -785,7 +891,10 @@ class Scheduler:
                 nominated_node=nominated or self.nominator.nominated_node(key),
                 filter=filter_,
                 pre_filter=pre_filter,
+                post_filter=post_filter,
                 duration=self.clock.now() - started,
+                attempts=qpi.attempts,
+                reasons=list(reasons or ()),
                 victims=list(victims or ()),
             )
         )
@@ -845,4 +954,4 @@ def _node_change(old: Node, new: Node) -> ActionType:
     return action or ActionType.UPDATE
 
 
-__all__ = ["Attempt", "ProfileSpec", "Scheduler", "SchedulerOptions"]
+__all__ = ["REVALIDATED_FILTERS", "Abandoned", "Attempt", "ProfileSpec", "Scheduler", "SchedulerOptions"]

@@ -183,8 +183,8 @@ class SecureServing:
         self.server.start()
         return self
 
-    def stop(self) -> None:
-        self.server.stop()
+    def stop(self, timeout: float = 5.0) -> None:
+        self.server.stop(timeout)
         for client in self._clients:
             client.close()
         self._clients.clear()

@@ -40,7 +40,7 @@ from kubesched.api.objects import (
 )
 from kubesched.api.quantity import QuantityError, format_quantity
 from kubesched.api.resources import pod_requests
-from kubesched.api.workloads import pod_template_of, replicas_of
+from kubesched.api.workloads import pod_template_of
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.errors import InputError
@@ -90,8 +90,8 @@ class ShapeCapacity(_Out):
     shape: str
     #: What one copy requests (cpu in cores or millicores, memory in bytes with a binary suffix, ...).
     requests: dict[str, str]
-    #: A workload's own `replicas`, placed before counting (0 for a pod or a DaemonSet), and how
-    #: many of them were scheduled.
+    #: A workload's own pods (`replicas`, a Job's parallel pods), placed before counting (0 for a
+    #: pod), and how many of them were scheduled.
     replicas: int
     replicas_scheduled: int
     #: Copies that fit beyond those (for a DaemonSet: its pods that fit).
@@ -249,11 +249,13 @@ class _ShapeRun:
             status = self.controllers.status_of("DaemonSet", shape.metadata.namespace, shape.metadata.name)
             assert status is not None
             return self._answer([pod_key(p) for p in status.current], limited=False)
-        base = 0 if isinstance(shape, Pod) else self._base_replicas()
-        self.base_scheduled = 0
-        if base and self.controllers is not None:
+        base = 0
+        if not isinstance(shape, Pod) and self.controllers is not None:
+            # The workload's own pods (replicas, a Job's parallel pods), placed while settling the input.
             status = self.controllers.status_of(shape.kind, shape.metadata.namespace, shape.metadata.name)
-            self.base_scheduled = sum(1 for p in status.current if p.spec.node_name) if status else 0
+            if status is not None:
+                base = status.desired
+                self.base_scheduled = sum(1 for p in status.current if p.spec.node_name)
         self.base = base
         batch = 1
         while len(copies) < limit:
@@ -266,12 +268,6 @@ class _ShapeRun:
                 return self._answer(copies, limited=False)
             batch = min(batch * 2, _MAX_BATCH)
         return self._answer(copies, limited=True)
-
-    def _base_replicas(self) -> int:
-        shape = self.shape
-        if isinstance(shape, Deployment | ReplicaSet | StatefulSet | ReplicationController):
-            return replicas_of(shape)
-        return 0
 
     def _add(self, size: int, total: int) -> list[str]:
         """`size` more copies: pods cloned from the shape, or the workload scaled to `total`."""

@@ -29,9 +29,9 @@ def rejection_table(rejections: Sequence[Rejection], *, title: str | None = None
     """One row per (plugin, reason): how many nodes, and a few of them."""
     table = Table(title=title, title_justify="left", header_style="bold", show_edge=False, pad_edge=False)
     table.add_column("PLUGIN", overflow="fold")
-    table.add_column("NODES", justify="right")
-    table.add_column("REASON", overflow="fold", ratio=3)
-    table.add_column("FOR EXAMPLE", overflow="fold", ratio=2)
+    table.add_column("NODES", justify="right", no_wrap=True)
+    table.add_column("REASON", overflow="fold")
+    table.add_column("FOR EXAMPLE", overflow="fold")
     for r in rejections:
         code = "" if r.code == "Unschedulable" else " [dim](unresolvable)[/]"
         table.add_row(

@@ -3,6 +3,7 @@
     {"pods": [...], "nodes": [...], "summary": {...}, "profiles": [...], "workloads": [...]}
 
 Field names and meanings are documented in docs/simulate-report.md; change them only with care.
+The `kubesched explain` report (`PodExplanation`, docs/explain.md) reuses its pieces.
 """
 
 from __future__ import annotations
@@ -152,6 +153,47 @@ def to_json(report: msgspec.Struct, *, indent: int = 2) -> bytes:
     """A report (simulate, capacity, compare, sweep) as indented JSON."""
     raw = msgspec.json.encode(report)
     return msgspec.json.format(raw, indent=indent) if indent else raw
+
+
+class NearNode(_Out):
+    """A node that rejected the pod, with every plugin that did and what is missing, in words."""
+
+    node: str
+    plugins: list[str]
+    missing: list[str]
+
+
+class Preemption(_Out):
+    """What DefaultPreemption (or another PostFilter plugin) did for the pod, or why not."""
+
+    helps: bool
+    node: str | None
+    victims: list[str]
+    message: str
+
+
+class PodExplanation(_Out):
+    """`kubesched explain`: one scheduling cycle of one pod, in full."""
+
+    pod: str
+    scheduler_name: str
+    source: str
+    nodes: int
+    #: Schedulable | Unschedulable | Error | Gated | Waiting
+    verdict: str
+    node: str | None
+    running_on: str | None
+    message: str | None
+    pre_filter: FilterVerdict | None
+    rejected_nodes: int
+    rejections: list[Rejection]
+    nearest_nodes: list[NearNode]
+    preemption: Preemption | None
+    scored_nodes: int
+    top_nodes: list[RankedNode]
+    score_weights: dict[str, int]
+    notes: list[str]
+    seconds: float
 
 
 #: `--pods` values and the results each selects ("unschedulable": every pod the run did not place).

@@ -179,7 +179,15 @@ _PDEATHSIG_HOOK = _parent_death_signal()
 class ManagedProcess:
     """One server process we started: its log file, and a stop that never leaves it running."""
 
-    def __init__(self, name: str, args: Sequence[str], log_path: Path, *, port: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: Sequence[str],
+        log_path: Path,
+        *,
+        port: int | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.name = name
         self.args = list(args)
         self.log_path = log_path
@@ -187,6 +195,7 @@ class ManagedProcess:
         with open(log_path, "ab") as log:
             self.popen: subprocess.Popen[bytes] = subprocess.Popen(
                 self.args,
+                env=None if env is None else {**os.environ, **env},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -388,8 +397,17 @@ class ControlPlane:
         extra_apiserver_args: Sequence[str] = (),
         extra_etcd_args: Sequence[str] = (),
         keep_workdir: bool = False,
+        users: Sequence[str] = (),
+        audit_bindings: bool = False,
     ) -> None:
         self._binaries = binaries
+        #: Extra users (all `system:masters`), each with its own token and kubeconfig
+        #: (`kubeconfig_for`): the audit log then tells their requests apart.
+        self.user_tokens = {user: secrets.token_hex(24) for user in users}
+        #: Log every `pods/binding` request (who, when, which node, the answer) to `audit_log_path`:
+        #: fault tests read what really reached the API server from it.
+        self.audit_bindings = audit_bindings
+        self._api_args: list[str] = []
         self.start_timeout = start_timeout
         self._workdir_parent = (
             str(workdir_parent) if workdir_parent is not None else _default_workdir_parent()
@@ -482,7 +500,10 @@ class ControlPlane:
             _make_pki(self.workdir / "pki")
             (self.workdir / "tokens.csv").write_text(
                 f'{self.token},kubesched-admin,kubesched-admin,"system:masters"\n'
+                + "".join(f'{t},{u},{u},"system:masters"\n' for u, t in self.user_tokens.items())
             )
+            if self.audit_bindings:
+                (self.workdir / "audit-policy.yaml").write_text(_AUDIT_POLICY)
             for attempt in range(3):
                 try:
                     self._launch(binaries)
@@ -556,13 +577,69 @@ class ControlPlane:
             "--max-requests-inflight=0",
             "--max-mutating-requests-inflight=0",
             "--v=1",
+            *self._audit_args(),
             *self._extra_apiserver_args,
         ]
+        self._api_args = api_args
         t0 = time.monotonic()
         self.apiserver = ManagedProcess("kube-apiserver", api_args, run / "kube-apiserver.log", port=api_port)
         context = self.ssl_context()
         self._wait(self.apiserver, lambda: _http_get(f"{self._server}/readyz", context) == (200, "ok"))
         self.startup_seconds["kube-apiserver"] = time.monotonic() - t0
+
+    def _audit_args(self) -> list[str]:
+        if not self.audit_bindings:
+            return []
+        return [
+            f"--audit-policy-file={self.workdir / 'audit-policy.yaml'}",
+            f"--audit-log-path={self.audit_log_path}",
+            "--audit-log-format=json",
+            "--audit-log-mode=blocking",
+            "--audit-log-maxsize=0",
+        ]
+
+    @property
+    def audit_log_path(self) -> Path:
+        """JSON lines, one audit event per `pods/binding` request (with `audit_bindings=True`)."""
+        return self.workdir / "logs" / "audit.log"
+
+    def kubeconfig_for(self, user: str) -> Path:
+        """A kubeconfig authenticating as one of `users` (written at start)."""
+        return self.workdir / f"kubeconfig-{user}"
+
+    def restart_apiserver(self, while_down: Callable[[], None] | None = None) -> float:
+        """Stop kube-apiserver, run `while_down()`, start it again on the same port; returns the
+        seconds it was not answering. etcd (and so every object) is untouched."""
+        if self.apiserver is None:
+            raise ControlPlaneError("the API server is not running")
+        stopped = time.monotonic()
+        self.apiserver.stop()
+        if while_down is not None:
+            while_down()
+        log = self.workdir / "logs" / "kube-apiserver.log"
+        self.apiserver = ManagedProcess("kube-apiserver", self._api_args, log, port=self.apiserver.port)
+        context = self.ssl_context()
+        self._wait(self.apiserver, lambda: _http_get(f"{self._server}/readyz", context) == (200, "ok"))
+        return time.monotonic() - stopped
+
+    def compact_etcd(self) -> int:
+        """Compact etcd to its current revision (through its JSON gateway); returns the revision.
+
+        Every older resourceVersion is then gone: a watch resumed from one gets 410 Gone.
+        """
+
+        def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+            request = urllib.request.Request(
+                f"{self.etcd_url}{path}", data=json.dumps(body).encode(), method="POST"
+            )
+            with urllib.request.urlopen(request, timeout=10) as resp:
+                result: dict[str, Any] = json.loads(resp.read())
+                return result
+
+        key = base64.b64encode(b"/").decode()
+        revision = int(post("/v3/kv/range", {"key": key, "limit": 1})["header"]["revision"])
+        post("/v3/kv/compaction", {"revision": revision, "physical": True})
+        return revision
 
     def _wait(self, proc: ManagedProcess, ready: Callable[[], bool]) -> None:
         deadline = time.monotonic() + self.start_timeout
@@ -604,6 +681,15 @@ class ControlPlane:
         }
         self.kubeconfig_path.write_text(json.dumps(config, indent=2) + "\n")  # JSON is valid YAML
         self.kubeconfig_path.chmod(0o600)
+        for user, token in self.user_tokens.items():
+            own = {
+                **config,
+                "users": [{"name": user, "user": {"token": token}}],
+                "contexts": [{"name": "kubesched", "context": {"cluster": "kubesched", "user": user}}],
+            }
+            path = self.kubeconfig_for(user)
+            path.write_text(json.dumps(own, indent=2) + "\n")
+            path.chmod(0o600)
 
     def _stop_processes(self) -> None:
         # Dependents first: schedulers, then the apiserver, then etcd (which must outlive its clients).
@@ -622,6 +708,11 @@ class ControlPlane:
         finally:
             if self._workdir is not None and not self.keep_workdir:
                 shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def track(self, proc: ManagedProcess) -> ManagedProcess:
+        """Stop `proc` (a process started against this control plane) with the control plane."""
+        self._extra_processes.append(proc)
+        return proc
 
     # ---- upstream kube-scheduler
 
@@ -693,6 +784,21 @@ class ControlPlane:
         return proc
 
 
+#: Only the requests that bind pods, with the Binding (its target node), at the end of each.
+_AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Request
+  verbs: [create]
+  resources:
+  - group: ""
+    resources: [pods/binding]
+- level: None
+"""
+
+
 class _PortInUse(Exception):
     """A server lost the race for the port we picked for it; start() retries with new ports."""
 
@@ -708,6 +814,12 @@ def _main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--nodes", type=int, default=0, help="create this many fake Ready nodes")
     parser.add_argument("--kube-scheduler", action="store_true", help="also run the upstream kube-scheduler")
+    parser.add_argument(
+        "--extender",
+        action="store_true",
+        help="also run `kubesched extender` (mutual TLS) and an upstream kube-scheduler calling it "
+        "(profile extended-scheduler; see docs/extender.md)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, etcd data) on exit")
     args = parser.parse_args(argv)
 
@@ -730,6 +842,17 @@ def _main(argv: Sequence[str] | None = None) -> int:
             processes = [p for p in (cp.etcd, cp.apiserver) if p is not None]
             if args.kube_scheduler:
                 processes.append(cp.start_kube_scheduler())
+            if args.extender:
+                from kubesched.testing.extender_recipe import SCHEDULER_NAME, start_extender_recipe
+
+                recipe = start_extender_recipe(cp)
+                processes += [recipe.extender, recipe.kube_scheduler]
+                print(
+                    f"kubesched extender: {recipe.url} (client certificate required)\n"
+                    f"kube-scheduler calls it for pods with schedulerName: {SCHEDULER_NAME}\n"
+                    f"  {recipe.curl('filter')}",
+                    flush=True,
+                )
             ready = ", ".join(f"{k} {v:.1f} s" for k, v in cp.startup_seconds.items())
             print(
                 f"control plane ready ({ready})\n"

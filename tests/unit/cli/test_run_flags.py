@@ -103,7 +103,7 @@ def test_flag_values_are_validated_with_the_file(config: Path, capsys: Capsys) -
         ("--vmodule=foo=4", "--vmodule"),
         ("--requestheader-client-ca-file=/ca.crt", "--requestheader-client-ca-file"),
         ("--tls-sni-cert-key=a.crt,a.key", "--tls-sni-cert-key"),
-        ("--logging-format=json", "--logging-format"),
+        ("--log-json-split-stream=true", "--log-json-split-stream"),
     ],
 )
 def test_a_flag_kubesched_cannot_honour_is_one_line_naming_it(

@@ -149,11 +149,21 @@ class FakeKube:
         self.deleted: list[str] = []
         self.lock = threading.Lock()
         self.fail_binds_with: ApiError | None = None
+        #: When set, each bind waits (unlocked) until this is set: requests held "on the wire".
+        self.hold_binds: threading.Event | None = None
+        self.binds_waiting = 0
 
     def served_resources(self, group_version: str) -> set[str] | None:
         return {"pods", "nodes"} if group_version == "v1" else None
 
-    def post(self, path: str, obj: Any, params: Any = None) -> Response:
+    def post(self, path: str, obj: Any, params: Any = None, *, throttle: bool = True) -> Response:
+        hold = self.hold_binds
+        if hold is not None and path.endswith("/binding"):
+            with self.lock:
+                self.binds_waiting += 1
+            hold.wait(10)
+            with self.lock:
+                self.binds_waiting -= 1
         with self.lock:
             if path.endswith("/binding"):
                 parts = path.split("/")

@@ -238,3 +238,54 @@ def test_health_watchdog_flags_a_leader_that_stopped_renewing() -> None:
     assert a.healthy()
     clock.t += 15 + 21
     assert not a.healthy()
+
+
+def test_the_fence_refuses_binds_renew_deadline_after_the_last_renewal_started() -> None:
+    """Measured from when the successful attempt *started*: a standby cannot take over before that
+    moment + leaseDuration, so binds stop renewDeadline in and leave the rest for the wire."""
+    lease, clock = MemoryLease(), Clock()
+    fences: list[str | None] = []
+
+    def sleep(seconds: float) -> bool:
+        clock.t += seconds
+        fences.append(a.fence())
+        if clock.t > 1004:
+            lease.fail = ApiError(0, "ConnectError", "connection refused")
+        return False
+
+    a = LeaderElector(
+        lease, "a", lease_duration=15, renew_deadline=10, retry_period=2, clock=clock, sleep=sleep,
+        wall_clock=lambda: datetime.fromtimestamp(clock.t, UTC),
+    )  # fmt: skip
+    assert a.fence() == "not leading"
+    assert a.run(lambda: None, lambda: None)
+    # Renewals at 1002 and 1004 succeeded (the last one started at 1004); the fence is open through
+    # 1012 and shut from 1014 on, and no later renewal reopened it.
+    assert fences[:5] == [None, None, None, None, None]
+    shut = [f for f in fences if f is not None]
+    assert shut and "not renewed" in str(shut[0])
+    assert a.fence() == "not leading"
+
+
+def test_a_renew_round_starting_after_renew_deadline_is_lost_without_asking_the_server() -> None:
+    """A leader paused past its lease (SIGSTOP, a frozen VM) gives up the moment it resumes: even if
+    the server would still take the renewal, another replica may already be leading."""
+    lease, clock = MemoryLease(), Clock()
+    paused = False
+
+    def sleep(seconds: float) -> bool:
+        nonlocal paused
+        clock.t += seconds
+        if not paused and clock.t > 1004:
+            paused = True
+            clock.t += 20  # frozen past renewDeadline and leaseDuration
+            writes_before.append(lease.writes)
+        return False
+
+    writes_before: list[int] = []
+    a = LeaderElector(
+        lease, "a", lease_duration=15, renew_deadline=10, retry_period=2, clock=clock, sleep=sleep,
+        wall_clock=lambda: datetime.fromtimestamp(clock.t, UTC),
+    )  # fmt: skip
+    assert a.run(lambda: None, lambda: None)
+    assert lease.writes == writes_before[0]  # no renewal was attempted after the pause

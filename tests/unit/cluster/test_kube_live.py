@@ -61,7 +61,9 @@ def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
-def start(kube: FakeKube, nodes: list[Any], pods: list[Any]) -> tuple[LiveCluster, PerKind]:
+def start(
+    kube: FakeKube, nodes: list[Any], pods: list[Any], metrics: SchedulerMetrics | None = None
+) -> tuple[LiveCluster, PerKind]:
     registry = default_registry(entry_points=False)
     cfg = decode_config(CONFIG, "test.yaml", registry)
     source = PerKind(
@@ -74,8 +76,8 @@ def start(kube: FakeKube, nodes: list[Any], pods: list[Any]) -> tuple[LiveCluste
         cfg,
         registry,
         kube,  # type: ignore[arg-type]
-        metrics=SchedulerMetrics(),
-        options=LiveOptions(bind_workers=4),
+        metrics=metrics or SchedulerMetrics(),
+        options=LiveOptions(bind_depth=4),
         source=source,
     )
     cluster.start_informers([KINDS["Node"], KINDS["Pod"]])
@@ -147,13 +149,22 @@ def test_a_409_already_assigned_elsewhere_is_final_and_never_retried() -> None:
         stop(cluster, source)
 
 
-def test_a_409_naming_our_own_node_counts_as_bound() -> None:
+def test_a_409_naming_our_own_node_is_not_our_success() -> None:
+    """Another replica (or a request of ours whose answer was lost) bound it: no Scheduled Event and no
+    scheduled count of ours, and the pod leaves the queue without another bind."""
     kube = FakeKube()
-    kube.bound["default/mine"] = "n1"  # an earlier attempt landed but its answer was lost
-    cluster, source = start(kube, [node_json("n1")], [pod_json("mine", scheduler="kubesched")])
+    kube.bound["default/mine"] = "n1"
+    metrics = SchedulerMetrics()
+    cluster, source = start(kube, [node_json("n1")], [pod_json("mine", scheduler="kubesched")], metrics)
     try:
-        wait_until(lambda: cluster.scheduled == 1)
-        wait_until(lambda: any(e["reason"] == "Scheduled" for e in kube.events))
+        wait_until(lambda: cluster.bind_conflicts == 1)
+        time.sleep(0.3)  # a requeued pod would be retried at once (backoff pops early when idle)
+        assert kube.bind_calls == [("default/mine", "n1")]
+        assert cluster.scheduled == 0
+        assert not any(e["reason"] == "Scheduled" for e in kube.events)
+        assert metrics.schedule_attempts.labels("scheduled", "kubesched")._value.get() == 0
+        counts = cluster.snapshot_counts()
+        assert counts["active"] == counts["backoff"] == counts["unschedulable"] == 0
     finally:
         stop(cluster, source)
 
@@ -193,6 +204,105 @@ def test_nothing_is_popped_while_not_leading() -> None:
         assert kube.bind_calls == []
         cluster.set_leading(True)
         wait_until(lambda: "default/a" in kube.bound)
+    finally:
+        stop(cluster, source)
+
+
+# --------------------------------------------------------------------------- the bind pipeline
+
+
+def many_pods(n: int) -> list[Any]:
+    return [pod_json(f"p{i:02d}", scheduler="kubesched") for i in range(n)]
+
+
+def test_the_loop_runs_at_most_depth_pods_ahead_of_completed_binds() -> None:
+    kube = FakeKube()
+    kube.hold_binds = threading.Event()
+    cluster, source = start(kube, [node_json("n1", cpu="64")], many_pods(30))  # depth 4
+    try:
+        wait_until(lambda: kube.binds_waiting == 4)
+        time.sleep(0.3)  # an unbounded loop would have placed all 30 by now
+        counts = cluster.snapshot_counts()
+        assert counts["assumed"] == 4 and counts["in_flight_binds"] == 4
+        assert counts["active"] == 26
+        assert len(kube.bind_calls) == 0  # the fake records a bind once it is answered
+        kube.hold_binds.set()
+        wait_until(lambda: len(kube.bound) == 30)
+        assert cluster.scheduled == 30
+    finally:
+        kube.hold_binds.set()
+        stop(cluster, source)
+
+
+def test_losing_leadership_sends_no_bind_beyond_those_on_the_wire() -> None:
+    kube = FakeKube()
+    kube.hold_binds = threading.Event()
+    metrics = SchedulerMetrics()
+    cluster, source = start(kube, [node_json("n1", cpu="64")], many_pods(30), metrics)
+    try:
+        wait_until(lambda: kube.binds_waiting == 4)
+        cluster.set_leading(False)
+        kube.hold_binds.set()
+        wait_until(lambda: cluster.pipeline.admitted == 0)
+        time.sleep(0.3)
+        assert len(kube.bound) == 4  # the four already on the wire, and not one more
+        counts = cluster.snapshot_counts()
+        assert counts["active"] == 26  # the rest wait, unbound, for the next leader
+        assert counts["assumed"] == 4  # the four bound ones, until their watch events confirm them
+        assert cluster.scheduled == 4
+    finally:
+        kube.hold_binds.set()
+        stop(cluster, source)
+
+
+def test_stop_drops_queued_binds_and_returns_within_its_bound() -> None:
+    kube = FakeKube()
+    kube.hold_binds = threading.Event()
+    cluster, source = start(kube, [node_json("n1", cpu="64")], many_pods(30))
+    try:
+        wait_until(lambda: kube.binds_waiting == 4)
+        threading.Timer(0.2, kube.hold_binds.set).start()  # the requests on the wire answer soon
+        for s in source.sources.values():
+            s.release.set()
+        started = time.monotonic()
+        cluster.stop(1.0)
+        assert time.monotonic() - started < 1.5
+        assert len(kube.bound) == 4
+        assert cluster.pipeline.admitted == 0
+        assert cluster.abandoned == 0  # nothing else had been admitted: the loop waited for room
+    finally:
+        kube.hold_binds.set()
+
+
+def test_a_fence_that_runs_out_stops_popping_and_binding() -> None:
+    kube = FakeKube()
+    fenced: list[str] = []
+    registry = default_registry(entry_points=False)
+    cfg = decode_config(CONFIG, "test.yaml", registry)
+    source = PerKind(
+        {
+            "Node": ScriptedListWatch([[list_page([node_json("n1", cpu="64")], rv="1")]], []),
+            "Pod": ScriptedListWatch([[list_page(many_pods(5), rv="1")]], []),
+        }
+    )
+    cluster = LiveCluster(
+        cfg,
+        registry,
+        kube,  # type: ignore[arg-type]
+        source=source,
+        fence=lambda: fenced[0] if fenced else None,
+    )
+    fenced.append("lease not renewed for 10.2 s")
+    cluster.start_informers([KINDS["Node"], KINDS["Pod"]])
+    cluster.wait_for_sync(5)
+    cluster.start_loop()
+    try:
+        cluster.set_leading(True)
+        time.sleep(0.3)
+        assert kube.bind_calls == [] and cluster.snapshot_counts()["assumed"] == 0
+        fenced.clear()
+        cluster._wake.set()
+        wait_until(lambda: len(kube.bound) == 5)
     finally:
         stop(cluster, source)
 

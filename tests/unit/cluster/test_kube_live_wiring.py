@@ -182,7 +182,7 @@ def test_pod_group_events_reach_the_lister_and_requeue_the_gang() -> None:
     source = Sources(
         [node_json("n1")], [gang_pod("a", "g"), gang_pod("b", "g")], pod_group=pod_group_json("g", 2)
     )
-    cluster = LiveCluster(cfg, registry, kube, options=LiveOptions(bind_workers=2), source=source)  # type: ignore[arg-type]
+    cluster = LiveCluster(cfg, registry, kube, options=LiveOptions(bind_depth=2), source=source)  # type: ignore[arg-type]
     handlers = cluster._handlers_for("PodGroup")
     assert handlers is not None  # PodGroup events are not dropped
     cluster.start_informers([KINDS["Node"], KINDS["Pod"], KINDS["PodGroup"]])
@@ -289,7 +289,7 @@ extenders:
     source = Sources(
         [node_json("n1"), node_json("n2"), node_json("n3")], [pod_json("p", scheduler="kubesched")]
     )
-    cluster = LiveCluster(cfg, registry, kube, options=LiveOptions(bind_workers=2), source=source)  # type: ignore[arg-type]
+    cluster = LiveCluster(cfg, registry, kube, options=LiveOptions(bind_depth=2), source=source)  # type: ignore[arg-type]
     assert cluster.extenders is not None and cluster.scheduler.extenders is cluster.extenders
     cluster.start_informers([KINDS["Node"], KINDS["Pod"]])
     try:

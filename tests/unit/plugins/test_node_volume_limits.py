@@ -392,7 +392,7 @@ def test_cli_max_volume_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]
       containers: [{name: c, image: x}]
       volumes: [{name: v, persistentVolumeClaim: {claimName: c2}}]
     """
-    report = simulate(tmp_path, capsys, cluster, "NodeVolumeLimits")
+    report = simulate(tmp_path, capsys, cluster, "NodeVolumeLimits", two_nodes=False)  # its own n1, n2
     (second,) = report["pods"]
     assert second["result"] == "Scheduled" and second["node"] == "n2"
     assert second["filter"] == {

@@ -147,3 +147,21 @@ def test_max_must_be_positive(tmp_path: Path, cluster: Path, capsys: pytest.Capt
     shape = write_yaml(tmp_path / "shape.yaml", pod("p"))
     code, _, err = run_cli(capsys, "capacity", str(shape), str(cluster), "--max", "0")
     assert code == 2 and err.strip() == "kubesched: --max: must be at least 1"
+
+
+def test_a_job_counts_beyond_its_own_parallel_pods(
+    tmp_path: Path, cluster: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.unit.simulate.test_workloads import job
+
+    batch = job("batch", parallelism=2)
+    batch["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    shape = write_yaml(tmp_path / "shape.yaml", batch)
+    (answer,) = capacity_json(capsys, str(shape), str(cluster))
+    # 12 one-CPU pods fit on the three untainted nodes: the Job's own 2, then 10 more
+    assert (answer["shape"], answer["replicas"], answer["replicasScheduled"], answer["fits"]) == (
+        "Job default/batch",
+        2,
+        2,
+        10,
+    )

@@ -2,9 +2,10 @@
 
 The Binding carries the pod's UID, so the API server refuses it (409) if the pod was deleted and
 recreated under the same name since we saw it. A 409 saying the pod "is already assigned to node X"
-is final: the pod is bound, by us (an earlier attempt whose answer was lost) or by someone else,
-and binding it again can only fail. `BindConflict` reports which node holds it; nothing here ever
-retries a bind, so a pod is never bound twice by kubesched.
+is final: the pod is bound by someone else (another replica, another scheduler, or a request of ours
+whose answer was lost), and binding it again can only fail; it is never counted as our success.
+`BindConflict` reports which node holds it; nothing here ever retries a bind, so a pod is never
+bound twice by kubesched.
 """
 
 from __future__ import annotations
@@ -51,10 +52,13 @@ class Binder:
     def __init__(self, client: KubeClient) -> None:
         self.client = client
 
-    def bind(self, pod: Pod, node_name: str) -> None:
-        """Bind or raise: BindConflict for a 409, ApiError for anything else (status 0: no answer)."""
+    def bind(self, pod: Pod, node_name: str, *, throttle: bool = True) -> None:
+        """Bind or raise: BindConflict for a 409, ApiError for anything else (status 0: no answer).
+
+        `throttle=False` when the caller already took the rate limiter's token.
+        """
         try:
-            self.client.post(binding_path(pod), binding_body(pod, node_name))
+            self.client.post(binding_path(pod), binding_body(pod, node_name), throttle=throttle)
         except ApiError as exc:
             if exc.code == 409:
                 match = _ASSIGNED_RE.search(exc.message)

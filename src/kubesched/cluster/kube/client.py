@@ -35,7 +35,9 @@ __all__ = [
     "ApiError",
     "KubeClient",
     "TokenBucket",
+    "kubeconfig_path",
     "load_connection",
+    "where_from",
 ]
 
 log = logging.getLogger(__name__)
@@ -149,6 +151,20 @@ class TokenBucket:
 # --------------------------------------------------------------------------- connection
 
 
+def kubeconfig_path(kubeconfig: str | None = None) -> str:
+    """The kubeconfig file `load_connection` reads (when not in a cluster): the given path, else
+    the first of `$KUBECONFIG`, else `~/.kube/config`."""
+    path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or "~/.kube/config"
+    return os.path.expanduser(path)
+
+
+def where_from(kubeconfig: str | None = None) -> str:
+    """Where the connection settings came from, for error messages: a kubeconfig or in-cluster."""
+    if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return "the in-cluster service account"
+    return f"kubeconfig {kubeconfig_path(kubeconfig)}"
+
+
 def load_connection(
     kubeconfig: str | None = None, *, context: str | None = None, master: str | None = None
 ) -> SingleConfig:
@@ -178,8 +194,7 @@ def load_connection(
         if cfg is None:  # pragma: no cover - from_service_account always has one context
             raise InputError("in-cluster configuration has no context", source="service account")
         return cfg
-    path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or "~/.kube/config"
-    path = os.path.expanduser(path)
+    path = kubeconfig_path(kubeconfig)
     if not Path(path).is_file():
         raise InputError("kubeconfig not found (pass --kubeconfig, or run in a cluster)", source=path)
     try:
@@ -269,9 +284,15 @@ class KubeClient:
         body: bytes | None = None,
         content_type: str = JSON,
         timeout: float | None = None,
+        throttle: bool = True,
     ) -> Response:
-        """Send one request; 2xx returns the Response, anything else raises ApiError."""
-        self.throttled_seconds += self.limiter.acquire()
+        """Send one request; 2xx returns the Response, anything else raises ApiError.
+
+        `throttle=False` skips the rate limiter, for a caller that already took its token from
+        `limiter` (the bind pipeline takes it before re-validating the decision it sends).
+        """
+        if throttle:
+            self.throttled_seconds += self.limiter.acquire()
         self.requests += 1
         headers = {"Content-Type": content_type} if body is not None else None
         try:
@@ -292,8 +313,10 @@ class KubeClient:
     def get(self, path: str, params: Mapping[str, str | int] | None = None) -> Response:
         return self.request("GET", path, params=params)
 
-    def post(self, path: str, obj: Any, params: Mapping[str, str | int] | None = None) -> Response:
-        return self.request("POST", path, params=params, body=msgspec.json.encode(obj))
+    def post(
+        self, path: str, obj: Any, params: Mapping[str, str | int] | None = None, *, throttle: bool = True
+    ) -> Response:
+        return self.request("POST", path, params=params, body=msgspec.json.encode(obj), throttle=throttle)
 
     def put(self, path: str, obj: Any) -> Response:
         return self.request("PUT", path, body=msgspec.json.encode(obj))

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import msgspec
 
 from kubesched.api import objects as k8s
+from kubesched.api import resource as dra
 from kubesched.cluster.kube.client import ApiError, KubeClient, error_from_body
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "ObjectDecoder",
     "ResourceKind",
     "WatchExpired",
+    "list_objects",
     "object_key",
 ]
 
@@ -106,6 +108,11 @@ KINDS: dict[str, ResourceKind] = {
         ResourceKind("ReplicationController", "", "v1", "replicationcontrollers", k8s.ReplicationController),
         # scheduler-plugins' CRD, for Coscheduling; not the native `scheduling.k8s.io` PodGroup.
         ResourceKind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", k8s.PodGroup),
+        # Dynamic Resource Allocation (DynamicResources).
+        ResourceKind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", dra.DeviceClass),
+        ResourceKind("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", dra.ResourceClaim),
+        ResourceKind("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", dra.ResourceSlice),
+        ResourceKind("DeviceTaintRule", "resource.k8s.io", "v1", "devicetaintrules", dra.DeviceTaintRule),
     )
 }
 
@@ -245,6 +252,36 @@ class ApiListWatch:
         return self.client.stream_lines(
             kind.path, params, read_timeout=timeout_seconds + 60.0, on_open=on_open
         )
+
+
+def list_objects(
+    source: ListWatch,
+    kind: ResourceKind,
+    decode: Callable[[msgspec.Raw], Any | None],
+    *,
+    page_size: int = PAGE_SIZE,
+) -> tuple[list[Any], str]:
+    """LIST every page of `kind`: the objects `decode` returned (None skips one) and the list's
+    resourceVersion. A continue token that expired mid-list (compaction) starts the list again."""
+    items: list[Any] = []
+    token = ""
+    resource_version = ""
+    while True:
+        try:
+            page = _list_decoder.decode(source.list_page(kind, limit=page_size, continue_token=token))
+        except ApiError as exc:
+            if exc.code == 410 and token:
+                items, token = [], ""
+                continue
+            raise
+        for raw in page.items or ():
+            obj = decode(raw)
+            if obj is not None:
+                items.append(obj)
+        resource_version = page.metadata.resource_version or resource_version
+        token = page.metadata.continue_
+        if not token:
+            return items, resource_version
 
 
 # --------------------------------------------------------------------------- backoff
@@ -422,28 +459,7 @@ class Informer:
 
     def _list(self) -> None:
         """LIST every page, then replace the store, delivering the difference."""
-        items: list[Any] = []
-        token = ""
-        resource_version = ""
-        while True:
-            try:
-                page = _list_decoder.decode(
-                    self.source.list_page(self.kind, limit=PAGE_SIZE, continue_token=token)
-                )
-            except ApiError as exc:
-                if exc.code == 410 and token:
-                    # The continue token expired mid-list (compaction): start the list again.
-                    items, token = [], ""
-                    continue
-                raise
-            for raw in page.items or ():
-                obj = self._decode(raw)
-                if obj is not None:
-                    items.append(obj)
-            resource_version = page.metadata.resource_version or resource_version
-            token = page.metadata.continue_
-            if not token:
-                break
+        items, resource_version = list_objects(self.source, self.kind, self._decode)
         self.lists += 1
         self._replace(items)
         self.resource_version = resource_version

@@ -9,6 +9,13 @@ Only the leader schedules; standbys keep their informers warm so a takeover cost
 * Renew: every `retryPeriod` write a new `renewTime`. If no renewal succeeded for `renewDeadline`,
   leadership is lost: scheduling stops at once (`on_stopped_leading`), before another instance may
   take over (`leaseDuration` > `renewDeadline` is that safety margin; config validation enforces it).
+  A renewal round that starts after `renewDeadline` (the process was paused, or the last attempt
+  hung) is lost without asking the server, as client-go's timed renew round is.
+* Fence: `fence()` is what the bind pipeline asks before each bind. It refuses from the moment the
+  last successful acquire/renew *started* is `renewDeadline` old, measured on our clock, without
+  waiting for the renew loop to notice: a leader resuming from a pause sends nothing. Another
+  candidate cannot take over before that moment + `leaseDuration`, so the gap is left for requests
+  already on the wire.
 * Release on shutdown: clear `holderIdentity` and set `leaseDurationSeconds: 1`, so a standby takes
   over within one retry period instead of waiting out the lease.
 
@@ -200,7 +207,8 @@ class LeaderElector:
         self.observed: LeaseRecord | None = None
         self.observed_at = 0.0
         self._observed_rv = ""
-        #: When a renewal last succeeded (monotonic), for the health check.
+        #: When the last successful acquire/renew attempt started (monotonic): the Lease is ours, by
+        #: any other candidate's clock, until at least this + leaseDuration.
         self.last_renew = 0.0
         self.transitions_seen = 0
 
@@ -224,6 +232,19 @@ class LeaderElector:
         if not self.leading:
             return True
         return self._clock() - self.last_renew <= self.lease_duration + tolerance
+
+    def fence(self) -> str | None:
+        """Why binding is not safe now (None: it is): not leading, or renewDeadline passed since the
+        last successful renewal started."""
+        if not self.leading:
+            return "not leading"
+        age = self._clock() - self.last_renew
+        if age >= self.renew_deadline:
+            return (
+                f"lease {self.lock.describe()} not renewed for {age:.1f} s "
+                f"(renewDeadline {self.renew_deadline:g} s)"
+            )
+        return None
 
     def stop(self) -> None:
         self._stop.set()
@@ -328,6 +349,7 @@ class LeaderElector:
         while True:
             if self._stop.is_set():
                 return False
+            started = self._clock()
             if self.try_acquire_or_renew():
                 break
             if self.observed is not None and self.observed.holder_identity:
@@ -336,7 +358,7 @@ class LeaderElector:
             if self._sleep(delay):
                 return False
         log.info("successfully acquired lease %s", self.lock.describe())
-        self.last_renew = self._clock()
+        self.last_renew = started
         self._leading.set()
         lost = False
         try:
@@ -354,8 +376,16 @@ class LeaderElector:
         while True:
             if self._sleep(self.retry_period):
                 return False
+            started = self._clock()
+            if started - self.last_renew >= self.renew_deadline:
+                log.error(
+                    "failed to renew lease %s: no renewal for %.1f s (paused?)",
+                    self.lock.describe(),
+                    started - self.last_renew,
+                )
+                return True
             if self.try_acquire_or_renew() and self.is_leader:
-                self.last_renew = self._clock()
+                self.last_renew = started
                 continue
             if self._clock() - self.last_renew >= self.renew_deadline:
                 log.error("failed to renew lease %s: timed out reached", self.lock.describe())

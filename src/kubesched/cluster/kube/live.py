@@ -7,7 +7,7 @@ It is three things at once:
 * the owner of the informers that feed the core (Pods, Nodes, and every other kind plugins list,
   skipping kinds the server does not serve, such as the PodGroup CRD of a cluster without
   scheduler-plugins);
-* the scheduling loop, with binding cycles on a thread pool;
+* the scheduling loop, with binding cycles in a bounded `BindPipeline` (see `pipeline`);
 * the owner of the config's HTTP extenders (`extenders:`), called from the core exactly as in
   `kubesched simulate`.
 
@@ -17,12 +17,18 @@ everything that touches the `Scheduler` holds it:
 * informer threads take it to deliver each batch of changes (`dispatch`);
 * the scheduling-loop thread takes it for one step at a time (flush backoff, release Permit
   waiters, one `schedule_one()`), so events and binding results interleave between pods;
-* each binding cycle runs on a pool thread (`bind_workers` of them) holding the lock, and **lets go
-  of it for the duration of the `POST .../binding`** (`bind`), so many binds are in flight while
-  the loop keeps scheduling. The core is written for this: before the POST the pod is assumed in the
-  cache and done in the queue, so anything that happens meanwhile (its own watch event, a delete)
-  sees a consistent state. VolumeBinding's PreBind writes and its wait for the PV controller
+* each binding cycle runs on a pipeline worker holding the lock, and **lets go of it for the
+  duration of the `POST .../binding`** (`bind`), so many binds are in flight while the loop keeps
+  scheduling. The core is written for this: before the POST the pod is assumed in the cache and done
+  in the queue, so anything that happens meanwhile (its own watch event, a delete) sees a
+  consistent state. VolumeBinding's PreBind writes and its wait for the PV controller
   (`bind_pvc`, `provision_pvc`, see `volumes`) let go of it the same way.
+
+Back-pressure and stale decisions: the loop pops a pod only while the pipeline has room (at most
+`bind_depth` pods placed but not bound). Just before each bind the core re-validates the decision
+against the cache (node still there, pod still fits) and asks the pipeline's gate, which refuses
+once leadership is lost, the Lease fence expired or shutdown began; a refused or stale decision is
+undone and its pod requeued at once, with a log line and `kubesched_binds_abandoned_total`.
 
 Extenders: filter and prioritize are part of the scheduling cycle, so they run under the lock like
 every other step of it (the cycle is serial, as upstream's is; `httpTimeout` bounds each call). A
@@ -34,9 +40,9 @@ plain `threading.Lock` allows) and knows its owner (so `bind` can tell it is hel
 patches and evictions never block anyone: they are queued to worker threads (`AsyncCalls`).
 
 Never bound twice: a pod is only popped while unbound and not in the cache; the API server refuses
-a second Binding with 409 "already assigned", which `bind` treats as final: if it names the node we
-chose, an earlier attempt of ours landed (success); otherwise the pod is recorded as bound there at
-once, so it leaves the queue instead of being retried.
+a second Binding with 409 "already assigned", which `bind` treats as final and never as a success
+(someone else bound it, so no `Scheduled` Event and no scheduled count are ours to give): the pod is
+recorded as bound there at once, so it leaves the queue instead of being retried.
 """
 
 from __future__ import annotations
@@ -47,14 +53,15 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgspec
 
 from kubesched.api.objects import ObjectMeta, PersistentVolumeClaim, Pod, PodSpec
+from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.cluster.kube.binder import BindConflict, Binder
+from kubesched.cluster.kube.claims import ApiClaimWriter
 from kubesched.cluster.kube.client import ApiError, KubeClient
 from kubesched.cluster.kube.events import EventRecorder
 from kubesched.cluster.kube.informer import (
@@ -65,6 +72,7 @@ from kubesched.cluster.kube.informer import (
     ListWatch,
     ResourceKind,
 )
+from kubesched.cluster.kube.pipeline import BindPipeline, Fence
 from kubesched.cluster.kube.status import PodStatusWriter
 from kubesched.cluster.kube.volumes import ApiVolumeBinder, ApiVolumeReader, InformerVolumeReader
 from kubesched.cluster.kube.workers import AsyncCalls
@@ -77,11 +85,13 @@ from kubesched.framework.status import Status
 from kubesched.scheduler.clock import Clock, RealClock
 from kubesched.scheduler.extenders import Extenders, HTTPExtender
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
-from kubesched.scheduler.scheduler import Attempt, Scheduler
+from kubesched.scheduler.scheduler import Abandoned, Attempt, Scheduler
 
-__all__ = ["LiveCluster", "LiveMetrics", "LiveOptions", "StateLock"]
+__all__ = ["LiveCluster", "LiveMetrics", "LiveOptions", "StateLock", "attempt_fields"]
 
 log = logging.getLogger(__name__)
+#: One line per scheduling attempt at debug level, with its fields in `extra["fields"]`.
+decisions = logging.getLogger("kubesched.decisions")
 
 #: Kinds whose changes may make an unschedulable pod schedulable, and the event resource they raise.
 _EVENT_RESOURCES: dict[str, Resource] = {
@@ -93,6 +103,11 @@ _EVENT_RESOURCES: dict[str, Resource] = {
     "CSIStorageCapacity": Resource.CSI_STORAGE_CAPACITY,
     # scheduler-plugins' PodGroup: a new or resized group can complete a gang Coscheduling turned away.
     "PodGroup": Resource.POD_GROUP,
+    # DynamicResources: a claim created or freed, a new class or new devices.
+    "ResourceClaim": Resource.RESOURCE_CLAIM,
+    "ResourceSlice": Resource.RESOURCE_SLICE,
+    "DeviceClass": Resource.DEVICE_CLASS,
+    "DeviceTaintRule": Resource.DEVICE_TAINT_RULE,
 }
 #: Optional kinds served by a CRD, which a cluster may install after the scheduler's RBAC was written.
 #: A LIST we are forbidden to make would keep the informer, and so the scheduler, unsynced forever;
@@ -104,6 +119,38 @@ _REQUIRED_KINDS = ("Node", "Pod")
 LEFTOVER_FLUSH_PERIOD = 30.0
 #: How often queue/cache gauges are refreshed.
 HOUSEKEEPING_PERIOD = 0.5
+#: The scheduling loop counts as stuck (for /livez) when it has not come round for this long: a
+#: plugin that hangs, or a thread that never lets go of the state lock. Extenders' `httpTimeout`s
+#: are added, since a cycle may legitimately wait for each of them.
+LOOP_STALL_SECONDS = 60.0
+
+
+def attempt_fields(attempt: Attempt) -> dict[str, object]:
+    """What one scheduling attempt decided, as flat fields for a log line: pod, profile, result,
+    the node or the top reasons, how long it took and how many attempts the pod has had."""
+    fields: dict[str, object] = {
+        "pod": attempt.pod.key,
+        "profile": attempt.profile,
+        "result": attempt.result,
+    }
+    if attempt.node and attempt.result in ("Scheduled", "Waiting"):
+        fields["node"] = attempt.node
+        if attempt.feasible:
+            fields["feasibleNodes"] = attempt.feasible
+            fields["evaluatedNodes"] = attempt.evaluated
+    elif attempt.pre_filter is not None:
+        fields["reasons"] = f"PreFilter {attempt.pre_filter.plugin}: {attempt.pre_filter.message()}"
+    elif attempt.reasons:
+        fields["reasons"] = "; ".join(f"{count} {reason}" for reason, count in attempt.reasons)
+    elif attempt.message:
+        fields["reasons"] = attempt.message
+    if attempt.victims:
+        fields["victims"] = ",".join(attempt.victims)
+    if attempt.nominated_node and attempt.result != "Scheduled":
+        fields["nominatedNode"] = attempt.nominated_node
+    fields["durationMs"] = round(attempt.duration * 1000, 3)
+    fields["attempts"] = attempt.attempts
+    return fields
 
 
 class StateLock:
@@ -167,10 +214,12 @@ class StateLock:
 
 @dataclass(frozen=True, slots=True)
 class LiveOptions:
-    #: Binding cycles in flight at once (threads blocked in the bind POST).
-    bind_workers: int = 32
-    #: Threads sending Events, and threads sending status patches / evictions.
-    event_workers: int = 4
+    #: Pods placed but not yet bound, at most (the bind pipeline's depth; each has its own thread).
+    bind_depth: int = 32
+    #: Threads sending Events, and threads sending status patches / evictions. Enough that Events
+    #: keep pace with binds whatever the API server's latency (their own rate limiter bounds them):
+    #: a backlog would be lost on shutdown, leaving bound pods without their `Scheduled` Event.
+    event_workers: int = 16
     status_workers: int = 2
     #: Kinds to watch besides Pods and Nodes (default: every kind plugins may list).
     kinds: tuple[str, ...] | None = None
@@ -191,6 +240,8 @@ class LiveMetrics(Protocol):
     def sync_incoming(self, incoming: Mapping[tuple[str, str], int]) -> None: ...
 
     def instrument(self, plugins: Mapping[str, Any]) -> int: ...
+
+    def observe_abandoned_bind(self, reason: str, profile: str) -> None: ...
 
 
 class _PodIdentitySpec(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
@@ -217,10 +268,15 @@ class _LiveExtenders(Extenders):
     def __init__(self, configs: list[ExtenderConfig], lock: StateLock) -> None:
         super().__init__([HTTPExtender(c) for c in configs])
         self._state_lock = lock
+        #: Set by LiveCluster: its bind pipeline gates and counts an extender's bind like its own.
+        self.pipeline: BindPipeline | None = None
 
     def bind(self, pod: Pod, node: str) -> Status | None:
         with self._state_lock.released():
-            return super().bind(pod, node)
+            if self.pipeline is None:
+                return super().bind(pod, node)
+            with self.pipeline.sending():
+                return super().bind(pod, node)
 
 
 class LiveCluster:
@@ -237,6 +293,7 @@ class LiveCluster:
         options: LiveOptions = LiveOptions(),
         clock: Clock | None = None,
         source: ListWatch | None = None,
+        fence: Fence | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -250,9 +307,20 @@ class LiveCluster:
         profiles = profiles_from_config(config, registry)
         self.profile_names = frozenset(p.scheduler_name for p in profiles)
         #: The config's HTTP extenders (None when it lists none); closed by `stop()`.
-        self.extenders: Extenders | None = (
+        self.extenders: _LiveExtenders | None = (
             _LiveExtenders(list(config.extenders), self._lock) if config.extenders else None
         )
+        #: Binding cycles in flight (bounded) and the gate every bind passes. It starts suspended:
+        #: nothing is bound before `set_leading(True)`.
+        self.pipeline = BindPipeline(
+            options.bind_depth,
+            limiter=getattr(client, "limiter", None),
+            fence=fence,
+            on_done=self._wake.set,
+        )
+        self.pipeline.suspend("not leading")
+        if self.extenders is not None:
+            self.extenders.pipeline = self.pipeline
         self.scheduler = Scheduler(
             profiles,
             registry,
@@ -262,6 +330,8 @@ class LiveCluster:
             observer=self._observe,
             run_binding=self._run_binding,
             extenders=self.extenders,
+            bind_gate=self.pipeline.refusal,
+            on_abandoned=self._abandoned,
         )
         if metrics is not None:
             for fwk in self.scheduler.frameworks.values():
@@ -270,38 +340,45 @@ class LiveCluster:
         self.informers: dict[str, Informer] = {}
         #: VolumeBinding's PreBind writes (PV claimRef, selected-node) and waits through this.
         self.volumes = ApiVolumeBinder(client, InformerVolumeReader(self.informers, ApiVolumeReader(client)))
+        self.claims = ApiClaimWriter(client, now=lambda: time.time())
         self._event_calls = AsyncCalls("events", options.event_workers)
         self._status_calls = AsyncCalls("pod-status", options.status_workers)
         self.events = EventRecorder(events_client or client, self._event_calls)
         self.status = PodStatusWriter(client, self._status_calls)
-        self._bind_pool = ThreadPoolExecutor(options.bind_workers, thread_name_prefix="bind")
         self._source = source or ApiListWatch(client)
         self._loop_thread: threading.Thread | None = None
         self._loop_error: BaseException | None = None
+        self._loop_beat = 0.0  # monotonic time the loop last came round
+        self.loop_stall_seconds = LOOP_STALL_SECONDS + sum(
+            e.timeout for e in (self.extenders.extenders if self.extenders is not None else ())
+        )
         self._reported_bad: set[tuple[str, str]] = set()
         self._next_leftover_flush = 0.0
-        #: Counters (read them under no lock; they only grow). `binds_in_flight` is under the lock.
-        self.binds_in_flight = 0
+        #: Counters (read them under no lock; they only grow).
         self.scheduled = 0
         self.bind_conflicts = 0
         self.attempts = 0
+        self.abandoned = 0
 
     # ================================================================== ClusterPort
 
     def bind(self, pod: Pod, node_name: str) -> None:
-        """POST the Binding with the state lock let go; a 409 is final (see module docstring)."""
+        """POST the Binding through the pipeline's gate, with the state lock let go.
+
+        The pipeline took the client's rate-limiter token before the cycle ran, so the request goes
+        out at once. A 409 is final and never a success (see module docstring); `BindRefused` means
+        the gate closed (the core abandons the attempt).
+        """
         conflict: BindConflict | None = None
-        with self._lock.released():
+        with self._lock.released(), self.pipeline.sending():
             try:
-                self.binder.bind(pod, node_name)
+                self.binder.bind(pod, node_name, throttle=False)
             except BindConflict as exc:
                 conflict = exc
         if conflict is None:
             return
         self.bind_conflicts += 1
-        if conflict.node == node_name:
-            log.info("pod %s was already bound to %s by an earlier attempt", pod.key, node_name)
-            return
+        log.warning("binding pod %s to %s: %s", pod.key, node_name, conflict.message or "conflict (409)")
         if conflict.node:
             # Bound elsewhere: tell the core now (the watch event may lag), so the pod leaves the
             # queue and the failed binding cycle below does not requeue it.
@@ -328,6 +405,26 @@ class LiveCluster:
         """VolumeBinding's PreBind (provisioning): annotate the claim's selected node and wait."""
         with self._lock.released():
             self.volumes.provision_pvc(pvc, node_name, timeout=timeout)
+
+    # -- ResourceClaimPort: DynamicResources' writes, with the state lock let go during the calls
+    def write_claim_allocation(
+        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+    ) -> ResourceClaim:
+        with self._lock.released():
+            return self.claims.write_allocation(claim, allocation, pod)
+
+    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
+        with self._lock.released():
+            self.claims.remove_reservation(claim, pod)
+
+    def deallocate_claim(self, claim: ResourceClaim) -> None:
+        with self._lock.released():
+            self.claims.deallocate(claim)
+
+    def pause(self, seconds: float) -> None:
+        """Let the cluster move on for `seconds` (PreBind waiting for binding conditions)."""
+        with self._lock.released():
+            time.sleep(seconds)
 
     def record_event(
         self, pod: Pod, *, type: str, reason: str, action: str, note: str, reporter: str
@@ -508,10 +605,17 @@ class LiveCluster:
     # ================================================================== scheduling loop
 
     def set_leading(self, leading: bool) -> None:
-        """Start or stop popping pods (leader election); informers keep running either way."""
+        """Start or stop popping pods and binding (leader election); informers keep running either way.
+
+        Losing leadership shuts the pipeline's gate before anything else: from then on no bind
+        request is sent, and the cycles still queued are abandoned as they reach the gate.
+        """
         if leading:
             self._leading.set()
+            if not self._stopping.is_set():
+                self.pipeline.resume()
         else:
+            self.pipeline.suspend("not leading")
             self._leading.clear()
         self._wake.set()
 
@@ -528,20 +632,34 @@ class LiveCluster:
         return self._loop_thread is not None and self._loop_thread.is_alive()
 
     def loop_problem(self) -> str | None:
-        """For /livez: None while the loop runs (or has not been started yet)."""
+        """For /livez: None while the loop runs and comes round (or has not been started yet).
+
+        The loop comes round at least once a second when idle, and while it waits for room in the
+        bind pipeline; one that has not for `loop_stall_seconds` is stuck in a scheduling cycle
+        (a plugin or extender that hangs) or waiting for a state lock nobody lets go of.
+        """
         if self._loop_error is not None:
             return f"scheduling loop crashed: {self._loop_error!r}"
-        if self._loop_thread is not None and not self._loop_thread.is_alive() and not self._stopping.is_set():
+        if self._loop_thread is None or self._stopping.is_set():
+            return None
+        if not self._loop_thread.is_alive():
             return "scheduling loop exited"
+        stalled = time.monotonic() - self._loop_beat
+        if stalled > self.loop_stall_seconds:
+            return f"scheduling loop stuck for {stalled:.0f} s (limit {self.loop_stall_seconds:.0f} s)"
         return None
 
     def _loop(self) -> None:
         last_housekeeping = 0.0
         try:
             while not self._stopping.is_set():
+                self._loop_beat = time.monotonic()
                 self._wake.clear()
                 wait = 1.0
-                if self._leading.is_set():
+                # Pop only while leading, while the gate is open (the Lease fence may have run out
+                # before the elector noticed) and while the pipeline has room: a full pipeline
+                # wakes the loop each time a binding cycle ends.
+                if self._leading.is_set() and self.pipeline.refusal() is None and self.pipeline.has_room():
                     with self._lock:
                         wait = self._step()
                 now = time.monotonic()
@@ -592,21 +710,27 @@ class LiveCluster:
         self.metrics.sync_incoming(incoming)
 
     def _run_binding(self, fn: Callable[[], None]) -> None:
-        """The core's `run_binding` hook (called under the lock): run the binding cycle on the pool."""
-        self.binds_in_flight += 1
-        self._bind_pool.submit(self._binding_task, fn)
+        """The core's `run_binding` hook (called under the lock): hand the cycle to the pipeline."""
 
-    def _binding_task(self, fn: Callable[[], None]) -> None:
-        with self._lock:
-            try:
+        def cycle() -> None:
+            with self._lock:
                 fn()
-            except Exception:
-                log.exception("binding cycle failed")
-            finally:
-                self.binds_in_flight -= 1
-        self._wake.set()  # a failed bind requeued its pod
+
+        self.pipeline.submit(cycle)
+
+    def _abandoned(self, a: Abandoned) -> None:
+        """A decision dropped before its bind (core callback, under the lock): say so, count it."""
+        self.abandoned += 1
+        if a.reason == "Refused":
+            log.debug("not binding pod %s to %s: %s", a.pod.key, a.node, a.message)
+        else:
+            log.info("not binding pod %s to %s: %s; requeued", a.pod.key, a.node, a.message)
+        if self.metrics is not None:
+            self.metrics.observe_abandoned_bind(a.reason, a.profile)
 
     def _observe(self, attempt: Attempt) -> None:
+        if decisions.isEnabledFor(logging.DEBUG):
+            decisions.debug("scheduling attempt", extra={"fields": attempt_fields(attempt)})
         if attempt.result == "Waiting":
             return
         self.attempts += 1
@@ -622,18 +746,36 @@ class LiveCluster:
 
     # ================================================================== shutdown
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop popping, let in-flight binds finish, flush Events/status, stop the informers."""
+    def stop(self, timeout: float = 1.5) -> None:
+        """Stop within about `timeout` seconds: no more pops and no more bind requests, then wait
+        for the requests already on the wire, flush Events and status patches with what time is
+        left, stop the informers.
+
+        Queued binds are dropped, not sent: their pods stay unbound for whoever schedules next
+        (kube-scheduler cancels its binding goroutines the same way), so a shutdown under load takes
+        a bounded time instead of as long as the backlog.
+        """
+        deadline = time.monotonic() + timeout
+
+        def left(share: float = 1.0) -> float:
+            return max(0.05, (deadline - time.monotonic()) * share)
+
         self._stopping.set()
+        self.pipeline.close("shutting down")
         self._leading.clear()
         self._wake.set()
         if self._loop_thread is not None:
-            self._loop_thread.join(timeout)
-        self._bind_pool.shutdown(wait=True)
+            self._loop_thread.join(left(0.3))
+        if not self.pipeline.drain(left(0.5)):
+            log.warning("%d bind requests still unanswered at shutdown", self.pipeline.on_wire)
+        self.pipeline.wait_idle(left(0.3))  # the refused cycles undo their assumes
+        self.pipeline.stop_workers()
         if self.extenders is not None:
             self.extenders.close()  # after the binds: a bindVerb extender may still be answering
-        self._event_calls.stop(min(timeout, 5.0))
-        self._status_calls.stop(min(timeout, 5.0))
+        # Events and status patches were being sent all along; what is left of the time goes to the
+        # backlog, Events first (a bound pod's `Scheduled` Event is the one users look for).
+        self._event_calls.stop(left(0.8))
+        self._status_calls.stop(left())
         for informer in self.informers.values():
             informer.stop()
 
@@ -641,7 +783,7 @@ class LiveCluster:
         """Queue and cache sizes (for logs, tests and benchmarks)."""
         with self._lock:
             counts = dict(self.scheduler.queue.pending_counts())
-            counts["in_flight_binds"] = self.binds_in_flight
+            counts["in_flight_binds"] = self.pipeline.admitted
             counts["cache_pods"] = self.scheduler.cache.pod_count
             counts["assumed"] = self.scheduler.cache.assumed_count
             return counts

@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from kubesched.api.objects import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.resource import (
@@ -120,6 +122,8 @@ def tolerates(toleration: DeviceToleration, taint: DeviceTaint) -> bool:
 
 # --------------------------------------------------------------------------- CEL memo
 
+_CONTENT = msgspec.json.Encoder()
+
 
 class MatchCache:
     """Selector results by (expression, device content): a device's `device` variable never changes
@@ -127,14 +131,25 @@ class MatchCache:
 
     def __init__(self) -> None:
         self._results: dict[tuple[str, tuple[Any, ...]], bool | str] = {}
+        self._verdicts: dict[tuple[Any, ...], bool | tuple[str, int, str, str]] = {}
         self._inputs: dict[tuple[str, int], DeviceInput] = {}
+        self._by_content: dict[tuple[str, bytes], DeviceInput] = {}
+        self._devices: list[Device] = []
 
     def input(self, driver: str, device: Device) -> DeviceInput:
+        """The `device` variable of a device; devices with the same content share one."""
         key = (driver, id(device))
         found = self._inputs.get(key)
-        if found is None or found.driver != driver:
-            found = device_input(driver, device)
+        if found is None:
+            content = (
+                driver,
+                _CONTENT.encode((device.attributes, device.capacity, device.allow_multiple_allocations)),
+            )
+            found = self._by_content.get(content)
+            if found is None:
+                found = self._by_content[content] = device_input(driver, device)
             self._inputs[key] = found
+            self._devices.append(device)  # keeps id(device) from being reused while cached
         return found
 
     def matches(self, expression: str, device: DeviceInput) -> bool:
@@ -153,6 +168,37 @@ class MatchCache:
 
     def compile_error(self, expression: str) -> str:
         return compile_selector(expression).error
+
+    def verdict(
+        self, cls: DeviceClass, selectors: Sequence[DeviceSelector], device: DeviceInput
+    ) -> bool | tuple[str, int, str, str]:
+        """Do the class's and then the request's selectors all accept `device`? Or the first failure
+        as (owner "class"/"claim", selector index, "compile"/"runtime", text). Memoised by content."""
+        exprs = (
+            tuple(s.cel.expression if s.cel is not None else "" for s in cls.spec.selectors),
+            tuple(s.cel.expression if s.cel is not None else "" for s in selectors),
+        )
+        key = (exprs, device.key)
+        found = self._verdicts.get(key)
+        if found is None:
+            found = self._evaluate(exprs, device)
+            self._verdicts[key] = found
+        return found
+
+    def _evaluate(
+        self, exprs: tuple[tuple[str, ...], tuple[str, ...]], device: DeviceInput
+    ) -> bool | tuple[str, int, str, str]:
+        for owner, expressions in (("class", exprs[0]), ("claim", exprs[1])):
+            for i, expression in enumerate(expressions):
+                error = self.compile_error(expression)
+                if error:
+                    return (owner, i, "compile", error)
+                try:
+                    if not self.matches(expression, device):
+                        return False
+                except CELError as err:
+                    return (owner, i, "runtime", str(err))
+        return True
 
     def __len__(self) -> int:
         return len(self._results)
@@ -660,25 +706,14 @@ class _Search:
 
     def _selectors_match(self, ci: int, req: _Request, cand: _Candidate) -> bool:
         cache = self.alloc.cache
-        device = cache.input(cand.id.driver, cand.device)
         assert req.cls is not None
-        for owner, selectors in (
-            (f"class {req.cls.metadata.name}", req.cls.spec.selectors),
-            ("", req.selectors),
-        ):
-            who = owner or f"claim {self.claims[ci].key}"
-            for i, sel in enumerate(selectors):
-                expression = sel.cel.expression if sel.cel is not None else ""
-                compile_error = cache.compile_error(expression)
-                if compile_error:
-                    raise AllocationError(f"{who}: selector #{i}: CEL compile error: {compile_error}")
-                try:
-                    matched = cache.matches(expression, device)
-                except CELError as err:
-                    raise AllocationError(f"{who}: selector #{i}: CEL runtime error: {err}") from None
-                if not matched:
-                    return False
-        return True
+        device = cache.input(cand.id.driver, cand.device)
+        verdict = cache.verdict(req.cls, req.selectors, device)
+        if verdict is True or verdict is False:
+            return verdict
+        owner, index, kind, text = verdict
+        who = f"class {req.cls.metadata.name}" if owner == "class" else f"claim {self.claims[ci].key}"
+        raise AllocationError(f"{who}: selector #{index}: CEL {kind} error: {text}")
 
     def _allocate_device(
         self, ci: int, req: _Request, cand: _Candidate, *, must: bool

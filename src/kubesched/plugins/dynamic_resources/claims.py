@@ -109,7 +109,11 @@ class ClaimLedger:
     """
 
     state: AllocatedState = field(default_factory=AllocatedState)
-    _listed: dict[str, _Entry] = field(default_factory=dict)
+    #: the listed claims by `namespace/name`
+    by_key: dict[str, ResourceClaim] = field(default_factory=dict)
+    _by_id: dict[int, tuple[str, str, _Entry]] = field(default_factory=dict)
+    _uids: dict[str, _Entry] = field(default_factory=dict)
+    _last_list: Sequence[ResourceClaim] | None = None
     _pending: dict[str, tuple[str, AllocationResult]] = field(default_factory=dict)
     _pending_entries: dict[str, _Entry] = field(default_factory=dict)
     _counts: dict[DeviceID, int] = field(default_factory=dict)
@@ -120,28 +124,33 @@ class ClaimLedger:
     log_start: int = 0
 
     def sync(self, claims: Sequence[ResourceClaim]) -> None:
-        """Catch up with the listed claims (objects unchanged since the last call cost nothing)."""
-        listed = self._listed
-        seen = 0
-        for claim in claims:
+        """Catch up with the listed claims. Claims are immutable structs, so only objects not seen
+        before (by identity) are read: a cycle costs two set differences, not a pass in Python."""
+        if claims is self._last_list:
+            return
+        current = {id(c): c for c in claims}
+        known = self._by_id
+        gone = known.keys() - current.keys()
+        for new in current.keys() - known.keys():
+            claim = current[new]
             uid = claim.metadata.uid or claim.key
-            seen += 1
-            entry = listed.get(uid)
-            if entry is not None and entry.claim is claim:
-                continue
-            if entry is not None:
-                self._apply(entry, -1)
             exclusive, shared = _contribution(claim.status.allocation)
-            new = _Entry(claim, exclusive, shared)
-            listed[uid] = new
-            self._apply(new, +1)
+            entry = _Entry(claim, exclusive, shared)
+            known[new] = (uid, claim.key, entry)
+            self._uids[uid] = entry
+            self.by_key[claim.key] = claim
+            self._apply(entry, +1)
             if claim.status.allocation is not None:
                 self._drop_pending(uid)
-        if seen != len(listed):
-            present = {c.metadata.uid or c.key for c in claims}
-            for uid in [u for u in listed if u not in present]:
-                self._apply(listed.pop(uid), -1)
+        for old in gone:
+            uid, key, entry = known.pop(old)
+            self._apply(entry, -1)
+            if self.by_key.get(key) is entry.claim:
+                del self.by_key[key]
+            if self._uids.get(uid) is entry:  # deleted, not replaced by a newer version
+                del self._uids[uid]
                 self._drop_pending(uid)
+        self._last_list = claims
 
     def add_pending(self, uid: str, owner: str, allocation: AllocationResult) -> None:
         """Reserve decided `allocation` for claim `uid` (owner: the pod's key)."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -56,7 +56,6 @@ from kubesched.framework.interfaces import (
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
-    PreScorePlugin,
     ReservePlugin,
     ScoreExtensions,
     Scores,
@@ -74,7 +73,7 @@ from kubesched.plugins.dynamic_resources.allocator import (
     SliceIndex,
 )
 from kubesched.plugins.dynamic_resources.allocator import TimeoutError as AllocationTimeout
-from kubesched.plugins.dynamic_resources.claims import ClaimLedger, ClaimRef, claim_index, resolve_pod_claims
+from kubesched.plugins.dynamic_resources.claims import ClaimLedger, ClaimRef, resolve_pod_claims
 from kubesched.plugins.dynamic_resources.device_table import DeviceTable
 
 __all__ = [
@@ -87,16 +86,6 @@ __all__ = [
 
 NAME = "DynamicResources"
 STATE_KEY = "DynamicResources"
-#: Written at the start of every PreFilter, as upstream writes its state before anything else.
-PRE_FILTER_RAN_KEY = "PreFilterRanDynamicResources"
-
-
-@dataclass(frozen=True, slots=True)
-class _PreFilterRan:
-    def clone(self) -> _PreFilterRan:
-        return self
-
-
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
 TIMED_OUT = "timed out trying to allocate devices"
@@ -150,6 +139,10 @@ class ResourceClaimWriter(Protocol):
         """Clear `status.allocation`, `reservedFor` and `devices` (PostFilter)."""
         ...
 
+    def pause(self, seconds: float) -> None:
+        """Let the cluster move on (live: sleep without holding the scheduler's lock)."""
+        ...
+
 
 class _Handle(Protocol):
     def lister(self, kind: str) -> Sequence[Any]: ...
@@ -175,7 +168,8 @@ class _State:
     has_subrequests: bool
     deadline_seconds: float
     results: dict[str, list[AllocationResult] | None] = field(default_factory=dict)
-    fast_sub: dict[str, list[int]] = field(default_factory=dict)
+    #: per table row: the subrequest the fast filter found for the pod's one request (-1: unknown)
+    fast_sub: np.ndarray[Any, np.dtype[np.int64]] | None = None
     unavailable: set[int] = field(default_factory=set)
     reserved: list[tuple[ResourceClaim, AllocationResult | None]] = field(default_factory=list)
 
@@ -189,7 +183,6 @@ class DynamicResources(
     FilterPlugin,
     BatchFilterPlugin,
     PostFilterPlugin,
-    PreScorePlugin,
     BatchScorePlugin,
     ScoreExtensions,
     ReservePlugin,
@@ -199,6 +192,13 @@ class DynamicResources(
     """Allocate devices for a pod's ResourceClaims from ResourceSlices."""
 
     name: ClassVar[str] = NAME
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = (
+        "ResourceClaim",
+        "ResourceSlice",
+        "DeviceTaintRule",
+        "DeviceClass",
+    )
     args_type: ClassVar[type[DynamicResourcesArgs]] = DynamicResourcesArgs
 
     def __init__(self, args: DynamicResourcesArgs | None = None, handle: _Handle | None = None) -> None:
@@ -212,31 +212,30 @@ class DynamicResources(
         self.ledger = ClaimLedger()
         self.match_cache = MatchCache()
         self._slices_seen: tuple[int, int, int] | None = None
+        self._slices_list: Sequence[ResourceSlice] | None = None
+        self._rules_list: Sequence[DeviceTaintRule] | None = None
         self._index: SliceIndex | None = None
         self._table: DeviceTable | None = None
-        self._sleep: Callable[[float], None] = time.sleep
 
     # ------------------------------------------------------------------ listers
     def _list(self, kind: str) -> Sequence[Any]:
         return self._handle.lister(kind) if self._handle is not None else ()
 
     def _claims(self) -> dict[str, ResourceClaim]:
-        claims = self._list("ResourceClaim")
-        self.ledger.sync(claims)
-        return claim_index(claims)
+        self.ledger.sync(self._list("ResourceClaim"))
+        return self.ledger.by_key
 
     def _slice_index(self) -> SliceIndex:
         slices: Sequence[ResourceSlice] = self._list("ResourceSlice")
         rules: Sequence[DeviceTaintRule] = self._list("DeviceTaintRule")
-        seen = (
-            id(slices) if not isinstance(slices, list) else _fingerprint(slices),
-            len(slices),
-            _fingerprint(rules),
-        )
+        if self._index is not None and slices is self._slices_list and rules is self._rules_list:
+            return self._index  # the same lists: nothing changed (the simulator keeps its lists)
+        seen = (_fingerprint(slices), len(slices), _fingerprint(rules))
         if self._index is None or seen != self._slices_seen:
             self._index = SliceIndex(slices, rules)
             self._table = None
             self._slices_seen = seen
+        self._slices_list, self._rules_list = slices, rules
         return self._index
 
     def _device_table(self, index: SliceIndex) -> DeviceTable:
@@ -256,7 +255,9 @@ class DynamicResources(
 
     # ------------------------------------------------------------------ PreFilter
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
-        state.write(PRE_FILTER_RAN_KEY, _PreFilterRan())
+        # Upstream writes its state before anything else: PostFilter tells "PreFilter never ran"
+        # (an earlier PreFilter rejected the pod) from "nothing to do" by it.
+        state.write(STATE_KEY, _State([], [], None, [], None, False, self.filter_timeout))
         if not pod.spec.resource_claims:
             return Status.skip()
         resolved = resolve_pod_claims(pod, self._claims())
@@ -321,8 +322,8 @@ class DynamicResources(
             return BatchFilterResult.all_pass(n)
         codes = np.full(n, -1, dtype=np.int32)
         statuses: list[Status] = []
-        infos = nodes.infos
         if data.allocated_selectors:
+            infos = nodes.infos
             bad = np.zeros(n, dtype=np.bool_)
             for i, info in enumerate(infos):
                 for claim_pos, matcher in data.allocated_selectors:
@@ -340,7 +341,7 @@ class DynamicResources(
         cannot = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, CANNOT_ALLOCATE)
         timed_out = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, TIMED_OUT)
         for i in np.flatnonzero(verify).tolist():
-            info = infos[i]
+            info = nodes.table.infos[int(nodes.rows[i])]
             try:
                 result = self._allocate_on(data, info)
             except AllocationTimeout:
@@ -401,24 +402,22 @@ class DynamicResources(
             verify |= feasible  # several requests may compete for the same devices: let the allocator decide
             feasible = np.zeros(n, dtype=np.bool_)
         elif data.has_subrequests:
-            names = nodes.names
-            sub = chosen[0]
-            for i in np.flatnonzero(feasible).tolist():
-                data.fast_sub[names[i]] = [int(sub[i])]
+            by_row = np.full(len(nodes.table), -1, dtype=np.int64)
+            by_row[nodes.rows[feasible]] = chosen[0][feasible]
+            data.fast_sub = by_row
         return feasible, verify
 
     # ------------------------------------------------------------------ PostFilter
     def post_filter(
         self, state: CycleState, pod: Pod, node_to_status: dict[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
-        if state.get(PRE_FILTER_RAN_KEY) is None:
-            # An earlier PreFilter rejected the pod, so ours never ran: upstream's PostFilter then
-            # fails to read its state and answers CycleState's "not found", UnschedulableAndUnresolvable,
-            # which ends PostFilter before DefaultPreemption (v1.37.2, seen by tests/differential).
-            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "not found")
         data = state.get(STATE_KEY)
+        if not isinstance(data, _State):
+            # Upstream reads its PreFilter state first; when an earlier PreFilter rejected the pod
+            # there is none, and CycleState's "not found" ends PostFilter (no preemption attempt).
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "not found")
         writer = self._writer()
-        if isinstance(data, _State) and data.unavailable and writer is not None:
+        if data.unavailable and writer is not None:
             me = pod.metadata.uid
             for pos in sorted(data.unavailable):
                 claim = data.refs[pos].claim
@@ -433,29 +432,25 @@ class DynamicResources(
         return None, Status(Code.UNSCHEDULABLE)
 
     # ------------------------------------------------------------------ Score
-    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
-        """Never Skip: upstream's DynamicResources has no PreScore, so every pod gets its Score (0
-        unless a claim has `firstAvailable` requests), and v1.37.2's verbose log and kubesched's
-        --explain both show it (checked by tests/differential)."""
-        return None
-
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Scores:
         data = state.get(STATE_KEY)
         scores = np.zeros(len(nodes), dtype=np.int64)
         if not isinstance(data, _State) or not data.has_subrequests:
             return scores
-        for i, info in enumerate(nodes.infos):
-            fast = data.fast_sub.get(info.name)
-            if fast is not None:
-                scores[i] = sum(FIRST_AVAILABLE_MAX_SIZE - s for s in fast)
-                continue
+        slow = np.ones(len(nodes), dtype=np.bool_)
+        if data.fast_sub is not None and len(data.fast_sub) == len(nodes.table):
+            subs = data.fast_sub[nodes.rows]
+            known = subs >= 0
+            scores[known] = FIRST_AVAILABLE_MAX_SIZE - subs[known]
+            slow = ~known
+        infos = nodes.table.infos
+        for i in np.flatnonzero(slow).tolist():
             try:
-                results = self._allocate_on(data, info)
+                results = self._allocate_on(data, infos[int(nodes.rows[i])])
             except AllocationError:
                 results = None
-            if results is None:
-                continue
-            scores[i] = _first_available_score(data.to_allocate, results)
+            if results is not None:
+                scores[i] = _first_available_score(data.to_allocate, results)
         return scores
 
     def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeSet, scores: Scores) -> Status | None:
@@ -549,10 +544,21 @@ class DynamicResources(
             if r.binding_conditions
         ]
         if conditions:
-            return self._wait_for_binding_conditions(written, pod)
+            record = getattr(self._handle, "record_event", None)
+            if callable(record):
+                record(
+                    pod,
+                    type="Normal",
+                    reason="BindingConditionsPending",
+                    action="Binding",
+                    note=f"waiting for binding conditions for device on node {node_name}",
+                )
+            return self._wait_for_binding_conditions(written, writer)
         return None
 
-    def _wait_for_binding_conditions(self, claims: list[ResourceClaim], pod: Pod) -> Status | None:
+    def _wait_for_binding_conditions(
+        self, claims: list[ResourceClaim], writer: ResourceClaimWriter
+    ) -> Status | None:
         """Poll the claims until every device's binding conditions are True (or one failure condition is)."""
         deadline = time.monotonic() + self.binding_timeout
         keys = [c.key for c in claims]
@@ -572,7 +578,7 @@ class DynamicResources(
                 return None
             if time.monotonic() >= deadline:
                 return Status.as_error("device binding timeout")
-            self._sleep(BINDING_POLL_SECONDS)
+            writer.pause(min(BINDING_POLL_SECONDS, max(deadline - time.monotonic(), 0.0)))
 
     def _writer(self) -> ResourceClaimWriter | None:
         handle: object = self._handle

@@ -73,7 +73,7 @@ def run_on_ray(
     except (ConnectionError, ValueError, RuntimeError) as err:
         raise InputError(f"cannot connect to the Ray cluster: {err}", path="--ray") from None
     try:
-        cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
+        cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call,unused-ignore]  # typed only with ray installed
         task = ray.remote(num_cpus=1)(_run_remote)
         stored = {s: ray.put(s) for s in dict.fromkeys(c.scenario for c in cells)}
         pending = {task.remote(c.variant, stored[c.scenario], c.seed): i for i, c in enumerate(cells)}

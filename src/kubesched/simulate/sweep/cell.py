@@ -6,6 +6,7 @@ least recently used first out): the 5000-node scenario is decoded once per worke
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from typing import Final
 
@@ -31,6 +32,8 @@ class CellResult(_Out):
     run: ConfigRun | None = None
     #: Why the cell could not run (bad input found on the worker); null when it ran.
     error: str | None = None
+    #: CPU seconds the cell took where it ran (decoding, simulating, measuring).
+    cpu_seconds: float = 0.0
 
 
 def _objects(scenario: Scenario) -> LoadedObjects:
@@ -51,6 +54,7 @@ def _objects(scenario: Scenario) -> LoadedObjects:
 def run_cell(cell: Cell) -> CellResult:
     """Simulate one cell; bad input becomes the result's `error`, so one bad cell never stops a sweep."""
     result = CellResult(variant=cell.variant.name, scenario=cell.scenario.name, seed=cell.seed)
+    started = time.process_time()
     try:
         registry = default_registry()
         config = decode_config(cell.variant.config, cell.variant.name, registry)
@@ -58,6 +62,7 @@ def run_cell(cell: Cell) -> CellResult:
         report, cluster = simulate_cluster(objects, config, registry, seed=cell.seed)
     except InputError as err:
         result.error = str(err)
-        return result
-    result.run = measure(cell.variant.name, cell.variant.name, report, cluster, objects)
+    else:
+        result.run = measure(cell.variant.name, cell.variant.name, report, cluster, objects)
+    result.cpu_seconds = round(time.process_time() - started, 3)
     return result

@@ -1,0 +1,1 @@
+"""Example out-of-tree kubesched plugins (see README.md)."""

@@ -1,0 +1,160 @@
+"""`kubesched explain NAMESPACE/POD`: why a pod is pending, or where a pod would go and why not elsewhere.
+
+Reads a snapshot of the cluster the kubeconfig points at (GET requests only: a read-only user is
+enough, see deploy/explain-rbac.yaml), or of files with `--snapshot`, and runs one scheduling cycle
+of the pod in memory (`kubesched.simulate.explain`). `-f FILE` (`-` for stdin) explains a pod
+manifest that is not in the cluster yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from kubesched.errors import InputError
+
+if TYPE_CHECKING:
+    from kubesched.api.objects import Pod
+    from kubesched.cluster.kube.snapshot import Snapshot
+    from kubesched.config.types import KubeSchedulerConfiguration
+    from kubesched.framework.registry import Registry
+    from kubesched.simulate.report import PodExplanation
+
+__all__ = ["add_explain_command"]
+
+
+def add_explain_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `explain`; it sets `func(args) -> int`."""
+    p = subparsers.add_parser(
+        "explain",
+        help="why a pod is pending, or where a pod would go: one scheduling cycle on a cluster snapshot",
+        description=(
+            "Take a read-only snapshot of the cluster (or of files with --snapshot), run one scheduling "
+            "cycle for the pod with its profile, and print the verdict, the reasons by plugin with node "
+            "counts and names, the nearest nodes and what each lacks, what preemption would do, and the "
+            "top nodes with per-plugin scores and weights. Only this pod is scheduled; other pending "
+            "pods are not, except that nominated ones keep their place."
+        ),
+    )
+    p.add_argument("pod", nargs="?", metavar="NAMESPACE/POD", help="a pod of the cluster (or NAME with -n)")
+    p.add_argument(
+        "-n", "--namespace", default="default", help="namespace of a bare POD name (default: default)"
+    )
+    p.add_argument(
+        "-f",
+        "--filename",
+        metavar="FILE",
+        help="explain this pod manifest instead (- reads stdin): where would it go, and why not elsewhere",
+    )
+    p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig (default: in-cluster, then $KUBECONFIG)")
+    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: its current-context)")
+    p.add_argument(
+        "--snapshot",
+        action="append",
+        metavar="PATH",
+        help="read the cluster from these files or directories (as simulate does) instead of a server",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a KubeSchedulerConfiguration with the pod's profile (default: upstream's default profile)",
+    )
+    p.add_argument("--output", "-o", choices=("table", "json", "yaml"), default="table", help="output format")
+    p.set_defaults(func=_explain)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from kubesched.api.loader import load_paths
+    from kubesched.config import default_config, load_config
+    from kubesched.plugins import default_registry
+    from kubesched.simulate.explain import explain_pod, find_pod
+
+    if (args.pod is None) == (args.filename is None):
+        raise InputError("name a pod (NAMESPACE/POD) or give a manifest with -f, not both")
+    registry = default_registry()
+    config = load_config(args.config, registry) if args.config else default_config(registry)
+    manifest = _read_manifest(args.filename, args.namespace) if args.filename else None
+    notes: list[str] = []
+    if args.snapshot:
+        objects = load_paths(args.snapshot)
+        source = "the snapshot " + " ".join(args.snapshot)
+    else:
+        snap = _read_cluster(args, config, registry)
+        objects, source = snap.objects, f"cluster {snap.server}"
+        notes = snap.notes
+    if manifest is not None:
+        target = manifest
+    else:
+        key = args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
+        target = find_pod(objects, key)
+    report = explain_pod(objects, config, registry, target, source=source, notes=notes)
+    _print(report, args.output)
+    return 0
+
+
+def _read_cluster(
+    args: argparse.Namespace, config: KubeSchedulerConfiguration, registry: Registry
+) -> Snapshot:
+    from kubesched.cluster.kube.client import ApiError, KubeClient, load_connection, where_from
+    from kubesched.cluster.kube.informer import KINDS
+    from kubesched.cluster.kube.snapshot import read_snapshot
+    from kubesched.simulate.explain import kinds_read
+
+    kinds = kinds_read(config, registry)
+    connection = load_connection(args.kubeconfig, context=args.context)
+    with KubeClient(connection, name="explain") as client:
+        try:
+            return read_snapshot(client, sorted(kinds) if kinds is not None else list(KINDS))
+        except InputError as err:
+            raise InputError(
+                f"{err.message} (server from {where_from(args.kubeconfig)})", source=err.source
+            ) from None
+        except ApiError as err:  # discovery of an unexpected kind; the lists themselves are handled
+            raise InputError(str(err), source=client.server) from None
+
+
+def _read_manifest(filename: str, namespace: str) -> Pod:
+    import msgspec
+
+    from kubesched.api.loader import load_documents
+    from kubesched.api.objects import Pod
+
+    source = "<stdin>" if filename == "-" else filename
+    if filename == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            with open(filename, encoding="utf-8-sig") as f:
+                text = f.read()
+        except OSError as err:
+            raise InputError(err.strerror or str(err), source=source) from None
+    skipped: dict[str, int] = {}
+    objects = load_documents(text, source, skipped=skipped)
+    pods = [o for o in objects if isinstance(o, Pod)]
+    if len(pods) != 1 or len(objects) != 1 or skipped:
+        kinds = [type(o).__name__ for o in objects] + [k for k, n in skipped.items() for _ in range(n)]
+        raise InputError(f"expected one Pod, found {', '.join(kinds) or 'nothing'}", source=source)
+    pod = pods[0]
+    if not pod.metadata.namespace:
+        pod = msgspec.structs.replace(
+            pod, metadata=msgspec.structs.replace(pod.metadata, namespace=namespace)
+        )
+    return pod
+
+
+def _print(report: PodExplanation, output: str) -> None:
+    import msgspec
+
+    from kubesched.simulate.explain_view import render_explanation
+
+    if output == "json":
+        sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
+    elif output == "yaml":
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(msgspec.to_builtins(report), sort_keys=False))
+    else:
+        from kubesched.cli._console import stdout_console
+
+        render_explanation(report, stdout_console())

@@ -1,0 +1,213 @@
+"""The bind pipeline: binding cycles between the scheduling loop and the API server, a bounded number.
+
+Without a bound the loop places pods far faster than a rate-limited client can bind them (at
+`qps: 50` about 2,000 decisions queued), and every queued decision is acted on long after it was
+made: on nodes since deleted or shrunk, or by a process that has meanwhile lost its Lease. So:
+
+* **Depth.** At most `depth` binding cycles are admitted at once (placed but not yet bound). The
+  loop asks `has_room()` before it pops a pod and waits while the pipeline is full; each admitted
+  cycle runs on its own worker thread, so no cycle ever waits for a worker.
+* **Rate limit first.** A cycle takes its client token *before* it runs, so the wait for a token is
+  behind it when its decision is re-validated, and nothing stale sits between check and send.
+* **One gate.** Every bind request passes `sending()` just before it goes out: it refuses
+  (`BindRefused`) once the pipeline is suspended (leadership lost), closed (shutting down) or the
+  fence says the Lease can no longer be trusted, and it counts the requests on the wire. Suspend and
+  close take the same mutex, so once they return no new request starts: what is still on the wire
+  is all that can land afterwards, and `drain()` waits (bounded) for exactly that.
+
+The pipeline knows nothing of pods or the scheduler: a cycle is a callable. `LiveCluster` wires it
+to the core (whose binding cycle re-validates the decision against its cache under the state lock
+and asks `refusal()` there too) and to the API client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+from kubesched.cluster.kube.client import TokenBucket
+from kubesched.scheduler.ports import BindRefused
+
+__all__ = ["BindPipeline", "BindRefused"]
+
+log = logging.getLogger(__name__)
+
+Fence = Callable[[], str | None]
+"""Returns why binding is not safe right now (e.g. the Lease was not renewed in time), or None."""
+
+_STOP = object()
+
+
+class BindPipeline:
+    """At most `depth` binding cycles in flight, each on a worker thread; one gate before each send."""
+
+    def __init__(
+        self,
+        depth: int,
+        *,
+        limiter: TokenBucket | None = None,
+        fence: Fence | None = None,
+        on_done: Callable[[], None] | None = None,
+        name: str = "bind",
+    ) -> None:
+        if depth < 1:
+            raise ValueError("the bind pipeline needs a depth of at least 1")
+        self.depth = depth
+        self._limiter = limiter
+        self._fence = fence
+        self._on_done = on_done
+        self._cond = threading.Condition()
+        self._admitted = 0
+        self._on_wire = 0
+        self._suspended: str | None = None
+        self._closed: str | None = None
+        self._wakeup = threading.Event()  # set on suspend/close: cuts short a wait for a token
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._workers: list[threading.Thread] = []
+        self._name = name
+        #: Requests refused at the gate, and cycles that raised (logged); they only grow.
+        self.refused = 0
+        self.crashed = 0
+
+    # ------------------------------------------------------------------ the scheduling loop's side
+
+    def has_room(self) -> bool:
+        """Whether the loop may place another pod (fewer than `depth` cycles admitted)."""
+        return self._admitted < self.depth
+
+    def submit(self, cycle: Callable[[], None]) -> None:
+        """Admit one binding cycle; never blocks (the loop checked `has_room()` before placing the pod).
+
+        Cycles released at once (a Permit wait ending for a whole gang) may exceed `depth` briefly;
+        more workers are started for them, so none waits for a thread.
+        """
+        with self._cond:
+            self._admitted += 1
+            if len(self._workers) < self._admitted:
+                worker = threading.Thread(
+                    target=self._serve, name=f"{self._name}-{len(self._workers)}", daemon=True
+                )
+                self._workers.append(worker)
+                worker.start()
+        self._queue.put(cycle)
+
+    @property
+    def admitted(self) -> int:
+        """Binding cycles placed but not finished (running, waiting for a token, or on the wire)."""
+        return self._admitted
+
+    @property
+    def on_wire(self) -> int:
+        """Bind requests sent and not yet answered."""
+        return self._on_wire
+
+    # ------------------------------------------------------------------ the gate
+
+    def refusal(self) -> str | None:
+        """Why no bind may be sent now (None: it may). Cheap; called under the state lock too."""
+        reason = self._closed or self._suspended
+        if reason is None and self._fence is not None:
+            reason = self._fence()
+        return reason
+
+    @contextlib.contextmanager
+    def sending(self) -> Iterator[None]:
+        """Wrap the one request that binds: refuse it (BindRefused) or count it on the wire."""
+        with self._cond:
+            reason = self.refusal()
+            if reason is not None:
+                self.refused += 1
+                raise BindRefused(reason)
+            self._on_wire += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._on_wire -= 1
+                self._cond.notify_all()
+
+    # ------------------------------------------------------------------ control
+
+    def suspend(self, reason: str) -> None:
+        """Refuse every bind from now on until `resume()` (leadership lost or not yet acquired)."""
+        with self._cond:
+            self._suspended = reason
+        self._wakeup.set()
+
+    def resume(self) -> None:
+        with self._cond:
+            self._suspended = None
+            if self._closed is None:
+                self._wakeup.clear()
+
+    def close(self, reason: str) -> None:
+        """Refuse every bind from now on, for good (the cycles still admitted are refused at the gate)."""
+        with self._cond:
+            if self._closed is None:
+                self._closed = reason
+        self._wakeup.set()
+
+    def stop_workers(self) -> None:
+        """End the worker threads once the cycles queued before this call have run."""
+        with self._cond:
+            workers = len(self._workers)
+        for _ in range(workers):
+            self._queue.put(_STOP)
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until no request is on the wire (or `timeout`); True if none is.
+
+        Only requests already sent are waited for: once suspended or closed, the other admitted
+        cycles are refused at the gate as soon as they get there.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._on_wire:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until every admitted cycle finished (or `timeout`); True if all did."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._admitted:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    # ------------------------------------------------------------------ workers
+
+    def _serve(self) -> None:
+        while True:
+            cycle = self._queue.get()
+            if cycle is _STOP:
+                return
+            try:
+                self._take_token()
+                cycle()  # type: ignore[operator]
+            except Exception:
+                self.crashed += 1
+                log.exception("binding cycle failed")
+            finally:
+                with self._cond:
+                    self._admitted -= 1
+                    self._cond.notify_all()
+                if self._on_done is not None:
+                    self._on_done()
+
+    def _take_token(self) -> None:
+        """Wait for the client's rate limiter, unless binding stopped meanwhile (the gate refuses)."""
+        if self._limiter is None or self.refusal() is not None:
+            return
+        wait = self._limiter.reserve()
+        if wait > 0:
+            self._wakeup.wait(wait)

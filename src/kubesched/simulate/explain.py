@@ -1,0 +1,234 @@
+"""`kubesched explain`: why one pod is pending (or where it would go), from one scheduling cycle.
+
+The objects come from a live cluster's lists (`cluster.kube.snapshot`) or from files, exactly as
+`simulate` gets them, and run on a MemoryCluster with the real Scheduler: nothing is written
+anywhere but in memory. Only the pod being explained is scheduled. The other pending pods are left
+out, except those already nominated to a node by a preemption, which the scheduler counts as
+kube-scheduler does.
+
+Every node is evaluated (`percentageOfNodesToScore: 100`), so the answer covers the whole cluster,
+not the sample kube-scheduler would look at. Before the cycle, every Filter plugin also runs on
+every node (`nearest.find_obstacles`), so the nearest nodes can say everything that is missing on
+them; then the cycle runs, PostFilter (preemption) included, and its outcome gives the verdict, the
+reasons by plugin, what preemption would evict, and the top nodes' scores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable
+
+import msgspec
+
+from kubesched.api.loader import LoadedObjects
+from kubesched.api.objects import Namespace, Pod
+from kubesched.cluster.memory import MemoryCluster
+from kubesched.config.types import KubeSchedulerConfiguration
+from kubesched.errors import InputError, did_you_mean
+from kubesched.framework.node_info import PodInfo, pod_key
+from kubesched.framework.node_table import NodeTable
+from kubesched.framework.registry import Registry
+from kubesched.framework.runtime import Framework
+from kubesched.scheduler.clock import VirtualClock
+from kubesched.scheduler.extenders import Extenders
+from kubesched.scheduler.profiles import options_from_config, profiles_from_config
+from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
+from kubesched.simulate.explanation import summarize_rejections, top_nodes, verdict
+from kubesched.simulate.nearest import find_obstacles, nearest_nodes
+from kubesched.simulate.report import NearNode, PodExplanation, Preemption
+from kubesched.simulate.runner import check_node_quantities
+
+__all__ = ["explain_pod", "find_pod", "kinds_read"]
+
+#: Node names kept per reason, nearest nodes and top nodes shown.
+NAMES_PER_REASON = 5
+NEAREST = 5
+TOP = 5
+
+
+def kinds_read(config: KubeSchedulerConfiguration, registry: Registry) -> set[str] | None:
+    """The kinds the config's plugins read through `handle.lister` (their `listed_kinds`), plus
+    PriorityClass and Namespace, which admission and selectors need; None (read everything) when
+    a plugin does not say."""
+    kinds = {"PriorityClass", "Namespace"}
+    for spec in profiles_from_config(config, registry):
+        for refs in spec.points.values():
+            for name, _ in refs:
+                cls = registry.resolve(name)
+                listed = getattr(cls, "listed_kinds", None)
+                if listed is None:
+                    return None
+                kinds.update(listed)
+    return kinds
+
+
+def find_pod(objects: LoadedObjects, key: str) -> Pod:
+    """The pod `namespace/name` of the snapshot, or an InputError suggesting the closest name."""
+    namespace, _, name = key.partition("/")
+    if not name:
+        raise InputError(f"expected NAMESPACE/NAME, got {key!r}")
+    for pod in objects.pods:
+        if (pod.metadata.namespace or "default", pod.metadata.name) == (namespace, name):
+            return pod
+    known = [f"{p.metadata.namespace or 'default'}/{p.metadata.name}" for p in objects.pods]
+    raise InputError(f"pod {key} not found{did_you_mean(key, known)}")
+
+
+def explain_pod(
+    objects: LoadedObjects,
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
+    target: Pod,
+    *,
+    source: str,
+    notes: Iterable[str] = (),
+) -> PodExplanation:
+    """One scheduling cycle of `target` on `objects` (see the module docstring)."""
+    started = time.perf_counter()
+    for node in objects.nodes:
+        check_node_quantities(node)
+    specs = [_every_node(s) for s in profiles_from_config(config, registry)]
+    name = target.spec.scheduler_name
+    if name not in {s.scheduler_name for s in specs}:
+        names = [s.scheduler_name for s in specs]
+        raise InputError(
+            f'pod {_key(target)} uses schedulerName "{name}", which no profile of the configuration '
+            f"has ({', '.join(names)}); pass --config with that profile{did_you_mean(name, names)}"
+        )
+    pending, nominated, running_on = _split(objects, target)
+    clock = VirtualClock()
+    cluster = MemoryCluster(pending, clock.now)
+    attempts: list[Attempt] = []
+    options = dataclasses.replace(options_from_config(config, explain=True), percentage_of_nodes_to_score=100)
+    scheduler = Scheduler(
+        specs,
+        registry,
+        cluster,
+        clock,
+        options,
+        observer=attempts.append,
+        extenders=Extenders.from_config(config.extenders, after_bind=cluster.bind),
+    )
+    refused: list[Exception] = []
+    try:
+        cluster.subscribe(scheduler, on_error=lambda pod, exc: refused.append(exc))
+        for pod in nominated:
+            admitted = cluster.admit(pod)
+            scheduler.nominator.add(PodInfo(admitted), pod.status.nominated_node_name)
+        fwk = scheduler.frameworks[name]
+        admitted = next(p for p in cluster.pods.values() if _key(p) == _key(target) and not p.spec.node_name)
+        key = pod_key(admitted)
+        table = scheduler.cache.snapshot()
+        base = PodExplanation(
+            pod=_key(target),
+            scheduler_name=name,
+            source=source,
+            nodes=len(table),
+            verdict="Error",
+            node=None,
+            running_on=running_on,
+            message=None,
+            pre_filter=None,
+            rejected_nodes=0,
+            rejections=[],
+            nearest_nodes=[],
+            preemption=None,
+            scored_nodes=0,
+            top_nodes=[],
+            score_weights=dict(fwk.score_weights),
+            notes=list(notes),
+            seconds=0.0,
+        )
+        if refused:
+            return _done(base, started, message=str(refused[0]))
+        if scheduler.queue.where(key) == "gated":
+            plugin, status = fwk.run_pre_enqueue(admitted)
+            message = status.message() if status is not None else f"gated by {plugin}"
+            return _done(base, started, verdict="Gated", message=message)
+        # Before the cycle: preemption may evict pods (in memory) and change the nodes.
+        nearest = _nearest(fwk, admitted, table, cluster)
+        while not attempts and scheduler.schedule_one():
+            pass
+    finally:
+        if scheduler.extenders is not None:
+            scheduler.extenders.close()
+    if not attempts:
+        return _done(base, started, message="the scheduling queue did not hand the pod out")
+    return _from_attempt(base, attempts[0], nearest, scheduler, started)
+
+
+def _nearest(fwk: Framework, pod: Pod, table: NodeTable, cluster: MemoryCluster) -> list[NearNode]:
+    namespaces = {
+        ns.metadata.name: dict(ns.metadata.labels)
+        for ns in cluster.lister("Namespace")
+        if isinstance(ns, Namespace)
+    }
+    obstacles = find_obstacles(fwk, pod, table)
+    return nearest_nodes(obstacles, pod, table, namespace_labels=namespaces, limit=NEAREST)
+
+
+def _from_attempt(
+    base: PodExplanation, attempt: Attempt, nearest: list[NearNode], scheduler: Scheduler, started: float
+) -> PodExplanation:
+    failed = attempt.filter or {}
+    fields: dict[str, object] = {
+        "verdict": "Schedulable" if attempt.result == "Scheduled" else attempt.result,
+        "node": attempt.node if attempt.result in ("Scheduled", "Waiting") else None,
+        "message": attempt.message,
+        "pre_filter": verdict(attempt.pre_filter) if attempt.pre_filter is not None else None,
+        "rejected_nodes": len(failed),
+        "rejections": summarize_rejections(failed, names_per_reason=NAMES_PER_REASON),
+        "scored_nodes": len(attempt.scores or {}),
+        "top_nodes": top_nodes(attempt.scores or {}, limit=TOP, chosen=attempt.node),
+    }
+    if attempt.result == "Unschedulable":
+        fields["nearest_nodes"] = nearest
+        fields["preemption"] = _preemption(attempt, scheduler)
+    return _done(base, started, **fields)
+
+
+def _preemption(attempt: Attempt, scheduler: Scheduler) -> Preemption | None:
+    fwk = scheduler.frameworks[attempt.profile]
+    if not fwk.plugins_at("postFilter"):
+        return None
+    message = attempt.post_filter
+    if attempt.victims or attempt.nominated_node:
+        return Preemption(
+            helps=True, node=attempt.nominated_node, victims=list(attempt.victims), message=message
+        )
+    return Preemption(helps=False, node=None, victims=[], message=message)
+
+
+def _done(base: PodExplanation, started: float, **fields: object) -> PodExplanation:
+    return msgspec.structs.replace(base, seconds=round(time.perf_counter() - started, 6), **fields)
+
+
+def _every_node(spec: ProfileSpec) -> ProfileSpec:
+    return dataclasses.replace(spec, percentage_of_nodes_to_score=100)
+
+
+def _key(pod: Pod) -> str:
+    return f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
+
+
+def _split(objects: LoadedObjects, target: Pod) -> tuple[LoadedObjects, list[Pod], str | None]:
+    """The objects to schedule on: running pods and the target (made pending), the other pending
+    pods that carry a nomination, and the node the target already runs on (if any)."""
+    key = _key(target)
+    running_on = target.spec.node_name or None
+    pending = msgspec.structs.replace(
+        target,
+        spec=msgspec.structs.replace(target.spec, node_name=""),
+        status=msgspec.structs.replace(target.status, nominated_node_name=""),
+    )
+    pods = [pending]
+    nominated: list[Pod] = []
+    for pod in objects.pods:
+        if _key(pod) == key:
+            continue
+        if pod.spec.node_name:
+            pods.append(pod)
+        elif pod.status.nominated_node_name:
+            nominated.append(pod)
+    return dataclasses.replace(objects, pods=pods), nominated, running_on

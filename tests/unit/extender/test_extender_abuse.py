@@ -1,0 +1,257 @@
+"""Hostile callers: every malformed body is a one-line 400 (never a 500), and the server bounds what
+it holds for callers (connections, header time, body time, request bytes in flight). The limits are
+checked over real loopback sockets, since they live below the ASGI app."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from extender_helpers import engine, node_json, objects, pod_json, serve_in_thread, server
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+from kubesched.extender.limits import ConnectionLimits
+from kubesched.extender.server import BackgroundServer, uvicorn_config
+from kubesched.extender.state import ClusterState
+
+VERBS = ("filter", "prioritize", "preempt", "bind")
+POD = pod_json("p", cpu="1")
+
+
+def client() -> TestClient:
+    state = ClusterState.from_objects(objects([node_json("n1")], []))
+    return TestClient(server(engine(state)).app, raise_server_exceptions=False)
+
+
+def with_pod(**spec: Any) -> bytes:
+    return json.dumps({"Pod": {**POD, "spec": {**POD["spec"], **spec}}, "NodeNames": ["n1"]}).encode()
+
+
+MALFORMED: dict[str, tuple[bytes, str]] = {
+    "deep arrays": (b'{"Pod":' + b"[" * 5000 + b"]" * 5000 + b"}", "nested too deeply"),
+    "deep objects": (b'{"Pod":{"metadata":{"labels":' + b'{"a":' * 3000 + b"1" + b"}" * 3003, "too deeply"),
+    "deep in a raw field": (b'{"NodeNames":' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+    "invalid UTF-8 in a key": (b'{"P\xffod": 1}', "invalid UTF-8 at byte 3"),
+    "invalid UTF-8 in an ignored value": (b'{"x": "\xc3\x28", "Pod": null}', "invalid UTF-8 at byte 7"),
+    "truncated UTF-8 at the end": (b'{"x": "\xe2\x82', "invalid UTF-8"),
+    "int32 out of range": (with_pod(priority=10**40), "expected int <= 2147483647"),
+    "negative host port out of range": (
+        with_pod(containers=[{"name": "c", "ports": [{"containerPort": 1, "hostPort": -(2**40)}]}]),
+        "hostPort",
+    ),
+    "a quantity of 5000 digits": (
+        with_pod(containers=[{"name": "c", "resources": {"requests": {"cpu": "9" * 5000}}}]),
+        "out of range",
+    ),
+    "an invalid quantity": (
+        with_pod(containers=[{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]),
+        'Pod.spec.containers[0].resources.requests.cpu: invalid quantity "lots"',
+    ),
+    "a negative quantity": (
+        with_pod(containers=[{"name": "c", "resources": {"requests": {"cpu": "-1"}}}]),
+        "must be greater than or equal to 0",
+    ),
+    "wrong type at the top": (b"[1, 2]", "expected object, got array"),
+    "wrong type of Pod": (json.dumps({"Pod": 5}).encode(), "expected object"),
+    "not JSON": (b"\x00\x01garbage", "invalid JSON"),
+    "empty": (b"", ""),
+    "NaN": (b'{"Pod": NaN}', "invalid JSON"),
+}
+
+
+#: Cases about the Pod: bind reads no Pod (it answers that PodName and Node are required instead).
+ABOUT_THE_POD = {
+    "int32 out of range",
+    "negative host port out of range",
+    "a quantity of 5000 digits",
+    "an invalid quantity",
+    "a negative quantity",
+    "wrong type of Pod",
+}
+
+
+@pytest.mark.parametrize("verb", VERBS)
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_every_malformed_body_is_a_one_line_400(verb: str, case: str) -> None:
+    body, expected = MALFORMED[case]
+    resp = client().post(f"/{verb}", content=body, headers={"content-type": "application/json"})
+    assert resp.status_code == 400, resp.text
+    text = resp.text.strip()
+    assert "\n" not in text
+    if verb == "bind" and case in ABOUT_THE_POD:
+        expected = "PodName and Node are required"
+    assert expected in text, text
+
+
+@settings(max_examples=150)
+@given(
+    verb=st.sampled_from(VERBS),
+    value=st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(
+                    [
+                        "Pod",
+                        "Nodes",
+                        "NodeNames",
+                        "items",
+                        "spec",
+                        "metadata",
+                        "containers",
+                        "resources",
+                        "requests",
+                        "cpu",
+                        "priority",
+                        "PodName",
+                        "Node",
+                        "NodeNameToVictims",
+                        "Pods",
+                        "NumPDBViolations",
+                        "name",
+                    ]
+                )
+                | st.text(max_size=4),
+                inner,
+                max_size=4,
+            )
+        ),
+        max_leaves=20,
+    ),
+)
+def test_no_json_value_makes_the_server_answer_500(verb: str, value: Any) -> None:
+    resp = client().post(f"/{verb}", content=json.dumps(value).encode())
+    assert resp.status_code in (200, 400, 503), (resp.status_code, resp.text)
+    if resp.status_code != 200:
+        assert "\n" not in resp.text.strip()
+
+
+@settings(max_examples=100)
+@given(verb=st.sampled_from(VERBS), body=st.binary(max_size=64))
+def test_no_byte_string_makes_the_server_answer_500(verb: str, body: bytes) -> None:
+    resp = client().post(f"/{verb}", content=body)
+    assert resp.status_code in (200, 400, 503), (resp.status_code, resp.text)
+
+
+# --------------------------------------------------------------------------- limits, over sockets
+
+
+@contextmanager
+def running(limits: ConnectionLimits | None = None, **options: Any) -> Iterator[BackgroundServer]:
+    app = server(engine(ClusterState.from_objects(objects([node_json("n1")], []))), **options).app
+    srv = BackgroundServer(uvicorn_config(app, "127.0.0.1", 0, limits=limits))
+    with srv:
+        yield srv
+
+
+def connect(srv: BackgroundServer) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    return s
+
+
+def closed_by_server(s: socket.socket, within: float) -> bool:
+    """True if the server closes (or resets) the connection within `within` seconds."""
+    s.settimeout(within)
+    try:
+        while True:
+            data = s.recv(65536)
+            if not data:
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except TimeoutError:
+        return False
+
+
+def request(srv: BackgroundServer, body: bytes, path: str = "/filter") -> tuple[int, str]:
+    with connect(srv) as s:
+        head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        s.sendall(head.encode() + body)
+        return parse_response(s)
+
+
+def parse_response(s: socket.socket) -> tuple[int, str]:
+    data = b""
+    s.settimeout(10)
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, payload = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), payload.decode(errors="replace")
+
+
+def test_connections_beyond_the_cap_are_closed_on_accept() -> None:
+    with running(ConnectionLimits(max_connections=3)) as srv:
+        held = [connect(srv) for _ in range(3)]
+        time.sleep(0.2)
+        extra = connect(srv)
+        assert closed_by_server(extra, 2.0)
+        held.pop().close()
+        time.sleep(0.2)
+        code, _ = request(srv, json.dumps({"Pod": POD, "NodeNames": ["n1"]}).encode())
+        assert code == 200
+        for s in held:
+            s.close()
+
+
+def test_a_client_that_never_finishes_its_headers_is_disconnected() -> None:
+    with running(ConnectionLimits(header_timeout=0.5)) as srv:
+        slow = connect(srv)
+        slow.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\n")  # ... and nothing more
+        started = time.monotonic()
+        assert closed_by_server(slow, 5.0)
+        assert time.monotonic() - started < 3.0
+        silent = connect(srv)  # sends nothing at all
+        assert closed_by_server(silent, 5.0)
+
+
+def test_a_body_that_does_not_arrive_in_time_gets_408() -> None:
+    with running(body_timeout=0.5) as srv, connect(srv) as s:
+        s.sendall(b'POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"Pod":')
+        started = time.monotonic()
+        code, text = parse_response(s)
+        assert code == 408 and "not received within 0.5 s" in text
+        assert time.monotonic() - started < 3.0
+
+
+def test_request_bytes_in_flight_share_one_budget() -> None:
+    body = json.dumps({"Pod": POD, "NodeNames": ["n1"]}).encode()
+    with running(max_inflight_bytes=2000, max_body_bytes=1500) as srv:
+        hog = connect(srv)
+        hog.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 1400\r\n\r\n{")  # holds 1400
+        time.sleep(0.3)
+        code, text = request(srv, body.ljust(700))
+        assert code == 503 and "in flight" in text
+        hog.close()
+        time.sleep(0.3)
+        code, _ = request(srv, body.ljust(700))
+        assert code == 200
+
+
+def test_chunked_bodies_count_against_the_budget_as_they_arrive() -> None:
+    with running(max_inflight_bytes=1000, max_body_bytes=1000) as srv:
+        hog = connect(srv)
+        hog.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 900\r\n\r\n{")
+        time.sleep(0.3)
+        with connect(srv) as s:
+            s.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+            s.sendall(b"c8\r\n" + b" " * 200 + b"\r\n")
+            code, text = parse_response(s)
+        assert code == 503 and "in flight" in text
+        hog.close()
+
+
+def test_serve_in_thread_applies_the_default_limits() -> None:
+    config = serve_in_thread(server().app).config
+    assert config.timeout_keep_alive == ConnectionLimits().keep_alive_timeout
+    assert config.h11_max_incomplete_event_size == ConnectionLimits().max_header_bytes
