@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/kubesched simulate --config examples/demo/scheduler-config.yaml examples/demo/cluster
 
-test: $(STAMP) lint typecheck kube-binaries image-tools helm
+test: $(STAMP) lint typecheck kube-binaries image-tools helm browser
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
 
 lint: $(STAMP)
@@ -56,3 +56,8 @@ helm:
 CLUSTER_ARGS ?=
 cluster: $(STAMP) kube-binaries
 	$(BIN)/python -m kubesched.testing.controlplane $(CLUSTER_ARGS)
+
+# Debian's Chromium for the HTML report's browser test (tests/e2e/test_html_report.py); once, idempotent.
+.PHONY: browser
+browser:
+	tools/browser/install-chromium.sh >/dev/null

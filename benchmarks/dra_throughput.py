@@ -5,7 +5,8 @@ architecture), all nodes of one model. Two pod shapes, each its own case, with t
 profile and `percentageOfNodesToScore: 100` (every node filtered and scored):
 
 * `OneGPU`: a claim from a template asking for one GPU of the class (`exactly`, count 1);
-* `FirstAvailable`: a claim asking for an H100, else two A100s, else one A100 (`firstAvailable`).
+* `FirstAvailable`: a claim asking for an H100, else two A100s, else one A100 (`firstAvailable`);
+* `NoClaims`: the same pods without claims, on the same cluster: the floor the DRA cases pay on top of.
 
 Prints one JSON object per case:
 
@@ -90,6 +91,7 @@ def cluster(nodes: int, pods: int, shape: str) -> LoadedObjects:
     a100 = [{"cel": {"expression": f'device.attributes["{DRIVER}"].productName == "NVIDIA A100"'}}]
     requests: dict[str, Any] = {
         "OneGPU": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}],
+        "NoClaims": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}],
         "FirstAvailable": [
             {
                 "name": "gpu",
@@ -110,13 +112,14 @@ def cluster(nodes: int, pods: int, shape: str) -> LoadedObjects:
             ResourceClaimTemplate,
         )
     )
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "gpu"}] if shape != "NoClaims" else []
     for i in range(pods):
         objects.pods.append(
             msgspec.convert(
                 {
                     "metadata": {"name": f"pod-{i:05d}", "namespace": "default"},
                     "spec": {
-                        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}],
+                        "resourceClaims": claims,
                         "containers": [
                             {
                                 "name": "c",
@@ -158,7 +161,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=2000)
     args = parser.parse_args()
     nodes, pods = (500, 200) if args.quick else (args.nodes, args.pods)
-    for case in ("OneGPU", "FirstAvailable"):
+    for case in ("NoClaims", "OneGPU", "FirstAvailable"):
         print(json.dumps(run(case, nodes, pods)))
         sys.stdout.flush()
 

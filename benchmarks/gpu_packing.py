@@ -27,7 +27,14 @@ Figures (all after the run settles):
 * `avoidSpotOnSpot` — pods that did not opt in to spot (`spot.kubesched.io/policy`) bound on spot.
 
 Exit status 1 when gpu-scheduler schedules fewer GPU pods than the default profile, strands more
-GPUs, or leaves a partial gang. Run: `.venv/bin/python benchmarks/gpu_packing.py [--seed N]`.
+GPUs, or leaves a partial gang. Run: `.venv/bin/python benchmarks/gpu_packing.py [--seed N] [--dra]`.
+
+`--dra` runs the same cluster the way a DRA cluster describes it: each GPU node's `nvidia.com/gpu`
+becomes a ResourceSlice of the `gpu.nvidia.com` driver (one device per GPU, `productName` and
+`memory` from the node's GPU Feature Discovery labels), each GPU pod asks for its GPUs through its
+own ResourceClaim (class `gpu.nvidia.com`, `count` = its former request) instead of the extended
+resource, and running GPU pods hold allocated claims. Both profiles then allocate through
+DynamicResources; gpu-scheduler's GPUScheduler reads GPUs from the slices and claims.
 """
 
 from __future__ import annotations
@@ -39,8 +46,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from kubesched.api.loader import LoadedObjects, load_paths
-from kubesched.api.objects import Node
+from kubesched.api.objects import Container, Node, PodResourceClaim, ResourceClaimReference
+from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.api.resources import pod_requests
 from kubesched.config import load_config
 from kubesched.plugins import default_registry
@@ -68,14 +78,18 @@ def is_spot(node: Node) -> bool:
     return any(node.metadata.labels.get(k) == v for k, v in SPOT_LABELS.items())
 
 
-def measure(profile: str, report: Report, objects: LoadedObjects) -> dict[str, Any]:
-    """The figures of one run, from its report and the scenario's objects."""
+def measure(profile: str, report: Report, objects: LoadedObjects, original: LoadedObjects) -> dict[str, Any]:
+    """The figures of one run, from its report and the scenario's objects (GPU counts from the
+    `original` device-plugin form, which the DRA form asks for through claims instead)."""
     pods = {key(p.metadata.namespace or "default", p.metadata.name): p for p in objects.pods}
-    nodes = {n.metadata.name: n for n in objects.nodes}
+    nodes = {n.metadata.name: n for n in original.nodes}
     bound: dict[str, str] = {
         key(r.namespace, r.name): r.node for r in report.pods if r.result == "Scheduled" and r.node
     }
-    gpu_of = {k: pod_requests(p).get(GPU, 0) for k, p in pods.items()}
+    gpu_of = {
+        key(p.metadata.namespace or "default", p.metadata.name): pod_requests(p).get(GPU, 0)
+        for p in original.pods
+    }
     pending_gpu = [k for k, p in pods.items() if not p.spec.node_name and gpu_of[k] > 0]
 
     # Free GPUs per node after the run: allocatable minus the requests of the pods on it.
@@ -145,11 +159,107 @@ def measure(profile: str, report: Report, objects: LoadedObjects) -> dict[str, A
     }
 
 
-def run(profile: str, config_file: str, objects: LoadedObjects, seed: int) -> dict[str, Any]:
+def run(
+    profile: str, config_file: str, objects: LoadedObjects, original: LoadedObjects, seed: int
+) -> dict[str, Any]:
     registry = default_registry()
     config = load_config(str(SCENARIO / config_file), registry)
     report = simulate(objects, config, registry, seed=seed)
-    return measure(profile, report, objects)
+    return measure(profile, report, objects, original)
+
+
+DRA_DRIVER = "gpu.nvidia.com"
+
+
+def as_dra(objects: LoadedObjects) -> LoadedObjects:
+    """The same cluster with GPUs in ResourceSlices and claims instead of `nvidia.com/gpu`."""
+    out = LoadedObjects(
+        **{f: list(getattr(objects, f)) for f in ("namespaces", "priority_classes", "pod_groups")}
+    )
+    selector = {"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}
+    out.device_classes.append(
+        msgspec.convert({"metadata": {"name": DRA_DRIVER}, "spec": {"selectors": [selector]}}, DeviceClass)
+    )
+    free: dict[str, list[str]] = {}
+    for node in objects.nodes:
+        gpus = int(node.effective_allocatable().get(GPU, 0))
+        if gpus:
+            labels = node.metadata.labels
+            allocatable = {r: v for r, v in node.status.allocatable.items() if r != GPU}
+            capacity = {r: v for r, v in node.status.capacity.items() if r != GPU}
+            status = msgspec.structs.replace(node.status, allocatable=allocatable, capacity=capacity)
+            node = msgspec.structs.replace(node, status=status)
+            devices = [
+                {
+                    "name": f"gpu-{i}",
+                    "attributes": {
+                        "type": {"string": "gpu"},
+                        "productName": {"string": labels.get("nvidia.com/gpu.product", "unknown")},
+                        "index": {"int": i},
+                    },
+                    "capacity": {"memory": {"value": f"{labels.get(GPU_MEMORY_LABEL, '0')}Mi"}},
+                }
+                for i in range(gpus)
+            ]
+            free[node.metadata.name] = [d["name"] for d in devices]
+            name = node.metadata.name
+            slice_doc = {
+                "metadata": {"name": f"{name}-gpus"},
+                "spec": {
+                    "driver": DRA_DRIVER,
+                    "nodeName": name,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": devices,
+                },
+            }
+            out.resource_slices.append(msgspec.convert(slice_doc, ResourceSlice))
+        out.nodes.append(node)
+    for pod in objects.pods:
+        need = pod_requests(pod).get(GPU, 0)
+        if not need:
+            out.pods.append(pod)
+            continue
+        namespace = pod.metadata.namespace or "default"
+        claim_name = f"{pod.metadata.name}-gpu"
+        claim: dict[str, Any] = {
+            "metadata": {"name": claim_name, "namespace": namespace},
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": DRA_DRIVER, "count": need}}]
+                }
+            },
+        }
+        if pod.spec.node_name:  # running: its devices are allocated already
+            taken, free[pod.spec.node_name] = free[pod.spec.node_name][:need], free[pod.spec.node_name][need:]
+            results = [
+                {"request": "gpu", "driver": DRA_DRIVER, "pool": pod.spec.node_name, "device": d}
+                for d in taken
+            ]
+            claim["status"] = {"allocation": {"devices": {"results": results}}}
+        out.resource_claims.append(msgspec.convert(claim, ResourceClaim))
+
+        def strip(containers: list[Container]) -> list[Container]:
+            return [
+                msgspec.structs.replace(
+                    c,
+                    resources=msgspec.structs.replace(
+                        c.resources,
+                        requests={r: v for r, v in c.resources.requests.items() if r != GPU},
+                        limits={r: v for r, v in c.resources.limits.items() if r != GPU},
+                        claims=[ResourceClaimReference(name="gpu")] if c is containers[0] else [],
+                    ),
+                )
+                for c in containers
+            ]
+
+        spec = msgspec.structs.replace(
+            pod.spec,
+            containers=strip(pod.spec.containers),
+            init_containers=strip(pod.spec.init_containers),
+            resource_claims=[PodResourceClaim(name="gpu", resource_claim_name=claim_name)],
+        )
+        out.pods.append(msgspec.structs.replace(pod, spec=spec))
+    return out
 
 
 ROWS = (
@@ -200,9 +310,13 @@ def check(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--seed", type=int, default=0, help="tie-breaking seed (default 0)")
+    parser.add_argument("--dra", action="store_true", help="the same cluster with GPUs in ResourceSlices")
     args = parser.parse_args(argv)
-    objects = load_paths([SCENARIO / "cluster"])
-    results = {profile: run(profile, config, objects, args.seed) for profile, config in RUNS}
+    original = load_paths([SCENARIO / "cluster"])
+    objects = as_dra(original) if args.dra else original
+    results = {profile: run(profile, config, objects, original, args.seed) for profile, config in RUNS}
+    for result in results.values():
+        result["dra"] = args.dra
     for result in results.values():
         print(json.dumps(result))
     print(table(list(results.values())), file=sys.stderr)

@@ -66,7 +66,13 @@ import msgspec
 from kubesched.cluster.kube.client import ApiError as KubeApiError
 from kubesched.cluster.kube.client import KubeClient
 from kubesched.testing.controlplane import ControlPlane, ManagedProcess
-from kubesched.testing.fake_nodes import ApiClient, create_fake_nodes, create_namespace, pod_manifest
+from kubesched.testing.fake_nodes import (
+    ApiClient,
+    ApiError,
+    create_fake_nodes,
+    create_namespace,
+    pod_manifest,
+)
 
 #: scheduler_perf's pod-default.yaml requests.
 POD_CPU = "100m"
@@ -144,14 +150,29 @@ def free_port() -> int:
 # --------------------------------------------------------------------------- pods
 
 
-def create_pods(api: ApiClient, namespace: str, count: int, scheduler: str) -> list[str]:
-    """`count` SchedulingBasic pods, named `pod-00000`...; pending, for `scheduler`."""
+def create_pods(
+    api: ApiClient, namespace: str, count: int, scheduler: str, *, dra: bool = False
+) -> list[str]:
+    """`count` SchedulingBasic pods, named `pod-00000`...; pending, for `scheduler`. With `dra`, each
+    pod also has its own ResourceClaim for one GPU of the `gpu.kubesched.bench` driver."""
     names = [f"pod-{i:05d}" for i in range(count)]
 
     def make(name: str) -> None:
         manifest = pod_manifest(
             name, namespace=namespace, cpu=POD_CPU, memory=POD_MEMORY, scheduler_name=scheduler
         )
+        if dra:
+            api.post(
+                f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims",
+                {
+                    "metadata": {"name": f"{name}-gpu"},
+                    "spec": {
+                        "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRA_DRIVER}}]}
+                    },
+                },
+            )
+            manifest["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"{name}-gpu"}]
+            manifest["spec"]["containers"][0].setdefault("resources", {})["claims"] = [{"name": "gpu"}]
         api.post(f"/api/v1/namespaces/{namespace}/pods", manifest)
 
     with ThreadPoolExecutor(CREATE_THREADS, thread_name_prefix="create") as pool:
@@ -176,6 +197,48 @@ def delete_pods(api: ApiClient, namespace: str) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError(f"pods of {namespace} still there after {DELETE_TIMEOUT:.0f} s")
         time.sleep(0.2)
+
+
+DRA_DRIVER = "gpu.kubesched.bench"
+DRA_GPUS_PER_NODE = 8
+
+
+def publish_gpus(api: ApiClient, nodes: Sequence[str]) -> None:
+    """A DeviceClass and one ResourceSlice of 8 GPUs per node, as a DRA driver would publish them."""
+    with contextlib.suppress(ApiError):
+        api.post(
+            "/apis/resource.k8s.io/v1/deviceclasses",
+            {
+                "metadata": {"name": DRA_DRIVER},
+                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]},
+            },
+        )
+
+    def publish(node: str) -> None:
+        devices = [
+            {
+                "name": f"gpu-{i}",
+                "attributes": {"productName": {"string": "NVIDIA H100"}, "index": {"int": i}},
+            }
+            for i in range(DRA_GPUS_PER_NODE)
+        ]
+        with contextlib.suppress(ApiError):  # already published for a smaller node count
+            api.post(
+                "/apis/resource.k8s.io/v1/resourceslices",
+                {
+                    "metadata": {"name": f"{node}-gpus"},
+                    "spec": {
+                        "driver": DRA_DRIVER,
+                        "nodeName": node,
+                        "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                        "devices": devices,
+                    },
+                },
+            )
+
+    with ThreadPoolExecutor(CREATE_THREADS, thread_name_prefix="slices") as pool:
+        for _ in pool.map(publish, nodes):
+            pass
 
 
 # --------------------------------------------------------------------------- raw binds
@@ -400,6 +463,8 @@ class Bench:
     watch_client: KubeClient
     raw: RawBinder
     baseline_src: Path | None = None
+    #: Pods with a one-GPU ResourceClaim each, on nodes publishing ResourceSlices (`--dra`).
+    dra: bool = False
     seq: itertools.count[int] = field(default_factory=itertools.count)
 
     def namespace(self, phase: str, nodes: int) -> str:
@@ -456,7 +521,7 @@ class Bench:
     def scheduler_phase(self, phase: str, nodes: int, pods: int) -> dict[str, Any]:
         scheduler_name = "default-scheduler" if phase == "upstream" else "kubesched"
         ns = self.namespace(phase, nodes)
-        create_pods(self.api, ns, pods, scheduler_name)
+        create_pods(self.api, ns, pods, scheduler_name, dra=self.dra)
         watch = BindWatch(self.watch_client, ns, pods, current_resource_version(self.api, ns))
         watch.start()
         started = time.perf_counter()
@@ -535,6 +600,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="phases in order; repeat them to interleave runs",
     )
     parser.add_argument(
+        "--dra",
+        action="store_true",
+        help="every node publishes 8 GPUs in a ResourceSlice; every pod claims one (DynamicResources)",
+    )
+    parser.add_argument(
         "--baseline-src",
         type=Path,
         metavar="DIR",
@@ -558,13 +628,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 str(cp.kubeconfig_path), qps=0, burst=1, name="bench-watch"
             ) as watcher,
         ):
-            bench = Bench(cp, api, watcher, RawBinder(cp), args.baseline_src)
+            bench = Bench(cp, api, watcher, RawBinder(cp), args.baseline_src, dra=args.dra)
             node_names: list[str] = []
             for count, pods in zip(args.nodes, args.pods, strict=True):
                 t0 = time.monotonic()
                 node_names += create_fake_nodes(
                     api, count - len(node_names), start=len(node_names), concurrency=8
                 )
+                if args.dra:
+                    publish_gpus(api, node_names)
                 note(f"{count} nodes ready ({time.monotonic() - t0:.1f} s to add them)")
                 by_phase: dict[str, float | None] = {}
                 for phase in args.phases:
@@ -591,7 +663,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "cores": os.cpu_count(),
             "load_average_1m_at_end": load_average(),
             "wall_seconds": round(time.monotonic() - run_started, 1),
-            "pod_shape": {"cpu": POD_CPU, "memory": POD_MEMORY, "image": "pause"},
+            "pod_shape": {"cpu": POD_CPU, "memory": POD_MEMORY, "image": "pause", "gpu_claim": args.dra},
             "client": {"qps": QPS, "burst": BURST},
             # A list per phase: phases may be repeated (interleaved before/after runs).
             "pods_per_second": _by_phase(figures, "pods_per_second"),

@@ -18,7 +18,7 @@ from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.fake_nodes import ApiClient
 from kubesched.testing.faults import SCENARIOS, Scale, fault_control_plane, run_scenario
 
-pytestmark = pytest.mark.xdist_group("faults")
+pytestmark = [pytest.mark.xdist_group("faults"), pytest.mark.timeout(1200)]
 
 SCALE = Scale(nodes=30, pods=200, qps=50, burst=100, lease=(4, 3, 1), settle_timeout=90.0)
 #: Scenarios where Events can be lost: a process killed by SIGKILL takes its unsent Events with it,

@@ -72,7 +72,17 @@ from kubesched.api.strict import unknown_field
 from kubesched.api.workloads import check_workload
 from kubesched.errors import InputError
 
-__all__ = ["FILE_SUFFIXES", "LoadedObject", "LoadedObjects", "load_documents", "load_paths", "manifest_files"]
+__all__ = [
+    "FILE_SUFFIXES",
+    "LoadedObject",
+    "LoadedObjects",
+    "decode_object",
+    "load_documents",
+    "load_paths",
+    "manifest_files",
+    "parse_documents",
+    "read_text",
+]
 
 #: Any object the loader returns.
 LoadedObject = (
@@ -364,6 +374,35 @@ def _decode_object(
         skipped[kind] = skipped.get(kind, 0) + 1
 
 
+def decode_object(doc: Any) -> LoadedObject | None:
+    """One object of a kind the loader knows, or None for another kind (a `List` is not one object).
+
+    For documents that embed objects (scenario timelines): `InputError.path` is relative to `doc`.
+    """
+    out: list[LoadedObject] = []
+    if isinstance(doc, dict) and _is_list(str(doc.get("kind") or ""), doc):
+        raise InputError("expected one object, got a list")
+    _decode_object(doc, out, {})
+    return out[0] if out else None
+
+
+def parse_documents(text: str, source: str) -> list[Any]:
+    """The documents of a YAML or JSON text, undecoded (nulls and empty documents included).
+
+    JSON is tried first when the text looks like it (msgspec is much faster than YAML on it).
+    Raises `InputError` (source = `source`) with the line and column of a syntax error.
+    """
+    is_json_file = source.endswith(".json")
+    stripped = text.lstrip()
+    if stripped.startswith("{") or (is_json_file and stripped):
+        try:
+            return _parse_json(text, source)
+        except InputError:
+            if is_json_file:
+                raise
+    return _parse_yaml(text, source)
+
+
 def load_documents(text: str, source: str, *, skipped: dict[str, int] | None = None) -> list[LoadedObject]:
     """Decode every supported object in `text` (YAML or JSON); `source` names it in errors.
 
@@ -378,19 +417,7 @@ def _load_located(
 ) -> tuple[list[LoadedObject], list[str]]:
     """`load_documents`, plus where in the file each object is (`document 2: items[3]`)."""
     counts: dict[str, int] = {} if skipped is None else skipped
-    is_json_file = source.endswith(".json")
-    stripped = text.lstrip()
-    documents: list[Any] | None = None
-    if stripped.startswith("{") or (is_json_file and stripped):
-        # JSON decodes much faster with msgspec; other text falls back to YAML (a superset).
-        try:
-            documents = _parse_json(text, source)
-        except InputError:
-            if is_json_file:
-                raise
-    if documents is None:
-        documents = _parse_yaml(text, source)
-
+    documents = parse_documents(text, source)
     out: list[LoadedObject] = []
     where: list[str] = []
     several = len(documents) > 1
@@ -460,6 +487,11 @@ def _read(path: Path, source: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise InputError(f"not UTF-8 text (byte {err.start})", source=source) from None
+
+
+def read_text(path: str | Path) -> str:
+    """A manifest file's text (UTF-8, BOM allowed); `InputError` naming the file when unreadable."""
+    return _read(Path(path), str(path))
 
 
 def load_paths(paths: Sequence[str | Path]) -> LoadedObjects:

@@ -7,6 +7,7 @@ import sys
 
 from kubesched.cli.inputs import DEMO_DIR, load_inputs
 from kubesched.errors import InputError, did_you_mean
+from kubesched.framework.registry import Registry
 from kubesched.simulate.report import POD_SELECTIONS
 
 __all__ = ["DEMO_DIR", "add_simulate_command"]
@@ -27,7 +28,19 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
     sim.add_argument(
         "--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: upstream defaults)"
     )
-    sim.add_argument("--output", "-o", choices=("table", "json"), default="table", help="report format")
+    sim.add_argument(
+        "--scenario",
+        metavar="FILE",
+        help="replay this timeline of creates and deletes in virtual time (docs/scenarios.md); "
+        "PATHs, if given, are the cluster at 0s",
+    )
+    sim.add_argument(
+        "--output",
+        "-o",
+        choices=("table", "json", "html"),
+        default="table",
+        help="report format; html is one self-contained page with charts (redirect it to a file)",
+    )
     sim.add_argument(
         "--explain",
         action="store_true",
@@ -75,6 +88,10 @@ def _simulate(args: argparse.Namespace) -> int:
     from kubesched.simulate.table import TableOptions, render_table
 
     registry = default_registry()
+    if args.output == "html" and sys.stdout.isatty():
+        raise InputError("--output html writes a whole web page: redirect it to a file (> report.html)")
+    if args.scenario is not None:
+        return _replay(args, registry)
     objects, config = load_inputs(args.paths, args.config, registry)
     wanted = frozenset(args.pod)
     pending = {
@@ -95,6 +112,10 @@ def _simulate(args: argparse.Namespace) -> int:
     report = select(report, pods=args.pods, keys=wanted, nodes=not args.no_nodes)
     if args.output == "json":
         sys.stdout.buffer.write(to_json(report) + b"\n")
+    elif args.output == "html":
+        from kubesched.simulate.html import snapshot_html
+
+        sys.stdout.buffer.write(snapshot_html(report))
     else:
         options = TableOptions(
             explain=args.explain, scores=args.scores or bool(wanted), nodes=not args.no_nodes
@@ -111,3 +132,38 @@ def _check_pod_names(wanted: frozenset[str], pending: set[str]) -> None:
                 hint = did_you_mean(f"default/{key}", pending) or did_you_mean(key, pending)
                 raise InputError(f"expected NAMESPACE/NAME, got {key!r}{hint}", source="--pod")
             raise InputError(f"no pending pod {key} in the input{did_you_mean(key, pending)}", source="--pod")
+
+
+def _replay(args: argparse.Namespace, registry: Registry) -> int:
+    """`--scenario FILE`: replay a timeline (after the objects of PATHs, created at 0s)."""
+    from kubesched.api.loader import load_paths
+    from kubesched.cli._console import stdout_console
+    from kubesched.config import default_config, load_config
+    from kubesched.simulate.progress import progress_reporter
+    from kubesched.simulate.replay import replay
+    from kubesched.simulate.replay_report import replay_to_json
+    from kubesched.simulate.replay_table import render_replay_table
+    from kubesched.simulate.scenario import load_scenario
+
+    config = load_config(args.config, registry) if args.config else default_config(registry)
+    scenario = load_scenario(args.scenario)
+    initial = load_paths(args.paths) if args.paths else None
+    with progress_reporter(enabled=sys.stderr.isatty(), label="replaying") as progress:
+        report = replay(
+            scenario,
+            config,
+            registry,
+            initial=initial,
+            seed=args.seed,
+            explain=args.explain,
+            progress=progress,
+        )
+    if args.output == "json":
+        sys.stdout.buffer.write(replay_to_json(report) + b"\n")
+    elif args.output == "html":
+        from kubesched.simulate.html import replay_html
+
+        sys.stdout.buffer.write(replay_html(report))
+    else:
+        render_replay_table(report, stdout_console())
+    return 0

@@ -34,6 +34,10 @@ class EventHandler(Protocol):
 
     def on_node_add(self, node: Node) -> None: ...
 
+    def on_node_update(self, old: Node, new: Node) -> None: ...
+
+    def on_node_delete(self, node: Node) -> None: ...
+
     def on_pod_add(self, pod: Pod) -> None: ...
 
     def on_pod_update(self, old: Pod, new: Pod) -> None: ...
@@ -133,6 +137,50 @@ class MemoryCluster:
                     raise
                 on_error(pod, exc)
 
+    # ------------------------------------------------------------------ changes from outside
+    # What users and controllers do to a cluster over time (a scenario replay drives these).
+
+    def add_node(self, node: Node) -> None:
+        """A node joins (or, when one of that name exists, is replaced)."""
+        name = node.metadata.name
+        old = self.nodes.get(name)
+        self.nodes[name] = node
+        for h in self._handlers:
+            if old is None:
+                h.on_node_add(node)
+            else:
+                h.on_node_update(old, node)
+
+    def remove_node(self, name: str) -> Node | None:
+        """A node leaves; the pods bound to it are the caller's to delete (as PodGC would)."""
+        node = self.nodes.pop(name, None)
+        if node is not None:
+            for h in self._handlers:
+                h.on_node_delete(node)
+        return node
+
+    def update_pod(self, pod: Pod, *, on_error: Any = None) -> Pod:
+        """Replace a pod that is not bound yet (labels, gates, ...); ClusterError if unknown or bound."""
+        prepared = self.admit(pod)
+        key = pod_key(prepared)
+        old = self.pods.get(key)
+        if old is None:
+            raise ClusterError(f'pods "{prepared.metadata.name}" not found')
+        if old.spec.node_name:
+            raise ClusterError(f"pod {prepared.key} is already bound to node {old.spec.node_name!r}")
+        self.pods[key] = prepared
+        self._deliver(lambda h: h.on_pod_update(old, prepared), prepared, on_error)
+        return prepared
+
+    def _deliver(self, call: Any, pod: Pod, on_error: Any) -> None:
+        for h in self._handlers:
+            try:
+                call(h)
+            except Exception as exc:
+                if on_error is None:
+                    raise
+                on_error(pod, exc)
+
     def _ordered_pods(self) -> Iterable[Pod]:
         """Running pods before pending ones, so pending pods see the capacity already used."""
         pods = list(self.pods.values())
@@ -189,10 +237,11 @@ class MemoryCluster:
             status = msgspec.structs.replace(current.status, nominated_node_name=node_name)
             self.pods[key] = msgspec.structs.replace(current, status=status)
 
-    def create_pod(self, pod: Pod) -> Pod:
+    def create_pod(self, pod: Pod, *, on_error: Any = None) -> Pod:
         """Admit and store a new pod (what a controller's POST does), and deliver it to the watchers.
 
-        Returns the pod as stored. Refuses a name already taken in its namespace.
+        Returns the pod as stored. Refuses a name already taken in its namespace. `on_error(pod, exc)`
+        receives a watcher's refusal (e.g. an invalid quantity), so the other watchers still see it.
         """
         admitted = self.admit(pod)
         key = pod_key(admitted)
@@ -206,8 +255,7 @@ class MemoryCluster:
                 self._claim_event(None, claim)
         self.pods[key] = admitted
         self._names.add(name)
-        for h in self._handlers:
-            h.on_pod_add(admitted)
+        self._deliver(lambda h: h.on_pod_add(admitted), admitted, on_error)
         return admitted
 
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:

@@ -57,6 +57,10 @@ from kubesched.scheduler.scheduler import ProfileSpec
 
 __all__ = ["Binder", "EngineError", "ExtenderEngine", "NotReady"]
 
+#: Plugins only the scheduler that binds can run: DynamicResources allocates devices at Reserve and
+#: writes them at PreBind, which no extender verb offers.
+_SCHEDULER_ONLY = frozenset({"DynamicResources"})
+
 log = logging.getLogger(__name__)
 
 #: Binds `pod` to a node through the API; raises on failure. `BindConflict.node` is honoured.
@@ -159,6 +163,15 @@ class ExtenderEngine:
         self.profile_name = spec.scheduler_name
         self.current_table: NodeTable = NodeTable([])
         points = {point: list(refs) for point, refs in spec.points.items()}
+        if any(name in _SCHEDULER_ONLY for refs in points.values() for name, _ in refs):
+            # kube-scheduler allocates devices itself; the extender protocol has no Reserve or PreBind
+            # to write an allocation with, and no PreFilter state that would survive to them.
+            log.info(
+                "profile %s: %s left out of the extender's verbs (kube-scheduler runs it)",
+                spec.scheduler_name,
+                ", ".join(sorted(_SCHEDULER_ONLY)),
+            )
+            points = {p: [r for r in refs if r[0] not in _SCHEDULER_ONLY] for p, refs in points.items()}
         for point, plugin in _REQUIRED_POINTS.items():
             if not points.get(point):
                 points[point] = [(plugin, 0)]

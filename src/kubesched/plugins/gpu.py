@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api.objects import Pod
+from kubesched.api.resource import ResourceClaim
 from kubesched.api.resources import pod_requests
 from kubesched.api.selectors import qualified_name_error
 from kubesched.errors import FieldErrors, InputError
@@ -52,6 +53,8 @@ from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE
+from kubesched.plugins._dra_gpus import DraGpuView, pod_claim_device_count
+from kubesched.plugins._volumes import ListerSource
 from kubesched.plugins.node_resources_fit import is_extended_resource
 
 __all__ = [
@@ -73,6 +76,10 @@ __all__ = [
 ]
 
 GPU_RESOURCE = "nvidia.com/gpu"
+#: NVIDIA's DRA driver: GPUs published in ResourceSlices instead of as an extended resource.
+DRA_GPU_DRIVER = "gpu.nvidia.com"
+#: The pseudo-resource a DRA pod's GPU need is accounted under.
+DRA_GPUS = "DRA GPUs"
 MIG_RESOURCE_PATTERN = "nvidia.com/mig-*"
 #: NVIDIA GPU Feature Discovery node labels (memory is MiB per GPU, or per MIG device).
 LABEL_GPU_MEMORY = "nvidia.com/gpu.memory"
@@ -135,6 +142,8 @@ class GPUSchedulerArgs(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     memory_label: str = LABEL_GPU_MEMORY
     product_label: str = LABEL_GPU_PRODUCT
     family_label: str = LABEL_GPU_FAMILY
+    #: DRA drivers whose ResourceSlices hold whole GPUs (pods with ResourceClaims are scored by them).
+    dra_drivers: list[str] = msgspec.field(default_factory=lambda: [DRA_GPU_DRIVER])
 
     def validate(self) -> list[InputError]:
         """Field errors with paths relative to the args, e.g. `resourcePatterns[0]`."""
@@ -273,6 +282,8 @@ class _GpuPod:
     min_memory: int
     products: tuple[str, ...]
     families: tuple[str, ...]
+    #: The GPUs come from ResourceClaims (DRA): counts and products are read from ResourceSlices.
+    dra: bool = False
 
     @property
     def total(self) -> int:
@@ -311,11 +322,13 @@ class GPUScheduler(
 
     name: ClassVar[str] = "GPUScheduler"
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
-    listed_kinds: ClassVar[tuple[str, ...]] = ()
+    listed_kinds: ClassVar[tuple[str, ...]] = ("ResourceSlice", "ResourceClaim")
     args_type: ClassVar[type[GPUSchedulerArgs]] = GPUSchedulerArgs
 
-    def __init__(self, args: GPUSchedulerArgs | None = None) -> None:
+    def __init__(self, args: GPUSchedulerArgs | None = None, handle: ListerSource | None = None) -> None:
         self.args = args if args is not None else GPUSchedulerArgs()
+        self._handle = handle
+        self._dra = DraGpuView(self.args.dra_drivers)
         errors = self.args.validate()
         if errors:
             raise FieldErrors(errors)
@@ -347,6 +360,11 @@ class GPUScheduler(
                 key=lambda item: self._order(item[0]),
             )
         )
+        dra = False
+        if not needs and pod.spec.resource_claims and self._handle is not None and self.args.dra_drivers:
+            count = pod_claim_device_count(pod, self._claims_by_key())
+            if count > 0:
+                needs, dra = ((DRA_GPUS, count),), True
         if not needs:  # GPU annotations on a pod that requests no GPU mean nothing
             return _GpuPod((), 0, (), ())
         annotations = pod.metadata.annotations
@@ -364,7 +382,68 @@ class GPUScheduler(
             min_memory = int(text)
         products = _patterns(annotations.get(self.args.product_annotation))
         families = _patterns(annotations.get(self.args.family_annotation))
-        return _GpuPod(needs, min_memory, products, families)
+        return _GpuPod(needs, min_memory, products, families, dra)
+
+    # ------------------------------------------------------------------ DRA clusters
+    def _claims_by_key(self) -> dict[str, ResourceClaim]:
+        claims: Sequence[ResourceClaim] = self._handle.lister("ResourceClaim") if self._handle else ()
+        return {c.key: c for c in claims}
+
+    def _dra_rows(
+        self, table: NodeTable, rows: npt.NDArray[np.intp]
+    ) -> tuple[IntArray, IntArray, IntArray, list[frozenset[str]]]:
+        handle = self._handle
+        self._dra.refresh(
+            handle.lister("ResourceSlice") if handle else (), handle.lister("ResourceClaim") if handle else ()
+        )
+        view = self._dra.rows(table)
+        return view.total[rows], view.used[rows], view.memory_mib[rows], [view.products[i] for i in rows]
+
+    def _dra_filter_nodes(self, s: _GpuPod, nodes: NodeSet) -> BatchFilterResult:
+        """Product and memory against the node's GPUs in ResourceSlices; the count is
+        DynamicResources' to check (it allocates the very devices)."""
+        n = len(nodes)
+        codes = np.full(n, -1, dtype=np.int32)
+        if not s.products and s.min_memory <= 0:
+            return BatchFilterResult(codes, [])
+        _, _, memory, products = self._dra_rows(nodes.table, nodes.rows)
+        distinct: dict[Status, int] = {}
+        for i in range(n):
+            reasons = []
+            if s.min_memory > 0 and memory[i] < s.min_memory:
+                have = int(memory[i]) if memory[i] >= 0 else None
+                reasons.append(_memory_reason(s.min_memory, have, "ResourceSlice GPU memory"))
+            if s.products and not any(_matches(p, s.products) for p in products[i]):
+                shown = ", ".join(sorted(products[i])) or None
+                reasons.append(_mismatch_reason("product", s.products, shown, "ResourceSlice productName"))
+            if reasons:
+                codes[i] = distinct.setdefault(
+                    Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons), len(distinct)
+                )
+        return BatchFilterResult(codes, list(distinct))
+
+    def _dra_scores(self, s: _GpuPod, nodes: NodeSet) -> Scores:
+        """The same packed key as for device-plugin GPUs, from the GPUs in ResourceSlices and claims."""
+        total, used, memory, products = self._dra_rows(nodes.table, nodes.rows)
+        free = np.maximum(total - used, 0)
+        fits = free >= s.total
+        if s.products:
+            fits &= np.fromiter(
+                (any(_matches(p, s.products) for p in ps) for ps in products), bool, len(products)
+            )
+        if s.min_memory > 0:
+            fits &= memory >= s.min_memory
+        memory_tier = np.where(memory >= 0, _TIER_MAX - np.minimum(memory, _TIER_MAX), 0)
+        key = (fits.astype(np.int64) << _FITS_SHIFT) | memory_tier
+        if self._binpack:
+            key |= ((used > 0).astype(np.int64) << _PARTLY_SHIFT) | (
+                (_TIER_MAX - np.minimum(free, _TIER_MAX)) << _TIER_BITS
+            )
+        else:
+            left = np.maximum(free - s.total, 0)
+            key |= np.where(total > 0, left * _TIER_MAX // np.maximum(total, 1), 0) << _TIER_BITS
+        out: Scores = key.astype(np.int64)
+        return out
 
     def _state(self, state: CycleState, pod: Pod) -> _GpuPod | _Invalid:
         s = state.get(_STATE_KEY)
@@ -401,6 +480,9 @@ class GPUScheduler(
         s = self._state(state, pod)
         if isinstance(s, _Invalid):
             return s.status
+        if s.dra:
+            result = self._dra_filter_nodes(s, NodeTable([node_info]).all())
+            return None if result.codes[0] < 0 else result.statuses[int(result.codes[0])]
         if not s.needs:
             if self.args.keep_non_gpu_pods_off and self._gpu_amount(node_info.allocatable) > 0:
                 return Status.unschedulable_and_unresolvable(NON_GPU_POD_REASON)
@@ -440,6 +522,8 @@ class GPUScheduler(
         n = len(nodes)
         if isinstance(s, _Invalid):
             return BatchFilterResult.from_mask(np.zeros(n, dtype=np.bool_), s.status)
+        if s.dra:
+            return self._dra_filter_nodes(s, nodes)
         table, rows = nodes.table, nodes.rows
         if not s.needs:
             if not self.args.keep_non_gpu_pods_off:
@@ -550,6 +634,8 @@ class GPUScheduler(
         s = self._state(state, pod)
         if isinstance(s, _Invalid):
             return 0, s.status
+        if s.dra:
+            return int(self._dra_scores(s, NodeTable([node_info]).all())[0])
         alloc, used = node_info.allocatable, node_info.requested
         if not s.needs:  # keepNonGpuPodsOff: nodes without GPUs first
             return 0 if self._gpu_amount(alloc) > 0 else 1
@@ -579,6 +665,8 @@ class GPUScheduler(
         s = self._state(state, pod)
         if isinstance(s, _Invalid):
             raise ValueError(s.status.message())
+        if s.dra:
+            return self._dra_scores(s, nodes)
         table, rows = nodes.table, nodes.rows
         n = len(rows)
         if not s.needs:

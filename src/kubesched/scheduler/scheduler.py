@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -49,6 +49,8 @@ from kubesched.scheduler.queue import SchedulingQueue
 
 if TYPE_CHECKING:
     from kubesched.scheduler.extenders import Extenders
+
+T = TypeVar("T")
 
 
 #: Filter reasons an Attempt keeps for logs (the message has them all).
@@ -188,6 +190,14 @@ class _ProfileHandle:
     def lister(self, kind: str) -> Sequence[Any]:
         return self._s.port.lister(kind)
 
+    def shared_state(self, key: str, factory: Callable[[], T]) -> T:
+        """One object per key for every profile of this scheduler (upstream's shared listers and
+        DRA manager): e.g. the devices in use, which no two profiles may hand out twice."""
+        found = self._s.shared.get(key)
+        if found is None:
+            found = self._s.shared[key] = factory()
+        return cast(T, found)
+
     # -- ResourceClaim writes (DynamicResources' PreBind, Unreserve, PostFilter)
     def _claims_port(self) -> ResourceClaimPort:
         port = self._s.port
@@ -297,6 +307,8 @@ class Scheduler:
         self.options = options
         self.rng = random.Random(options.seed)
         self.cache = Cache()
+        #: objects every profile's plugins share (Handle.shared_state)
+        self.shared: dict[str, Any] = {}
         self.nominator = Nominator()
         self.waiting = WaitingPods()
         self.observer = observer or (lambda attempt: None)
@@ -345,7 +357,13 @@ class Scheduler:
         self.cache.remove_node(node.metadata.name)
 
     def on_object_event(self, resource: Resource, action: ActionType, old: Any, new: Any) -> None:
-        """Another kind changed (a ResourceClaim, a PV, ...): move pods waiting for such an event."""
+        """Another kind changed (a ResourceClaim, a PV, ...): plugins that keep a cache of such
+        objects (`on_cluster_object`) see it first, then pods waiting for such an event move."""
+        for fwk in self.frameworks.values():
+            for plugin in fwk.plugins.values():
+                observe = getattr(plugin, "on_cluster_object", None)
+                if observe is not None:
+                    observe(resource, old, new)
         self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)
 
     def on_pod_add(self, pod: Pod) -> None:
@@ -647,6 +665,7 @@ class Scheduler:
         binding = _Binding(fwk, state, qpi, node, assumed)
         binding.extra["result"] = result
         binding.extra["started"] = started
+        binding.extra["decided_on"] = self._node_version(node)
         if permit.waits:
             now = self.clock.now()
             deadlines = {p: now + t for p, t in permit.waits.items()}
@@ -761,6 +780,11 @@ class Scheduler:
         info = self.cache.node_info(b.node)
         if info is None:
             return "NodeGone", f"node {b.node} no longer exists"
+        if b.extra.get("decided_on") == self._node_version(b.node):
+            # Nothing on the node changed since the decision: it holds exactly as the Filters saw
+            # it. Re-filtering here could only disagree with them (ports are a set, see below), and
+            # an abandoned decision that is made again unchanged would loop for ever.
+            return None
         # The node with every other pod, accounted afresh (removing ours from a clone would also
         # drop a host port another pod holds too: ports are kept as a set).
         probe = NodeInfo(info.node, [pi for k, pi in info.pods.items() if k != key])
@@ -773,6 +797,12 @@ class Scheduler:
             if status is not None and not status.is_success():
                 return "NoLongerFits", f"node {b.node}: {status.message()}"
         return None
+
+    def _node_version(self, node: str) -> tuple[NodeInfo, int] | None:
+        """Which NodeInfo the cache has for `node` and how often it changed (None: no such node);
+        a node deleted and added again is another NodeInfo, so equal versions mean no change."""
+        info = self.cache.node_info(node)
+        return None if info is None else (info, info.generation)
 
     def _abandon(self, b: _Binding, reason: str, message: str) -> None:
         """Drop a decision before its bind is sent: undo Reserve and the assume, and put the pod

@@ -14,14 +14,16 @@ SHOW_AFTER_SECONDS = 0.5
 
 
 @contextmanager
-def progress_reporter(*, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+def progress_reporter(
+    *, enabled: bool, label: str = "scheduling"
+) -> Iterator[Callable[[int, int], None] | None]:
     """Yields a `callback(done, total)` for the runner, or None when disabled."""
     if not enabled:
         yield None
         return
     started = time.monotonic()
     bar = Progress(
-        TextColumn("scheduling"),
+        TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

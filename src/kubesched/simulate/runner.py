@@ -47,7 +47,9 @@ PER_NODE_MAX_NODES = 100
 
 
 @dataclass(slots=True)
-class _PodRecord:
+class PodRecord:
+    """What the report says about one pod, kept current from the scheduler's attempts."""
+
     pod: Pod
     result: str = "Gated"
     node: str | None = None
@@ -60,6 +62,29 @@ class _PodRecord:
     explanation: Explanation | None = None
     #: Pods this pod's preemptions evicted, over all its attempts.
     victims: list[str] = field(default_factory=list)
+
+    def observe(self, attempt: Attempt, *, explain: bool, per_node: bool) -> None:
+        """Fold one attempt (or binding cycle) of this pod into the record.
+
+        With `explain`, keep the per-reason explanation, and with `per_node` also every node's
+        filter verdict and scores.
+        """
+        if self.result != "Waiting":
+            self.attempts += 1
+        self.result = attempt.result
+        self.node = attempt.node
+        self.message = attempt.message
+        if attempt.result in ("Unschedulable", "Error"):
+            # Failed attempts carry the pod's current nomination (None once cleared); Waiting and
+            # Scheduled attempts do not, so a bound preemptor still shows where it was nominated.
+            self.nominated_node = attempt.nominated_node
+        self.victims.extend(attempt.victims)
+        self.pre_filter = attempt.pre_filter
+        if explain:
+            self.explanation = explain_attempt(attempt.filter, attempt.scores, chosen=attempt.node)
+            if per_node:
+                self.filter = attempt.filter
+                self.scores = attempt.scores
 
 
 @dataclass(slots=True)
@@ -132,7 +157,7 @@ def simulate_cluster(
     with_controllers = has_workloads(objects)
     cluster = MemoryCluster(with_room_for_controllers(objects) if with_controllers else objects, clock.now)
     controllers = WorkloadControllers(cluster, seed=seed) if with_controllers else None
-    records: dict[str, _PodRecord] = {}
+    records: dict[str, PodRecord] = {}
     ignored: list[Pod] = []
     profiles = profiles_from_config(config, registry)
     names = {p.scheduler_name for p in profiles}
@@ -142,7 +167,7 @@ def simulate_cluster(
         if pod.spec.node_name:
             return
         if pod.spec.scheduler_name in names:
-            records[pod_key(pod)] = _PodRecord(pod)
+            records[pod_key(pod)] = PodRecord(pod)
         else:
             ignored.append(pod)
 
@@ -158,22 +183,7 @@ def simulate_cluster(
         rec = records.get(pod_key(attempt.pod))
         if rec is None:
             return
-        if rec.result != "Waiting":
-            rec.attempts += 1
-        rec.result = attempt.result
-        rec.node = attempt.node
-        rec.message = attempt.message
-        if attempt.result in ("Unschedulable", "Error"):
-            # Failed attempts carry the pod's current nomination (None once cleared); Waiting and
-            # Scheduled attempts do not, so a bound preemptor still shows where it was nominated.
-            rec.nominated_node = attempt.nominated_node
-        rec.victims.extend(attempt.victims)
-        rec.pre_filter = attempt.pre_filter
-        if explain:
-            rec.explanation = explain_attempt(attempt.filter, attempt.scores, chosen=attempt.node)
-            if every_node or attempt.pod.key in detailed:
-                rec.filter = attempt.filter
-                rec.scores = attempt.scores
+        rec.observe(attempt, explain=explain, per_node=every_node or attempt.pod.key in detailed)
         if attempt.result == "Scheduled":
             tracker.mark(pod_key(attempt.pod))
 
@@ -333,13 +343,13 @@ def run_until_settled(
 
 
 def _build_report(
-    records: dict[str, _PodRecord],
+    records: dict[str, PodRecord],
     ignored: list[Pod],
     scheduler: Scheduler,
     seconds: float,
     cluster: MemoryCluster | None = None,
 ) -> Report:
-    pods = [_pod_result(rec, cluster) for rec in records.values()]
+    pods = [pod_result(rec, cluster) for rec in records.values()]
     pods.extend(
         PodResult(
             namespace=p.metadata.namespace,
@@ -351,7 +361,7 @@ def _build_report(
         for p in ignored
     )
     table = scheduler.cache.snapshot()
-    nodes = [_node_usage(info) for info in sorted(table.infos, key=lambda i: i.name)]
+    nodes = [node_usage(info) for info in sorted(table.infos, key=lambda i: i.name)]
     counts = {
         r: sum(1 for p in pods if p.result == r) for r in ("Scheduled", "Unschedulable", "Error", "Gated")
     }
@@ -402,7 +412,7 @@ def _allocated_devices(pod: Pod, cluster: MemoryCluster) -> list[AllocatedDevice
     return out
 
 
-def _pod_result(rec: _PodRecord, cluster: MemoryCluster | None = None) -> PodResult:
+def pod_result(rec: PodRecord, cluster: MemoryCluster | None = None) -> PodResult:
     pod = rec.pod
     filter_ = {node: verdict(st) for node, st in sorted((rec.filter or {}).items())}
     scores = {
@@ -431,7 +441,7 @@ def _pod_result(rec: _PodRecord, cluster: MemoryCluster | None = None) -> PodRes
     )
 
 
-def _node_usage(info: NodeInfo) -> NodeUsage:
+def node_usage(info: NodeInfo) -> NodeUsage:
     alloc = info.allocatable
     names: list[str] = [r for r in ("cpu", "memory", "ephemeral-storage") if r in alloc]
     names += sorted(r for r in alloc if r not in names and r != PODS)

@@ -287,3 +287,103 @@ def test_deleted_pod_frees_its_devices() -> None:
     assert [r.uid for r in stored.status.reserved_for] == [victim.metadata.uid]
     cluster.delete_pod(victim, reason="Preempted", message="")
     assert cluster.claims.all() == []  # the pod's generated claim goes with it
+
+
+def test_two_profiles_never_hand_out_one_device() -> None:
+    from kubesched.config import decode_config
+
+    config_text = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: other
+"""
+    registry = default_registry(entry_points=False)
+    config = decode_config(config_text, "config.yaml", registry)
+    objects = load(CLASS, nodes_with_gpus(count=1, gpus=1), pod("a"), pod("b", schedulerName="other"))
+    report = simulate(objects, config, registry)
+    assert sorted(p.result for p in report.pods) == ["Scheduled", "Unschedulable"]
+
+
+def test_gpu_dra_example_gives_each_device_once() -> None:
+    from pathlib import Path
+
+    from kubesched.api.loader import load_paths
+    from kubesched.config import load_config
+
+    root = Path(__file__).resolve().parents[3] / "examples" / "gpu-dra"
+    registry = default_registry(entry_points=False)
+    report = simulate(
+        load_paths([root / "cluster"]), load_config(str(root / "scheduler-config.yaml"), registry), registry
+    )
+    devices = [(d.pool, d.device) for p in report.pods for d in p.devices]
+    assert len(devices) == len(set(devices)) > 0
+    gang = [p for p in report.pods if p.name.startswith("llm-pretrain")]
+    assert len(gang) == 4 and all(p.result == "Scheduled" and len(p.devices) == 4 for p in gang)
+    assert report.summary.errors == 0
+
+
+GPU_SCHEDULER = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    multiPoint:
+      enabled: [{name: GPUScheduler, weight: 50}]
+  pluginConfig:
+  - name: GPUScheduler
+    args: {scoringStrategy: %s, draDrivers: [gpu.example.com]}
+"""
+
+
+def _gpu_scheduler_run(strategy: str, *extra: str) -> dict[str, Any]:
+    from kubesched.config import decode_config
+
+    registry = default_registry(entry_points=False)
+    config = decode_config(GPU_SCHEDULER % strategy, "config.yaml", registry)
+    busy = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: busy, namespace: default}
+spec:
+  devices:
+    requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]
+status:
+  allocation:
+    devices:
+      results: [{request: gpu, driver: gpu.example.com, pool: node-1, device: gpu-0}]
+  reservedFor: [{resource: pods, name: running, uid: running-uid}]
+"""
+    return by_name(simulate(load(CLASS, busy, nodes_with_gpus(count=3, gpus=4), *extra), config, registry))
+
+
+def test_gpu_scheduler_packs_and_spreads_dra_gpus() -> None:
+    assert _gpu_scheduler_run("binpack", pod("p"))["p"].node == "node-1"  # the partly used node
+    assert _gpu_scheduler_run("spread", pod("p"))["p"].node in ("node-0", "node-2")
+
+
+def test_gpu_scheduler_matches_dra_products() -> None:
+    text = pod("p").replace("name: p\n", "name: p\n  annotations: {gpu.kubesched.io/product: h100}\n", 1)
+    slices = nodes_with_gpus(count=2, gpus=2, models=("a100", "h100"))
+    # productName attributes: rename the model attribute so GPUScheduler reads it.
+    slices = slices.replace("model:", "productName:")
+    config_pods = _gpu_scheduler_run_with(slices, text)
+    assert config_pods["p"].result == "Scheduled"
+
+
+def _gpu_scheduler_run_with(slices: str, *pods: str) -> dict[str, Any]:
+    from kubesched.config import decode_config
+
+    registry = default_registry(entry_points=False)
+    config = decode_config(GPU_SCHEDULER % "binpack", "config.yaml", registry)
+    return by_name(simulate(load(CLASS, slices, *pods), config, registry))
+
+
+def test_gpu_scheduler_rejects_nodes_without_the_dra_product() -> None:
+    text = pod("p").replace("name: p\n", "name: p\n  annotations: {gpu.kubesched.io/product: t4}\n", 1)
+    slices = nodes_with_gpus(count=1, gpus=1).replace("model:", "productName:")
+    (p,) = _gpu_scheduler_run_with(slices, text).values()
+    assert p.result == "Unschedulable"
+    assert "GPU product mismatch: need t4, node has a100" in p.message

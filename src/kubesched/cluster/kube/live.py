@@ -79,7 +79,7 @@ from kubesched.cluster.kube.workers import AsyncCalls
 from kubesched.config.types import Extender as ExtenderConfig
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.errors import InputError
-from kubesched.framework.events import ActionType, ClusterEvent, Resource
+from kubesched.framework.events import ActionType, Resource
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status
 from kubesched.scheduler.clock import Clock, RealClock
@@ -540,7 +540,7 @@ class LiveCluster:
 
         def moved(action: ActionType) -> Callable[[Any, Any], None]:
             def handle(old: Any, new: Any) -> None:
-                s.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)
+                s.on_object_event(resource, action, old, new)
 
             return handle
 

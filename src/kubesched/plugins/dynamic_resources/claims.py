@@ -114,6 +114,7 @@ class ClaimLedger:
     _by_id: dict[int, tuple[str, str, _Entry]] = field(default_factory=dict)
     _uids: dict[str, _Entry] = field(default_factory=dict)
     _last_list: Sequence[ResourceClaim] | None = None
+    _event_driven: bool = False
     _pending: dict[str, tuple[str, AllocationResult]] = field(default_factory=dict)
     _pending_entries: dict[str, _Entry] = field(default_factory=dict)
     _counts: dict[DeviceID, int] = field(default_factory=dict)
@@ -126,8 +127,8 @@ class ClaimLedger:
     def sync(self, claims: Sequence[ResourceClaim]) -> None:
         """Catch up with the listed claims. Claims are immutable structs, so only objects not seen
         before (by identity) are read: a cycle costs two set differences, not a pass in Python."""
-        if claims is self._last_list:
-            return
+        if claims is self._last_list or (self._event_driven and self._last_list is not None):
+            return  # unchanged, or kept current by `observe` since the first full pass
         current = {id(c): c for c in claims}
         known = self._by_id
         gone = known.keys() - current.keys()
@@ -151,6 +152,31 @@ class ClaimLedger:
                 del self._uids[uid]
                 self._drop_pending(uid)
         self._last_list = claims
+
+    def observe(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        """A claim event (add: old None; delete: new None): applied at once, after which listing is
+        no longer needed to stay current."""
+        self._event_driven = True
+        if old is not None:
+            found = self._by_id.pop(id(old), None)
+            if found is not None:
+                uid, key, entry = found
+                self._apply(entry, -1)
+                if self.by_key.get(key) is entry.claim:
+                    del self.by_key[key]
+                if self._uids.get(uid) is entry and new is None:
+                    del self._uids[uid]
+                    self._drop_pending(uid)
+        if new is not None and id(new) not in self._by_id:
+            uid = new.metadata.uid or new.key
+            exclusive, shared = _contribution(new.status.allocation)
+            entry = _Entry(new, exclusive, shared)
+            self._by_id[id(new)] = (uid, new.key, entry)
+            self._uids[uid] = entry
+            self.by_key[new.key] = new
+            self._apply(entry, +1)
+            if new.status.allocation is not None:
+                self._drop_pending(uid)
 
     def add_pending(self, uid: str, owner: str, allocation: AllocationResult) -> None:
         """Reserve decided `allocation` for claim `uid` (owner: the pod's key)."""

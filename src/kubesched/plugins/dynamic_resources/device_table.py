@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -29,6 +30,8 @@ __all__ = ["DeviceTable", "RequestMatch"]
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
+#: A request's shape for the selectors: (class name, its and the request's CEL expressions).
+MatchKey = tuple[str, tuple[str, ...]]
 
 
 @dataclass(slots=True)
@@ -39,6 +42,9 @@ class RequestMatch:
     failed: BoolArray
 
 
+_CONTENT = msgspec.json.Encoder()
+
+
 class DeviceTable:
     def __init__(self, index: SliceIndex, cache: MatchCache) -> None:
         self.index = index
@@ -47,42 +53,32 @@ class DeviceTable:
         self.ids: list[DeviceID] = []
         self.position: dict[DeviceID, int] = {}
         self.nodes: list[str] = []
-        node_index: dict[str, int] = {}
         node_ids: list[int] = []
         contents: list[int] = []
-        content_index: dict[tuple[object, ...], int] = {}
+        content_index: dict[tuple[str, bytes], int] = {}
         self.inputs: list[DeviceInput] = []
-        complex_nodes: set[str] = set()
+        complex_nodes: set[int] = set()
+        counts = index.counts
+        encode = _CONTENT.encode
         for node_name, slices in index.by_node.items():
-            node_id = node_index.setdefault(node_name, len(self.nodes))
-            if node_id == len(self.nodes):
-                self.nodes.append(node_name)
-            pools: dict[tuple[str, str], list[int]] = {}
+            node_id = len(self.nodes)
+            self.nodes.append(node_name)
+            seen: dict[tuple[str, str], int] = {}
             for slc in slices:
-                pools.setdefault((slc.spec.driver, slc.spec.pool.name), []).append(slc.spec.pool.generation)
-            for (driver, pool), generations in pools.items():
-                gens = index.counts[(driver, pool)]
-                expected = next(
-                    s.spec.pool.resource_slice_count
-                    for s in slices
-                    if (s.spec.driver, s.spec.pool.name) == (driver, pool)
-                )
+                spec = slc.spec
+                pool_key = (spec.driver, spec.pool.name)
+                generation = spec.pool.generation
+                gens = counts[pool_key]
                 if (
-                    len(set(generations)) > 1
-                    or max(gens) != generations[0]
-                    or gens[generations[0]] != expected
+                    seen.setdefault(pool_key, generation) != generation
+                    or max(gens) != generation
+                    or gens[generation] != spec.pool.resource_slice_count
+                    or spec.per_device_node_selection
+                    or spec.shared_counters
                 ):
-                    complex_nodes.add(node_name)
-            names: set[tuple[str, str, str]] = set()
-            for slc in slices:
-                if slc.spec.per_device_node_selection or slc.spec.shared_counters:
-                    complex_nodes.add(node_name)
-                for device in slc.spec.devices:
-                    device_id = DeviceID(slc.spec.driver, slc.spec.pool.name, device.name)
-                    key = (device_id.driver, device_id.pool, device_id.device)
-                    if key in names:
-                        complex_nodes.add(node_name)
-                    names.add(key)
+                    complex_nodes.add(node_id)  # incomplete, mixed generations, counters, ...
+                driver, pool = pool_key
+                for device in spec.devices:
                     if (
                         device.consumes_counters
                         or device.allow_multiple_allocations
@@ -92,29 +88,36 @@ class DeviceTable:
                         or device.node_selector is not None
                         or device.all_nodes
                     ):
-                        complex_nodes.add(node_name)
+                        complex_nodes.add(node_id)
                         continue
+                    device_id = DeviceID(driver, pool, device.name)
                     if device_id in self.position:
+                        complex_nodes.add(node_id)  # a duplicate name: the pool is invalid
                         continue
-                    di = cache.input(slc.spec.driver, device)
-                    content = content_index.setdefault(di.key, len(self.inputs))
-                    if content == len(self.inputs):
-                        self.inputs.append(di)
+                    content_key = (driver, encode((device.attributes, device.capacity)))
+                    content = content_index.get(content_key)
+                    if content is None:
+                        content = content_index[content_key] = len(self.inputs)
+                        self.inputs.append(cache.input(driver, device))
                     self.position[device_id] = len(self.ids)
                     self.ids.append(device_id)
                     node_ids.append(node_id)
                     contents.append(content)
-        self.node_index = node_index
+        self.node_index = {name: i for i, name in enumerate(self.nodes)}
         self.node_ids: npt.NDArray[np.int64] = np.asarray(node_ids, dtype=np.int64)
         self.contents: npt.NDArray[np.int64] = np.asarray(contents, dtype=np.int64)
         self.complex_node: BoolArray = np.zeros(len(self.nodes), dtype=np.bool_)
-        for name in complex_nodes:
-            self.complex_node[node_index[name]] = True
+        self.complex_node[sorted(complex_nodes)] = True
         self.free: BoolArray = np.ones(len(self.ids), dtype=np.bool_)
         self._ledger_position = -1
         self._ledger: ClaimLedger | None = None
+        #: bumped whenever `free` is rebuilt from scratch (incremental counters then start over)
+        self._epoch = 0
+        #: device positions whose free flag changed, in order, since the last rebuild
+        self._changes: list[tuple[int, int]] = []
         self._rows: tuple[int, int, npt.NDArray[np.int64]] | None = None
-        self._matches: dict[tuple[str, tuple[str, ...]], RequestMatch] = {}
+        self._matches: dict[MatchKey, RequestMatch] = {}
+        self._counts: dict[MatchKey, tuple[int, int, IntArray, BoolArray]] = {}
 
     # ------------------------------------------------------------------ free devices
     def sync_free(self, ledger: ClaimLedger) -> None:
@@ -130,16 +133,22 @@ class DeviceTable:
                 pos = self.position.get(device)
                 if pos is not None:
                     self.free[pos] = False
+            self._epoch += 1
+            self._changes = []
         else:
             for device, sign in changes:
                 pos = self.position.get(device)
-                if pos is not None:
+                if pos is not None and self.free[pos] != (sign < 0):
                     self.free[pos] = sign < 0
+                    self._changes.append((pos, -sign))  # +1: a device became free
+            if len(self._changes) > 1_000_000:
+                self._epoch += 1
+                self._changes = []
         self._ledger = ledger
         self._ledger_position = ledger.log_position
 
     # ------------------------------------------------------------------ selectors
-    def match(self, cls: DeviceClass, selectors: Sequence[DeviceSelector]) -> RequestMatch:
+    def match(self, cls: DeviceClass, selectors: Sequence[DeviceSelector]) -> tuple[MatchKey, RequestMatch]:
         """Selector verdicts of a class plus request selectors, per device content (memoised)."""
         expressions = tuple(
             s.cel.expression if s.cel is not None else "" for s in (*cls.spec.selectors, *selectors)
@@ -160,7 +169,7 @@ class DeviceTable:
                         failed[i] = True
                         break
             found = self._matches[key] = RequestMatch(ok, failed)
-        return found
+        return key, found
 
     # ------------------------------------------------------------------ counting
     def rows_to_nodes(self, table: NodeTable) -> npt.NDArray[np.int64]:
@@ -176,12 +185,26 @@ class DeviceTable:
         self._rows = (id(table), len(table), out)
         return out
 
-    def counts(self, match: RequestMatch) -> tuple[IntArray, BoolArray]:
-        """Per node id: free devices passing the selectors, and whether any device's evaluation failed."""
-        eligible = match.ok[self.contents] & self.free
-        counts = np.bincount(self.node_ids[eligible], minlength=len(self.nodes)).astype(np.int64)
-        failed_devices = match.failed[self.contents]
-        failed = np.zeros(len(self.nodes), dtype=np.bool_)
-        if failed_devices.any():
-            failed[self.node_ids[failed_devices]] = True
+    def counts(self, key: MatchKey, match: RequestMatch) -> tuple[IntArray, BoolArray]:
+        """Per node id: free devices passing the selectors, and whether any device's evaluation failed.
+
+        Kept per request shape and updated from the free-device changes since the last call, so a
+        pod costs O(devices allocated since) instead of a pass over every device.
+        """
+        cached = self._counts.get(key)
+        if cached is not None and cached[0] == self._epoch:
+            _, seen, counts, failed = cached
+            ok_contents = match.ok
+            node_ids, contents = self.node_ids, self.contents
+            for pos, delta in self._changes[seen:]:
+                if ok_contents[contents[pos]]:
+                    counts[node_ids[pos]] += delta
+        else:
+            eligible = match.ok[self.contents] & self.free
+            counts = np.bincount(self.node_ids[eligible], minlength=len(self.nodes)).astype(np.int64)
+            failed_devices = match.failed[self.contents]
+            failed = np.zeros(len(self.nodes), dtype=np.bool_)
+            if failed_devices.any():
+                failed[self.node_ids[failed_devices]] = True
+        self._counts[key] = (self._epoch, len(self._changes), counts, failed)
         return counts, failed

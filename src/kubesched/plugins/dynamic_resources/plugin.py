@@ -177,6 +177,38 @@ class _State:
         return self
 
 
+class _DeviceState:
+    """What every profile's DynamicResources shares, as upstream's plugins share the DRA manager:
+    the devices in use (so two profiles never hand out one device), selector results, and the
+    slice index and device table built from the listed slices."""
+
+    def __init__(self) -> None:
+        self.ledger = ClaimLedger()
+        self.match_cache = MatchCache()
+        self._seen: tuple[int, int, int] | None = None
+        self._slices: Sequence[ResourceSlice] | None = None
+        self._rules: Sequence[DeviceTaintRule] | None = None
+        self._index: SliceIndex | None = None
+        self._table: DeviceTable | None = None
+
+    def slice_index(self, slices: Sequence[ResourceSlice], rules: Sequence[DeviceTaintRule]) -> SliceIndex:
+        if self._index is not None and slices is self._slices and rules is self._rules:
+            return self._index  # the same lists: nothing changed (the simulator keeps its lists)
+        seen = (_fingerprint(slices), len(slices), _fingerprint(rules))
+        if self._index is None or seen != self._seen:
+            self._index = SliceIndex(slices, rules)
+            self._table = None
+            self._seen = seen
+        self._slices, self._rules = slices, rules
+        return self._index
+
+    def device_table(self, index: SliceIndex) -> DeviceTable:
+        if self._table is None or self._table.index is not index:
+            self._table = DeviceTable(index, self.match_cache)
+        self._table.sync_free(self.ledger)
+        return self._table
+
+
 class DynamicResources(
     PreEnqueuePlugin,
     PreFilterPlugin,
@@ -209,13 +241,16 @@ class DynamicResources(
         self.filter_timeout = parse_duration_ns(self.args.filter_timeout) / 1e9
         self.binding_timeout = parse_duration_ns(self.args.binding_timeout) / 1e9
         self._handle = handle
-        self.ledger = ClaimLedger()
-        self.match_cache = MatchCache()
-        self._slices_seen: tuple[int, int, int] | None = None
-        self._slices_list: Sequence[ResourceSlice] | None = None
-        self._rules_list: Sequence[DeviceTaintRule] | None = None
-        self._index: SliceIndex | None = None
-        self._table: DeviceTable | None = None
+        shared = getattr(handle, "shared_state", None)
+        self._devices: _DeviceState = shared(NAME, _DeviceState) if callable(shared) else _DeviceState()
+
+    @property
+    def ledger(self) -> ClaimLedger:
+        return self._devices.ledger
+
+    @property
+    def match_cache(self) -> MatchCache:
+        return self._devices.match_cache
 
     # ------------------------------------------------------------------ listers
     def _list(self, kind: str) -> Sequence[Any]:
@@ -226,23 +261,19 @@ class DynamicResources(
         return self.ledger.by_key
 
     def _slice_index(self) -> SliceIndex:
-        slices: Sequence[ResourceSlice] = self._list("ResourceSlice")
-        rules: Sequence[DeviceTaintRule] = self._list("DeviceTaintRule")
-        if self._index is not None and slices is self._slices_list and rules is self._rules_list:
-            return self._index  # the same lists: nothing changed (the simulator keeps its lists)
-        seen = (_fingerprint(slices), len(slices), _fingerprint(rules))
-        if self._index is None or seen != self._slices_seen:
-            self._index = SliceIndex(slices, rules)
-            self._table = None
-            self._slices_seen = seen
-        self._slices_list, self._rules_list = slices, rules
-        return self._index
+        return self._devices.slice_index(self._list("ResourceSlice"), self._list("DeviceTaintRule"))
 
     def _device_table(self, index: SliceIndex) -> DeviceTable:
-        if self._table is None or self._table.index is not index:
-            self._table = DeviceTable(index, self.match_cache)
-        self._table.sync_free(self.ledger)
-        return self._table
+        return self._devices.device_table(index)
+
+    def on_cluster_object(self, resource: Resource, old: Any, new: Any) -> None:
+        """Keep the claim ledger current from claim events (upstream's plugin reads its assume cache,
+        fed by the claim informer, the same way), so no cycle has to scan every claim."""
+        if resource == Resource.RESOURCE_CLAIM:
+            self.ledger.observe(
+                old if isinstance(old, ResourceClaim) else None,
+                new if isinstance(new, ResourceClaim) else None,
+            )
 
     # ------------------------------------------------------------------ PreEnqueue
     def pre_enqueue(self, pod: Pod) -> Status | None:
@@ -384,7 +415,7 @@ class DynamicResources(
             any_option = np.zeros(n, dtype=np.bool_)
             sub = np.full(n, -1, dtype=np.int64)
             for index, (cls, selectors, count) in enumerate(request.options):
-                counts, failed = table.counts(table.match(cls, selectors))
+                counts, failed = table.counts(*table.match(cls, selectors))
                 if len(table.nodes):
                     node_counts = np.where(has_devices, counts[ids], 0)
                     complex_ |= np.where(has_devices, failed[ids], False)

@@ -1,0 +1,5 @@
+"""The HTML report (`--output html`): one self-contained file with charts and every pod's explanation."""
+
+from kubesched.simulate.html.page import replay_html, snapshot_html
+
+__all__ = ["replay_html", "snapshot_html"]

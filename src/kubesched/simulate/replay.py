@@ -1,0 +1,433 @@
+"""Replay a scenario's timeline in virtual time through the real scheduler, queue and MemoryCluster.
+
+The loop is the simulator's (`runner.run_until_settled`) with a timeline in front of it: apply the
+events due now, let the scheduler drain its active queue, then jump the virtual clock to whatever
+comes first — the next timeline event, a pod finishing its `runFor`, a backoff expiring, the
+unschedulable pool's periodic flush, or a Permit deadline. Nothing is forked: backoff, requeueing
+on cluster events (queueing hints) and preemption are the scheduler's own. Scheduling itself takes
+no virtual time, so a pod's wait is the time it spent in the queue and for room to appear.
+
+The replay ends at `spec.until` or, without it, once the timeline is over and nothing has been
+bound for IDLE_HORIZON_SECONDS of retries (as `simulate` does).
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import msgspec
+
+from kubesched.api.loader import LoadedObjects
+from kubesched.api.objects import Node, Pod
+from kubesched.cluster.memory import ClusterError, MemoryCluster
+from kubesched.config.types import KubeSchedulerConfiguration
+from kubesched.framework.node_info import pod_key
+from kubesched.framework.registry import Registry
+from kubesched.scheduler.clock import VirtualClock
+from kubesched.scheduler.profiles import profiles_from_config
+from kubesched.scheduler.scheduler import Attempt
+from kubesched.simulate.replay_report import ReplayPod, ReplayReport, ReplaySummary
+from kubesched.simulate.runner import (
+    IDLE_HORIZON_SECONDS,
+    PER_NODE_MAX_NODES,
+    PodRecord,
+    check_node_quantities,
+    new_scheduler,
+    node_usage,
+    pod_result,
+)
+from kubesched.simulate.scenario import ObjectRef, Scenario, TimelineEvent
+from kubesched.simulate.timeline import Counters, Sampler, default_interval, latency
+
+__all__ = ["replay"]
+
+#: Why a pod left the cluster, as `pods[].ended` reports it.
+COMPLETED, DELETED, PREEMPTED, NODE_DELETED = "Completed", "Deleted", "Preempted", "NodeDeleted"
+
+
+@dataclass(slots=True)
+class _Life:
+    """One pod instance: its report record and its times (a name can be reused by a later pod)."""
+
+    record: PodRecord
+    index: int
+    created: float
+    responsible: bool
+    run_for: float | None = None
+    bound: float | None = None
+    ended: float | None = None
+    ending: str | None = None
+    error: bool = False
+
+
+def replay(
+    scenario: Scenario,
+    config: KubeSchedulerConfiguration,
+    registry: Registry,
+    *,
+    initial: LoadedObjects | None = None,
+    seed: int = 0,
+    explain: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> ReplayReport:
+    """Replay `scenario` (after the objects of `initial`, created at 0s) under `config`."""
+    return _Replay(scenario, config, registry, initial or LoadedObjects(), seed, explain, progress).run()
+
+
+class _Replay:
+    def __init__(
+        self,
+        scenario: Scenario,
+        config: KubeSchedulerConfiguration,
+        registry: Registry,
+        initial: LoadedObjects,
+        seed: int,
+        explain: bool,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        self.scenario = scenario
+        self.events = _initial_events(initial) + scenario.events
+        for event in self.events:
+            if isinstance(event.obj, Node):
+                check_node_quantities(event.obj)
+        self.progress = progress
+        self.clock = VirtualClock()
+        self.cluster = MemoryCluster(_static_objects(initial, scenario.objects), self.clock.now)
+        self.explain = explain
+        self.scheduler = new_scheduler(
+            profiles_from_config(config, registry),
+            config,
+            registry,
+            self.cluster,
+            self.clock,
+            seed=seed,
+            explain=explain,
+            observer=self._observe,
+        )
+        self.cluster.subscribe(self.scheduler)
+        self.cluster.subscribe(self)  # after the scheduler: binds and deletes reach us second
+        self.lives: list[_Life] = []
+        self.current: dict[str, _Life] = {}  # pod key -> its live instance
+        self.keys: dict[str, str] = {}  # namespace/name -> pod key, for delete and update events
+        self.completions: list[tuple[float, int, str]] = []  # (time, life index, pod key)
+        self.counters = Counters()
+        self.waits: list[float] = []
+        self.evictions: dict[str, int] = {PREEMPTED: 0, NODE_DELETED: 0}
+        self.skipped: dict[str, int] = {}
+        self._ending: str | None = None  # why the replay itself is deleting a pod right now
+        last = self.events[-1].at if self.events else 0.0
+        interval = scenario.sample_interval or default_interval(scenario.until or last)
+        self.sampler = Sampler(interval, self.scheduler.cache.snapshot, self.counters)
+
+    # ================================================================== the loop
+    def run(self) -> ReplayReport:
+        started = time.perf_counter()
+        until = self.scenario.until
+        events = self.events
+        i = 0
+        last_progress = 0.0
+        bound_before = -1
+        try:
+            while True:
+                now = self.clock.now()
+                while i < len(events) and events[i].at <= now:
+                    self._apply(events[i])
+                    i += 1
+                    last_progress = now
+                if self.progress is not None:
+                    self.progress(i, len(events))
+                self._complete_due(now)
+                self._drain()
+                if self.counters.bound != bound_before:
+                    bound_before = self.counters.bound
+                    last_progress = now
+                wakeups = [
+                    t
+                    for t in (
+                        events[i].at if i < len(events) else None,
+                        self.completions[0][0] if self.completions else None,
+                        self.scheduler.queue.next_wakeup(),
+                        self.scheduler.next_permit_deadline(),
+                    )
+                    if t is not None
+                ]
+                following = min(wakeups) if wakeups else None
+                timeline_over = i >= len(events) and not self.completions
+                if until is not None:
+                    if following is None or following > until:
+                        self.sampler.take(until, inclusive=True)
+                        self.clock.advance_to(until)
+                        break
+                elif following is None or (
+                    timeline_over and following - last_progress > IDLE_HORIZON_SECONDS
+                ):
+                    self.sampler.take(now, inclusive=True)
+                    break
+                self.sampler.take(following)
+                self.clock.advance_to(following)
+                self.scheduler.queue.run_periodic()
+        finally:
+            if self.scheduler.extenders is not None:
+                self.scheduler.extenders.close()
+        return self._report(time.perf_counter() - started, i)
+
+    def _drain(self) -> None:
+        """Schedule until the active queue is empty and no Permit wait has been resolved."""
+        scheduler = self.scheduler
+        while True:
+            while scheduler.schedule_one():
+                pass
+            scheduler.release_waiting_pods()
+            if not scheduler.queue.pending_counts().get("active", 0):
+                return
+
+    # ================================================================== timeline events
+    def _apply(self, event: TimelineEvent) -> None:
+        ref = event.ref
+        if ref.kind == "Node":
+            self._apply_node(event)
+        elif event.action == "create":
+            assert isinstance(event.obj, Pod)
+            self._create_pod(event.obj, event.run_for)
+        elif event.action == "update":
+            assert isinstance(event.obj, Pod)
+            self._update_pod(event.obj)
+        else:
+            self._delete_pod(ref)
+
+    def _apply_node(self, event: TimelineEvent) -> None:
+        if event.action == "delete":
+            self._delete_node(event.ref)
+            return
+        assert isinstance(event.obj, Node)
+        exists = event.ref.name in self.cluster.nodes
+        if event.action == "create" and exists:
+            self._skip("create of a node that exists (applied as an update)")
+        elif event.action == "update" and not exists:
+            self._skip("update of a node that does not exist (applied as a create)")
+        self.cluster.add_node(event.obj)
+
+    def _delete_node(self, ref: ObjectRef) -> None:
+        if self.cluster.remove_node(ref.name) is None:
+            self._skip("delete of a node that does not exist")
+            return
+        # PodGC deletes the pods of a node that is gone; the replay does it at once.
+        for pod in [p for p in self.cluster.pods.values() if p.spec.node_name == ref.name]:
+            self._remove(pod, NODE_DELETED)
+
+    def _create_pod(self, pod: Pod, run_for: float | None) -> None:
+        name = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
+        if name in self.keys:
+            self._skip("create of a pod that exists")
+            return
+        now = self.clock.now()
+        responsible = not pod.spec.node_name and self.scheduler.responsible_for(pod)
+        admitted = self.cluster.admit(pod)
+        key = pod_key(admitted)
+        life = _Life(PodRecord(admitted), len(self.lives), now, responsible, run_for=run_for)
+        self.lives.append(life)
+        self.current[key] = life
+        self.keys[name] = key
+        self.counters.created += 1
+        if responsible:
+            self.counters.pending += 1
+        stored = self.cluster.create_pod(pod, on_error=self._refuse)
+        if stored.spec.node_name and key in self.current:
+            self._bound(key, life)
+
+    def _update_pod(self, pod: Pod) -> None:
+        key = self.keys.get(f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}")
+        life = self.current.get(key) if key is not None else None
+        if key is None or life is None:
+            self._skip("update of a pod that does not exist")
+            return
+        if life.bound is not None:
+            self._skip("update of a pod that is already bound")
+            return
+        try:
+            life.record.pod = self.cluster.update_pod(pod, on_error=self._refuse)
+        except ClusterError:
+            self._skip("update of a pod that is already bound")
+
+    def _delete_pod(self, ref: ObjectRef) -> None:
+        key = self.keys.get(f"{ref.namespace}/{ref.name}")
+        pod = self.cluster.pods.get(key) if key is not None else None
+        if pod is None:
+            self._skip("delete of a pod that does not exist (completed, evicted or never created)")
+            return
+        self._remove(pod, DELETED)
+
+    def _complete_due(self, now: float) -> None:
+        while self.completions and self.completions[0][0] <= now:
+            _, index, key = heapq.heappop(self.completions)
+            pod = self.cluster.pods.get(key)
+            if pod is not None and self.current.get(key) is self.lives[index]:
+                self._remove(pod, COMPLETED)
+
+    def _remove(self, pod: Pod, reason: str) -> None:
+        self._ending = reason
+        try:
+            self.cluster.delete_pod(pod, reason=reason, message=f"replay: {reason}")
+        finally:
+            self._ending = None
+
+    def _skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    # ================================================================== what the cluster tells us
+    def on_node_add(self, node: Node) -> None:
+        pass
+
+    def on_node_update(self, old: Node, new: Node) -> None:
+        pass
+
+    def on_node_delete(self, node: Node) -> None:
+        pass
+
+    def on_pod_add(self, pod: Pod) -> None:
+        pass
+
+    def on_pod_update(self, old: Pod, new: Pod) -> None:
+        if new.spec.node_name and not old.spec.node_name:
+            key = pod_key(new)
+            life = self.current.get(key)
+            if life is not None:
+                self._bound(key, life)
+
+    def on_pod_delete(self, pod: Pod) -> None:
+        key = pod_key(pod)
+        life = self.current.pop(key, None)
+        if life is None:
+            return
+        self.keys.pop(f"{pod.metadata.namespace}/{pod.metadata.name}", None)
+        now = self.clock.now()
+        ending = self._ending or PREEMPTED  # the replay names its own deletes; the rest are victims
+        life.ended, life.ending = now, ending
+        if life.bound is not None:
+            self.counters.running -= 1
+        elif life.responsible and not life.error:
+            self.counters.pending -= 1
+        if ending == COMPLETED:
+            self.counters.completed += 1
+        elif ending in self.evictions:
+            self.evictions[ending] += 1
+            self.counters.evicted += 1
+
+    def _bound(self, key: str, life: _Life) -> None:
+        now = self.clock.now()
+        life.bound = now
+        self.counters.running += 1
+        if life.responsible and not life.error:
+            self.counters.pending -= 1
+            self.counters.bound += 1
+            wait = now - life.created
+            self.waits.append(wait)
+            self.counters.recent_waits.append(wait)
+        if life.run_for is not None:
+            heapq.heappush(self.completions, (now + life.run_for, life.index, key))
+
+    def _observe(self, attempt: Attempt) -> None:
+        life = self.current.get(pod_key(attempt.pod))
+        if life is not None and life.responsible:
+            per_node = len(self.cluster.nodes) <= PER_NODE_MAX_NODES
+            life.record.observe(attempt, explain=self.explain, per_node=per_node)
+
+    def _refuse(self, pod: Pod, exc: Exception) -> None:
+        """A pod the scheduler could not take (e.g. an invalid quantity): an Error, not a crash."""
+        life = self.current.get(pod_key(pod))
+        if life is not None and life.responsible and not life.error:
+            life.error = True
+            life.record.result = "Error"
+            life.record.message = str(exc)
+            self.counters.pending -= 1
+
+    # ================================================================== the report
+    def _report(self, seconds: float, applied: int) -> ReplayReport:
+        queue = self.scheduler.queue
+        pods: list[ReplayPod] = []
+        ignored = 0
+        for life in self.lives:
+            rec = life.record
+            if not life.responsible:
+                if rec.pod.spec.node_name:
+                    continue  # created running: it counts in nodes[], as in simulate
+                ignored += 1
+                rec.result = "Ignored"
+                rec.message = f'no profile named "{rec.pod.spec.scheduler_name}"'
+            elif life.ended is None and rec.attempts == 0 and rec.result == "Gated":
+                where = queue.where(pod_key(rec.pod))
+                if where is not None and where != "gated":
+                    rec.result = "Unschedulable"
+            base = msgspec.structs.asdict(pod_result(rec, self.cluster))
+            if life.bound is not None and life.responsible:
+                base["result"], base["node"], base["message"] = "Scheduled", rec.node or base["node"], None
+            pods.append(
+                ReplayPod(
+                    **base,
+                    created_at=round(life.created, 3),
+                    bound_at=None if life.bound is None else round(life.bound, 3),
+                    wait_seconds=None if life.bound is None else round(life.bound - life.created, 3),
+                    ended_at=None if life.ended is None else round(life.ended, 3),
+                    ended=life.ending,
+                )
+            )
+        table = self.scheduler.cache.snapshot()
+        samples = self.sampler.samples
+        resources = sorted({r for s in samples for r in s.utilization})
+        mean = {
+            r: round(sum(s.utilization.get(r, 0.0) for s in samples) / len(samples), 4) for r in resources
+        }
+        peak = {r: max(s.utilization.get(r, 0.0) for s in samples) for r in resources}
+        responsible = [life for life in self.lives if life.responsible]
+        summary = ReplaySummary(
+            scenario=self.scenario.name,
+            events=applied,
+            virtual_seconds=round(self.clock.now(), 3),
+            seconds=round(seconds, 6),
+            events_per_second=round(applied / seconds, 1) if seconds > 0 else 0.0,
+            pods=len(responsible),
+            scheduled=self.counters.bound,
+            pending=self.counters.pending,
+            completed=self.counters.completed,
+            deleted=sum(1 for life in responsible if life.ending == DELETED),
+            ignored=ignored,
+            errors=sum(1 for life in responsible if life.error or life.record.result == "Error"),
+            evictions=dict(self.evictions),
+            latency=latency(self.waits),
+            utilization_mean=mean,
+            utilization_peak=peak,
+            skipped_events=dict(sorted(self.skipped.items())),
+        )
+        return ReplayReport(
+            pods=pods,
+            nodes=[node_usage(info) for info in sorted(table.infos, key=lambda i: i.name)],
+            summary=summary,
+            timeline=samples,
+            heatmaps=self.sampler.heatmaps(),
+        )
+
+
+def _initial_events(initial: LoadedObjects) -> list[TimelineEvent]:
+    """The nodes and pods of snapshot files, as creates at 0s ahead of the scenario's own events."""
+    events = [TimelineEvent(0.0, "create", ObjectRef("Node", n.metadata.name), obj=n) for n in initial.nodes]
+    events += [
+        TimelineEvent(
+            0.0, "create", ObjectRef("Pod", p.metadata.name, p.metadata.namespace or "default"), obj=p
+        )
+        for p in initial.pods
+    ]
+    return events
+
+
+def _static_objects(initial: LoadedObjects, scenario_objects: LoadedObjects) -> LoadedObjects:
+    """Every object but nodes and pods (those arrive through the timeline)."""
+    merged = LoadedObjects()
+    for source in (initial, scenario_objects):
+        for name in vars(source):
+            if name in ("pods", "nodes", "skipped"):
+                continue
+            getattr(merged, name).extend(getattr(source, name))
+    return merged

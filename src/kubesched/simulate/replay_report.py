@@ -1,0 +1,102 @@
+"""The report of a scenario replay: what happened over (virtual) time, as a JSON contract.
+
+    {"scenario": str, "pods": [ReplayPod, ...], "nodes": [NodeUsage, ...], "summary": ReplaySummary,
+     "timeline": [Sample, ...], "heatmaps": [HeatMap, ...]}
+
+Fields are documented in docs/scenarios.md; like the simulate report, they are added, never
+renamed. Times are seconds of virtual time since the scenario's start.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from kubesched.simulate.report import NodeUsage, PodResult, _Out
+
+#: How a pod left the cluster (`pods[].ended`).
+ENDINGS = ("Completed", "Deleted", "Preempted", "NodeDeleted")
+
+
+class ReplayPod(PodResult, kw_only=True):
+    """A pod's simulate result plus its life in the replay."""
+
+    created_at: float
+    bound_at: float | None = None
+    #: From creation to bind (the pod's time in the queue); null when never bound.
+    wait_seconds: float | None = None
+    ended_at: float | None = None
+    ended: str | None = None
+
+
+class Latency(_Out):
+    """Creation-to-bind seconds over the pods that were bound (nearest-rank percentiles)."""
+
+    count: int
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    max: float | None
+    mean: float | None
+
+
+class Sample(_Out):
+    """The cluster at time `t` (after that instant's events and scheduling); counters are cumulative."""
+
+    t: float
+    pending: int
+    running: int
+    nodes: int
+    created: int
+    bound: int
+    completed: int
+    evicted: int
+    #: requested / allocatable summed over the nodes, per resource (cpu, memory, pods, nvidia.com/gpu, ...).
+    utilization: dict[str, float]
+    #: Creation-to-bind seconds of the pods bound since the previous sample (p90); null when none.
+    wait_p90: float | None = None
+
+
+class HeatMap(_Out):
+    """Per-node utilization over time in percent; `rows` are nodes, or groups of nodes on big clusters."""
+
+    resource: str
+    times: list[float]
+    rows: list[str]
+    #: values[row][column]: percent of allocatable requested (0-100), null while the node(s) did not exist.
+    values: list[list[int | None]]
+
+
+class ReplaySummary(_Out):
+    scenario: str
+    events: int
+    virtual_seconds: float
+    #: Wall-clock seconds the replay took, and timeline events replayed per wall second.
+    seconds: float
+    events_per_second: float
+    pods: int
+    scheduled: int
+    pending: int
+    completed: int
+    deleted: int
+    ignored: int
+    errors: int
+    evictions: dict[str, int]
+    latency: Latency
+    #: Per resource: mean over the samples and peak of the cluster-wide utilization.
+    utilization_mean: dict[str, float]
+    utilization_peak: dict[str, float]
+    #: Timeline events that could not apply when their time came, by reason (e.g. the pod was gone).
+    skipped_events: dict[str, int] = {}
+
+
+class ReplayReport(_Out):
+    pods: list[ReplayPod]
+    nodes: list[NodeUsage]
+    summary: ReplaySummary
+    timeline: list[Sample]
+    heatmaps: list[HeatMap]
+
+
+def replay_to_json(report: ReplayReport, *, indent: int = 2) -> bytes:
+    raw = msgspec.json.encode(report)
+    return msgspec.json.format(raw, indent=indent) if indent else raw

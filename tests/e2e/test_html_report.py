@@ -1,0 +1,138 @@
+"""`--output html` in a real browser: Debian's headless Chromium loads the file, with the network off.
+
+The page must render its charts and its pods table with no console error and no failed request, and
+one click on a pod must show its explanation. A screenshot of each page is kept in
+$KUBESCHED_ARTIFACTS (default: .artifacts/ in the repository, git-ignored) for a person to look at.
+Chromium missing is a failure that says how to install it (`tools/browser/install-chromium.sh`,
+which `make test` runs), never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(os.environ.get("KUBESCHED_ARTIFACTS", REPO / ".artifacts"))
+#: The flags that work on this kind of machine: no sandbox as root, no GPU, no background traffic.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = pytest.mark.xdist_group("browser")
+
+
+def chromium_path() -> str:
+    found = os.environ.get("KUBESCHED_CHROMIUM") or shutil.which("chromium")
+    if not found:
+        pytest.fail(
+            "Chromium is not installed: run tools/browser/install-chromium.sh (make test does), "
+            "or set KUBESCHED_CHROMIUM to a Chromium binary",
+            pytrace=False,
+        )
+    return found
+
+
+def kubesched_html(tmp_path: Path, name: str, *argv: str) -> Path:
+    out = tmp_path / f"{name}.html"
+    with out.open("wb") as sink:
+        done = subprocess.run(
+            [sys.executable, "-m", "kubesched.cli", "simulate", *argv, "--output", "html"],
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            text=False,
+            timeout=300,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def open_report(browser: object, path: Path, screenshot: str) -> tuple[object, list[str]]:
+    """Load the file offline; returns the page and every console error, page error and request."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    problems: list[str] = []
+    page.on(
+        "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None
+    )
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("request", lambda r: None if r.url.startswith("file:") else problems.append(f"request {r.url}"))
+    page.goto(path.as_uri())
+    page.wait_for_selector("body[data-rendered=true]", timeout=60_000)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / screenshot), full_page=True)
+    return page, problems
+
+
+def rendered_charts(page: object) -> dict[str, int]:
+    """Chart id -> number of drawn SVG marks (paths and heat-map images) inside it."""
+    return page.evaluate(  # type: ignore[attr-defined, no-any-return]
+        """() => Object.fromEntries([...document.querySelectorAll('#charts > .chart')].map(
+             d => [d.id, d.querySelectorAll('.main-svg path, .main-svg image').length]))"""
+    )
+
+
+def test_a_replay_report_renders_its_charts_and_explains_a_pod(browser: object, tmp_path: Path) -> None:
+    path = kubesched_html(tmp_path, "replay", "--scenario", str(REPO / "examples/replay/shop-morning.yaml"))
+    assert b"https://" not in path.read_bytes().split(b"<script>", 1)[0]  # nothing fetched by the page head
+    page, problems = open_report(browser, path, "replay-report.png")
+    charts = rendered_charts(page)
+    for chart in (
+        "chart-pending",
+        "chart-utilization",
+        "chart-latency",
+        "chart-heatmap-cpu",
+        "chart-heatmap-memory",
+    ):
+        assert charts.get(chart, 0) > 0, charts
+    assert page.locator("#cards .card").count() >= 7  # type: ignore[attr-defined]
+    assert page.locator("#pods-body tr").count() == 21  # type: ignore[attr-defined]
+    page.locator("#pods-body tr[data-pod='shop/payments-0']").click()  # type: ignore[attr-defined]
+    explain = page.locator("#explain").inner_text()  # type: ignore[attr-defined]
+    assert "shop/payments-0" in explain
+    assert re.search(r"Preempted to make room\s+shop/report-\d, shop/report-\d", explain), explain
+    page.fill("#pods-search", "thumbnail")  # type: ignore[attr-defined]
+    assert page.locator("#pods-body tr").count() == 4  # type: ignore[attr-defined]
+    assert problems == []
+
+
+def test_a_snapshot_report_explains_an_unschedulable_pod_node_by_node(
+    browser: object, tmp_path: Path
+) -> None:
+    example = REPO / "examples/node-label-filter"
+    path = kubesched_html(
+        tmp_path, "snapshot", str(example), "--config", str(example / "scheduler-config.yaml"), "--explain"
+    )
+    page, problems = open_report(browser, path, "simulate-report.png")
+    charts = rendered_charts(page)
+    assert charts.get("chart-results", 0) > 0 and charts.get("chart-heatmap", 0) > 0, charts
+    page.select_option("#pods-result", "Unschedulable")  # type: ignore[attr-defined]
+    page.locator("#pods-body tr").first.click()  # type: ignore[attr-defined]
+    explain = page.locator("#explain").inner_text()  # type: ignore[attr-defined]
+    assert "default/hello-on-b" in explain
+    assert "NodeFilterLabel" in explain and "node(s) had label node=hello" in explain
+    assert "0/3 nodes are available" in explain
+    assert problems == []

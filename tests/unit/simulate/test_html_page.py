@@ -1,0 +1,98 @@
+"""The HTML report's content, checked without a browser (tests/e2e/test_html_report.py renders it)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from tests.unit.simulate.test_replay import create, run
+
+from kubesched.cli import main
+from kubesched.simulate.html.figures import snapshot_figures
+from kubesched.simulate.html.page import render_page, replay_html
+from kubesched.simulate.report import NodeUsage, Report, Summary
+from kubesched.simulate.timeline import MAX_HEATMAP_ROWS
+from kubesched.testing.builders import make_node, make_pod
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def embedded_data(page: bytes) -> dict[str, object]:
+    match = re.search(rb'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
+    assert match is not None
+    return json.loads(match[1])  # type: ignore[no-any-return]
+
+
+def test_hostile_text_cannot_close_the_data_script() -> None:
+    evil = "</script><script>alert(1)</script><!--"
+    page = render_page(evil, evil, [("x", evil)], [], [("pod", "POD")], [{"ns": "a", "name": evil}])
+    assert page.count(b"</script>") == 3  # plotly.js, the data and the app: nothing else closes
+    assert embedded_data(page)["pods"] == [{"ns": "a", "name": evil}]
+    assert b"<title>&lt;/script&gt;" in page
+
+
+def test_the_page_embeds_plotly_and_fetches_nothing() -> None:
+    page = render_page("t", "", [], [], [], [])
+    assert b"plotly.js v" in page
+    assert not re.search(rb'<(script|link)[^>]+(src|href)="https?:', page)
+
+
+def test_a_replay_page_carries_each_pod_with_its_times_and_victims() -> None:
+    report = run(
+        create(0, make_node("n1", cpu="2")),
+        create(0, make_pod("batch", cpu="2", priority=0)),
+        create(10, make_pod("urgent", cpu="2", priority=1000)),
+    )
+    data = embedded_data(replay_html(report))
+    pods = {p["name"]: p for p in data["pods"]}  # type: ignore[attr-defined, index]
+    assert pods["batch"]["ended"] == "Preempted" and pods["batch"]["endedAt"] == 10.0
+    assert pods["urgent"]["victims"] == ["default/batch"]
+    ids = [f["id"] for f in data["figures"]]  # type: ignore[attr-defined, index]
+    assert ids == [
+        "chart-pending",
+        "chart-utilization",
+        "chart-latency",
+        "chart-heatmap-cpu",
+        "chart-heatmap-memory",
+    ]
+
+
+def test_big_clusters_are_drawn_as_groups_of_nodes() -> None:
+    nodes = [
+        NodeUsage(
+            name=f"n{i:04d}",
+            pods=1,
+            allocatable={"cpu": "4", "pods": "10"},
+            requested={"cpu": "2" if i % 2 else "0"},
+        )
+        for i in range(1000)
+    ]
+    summary = Summary(scheduled=0, unschedulable=0, pods=0, nodes=1000, seconds=0, pods_per_second=0)
+    heat = snapshot_figures(Report(pods=[], nodes=nodes, summary=summary))[1]["data"][0]
+    assert len(heat["y"]) == MAX_HEATMAP_ROWS
+    assert heat["y"][0] == "n0000 … n0004 (5 nodes)"
+    assert heat["x"] == ["cpu", "memory", "pods"]
+    assert [row[0] for row in heat["z"][:2]] == [20.0, 30.0]  # mean of 0,50,0,50,0 and 50,0,50,0,50
+    assert heat["z"][0][2] == 10.0
+
+
+def test_a_bad_scenario_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "s.yaml"
+    bad.write_text("apiVersion: kubesched.io/v1alpha1\nkind: Scenario\nspec:\n  events:\n  - at: soon\n")
+    assert main(["simulate", "--scenario", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0
+    assert f'{bad}: spec.events[0].at: invalid duration "soon"' in err
+
+
+def test_the_bundled_scenario_replays_from_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["simulate", "--scenario", str(REPO / "examples/replay/shop-morning.yaml"), "-o", "json"]) == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"]["scheduled"] == 21
+    assert out["summary"]["evictions"] == {"Preempted": 2, "NodeDeleted": 3}
+    thumbnails = [p for p in out["pods"] if p["name"].startswith("thumbnail-")]
+    assert {p["waitSeconds"] for p in thumbnails} == {540.0}  # from 3m until the reports complete at 12m

@@ -1,0 +1,198 @@
+"""The scenario format: what it accepts, the one-line errors (file + field path) for what it does not,
+and a round trip through the writer `kubesched record` uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubesched.api.objects import Node, Pod, PriorityClass
+from kubesched.errors import InputError
+from kubesched.simulate.scenario import (
+    API_VERSION,
+    ObjectRef,
+    dump_scenario,
+    parse_scenario,
+    scenario_document,
+)
+
+NODE: dict[str, Any] = {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "2"}}}
+POD: dict[str, Any] = {
+    "kind": "Pod",
+    "metadata": {"name": "p1"},
+    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+}
+
+
+def document(*events: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": "Scenario", "spec": {**spec, "events": list(events)}}
+
+
+def parse(doc: Any) -> Any:
+    return parse_scenario(yaml.safe_dump(doc), "s.yaml")
+
+
+def test_events_are_sorted_by_time_keeping_file_order_within_an_instant() -> None:
+    scenario = parse(
+        document(
+            {"at": "1m", "delete": {"kind": "Pod", "name": "p1"}},
+            {"at": 0, "create": NODE},
+            {"at": "0s", "runFor": "90s", "create": POD},
+            {"at": 30.5, "update": {**NODE, "spec": {"unschedulable": True}}},
+            sampleInterval="10s",
+            until="1h",
+        )
+    )
+    assert [(e.at, e.action, e.ref) for e in scenario.events] == [
+        (0.0, "create", ObjectRef("Node", "n1")),
+        (0.0, "create", ObjectRef("Pod", "p1", "default")),
+        (30.5, "update", ObjectRef("Node", "n1")),
+        (60.0, "delete", ObjectRef("Pod", "p1", "default")),
+    ]
+    assert scenario.events[1].run_for == 90.0
+    assert isinstance(scenario.events[0].obj, Node)
+    assert isinstance(scenario.events[1].obj, Pod)
+    assert (scenario.until, scenario.sample_interval) == (3600.0, 10.0)
+    assert [e.index for e in scenario.events] == [1, 2, 3, 0]
+
+
+def test_other_kinds_created_at_zero_become_objects_of_the_cluster() -> None:
+    pc = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "hi"},
+        "value": 9,
+    }
+    scenario = parse(document({"at": 0, "create": pc}, {"at": 0, "create": NODE}))
+    assert scenario.objects.priority_classes == [msgspec.convert(pc, PriorityClass)]
+    assert [e.ref.kind for e in scenario.events] == ["Node"]
+
+
+@pytest.mark.parametrize(
+    ("doc", "error"),
+    [
+        (
+            {"apiVersion": "v1", "kind": "Scenario"},
+            's.yaml: apiVersion: expected "kubesched.io/v1alpha1", got "v1"',
+        ),
+        ({"apiVersion": API_VERSION, "kind": "Pod"}, 's.yaml: kind: expected "Scenario", got "Pod"'),
+        ({"apiVersion": API_VERSION, "kind": "Scenario"}, "s.yaml: spec: required field is missing"),
+        (
+            {"apiVersion": API_VERSION, "kind": "Scenario", "spec": {}},
+            "s.yaml: spec.events: required field is missing",
+        ),
+        (document(until="soon"), 's.yaml: spec.until: invalid duration "soon": expected a number and a unit'),
+        (document(sampleInterval=0), "s.yaml: spec.sampleInterval: must be positive"),
+        (
+            document(evnts=[]),
+            "s.yaml: spec.evnts: unknown field (expected one of events, sampleInterval, until)",
+        ),
+        (document({"create": NODE}), "s.yaml: spec.events[0].at: required field is missing"),
+        (document({"at": -1, "create": NODE}), "s.yaml: spec.events[0].at: must not be negative"),
+        (document({"at": True, "create": NODE}), "s.yaml: spec.events[0].at: expected a duration"),
+        (document({"at": 0}), "s.yaml: spec.events[0]: expected exactly one of create, update, delete"),
+        (
+            document({"at": 0, "create": NODE, "delete": {"kind": "Node", "name": "n1"}}),
+            "s.yaml: spec.events[0]: expected exactly one of create, update, delete",
+        ),
+        (document({"at": 0, "runfor": "1m", "create": POD}), "s.yaml: spec.events[0].runfor: unknown field"),
+        (
+            document({"at": 0, "runFor": "1m", "create": NODE}),
+            "s.yaml: spec.events[0].runFor: runFor applies only",
+        ),
+        (
+            document({"at": 0, "runFor": "0s", "create": POD}),
+            "s.yaml: spec.events[0].runFor: must be positive",
+        ),
+        (
+            document({"at": 0, "create": {**POD, "spec": {"containers": [{"name": 5}]}}}),
+            "s.yaml: spec.events[0].create.spec.containers[0].name: expected str, got int",
+        ),
+        (
+            document({"at": 0, "create": {"kind": "Gizmo"}}),
+            's.yaml: spec.events[0].create.kind: kind "Gizmo" is not',
+        ),
+        (
+            document({"at": 0, "create": {"kind": "Pod"}}),
+            "s.yaml: spec.events[0].create.metadata.name: required",
+        ),
+        (
+            document({"at": "1s", "create": {"kind": "PriorityClass", "metadata": {"name": "x"}}}),
+            "s.yaml: spec.events[0].at: PriorityClass objects can only be created at 0s",
+        ),
+        (
+            document({"at": 0, "delete": {"kind": "Deployment", "name": "d"}}),
+            "s.yaml: spec.events[0].delete.kind",
+        ),
+        (
+            document({"at": 0, "delete": {"kind": "Pod"}}),
+            "s.yaml: spec.events[0].delete.name: required field",
+        ),
+        (
+            document({"at": 0, "update": {**POD, "spec": {"nodeName": "n1"}}}),
+            "s.yaml: spec.events[0].update.spec.nodeName: a pod update must not set nodeName",
+        ),
+        (
+            document({"at": 0, "create": [NODE]}),
+            "s.yaml: spec.events[0].create: expected an object with a kind",
+        ),
+    ],
+)
+def test_bad_scenarios_name_the_file_and_field(doc: Any, error: str) -> None:
+    with pytest.raises(InputError) as info:
+        parse(doc)
+    assert str(info.value).startswith(error), str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_syntax_errors_and_extra_documents_name_the_file() -> None:
+    with pytest.raises(InputError, match=r"^s\.yaml: line 2, column 2: invalid YAML"):
+        parse_scenario("a: [1\nb: 2\n", "s.yaml")
+    with pytest.raises(InputError, match=r"^s\.yaml: expected one Scenario document, found 2$"):
+        parse_scenario(yaml.safe_dump(document()) + "---\n" + yaml.safe_dump(document()), "s.yaml")
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_the_writer_round_trips(as_json: bool) -> None:
+    original = parse(
+        document(
+            {"at": 0, "create": NODE},
+            {"at": 1.25, "runFor": 61, "create": POD},
+            {"at": 2, "update": {**NODE, "metadata": {"name": "n1", "labels": {"a": "b"}}}},
+            {"at": 3, "delete": {"kind": "Pod", "namespace": "x", "name": "p9"}},
+        )
+    )
+    text = dump_scenario(
+        scenario_document("copy", original.events, until=9.5, sample_interval=2), json=as_json
+    )
+    again = parse_scenario(text.decode(), "copy.json" if as_json else "copy.yaml")
+    assert again.name == "copy"
+    assert (again.until, again.sample_interval) == (9.5, 2.0)
+    assert [(e.at, e.action, e.ref, e.obj, e.run_for) for e in again.events] == [
+        (e.at, e.action, e.ref, e.obj, e.run_for) for e in original.events
+    ]
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+_event_keys = st.sampled_from(["at", "runFor", "create", "update", "delete", "x"])
+_events = st.lists(st.dictionaries(_event_keys, _json | st.just(NODE) | st.just(POD), max_size=4), max_size=4)
+
+
+@given(spec=st.dictionaries(st.sampled_from(["events", "until", "sampleInterval", "y"]), _json | _events))
+def test_any_document_is_a_scenario_or_one_input_error(spec: dict[str, Any]) -> None:
+    try:
+        parse_scenario(msgspec.json.encode(document() | {"spec": spec}).decode(), "s.json")
+    except InputError as err:
+        assert str(err).startswith("s.json: ")
+        assert "\n" not in str(err)
