@@ -32,7 +32,8 @@ import pytest
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.fake_nodes import ApiClient, create_node, create_pod, fake_node, get_pod
 
-pytestmark = pytest.mark.xdist_group("image")
+# Cold, the Debian base and two images are built in this module's fixtures (about 15 min on 2 cores).
+pytestmark = [pytest.mark.xdist_group("image"), pytest.mark.timeout(2400)]
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "tools" / "image" / "build.sh"

@@ -14,8 +14,17 @@ from typing import Any, Protocol
 
 import msgspec
 
+from kubesched.api.label_keys import merge_label_keys
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import Container, Node, Pod, PodCondition, PodSpec, PriorityClass
+from kubesched.api.objects import (
+    Container,
+    Node,
+    Pod,
+    PodCondition,
+    PodExtendedResourceClaimStatus,
+    PodSpec,
+    PriorityClass,
+)
 from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.cluster.claims import ClaimConflict, ClaimStore, instantiate_template_claims
 from kubesched.framework.events import ActionType, Resource
@@ -95,7 +104,10 @@ class MemoryCluster:
 
     # ------------------------------------------------------------------ admission
     def admit(self, pod: Pod) -> Pod:
-        """What the API server would have filled in: namespace, uid, priority from its class."""
+        """What the API server would have filled in: namespace, uid, priority from its class,
+        requests from limits, and (for a pod it never saw: no uid) label keys merged into selectors."""
+        if not pod.metadata.uid:
+            pod = merge_label_keys(pod)  # a pod read back from an API server has them merged already
         meta = pod.metadata
         namespace = meta.namespace or "default"
         uid = meta.uid or str(uuid.uuid5(_UID_NAMESPACE, f"{namespace}/{meta.name}"))
@@ -290,6 +302,24 @@ class MemoryCluster:
         if old is not None:
             self._claim_event(old, new)
 
+    def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        stored = self.claims.create(claim)
+        self._claim_event(None, stored)
+        return stored
+
+    def delete_claim(self, claim: ResourceClaim) -> None:
+        old = self.claims.delete(claim.key)
+        if old is not None:
+            self._claim_event(old, None)
+
+    def write_extended_resource_claim_status(self, pod: Pod, status: PodExtendedResourceClaimStatus) -> None:
+        """Status-only patch: stored, not delivered (like the PodScheduled condition)."""
+        key = pod_key(pod)
+        current = self.pods.get(key)
+        if current is not None:
+            new_status = msgspec.structs.replace(current.status, extended_resource_claim_status=status)
+            self.pods[key] = msgspec.structs.replace(current, status=new_status)
+
     def pause(self, seconds: float) -> None:
         """Nothing moves on its own in the simulator (its driver meets binding conditions at once)."""
 
@@ -325,6 +355,8 @@ _LOADED_KINDS = {
     "PersistentVolumeClaim": "persistent_volume_claims",
     "StorageClass": "storage_classes",
     "CSINode": "csi_nodes",
+    "CSIDriver": "csi_drivers",
+    "CSIStorageCapacity": "csi_storage_capacities",
     "PodDisruptionBudget": "pod_disruption_budgets",
     "Service": "services",
     "ReplicationController": "replication_controllers",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
-from kubesched.api.objects import Node, PersistentVolumeClaim, Pod
+from kubesched.api.objects import Node, PersistentVolumeClaim, Pod, PodExtendedResourceClaimStatus
 from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import (
@@ -217,6 +217,15 @@ class _ProfileHandle:
 
     def deallocate_claim(self, claim: ResourceClaim) -> None:
         self._claims_port().deallocate_claim(claim)
+
+    def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        return self._claims_port().create_claim(claim)
+
+    def delete_claim(self, claim: ResourceClaim) -> None:
+        self._claims_port().delete_claim(claim)
+
+    def write_extended_resource_claim_status(self, pod: Pod, status: PodExtendedResourceClaimStatus) -> None:
+        self._claims_port().write_extended_resource_claim_status(pod, status)
 
     def pause(self, seconds: float) -> None:
         self._claims_port().pause(seconds)
@@ -667,6 +676,7 @@ class Scheduler:
         binding = _Binding(fwk, state, qpi, node, assumed)
         binding.extra["result"] = result
         binding.extra["started"] = started
+        binding.extra["decided_on"] = self._node_version(node)
         if permit.waits:
             now = self.clock.now()
             deadlines = {p: now + t for p, t in permit.waits.items()}
@@ -781,6 +791,11 @@ class Scheduler:
         info = self.cache.node_info(b.node)
         if info is None:
             return "NodeGone", f"node {b.node} no longer exists"
+        if b.extra.get("decided_on") == self._node_version(b.node):
+            # Nothing on the node changed since the decision: it holds exactly as the Filters saw
+            # it. Re-filtering here could only disagree with them (ports are a set, see below), and
+            # an abandoned decision that is made again unchanged would loop for ever.
+            return None
         # The node with every other pod, accounted afresh (removing ours from a clone would also
         # drop a host port another pod holds too: ports are kept as a set).
         probe = NodeInfo(info.node, [pi for k, pi in info.pods.items() if k != key])
@@ -793,6 +808,12 @@ class Scheduler:
             if status is not None and not status.is_success():
                 return "NoLongerFits", f"node {b.node}: {status.message()}"
         return None
+
+    def _node_version(self, node: str) -> tuple[NodeInfo, int] | None:
+        """Which NodeInfo the cache has for `node` and how often it changed (None: no such node);
+        a node deleted and added again is another NodeInfo, so equal versions mean no change."""
+        info = self.cache.node_info(node)
+        return None if info is None else (info, info.generation)
 
     def _abandon(self, b: _Binding, reason: str, message: str) -> None:
         """Drop a decision before its bind is sent: undo Reserve and the assume, and put the pod

@@ -20,7 +20,10 @@ the times of the faults are the ones this module noted when it caused them. From
 * `overfilled_nodes`: shrunk nodes pushed over their new allocatable cpu by a bind received more than
   1 s after the shrink;
 * `duplicate_scheduled_events`: pods with more than one `Scheduled` Event; `bound_without_event`:
-  bound pods with none (telemetry lost with a killed process, reported but not a correctness figure);
+  bound pods with none, except those bound by a replica that died before it could send the Event
+  (killed by SIGKILL, or exited on losing the Lease while the API server was down, as kube-scheduler
+  does too): those are `events_lost_with_process`. Events that fail during an outage are retried, so
+  an outage alone loses none;
 * `exit_code`, `exit_seconds`: how the replica that lost the Lease or got SIGTERM ended;
 * `peak_rss_mib`: the largest resident set of the replicas.
 
@@ -97,6 +100,7 @@ class Figures:
     overfilled_nodes: int = 0
     duplicate_scheduled_events: int = 0
     bound_without_event: int = 0
+    events_lost_with_process: int = 0
     exit_code: int | None = None
     exit_seconds: float | None = None
     peak_rss_mib: float = 0.0
@@ -309,6 +313,8 @@ class Run:
         self.deleted_nodes: dict[str, float] = {}
         self.shrunk_nodes: dict[str, tuple[float, int]] = {}  # name -> (when, new cpu in milli)
         self.lost_at: dict[str, float] = {}  # user -> when its leadership was gone for sure
+        #: user -> when it died with Events maybe unsent (SIGKILL, or exit while the API was down).
+        self.died_unsent: dict[str, float] = {}
         self.selector: dict[str, str] | None = None
         self.started = time.monotonic()
         create_namespace(api, self.namespace)
@@ -430,9 +436,16 @@ class Run:
                 name = (e.get("regarding") or {}).get("name", "")
                 scheduled[name] = scheduled.get(name, 0) + int((e.get("series") or {}).get("count", 1))
         f.duplicate_scheduled_events = sum(1 for n in scheduled.values() if n > 1)
-        f.bound_without_event = sum(
-            1 for name, p in pods.items() if p["spec"].get("nodeName") and not scheduled.get(name)
-        )
+        bound_by = {b.pod: b for b in ok}
+        for name, p in pods.items():
+            if not p["spec"].get("nodeName") or scheduled.get(name):
+                continue
+            bind = bound_by.get(name)
+            died = self.died_unsent.get(bind.user) if bind is not None else None
+            if bind is not None and died is not None and bind.received <= died:
+                f.events_lost_with_process += 1
+            else:
+                f.bound_without_event += 1
         for r in self.replicas:
             r.note_rss()
             f.peak_rss_mib = max(f.peak_rss_mib, r.rss)
@@ -495,6 +508,7 @@ def leader_kill(run: Run) -> None:
     run.replica()
     run.create_pods(run.scale.pods)
     run.wait_bound(run.scale.pods // 10, 60)
+    run.died_unsent[a.user] = time.time()
     a.signal(signal.SIGKILL)
     a.wait_exit(10)
     run.settle()
@@ -515,6 +529,8 @@ def apiserver_restart(run: Run) -> None:
     run.cp.restart_apiserver(lambda: time.sleep(down))
     back = time.time()
     run.lost_at[a.user] = back
+    if not a.proc.alive():
+        run.died_unsent[a.user] = back  # exited with the server down: its last try failed too
     run.create_pods(20, prefix="late")  # advance the resourceVersion past what the standby saw
     run.cp.compact_etcd()
     b.signal(signal.SIGCONT)
@@ -572,6 +588,7 @@ def kill_and_restart(run: Run) -> None:
     a = run.replica(leader_elect=False)
     run.create_pods(run.scale.pods)
     run.wait_bound(run.scale.pods // 10, 60)
+    run.died_unsent[a.user] = time.time()
     a.signal(signal.SIGKILL)
     a.wait_exit(10)
     run.replica(leader_elect=False)

@@ -152,11 +152,28 @@ class FakeKube:
         #: When set, each bind waits (unlocked) until this is set: requests held "on the wire".
         self.hold_binds: threading.Event | None = None
         self.binds_waiting = 0
+        #: While set, Event and status writes get no answer (an API server restarting).
+        self.down = threading.Event()
+        #: Writes refused while down, and writes whose answer is still to be lost (done, then refused).
+        self.refused = 0
+        self.lose_answers = 0
+
+    def _outage(self, path: str) -> None:
+        if self.down.is_set() and not path.endswith("/binding"):
+            with self.lock:
+                self.refused += 1
+            raise ApiError(0, "ConnectError", "connection refused")
+
+    def _lost_answer(self) -> None:
+        if self.lose_answers:
+            self.lose_answers -= 1
+            raise ApiError(0, "ReadError", "connection reset by peer")
 
     def served_resources(self, group_version: str) -> set[str] | None:
         return {"pods", "nodes"} if group_version == "v1" else None
 
     def post(self, path: str, obj: Any, params: Any = None, *, throttle: bool = True) -> Response:
+        self._outage(path)
         hold = self.hold_binds
         if hold is not None and path.endswith("/binding"):
             with self.lock:
@@ -180,16 +197,22 @@ class FakeKube:
                 self.bound[key] = node
                 return Response(201, b"{}")
             if "/events" in path:
+                name = obj["metadata"]["name"]
+                if any(e["metadata"]["name"] == name for e in self.events):
+                    raise ApiError(409, "AlreadyExists", f'events.events.k8s.io "{name}" already exists')
                 self.events.append(obj)
+                self._lost_answer()
                 return Response(201, b"{}")
         raise ApiError(404, "NotFound", path)
 
     def patch(self, path: str, obj: Any, *, content_type: str = "") -> Response:
+        self._outage(path)
         with self.lock:
             self.patches.append((path, obj))
         return Response(200, b"{}")
 
     def delete(self, path: str, obj: Any = None) -> Response:
+        self._outage(path)
         with self.lock:
             self.deleted.append(path)
         return Response(200, b"{}")

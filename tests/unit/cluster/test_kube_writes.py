@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import msgspec
@@ -13,6 +14,7 @@ from kubesched.cluster.kube.binder import BindConflict, Binder, binding_body
 from kubesched.cluster.kube.client import ApiError
 from kubesched.cluster.kube.events import EventRecorder, event_body, micro_time, truncate_note
 from kubesched.cluster.kube.status import PodStatusWriter, pod_scheduled_patch
+from kubesched.cluster.kube.workers import RETRY_DELAYS, AsyncCalls, passing
 
 
 def pod(**kwargs: Any) -> Pod:
@@ -21,15 +23,37 @@ def pod(**kwargs: Any) -> Pod:
 
 
 class InlineCalls:
-    """AsyncCalls stand-in that runs each call at once."""
+    """AsyncCalls stand-in that runs each call, and each retry, at once."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.delays: list[float] = []  # the pauses retries asked for
 
     def submit(self, call: Any) -> bool:
         self.count += 1
         call()
         return True
+
+    def submit_later(self, call: Any, delay: float) -> bool:
+        self.delays.append(delay)
+        call()
+        return True
+
+
+def record_scheduled(rec: EventRecorder, name: str = "web-1") -> None:
+    rec.record(pod_of(name), type="Normal", reason="Scheduled", action="Binding",
+               note=f"Successfully assigned default/{name} to n1", reporter="kubesched")  # fmt: skip
+
+
+def pod_of(name: str) -> Pod:
+    return msgspec.convert(pod_json(name), Pod)
+
+
+def wait_for(cond: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
 
 
 # --------------------------------------------------------------------------- events
@@ -95,6 +119,43 @@ def test_repeated_identical_events_become_a_series() -> None:
     assert len(kube.events) == 3
 
 
+def test_an_event_due_during_an_api_outage_is_sent_when_the_server_is_back() -> None:
+    kube = FakeKube()
+    kube.down.set()
+    calls = AsyncCalls("events", 1)
+    calls.start()
+    try:
+        rec = EventRecorder(kube, calls, hostname="h")  # type: ignore[arg-type]
+        record_scheduled(rec)
+        wait_for(lambda: calls.waiting == 1)  # failed once, waits off the workers for its retry
+        assert kube.refused == 1 and kube.events == []
+        kube.down.clear()
+        assert calls.drain(10)
+        assert [e["reason"] for e in kube.events] == ["Scheduled"] and rec.created == 1
+    finally:
+        calls.stop(1)
+
+
+def test_a_retried_event_whose_first_answer_was_lost_is_not_created_twice() -> None:
+    kube = FakeKube()
+    kube.lose_answers = 1  # the create lands, its answer does not: the retry gets AlreadyExists
+    calls = InlineCalls()
+    rec = EventRecorder(kube, calls, hostname="h")  # type: ignore[arg-type]
+    record_scheduled(rec)
+    assert len(kube.events) == 1 and rec.created == 1 and calls.delays == [RETRY_DELAYS[0]]
+
+
+def test_event_retries_are_bounded_and_only_for_passing_failures() -> None:
+    kube = FakeKube()
+    kube.down.set()
+    calls = InlineCalls()
+    record_scheduled(EventRecorder(kube, calls, hostname="h"))  # type: ignore[arg-type]
+    assert calls.delays == list(RETRY_DELAYS) and kube.refused == len(RETRY_DELAYS) + 1
+    assert passing(ApiError(0, "ConnectError", "refused")) and passing(ApiError(503, "", "unavailable"))
+    assert passing(ApiError(429, "TooManyRequests", "slow down"))
+    assert not passing(ApiError(403, "Forbidden", "no")) and not passing(ApiError(422, "Invalid", "bad"))
+
+
 def test_micro_time_format() -> None:
     assert micro_time(0.25) == "1970-01-01T00:00:00.250000Z"
 
@@ -147,7 +208,7 @@ def test_empty_nomination_clears_it() -> None:
 
 def test_status_writer_patches_the_status_subresource_and_evicts_with_a_uid_precondition() -> None:
     kube = FakeKube()
-    writer = PodStatusWriter(kube, InlineCalls(), clock=lambda: 0.0, sleep=lambda s: None)  # type: ignore[arg-type]
+    writer = PodStatusWriter(kube, InlineCalls(), clock=lambda: 0.0)  # type: ignore[arg-type]
     writer.set_pod_scheduled_condition(
         pod(), reason="SchedulerError", message="boom", nominated_node_name=None
     )
@@ -160,6 +221,7 @@ def test_status_writer_patches_the_status_subresource_and_evicts_with_a_uid_prec
 
 def test_status_writer_retries_transient_errors_but_not_a_missing_pod() -> None:
     calls: list[int] = []
+    inline = InlineCalls()
 
     class Flaky(FakeKube):
         def patch(self, path: str, obj: Any, *, content_type: str = "") -> Any:
@@ -168,9 +230,9 @@ def test_status_writer_retries_transient_errors_but_not_a_missing_pod() -> None:
                 raise ApiError(0, "ReadTimeout", "timed out")
             return super().patch(path, obj)
 
-    writer = PodStatusWriter(Flaky(), InlineCalls(), sleep=lambda s: None)  # type: ignore[arg-type]
+    writer = PodStatusWriter(Flaky(), inline)  # type: ignore[arg-type]
     writer.set_nominated_node_name(pod(), "n1")
-    assert len(calls) == 3
+    assert len(calls) == 3 and inline.delays == list(RETRY_DELAYS[:2])
 
     class Gone(FakeKube):
         def patch(self, path: str, obj: Any, *, content_type: str = "") -> Any:
@@ -178,7 +240,7 @@ def test_status_writer_retries_transient_errors_but_not_a_missing_pod() -> None:
             raise ApiError(404, "NotFound", "pods web-1 not found")
 
     calls.clear()
-    PodStatusWriter(Gone(), InlineCalls(), sleep=lambda s: None).set_nominated_node_name(pod(), "n1")  # type: ignore[arg-type]
+    PodStatusWriter(Gone(), InlineCalls()).set_nominated_node_name(pod(), "n1")  # type: ignore[arg-type]
     assert len(calls) == 1
 
 

@@ -7,7 +7,10 @@ and lives in the pod's namespace, and the note is cut to 1024 bytes (`msg[:1020]
 A repeat of the same event for the same pod within 6 minutes (a pod failing again and again for the
 same reason) does not create a new Event: the first one's `series` is patched with the new count and
 time, as the events/v1 broadcaster aggregates isomorphic events. Sending happens on worker threads
-(`AsyncCalls`); `record` never blocks.
+(`AsyncCalls`); `record` never blocks. A send that fails for a passing reason (the API server
+restarting) is tried again for about 45 s, as upstream's broadcaster retries: a pod bound during an
+outage still gets its `Scheduled` Event. A retried create keeps the Event's name, so it never makes a
+second Event; an AlreadyExists answer means an earlier try did reach the server.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 from kubesched.api.objects import Pod
 from kubesched.cluster.kube.client import ApiError, KubeClient
-from kubesched.cluster.kube.workers import AsyncCalls
+from kubesched.cluster.kube.workers import AsyncCalls, submit_retrying
 
 # The scheduler core truncates FailedScheduling notes already; every note passes through it again here
 # because plugins record events too, and the API server rejects a note over the limit.
@@ -125,7 +128,11 @@ class EventRecorder:
                 series.last = now
                 patch = {"series": {"count": series.count, "lastObservedTime": micro_time(now)}}
                 path = f"/apis/events.k8s.io/v1/namespaces/{series.namespace}/events/{series.name}"
-                self.calls.submit(lambda: self._send_series(path, patch))
+                submit_retrying(
+                    self.calls,
+                    lambda: self._send_series(path, patch),
+                    lambda exc: self._series_failed(path, exc),
+                )
                 return
             body = event_body(
                 pod,
@@ -138,26 +145,30 @@ class EventRecorder:
                 now=now,
             )
             self._series[key] = _Series(body["metadata"]["name"], pod.metadata.namespace, now, now)
-        self.calls.submit(lambda: self._create(body))
+        submit_retrying(self.calls, lambda: self._create(body), lambda exc: self._create_failed(body, exc))
 
     def _create(self, body: dict[str, Any]) -> None:
         ns = body["metadata"]["namespace"]
         try:
             self.client.post(f"/apis/events.k8s.io/v1/namespaces/{ns}/events", body)
-            self.created += 1
         except ApiError as exc:
-            if exc.code == 404:  # the namespace is being deleted: nothing to report to
-                return
-            log.warning("event %s %s for %s/%s not recorded: %s", body["type"], body["reason"], ns,
-                        body["regarding"]["name"], exc)  # fmt: skip
+            if exc.code != 409:  # 409 AlreadyExists: an earlier try got there, its answer did not
+                raise
+        self.created += 1
+
+    def _create_failed(self, body: dict[str, Any], exc: ApiError) -> None:
+        if exc.code == 404:  # the namespace is being deleted: nothing to report to
+            return
+        log.warning("event %s %s for %s/%s not recorded: %s", body["type"], body["reason"],
+                    body["metadata"]["namespace"], body["regarding"]["name"], exc)  # fmt: skip
 
     def _send_series(self, path: str, patch: dict[str, Any]) -> None:
-        try:
-            self.client.patch(path, patch)
-            self.series_updates += 1
-        except ApiError as exc:
-            if exc.code != 404:
-                log.warning("event series update %s failed: %s", path, exc)
+        self.client.patch(path, patch)  # absolute count and time: safe to repeat
+        self.series_updates += 1
+
+    def _series_failed(self, path: str, exc: ApiError) -> None:
+        if exc.code != 404:
+            log.warning("event series update %s failed: %s", path, exc)
 
     def _prune(self, now: float) -> None:
         """Forget series older than the window (at most once a minute, so record stays O(1))."""

@@ -7,8 +7,8 @@ the same name. A patch that would change nothing (same reason and message, same 
 sent, as upstream's `updatePod` skips it; the full message goes into the condition (the Event note is
 the truncated one).
 
-All writes run on `AsyncCalls` workers and retry transient failures a few times; the scheduling loop
-never waits for them.
+All writes run on `AsyncCalls` workers; a write that fails for a passing reason (the API server
+restarting) is tried again, off the workers, for about 45 s. The scheduling loop never waits for them.
 """
 
 from __future__ import annotations
@@ -21,14 +21,11 @@ from typing import Any
 from kubesched.api.objects import Pod
 from kubesched.cluster.kube.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient
 from kubesched.cluster.kube.events import micro_time
-from kubesched.cluster.kube.workers import AsyncCalls
+from kubesched.cluster.kube.workers import AsyncCalls, submit_retrying
 
 __all__ = ["PodStatusWriter", "pod_scheduled_patch"]
 
 log = logging.getLogger(__name__)
-
-#: Attempts per write, with these pauses between them (seconds).
-RETRY_DELAYS = (0.2, 1.0)
 
 
 def _rfc3339(t: float) -> str:
@@ -81,12 +78,10 @@ class PodStatusWriter:
         calls: AsyncCalls,
         *,
         clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.client = client
         self.calls = calls
         self._clock = clock
-        self._sleep = sleep
 
     def set_pod_scheduled_condition(
         self, pod: Pod, *, reason: str, message: str, nominated_node_name: str | None
@@ -95,7 +90,7 @@ class PodStatusWriter:
             pod, reason=reason, message=message, nominated_node_name=nominated_node_name, now=self._clock()
         )
         if patch is not None:
-            self.calls.submit(lambda: self._patch(pod, patch))
+            self._submit(f"status of {pod.key}", lambda: self._patch(pod, patch))
 
     def set_nominated_node_name(self, pod: Pod, node_name: str) -> None:
         if node_name == pod.status.nominated_node_name:
@@ -103,52 +98,48 @@ class PodStatusWriter:
         patch: dict[str, Any] = {"status": {"nominatedNodeName": node_name or None}}
         if pod.metadata.uid:
             patch["metadata"] = {"uid": pod.metadata.uid}
-        self.calls.submit(lambda: self._patch(pod, patch))
+        self._submit(f"status of {pod.key}", lambda: self._patch(pod, patch))
 
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
         """Evict a preemption victim: mark it `DisruptionTarget` (why), then delete it (UID-guarded)."""
-        self.calls.submit(lambda: self._evict(pod, reason, message))
+        now = self._clock()
+        self._submit(f"eviction of {pod.key}", lambda: self._evict(pod, reason, message, now))
 
     # ------------------------------------------------------------------ workers
 
-    def _patch(self, pod: Pod, patch: dict[str, Any]) -> None:
-        self._retry(
-            f"status of {pod.key}",
-            lambda: self.client.patch(_status_path(pod), patch, content_type=STRATEGIC_MERGE_PATCH),
-        )
+    def _submit(self, what: str, write: Callable[[], None]) -> None:
+        submit_retrying(self.calls, write, lambda exc: self._failed(what, exc))
 
-    def _evict(self, pod: Pod, reason: str, message: str) -> None:
+    @staticmethod
+    def _failed(what: str, exc: ApiError) -> None:
+        if exc.code in (404, 409, 422):  # gone, recreated, or invalid: nothing to write to
+            log.info("%s not written: %s", what, exc)
+        else:
+            log.warning("%s not written: %s", what, exc)
+
+    def _patch(self, pod: Pod, patch: dict[str, Any]) -> None:
+        self.client.patch(_status_path(pod), patch, content_type=STRATEGIC_MERGE_PATCH)
+
+    def _evict(self, pod: Pod, reason: str, message: str, now: float) -> None:
+        """Both steps are safe to repeat: a retry after a lost answer to the deletion finds the pod
+        gone (404, final) or, if it was recreated, refused by the UID precondition."""
         condition = {
             "type": "DisruptionTarget",
             "status": "True",
             "reason": reason or "PreemptionByScheduler",
             "message": message,
-            "lastTransitionTime": _rfc3339(self._clock()),
+            "lastTransitionTime": _rfc3339(now),
         }
         patch: dict[str, Any] = {"status": {"conditions": [condition]}}
         if pod.metadata.uid:
             patch["metadata"] = {"uid": pod.metadata.uid}
-        self._retry(
-            f"disruption condition of {pod.key}",
-            lambda: self.client.patch(_status_path(pod), patch, content_type=STRATEGIC_MERGE_PATCH),
-        )
+        try:
+            self._patch(pod, patch)
+        except ApiError as exc:
+            if exc.code != 422:  # an invalid condition must not save the victim; anything else stops
+                raise
+            log.info("disruption condition of %s not written: %s", pod.key, exc)
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if pod.metadata.uid:
             options["preconditions"] = {"uid": pod.metadata.uid}
-        path = f"/api/v1/namespaces/{pod.metadata.namespace}/pods/{pod.metadata.name}"
-        self._retry(f"deletion of {pod.key}", lambda: self.client.delete(path, options))
-
-    def _retry(self, what: str, call: Callable[[], object]) -> bool:
-        for attempt in range(len(RETRY_DELAYS) + 1):
-            try:
-                call()
-                return True
-            except ApiError as exc:
-                if exc.code in (404, 409, 422):  # gone, recreated, or invalid: retrying cannot help
-                    log.info("%s not written: %s", what, exc)
-                    return False
-                if attempt == len(RETRY_DELAYS):
-                    log.warning("%s not written: %s", what, exc)
-                    return False
-                self._sleep(RETRY_DELAYS[attempt])
-        return False  # pragma: no cover
+        self.client.delete(f"/api/v1/namespaces/{pod.metadata.namespace}/pods/{pod.metadata.name}", options)

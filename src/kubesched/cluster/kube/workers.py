@@ -4,27 +4,41 @@ Events and status patches must never hold up scheduling (upstream sends events t
 asynchronous broadcaster for the same reason). Calls queue up to a bound; past it new calls are
 dropped and counted, as client-go's event broadcaster drops events when its queue is full, because a
 scheduler that blocks on telemetry under load only makes the overload worse.
+
+A call that failed for a reason that passes (the API server restarting) can come back later
+(`submit_later`): it waits off the workers, in a second bounded store, so an outage costs neither a
+worker thread nor unbounded memory. `stop` gives every waiting call one last try within its budget,
+then drops whatever is left (counted and logged once), so a shutdown never waits for telemetry.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-__all__ = ["AsyncCalls"]
+from kubesched.cluster.kube.client import ApiError
+
+__all__ = ["RETRY_DELAYS", "AsyncCalls", "passing", "submit_retrying"]
 
 log = logging.getLogger(__name__)
 
 _STOP = object()
 
+Call = Callable[[], None]
+
 
 class AsyncCalls:
-    """A bounded queue of calls served by `workers` daemon threads."""
+    """A bounded queue of calls served by `workers` daemon threads, and a bounded store of calls
+    waiting to be retried."""
 
-    def __init__(self, name: str, workers: int = 2, *, maxsize: int = 10_000) -> None:
+    def __init__(
+        self, name: str, workers: int = 2, *, maxsize: int = 10_000, max_waiting: int = 5_000
+    ) -> None:
         self.name = name
         self._queue: queue.Queue[object] = queue.Queue(maxsize)
         self._threads = [
@@ -32,10 +46,17 @@ class AsyncCalls:
             for i in range(max(1, workers))
         ]
         self._started = False
+        self._closing = False  # `stop` began: the waiting calls get their last try, no new retries
+        self._stopped = False
         self._lock = threading.Lock()
         self._pending = 0
         self._idle = threading.Condition(self._lock)
-        #: Calls dropped because the queue was full, and calls that raised.
+        self._max_waiting = max_waiting
+        self._waiting: list[tuple[float, int, Call]] = []  # a heap by due time
+        self._order = itertools.count()
+        self._timer = threading.Condition(self._lock)
+        self._timer_thread = threading.Thread(target=self._release_due, name=f"{name}-retry", daemon=True)
+        #: Calls dropped (queue or retry store full, or still queued at `stop`), and calls that raised.
         self.dropped = 0
         self.failed = 0
 
@@ -44,10 +65,14 @@ class AsyncCalls:
             self._started = True
             for t in self._threads:
                 t.start()
+            self._timer_thread.start()
 
-    def submit(self, call: Callable[[], None]) -> bool:
-        """Queue `call`; False (and counted) if the queue is full."""
+    def submit(self, call: Call) -> bool:
+        """Queue `call`; False (and counted) if the queue is full or the calls were stopped."""
         with self._lock:
+            if self._stopped:
+                self.dropped += 1
+                return False
             self._pending += 1
         try:
             self._queue.put_nowait(call)
@@ -55,8 +80,23 @@ class AsyncCalls:
             with self._lock:
                 self._pending -= 1
                 self.dropped += 1
+                if not self._pending:
+                    self._idle.notify_all()
             log.warning("%s: queue full, dropping a call", self.name)
             return False
+        return True
+
+    def submit_later(self, call: Call, delay: float) -> bool:
+        """Queue `call` to run in `delay` seconds (a retry); False (and counted) if `max_waiting`
+        calls wait already or `stop` began (it gives the waiting calls their last try). A waiting
+        call counts as pending."""
+        with self._lock:
+            if self._closing or len(self._waiting) >= self._max_waiting:
+                self.dropped += 1
+                return False
+            self._pending += 1
+            heapq.heappush(self._waiting, (time.monotonic() + delay, next(self._order), call))
+            self._timer.notify()
         return True
 
     def drain(self, timeout: float) -> bool:
@@ -71,8 +111,20 @@ class AsyncCalls:
         return True
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Run what is queued (up to `timeout`), then end the workers."""
+        """Run what is queued, and the waiting retries at once (up to `timeout`); drop the rest and
+        end the workers. Calls still running are not waited for."""
+        with self._lock:
+            self._closing = True
+            now = time.monotonic()
+            self._waiting = sorted((now, order, call) for _, order, call in self._waiting)
+            self._timer.notify()
         self.drain(timeout)
+        with self._lock:
+            self._stopped = True
+            left = self._pending
+            self._timer.notify()
+        if left:
+            log.warning("%s: %d calls not made at shutdown", self.name, left)
         for _ in self._threads:
             try:
                 self._queue.put_nowait(_STOP)
@@ -81,7 +133,13 @@ class AsyncCalls:
 
     @property
     def pending(self) -> int:
+        """Calls queued, running, or waiting to be retried."""
         return self._pending
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting to be retried."""
+        return len(self._waiting)
 
     def _serve(self) -> None:
         while True:
@@ -89,12 +147,74 @@ class AsyncCalls:
             if call is _STOP:
                 return
             try:
-                call()  # type: ignore[operator]
+                if self._stopped:
+                    self.dropped += 1  # queued when the shutdown's budget ran out
+                else:
+                    call()  # type: ignore[operator]
             except Exception:
                 self.failed += 1
-                log.exception("%s: call failed", self.name)
+                if self._stopped:  # a call cut short by the shutdown (its client closed)
+                    log.debug("%s: call failed during shutdown", self.name, exc_info=True)
+                else:
+                    log.exception("%s: call failed", self.name)
             finally:
                 with self._idle:
                     self._pending -= 1
                     if not self._pending:
                         self._idle.notify_all()
+
+    def _release_due(self) -> None:
+        """Move waiting calls to the queue when they are due (a timer thread, so no worker sleeps)."""
+        with self._lock:
+            while True:
+                if self._stopped:
+                    self.dropped += len(self._waiting)
+                    self._pending -= len(self._waiting)
+                    self._waiting.clear()
+                    if not self._pending:
+                        self._idle.notify_all()
+                    return
+                if not self._waiting:
+                    self._timer.wait()
+                    continue
+                due = self._waiting[0][0] - time.monotonic()
+                if due > 0:
+                    self._timer.wait(due)
+                    continue
+                _, _, call = heapq.heappop(self._waiting)
+                try:
+                    self._queue.put_nowait(call)
+                except queue.Full:
+                    self._pending -= 1
+                    self.dropped += 1
+
+
+#: Pauses before the retries of a call that failed for a reason that passes (seconds): about 45 s in
+#: all, longer than an API-server restart takes, shorter than anyone would still want the Event.
+RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 15.0)
+
+
+def passing(exc: ApiError) -> bool:
+    """A failure worth trying again: no answer at all, throttled, or the server's own fault."""
+    return exc.is_transport or exc.code == 429 or exc.code >= 500
+
+
+def submit_retrying(
+    calls: AsyncCalls,
+    send: Call,
+    on_failure: Callable[[ApiError], None],
+    delays: Sequence[float] = RETRY_DELAYS,
+) -> bool:
+    """Queue `send`; when it raises an ApiError that `passing` excuses, queue it again after the
+    next pause (off the workers, `submit_later`). A final failure goes to `on_failure`. `send` must
+    be safe to repeat (a create under a fixed name, an absolute patch)."""
+
+    def attempt(n: int) -> None:
+        try:
+            send()
+        except ApiError as exc:
+            again = passing(exc) and n < len(delays)
+            if not (again and calls.submit_later(lambda: attempt(n + 1), delays[n])):
+                on_failure(exc)
+
+    return calls.submit(lambda: attempt(0))

@@ -1,0 +1,66 @@
+"""AsyncCalls: the bounded queue and retry store behind Events and status writes."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from kubesched.cluster.kube.client import ApiError
+from kubesched.cluster.kube.workers import AsyncCalls, submit_retrying
+
+
+def test_a_retry_waits_off_the_workers_and_runs_when_due() -> None:
+    calls = AsyncCalls("t", 1)
+    calls.start()
+    ran: list[str] = []
+    try:
+        assert calls.submit_later(lambda: ran.append("later"), 0.2)
+        assert calls.submit(lambda: ran.append("now"))  # the only worker is not held by the wait
+        assert calls.drain(10)
+        assert ran == ["now", "later"] and calls.pending == 0 and calls.waiting == 0
+    finally:
+        calls.stop(1)
+
+
+def test_the_retry_store_is_bounded() -> None:
+    calls = AsyncCalls("t", 1, max_waiting=2)
+    calls.start()
+    try:
+        assert calls.submit_later(lambda: None, 60) and calls.submit_later(lambda: None, 60)
+        assert not calls.submit_later(lambda: None, 60)
+        assert calls.dropped == 1 and calls.waiting == 2
+    finally:
+        calls.stop(1)
+
+
+def test_stop_gives_waiting_calls_one_last_try_at_once_and_no_retry_after_it() -> None:
+    calls = AsyncCalls("t", 1)
+    calls.start()
+    sent: list[int] = []
+    attempts: list[int] = []
+    up = threading.Event()
+
+    def send() -> None:
+        attempts.append(1)
+        if not up.is_set():
+            raise ApiError(0, "ConnectError", "connection refused")
+        sent.append(1)
+
+    def failure(exc: ApiError) -> None:
+        pass
+
+    submit_retrying(calls, send, failure, delays=(60.0, 60.0))
+    submit_retrying(calls, lambda: (_ for _ in ()).throw(ApiError(0, "ConnectError", "refused")),
+                    failure, delays=(60.0, 60.0))  # fmt: skip
+    deadline = time.monotonic() + 10
+    while calls.waiting < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    up.set()
+    started = time.monotonic()
+    calls.stop(5)
+    # Both retries were due in 60 s; stop ran them at once: one got through, the other failed
+    # again and was not queued for another minute.
+    assert time.monotonic() - started < 5
+    assert sent == [1] and len(attempts) == 2 and calls.pending == 0 and calls.waiting == 0
+    assert not calls.submit(lambda: None) and not calls.submit_later(lambda: None, 0)
