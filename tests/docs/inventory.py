@@ -136,6 +136,15 @@ NOT_RUNNABLE: dict[tuple[str, str], str] = {
         "kubesched simulate --scenario day.json --config new-profile.yaml snapshot/       "
         "# PATHs: the cluster at 0s",
     ): _TEMPLATE,
+    (
+        "docs/scenarios.md",
+        "kubesched simulate --scenario day.json --config new-profile.yaml -o html > day.html",
+    ): ("the recording of the line above and the reader's new profile"),
+    (
+        "docs/scenarios.md",
+        "kubesched record --kubeconfig ~/.kube/prod --duration 2h day.json     # or day.yaml, or stdout",
+    ): "records the reader's cluster for two hours; tests/integration/test_record.py records the local "
+    "control plane, replays the recording and compares",
     ("docs/what-if.md", "ray start --head --port=6379 --disable-usage-stats"): "starts a Ray head that "
     "outlives the command; tests/e2e/test_sweep.py runs a sweep on a Ray cluster it starts",
     (
