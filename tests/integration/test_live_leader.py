@@ -73,7 +73,7 @@ def test_only_the_leader_binds_and_the_standby_takes_over_when_it_is_killed(
         leader.wait_ready()
         standby.wait_ready()
         code, text = standby.get("/readyz?verbose")
-        assert code == 200 and "[+]informer-sync ok" in text and "leader" not in text, text
+        assert code == 200 and "[+]informer-sync ok" in text and "[+]leader ok" not in text, text
         assert standby.get("/livez")[0] == 200
 
         for i in range(30):
