@@ -1,11 +1,12 @@
 """Differential run against kube-scheduler v1.37.2: `--count` seeded scenarios from `--seed`.
 
 Each scenario is created on a real API server, scheduled one pending pod at a time by the upstream
-binary, and its read-back objects are given to kubesched (see kubesched.testing.differential).
-Prints one JSON object: agreement per comparison (over pods) and per feature (over scenarios).
-Every mismatch is printed to stderr with the scenario file that reproduces it.
+binary, and its read-back objects are given to kubesched (see kubesched.testing.differential); every
+`--live-every`-th scenario is also scheduled by a real `kubesched run`. Prints one JSON object:
+agreement per comparison (over pods) and per feature (over scenarios). Every mismatch is printed to
+stderr with the scenario file that reproduces it.
 
-    nice python benchmarks/differential.py --seed 1 --count 1000 --out /tmp/differential
+    nice python benchmarks/differential.py --seed 1 --count 1000 --live-every 4 --out /tmp/differential
 """
 
 from __future__ import annotations
@@ -24,14 +25,28 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
     parser.add_argument("--count", type=int, default=100, help="number of scenarios (default 100)")
     parser.add_argument(
+        "--live-every",
+        type=int,
+        default=4,
+        help="also run every Nth scenario through kubesched run (0: none)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=Path("differential-mismatches"), help="where mismatch scenario files go"
     )
     args = parser.parse_args()
     started = time.monotonic()
     tally = run_scenarios(
-        list(range(args.seed, args.seed + args.count)), args.out, on_mismatch=print_mismatch
+        list(range(args.seed, args.seed + args.count)),
+        args.out,
+        live_every=args.live_every,
+        on_mismatch=print_mismatch,
     )
-    report = {"seed": args.seed, "count": args.count, "seconds": round(time.monotonic() - started, 1)}
+    report = {
+        "seed": args.seed,
+        "count": args.count,
+        "liveEvery": args.live_every,
+        "seconds": round(time.monotonic() - started, 1),
+    }
     report |= tally.as_json()
     json.dump(report, sys.stdout, indent=2)
     print()

@@ -4,10 +4,14 @@ Each scenario (kubesched.testing.differential.scenario) is created on a real API
 one pending pod at a time by the upstream binary; the objects read back are given to kubesched's
 simulator. Every comparison must agree: schedulable or not, the FailedScheduling message, the chosen
 node (among kubesched's top-scored), every plugin's score on every node, and preemption (nominated
-node, victims). A mismatch is printed with the scenario file and the command that reproduce it.
+node, victims). Every `LIVE_EVERY`-th scenario is then scheduled again by a real `kubesched run`
+(informers, binding, Events), whose outcomes must agree with the simulator's on the objects it saw.
+A mismatch is printed with the scenario file and the command that reproduce it.
 
 Known differences kept out of the comparison, and why:
 * Ties: upstream breaks equal totals at random, so its node only has to be one of kubesched's best.
+* Where upstream's choice follows Go map order (several CSIStorageCapacity objects serving one
+  node, static volumes of equal size), the generator never offers such a choice.
 
 The long run is `benchmarks/differential.py --seed S --count N`.
 """
@@ -17,21 +21,25 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from kubesched.testing.differential.compare import COMPARISONS
-from kubesched.testing.differential.run import print_mismatch, run_scenarios
+from kubesched.testing.differential.compare import COMPARISONS, LIVE_COMPARISONS
+from kubesched.testing.differential.run import Harnesses, print_mismatch, run_scenarios
 
 #: Seeds of the bounded set (a few minutes on two cores); the long run covers thousands.
 SEEDS = list(range(1, 41))
+#: Every fourth scenario also goes through `kubesched run`.
+LIVE_EVERY = 4
 
 
-def test_seeded_scenarios_agree_with_kube_scheduler(tmp_path: Path) -> None:
-    tally = run_scenarios(SEEDS, tmp_path)
+def test_seeded_scenarios_agree_with_kube_scheduler(tmp_path: Path, differential: Harnesses) -> None:
+    tally = run_scenarios(SEEDS, tmp_path, live_every=LIVE_EVERY, using=differential)
     report = io.StringIO()
     for m in tally.mismatches:
         print_mismatch(m, report)
     assert tally.scenarios == len(SEEDS)
+    assert tally.live_scenarios == len(SEEDS) // LIVE_EVERY
     # Every comparison was made often enough to mean something.
     made = {name: total for name, (_, total) in tally.comparisons.items()}
-    assert set(made) == set(COMPARISONS)
+    assert set(made) == {*COMPARISONS, *LIVE_COMPARISONS}
     assert made["schedulable"] == tally.pods and made["scores"] > 10 and made["message"] > 5, made
+    assert made["live-schedulable"] > 10 and made["live-message"] > 2, made
     assert tally.mismatches == [], report.getvalue()

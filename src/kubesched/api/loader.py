@@ -37,7 +37,9 @@ from kubesched.api.json_shape import drop_nulls, type_name
 from kubesched.api.objects import (
     KINDS,
     CronJob,
+    CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     DaemonSet,
     Deployment,
     Job,
@@ -107,6 +109,8 @@ class LoadedObjects:
     persistent_volume_claims: list[PersistentVolumeClaim] = field(default_factory=list)
     storage_classes: list[StorageClass] = field(default_factory=list)
     csi_nodes: list[CSINode] = field(default_factory=list)
+    csi_drivers: list[CSIDriver] = field(default_factory=list)
+    csi_storage_capacities: list[CSIStorageCapacity] = field(default_factory=list)
     pod_disruption_budgets: list[PodDisruptionBudget] = field(default_factory=list)
     services: list[Service] = field(default_factory=list)
     replication_controllers: list[ReplicationController] = field(default_factory=list)
@@ -143,6 +147,8 @@ _ATTRIBUTES: dict[type[msgspec.Struct], str] = {
     PersistentVolumeClaim: "persistent_volume_claims",
     StorageClass: "storage_classes",
     CSINode: "csi_nodes",
+    CSIDriver: "csi_drivers",
+    CSIStorageCapacity: "csi_storage_capacities",
     PodDisruptionBudget: "pod_disruption_budgets",
     Service: "services",
     ReplicationController: "replication_controllers",
@@ -435,7 +441,7 @@ def _load_located(
 
 #: Kinds whose objects have no namespace: their identity is the name alone.
 _CLUSTER_SCOPED = frozenset(
-    {"Node", "Namespace", "PriorityClass", "PersistentVolume", "StorageClass", "CSINode"}
+    {"Node", "Namespace", "PriorityClass", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"}
 )
 
 

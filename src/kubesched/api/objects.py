@@ -446,6 +446,33 @@ class CSINode(_Base, frozen=True):
     spec: CSINodeSpec = CSINodeSpec()
 
 
+class CSIDriverSpec(_Base, frozen=True):
+    #: The driver publishes CSIStorageCapacity objects: VolumeBinding checks (and scores) capacity.
+    storage_capacity: bool | None = None
+    #: NodeVolumeLimits (v1.37, VolumeLimitScaling): refuse nodes whose CSINode lacks the driver.
+    prevent_pod_scheduling_if_missing: bool | None = None
+
+
+class CSIDriver(_Base, frozen=True):
+    api_version: str = "storage.k8s.io/v1"
+    kind: str = "CSIDriver"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: CSIDriverSpec = CSIDriverSpec()
+
+
+class CSIStorageCapacity(_Base, frozen=True):
+    """Free capacity a CSI driver reports for a StorageClass on the nodes `nodeTopology` selects."""
+
+    api_version: str = "storage.k8s.io/v1"
+    kind: str = "CSIStorageCapacity"
+    metadata: ObjectMeta = ObjectMeta()
+    storage_class_name: str = ""
+    #: None selects no node (upstream: "unavailable").
+    node_topology: LabelSelector | None = None
+    capacity: str | int | float | None = None
+    maximum_volume_size: str | int | float | None = None
+
+
 class PodDisruptionBudgetSpec(_Base, frozen=True):
     selector: LabelSelector | None = None
     min_available: Int32 | str | None = None
@@ -642,6 +669,8 @@ KINDS: dict[str, type[msgspec.Struct]] = {
     "PersistentVolumeClaim": PersistentVolumeClaim,
     "StorageClass": StorageClass,
     "CSINode": CSINode,
+    "CSIDriver": CSIDriver,
+    "CSIStorageCapacity": CSIStorageCapacity,
     "PodDisruptionBudget": PodDisruptionBudget,
     "Service": Service,
     "ReplicationController": ReplicationController,
@@ -663,6 +692,8 @@ KubeObject = (
     | PersistentVolumeClaim
     | StorageClass
     | CSINode
+    | CSIDriver
+    | CSIStorageCapacity
     | PodDisruptionBudget
     | Service
     | ReplicationController

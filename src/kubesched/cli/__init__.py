@@ -94,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     from kubesched.cli.config import add_config_commands
     from kubesched.cli.explain import add_explain_command
     from kubesched.cli.extender import add_extender_command
+    from kubesched.cli.record import add_record_command
     from kubesched.cli.run import add_run_command
     from kubesched.cli.simulate import add_simulate_command
     from kubesched.cli.sweep import add_sweep_command
@@ -110,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     add_capacity_command(sub)
     add_compare_command(sub)
     add_sweep_command(sub)
+    add_record_command(sub)
     add_config_commands(sub)
     add_run_command(sub)
     add_extender_command(sub)

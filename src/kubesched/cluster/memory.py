@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from kubesched.api.label_keys import merge_label_keys
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Container, Node, Pod, PodCondition, PodSpec, PriorityClass
 from kubesched.api.resource import AllocationResult, ResourceClaim
@@ -95,7 +96,10 @@ class MemoryCluster:
 
     # ------------------------------------------------------------------ admission
     def admit(self, pod: Pod) -> Pod:
-        """What the API server would have filled in: namespace, uid, priority from its class."""
+        """What the API server would have filled in: namespace, uid, priority from its class,
+        requests from limits, and (for a pod it never saw: no uid) label keys merged into selectors."""
+        if not pod.metadata.uid:
+            pod = merge_label_keys(pod)  # a pod read back from an API server has them merged already
         meta = pod.metadata
         namespace = meta.namespace or "default"
         uid = meta.uid or str(uuid.uuid5(_UID_NAMESPACE, f"{namespace}/{meta.name}"))
@@ -325,6 +329,8 @@ _LOADED_KINDS = {
     "PersistentVolumeClaim": "persistent_volume_claims",
     "StorageClass": "storage_classes",
     "CSINode": "csi_nodes",
+    "CSIDriver": "csi_drivers",
+    "CSIStorageCapacity": "csi_storage_capacities",
     "PodDisruptionBudget": "pod_disruption_budgets",
     "Service": "services",
     "ReplicationController": "replication_controllers",

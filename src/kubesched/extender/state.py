@@ -48,6 +48,8 @@ _LISTED = {
     "PersistentVolumeClaim": "persistent_volume_claims",
     "StorageClass": "storage_classes",
     "CSINode": "csi_nodes",
+    "CSIDriver": "csi_drivers",
+    "CSIStorageCapacity": "csi_storage_capacities",
     "PodDisruptionBudget": "pod_disruption_budgets",
     "Service": "services",
     "ReplicationController": "replication_controllers",

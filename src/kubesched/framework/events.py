@@ -60,6 +60,8 @@ class Resource(StrEnum):
     PERSISTENT_VOLUME = "PersistentVolume"
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
     CSI_NODE = "storage.k8s.io/CSINode"
+    CSI_DRIVER = "storage.k8s.io/CSIDriver"
+    CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
     STORAGE_CLASS = "storage.k8s.io/StorageClass"
     POD_GROUP = "scheduling.x-k8s.io/PodGroup"
     RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"

@@ -12,7 +12,9 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.api.objects import (
+    CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -140,9 +142,9 @@ def pod_claims(pod: Pod) -> Iterator[tuple[Volume, str, bool]]:
 
 
 class VolumeObjects:
-    """Claims, volumes, classes and CSINodes from the listers, indexed by name on first use."""
+    """Claims, volumes, classes and CSI objects from the listers, indexed by name on first use."""
 
-    __slots__ = ("_csi_nodes", "_pvcs", "_pvs", "_source", "_storage_classes")
+    __slots__ = ("_capacities", "_csi_drivers", "_csi_nodes", "_pvcs", "_pvs", "_source", "_storage_classes")
 
     def __init__(self, source: ListerSource | None) -> None:
         self._source = source
@@ -150,6 +152,8 @@ class VolumeObjects:
         self._pvs: dict[str, PersistentVolume] | None = None
         self._storage_classes: dict[str, StorageClass] | None = None
         self._csi_nodes: dict[str, CSINode] | None = None
+        self._csi_drivers: dict[str, CSIDriver] | None = None
+        self._capacities: list[CSIStorageCapacity] | None = None
 
     def _list(self, kind: str) -> Sequence[Any]:
         return self._source.lister(kind) if self._source is not None else ()
@@ -190,6 +194,23 @@ class VolumeObjects:
         if self._csi_nodes is None:
             self._csi_nodes = {c.metadata.name: c for c in self._list("CSINode")}
         return self._csi_nodes
+
+    def csi_driver(self, name: str) -> CSIDriver | None:
+        if self._csi_drivers is None:
+            self._csi_drivers = {d.metadata.name: d for d in self._list("CSIDriver")}
+        return self._csi_drivers.get(name)
+
+    def storage_capacities(self, class_name: str) -> list[CSIStorageCapacity]:
+        """The CSIStorageCapacity objects of a StorageClass, by namespace and name.
+
+        Upstream scans its lister in map order and takes the first object that fits; when several
+        fit the same node, which one it takes is not defined. The name order here is one of those.
+        """
+        if self._capacities is None:
+            self._capacities = sorted(
+                self._list("CSIStorageCapacity"), key=lambda c: (c.metadata.namespace, c.metadata.name)
+            )
+        return [c for c in self._capacities if c.storage_class_name == class_name]
 
 
 def binding_mode(sc: StorageClass) -> str | None:

@@ -26,8 +26,6 @@ import msgspec
 import numpy as np
 
 from kubesched.api.objects import (
-    LabelSelector,
-    LabelSelectorRequirement,
     Namespace,
     Pod,
     PodAffinity,
@@ -185,45 +183,20 @@ class PodAffinityTerms:
 _NO_TERMS = PodAffinityTerms()
 
 
-def _merged_label_selector(term: PodAffinityTerm, pod_labels: Mapping[str, str]) -> LabelSelector | None:
-    """The term's selector with `matchLabelKeys` (In) / `mismatchLabelKeys` (NotIn) of the pod's values.
-
-    Keys the pod lacks are ignored; a missing selector stays missing (it selects nothing anyway).
-    Keys the selector already constrains are left alone: the API server merges these keys into
-    the selector at pod creation, so a pod read from a live cluster already carries them, and
-    merging again with labels changed since would contradict the first merge.
-    """
-    selector = term.label_selector
-    if selector is None or not (term.match_label_keys or term.mismatch_label_keys):
-        return selector
-    constrained = set(selector.match_labels) | {req.key for req in selector.match_expressions}
-    extra: list[LabelSelectorRequirement] = []
-    for keys, operator in ((term.match_label_keys, "In"), (term.mismatch_label_keys, "NotIn")):
-        for key in keys:
-            value = pod_labels.get(key)
-            if value is not None and key not in constrained:
-                extra.append(LabelSelectorRequirement(key=key, operator=operator, values=[value]))
-    if not extra:
-        return selector
-    return LabelSelector(
-        match_labels=selector.match_labels, match_expressions=[*selector.match_expressions, *extra]
-    )
-
-
-#: Compiled terms by (owner namespace, term spec, owner's values of the keys the term merges), so
-#: the pods of one workload share one AffinityTerm object: counts can then be grouped by term.
-_compiled_terms: dict[tuple[str, bytes, tuple[str | None, ...]], AffinityTerm] = {}
+#: Compiled terms by (owner namespace, term spec), so the pods of one workload share one
+#: AffinityTerm object: counts can then be grouped by term.
+_compiled_terms: dict[tuple[str, bytes], AffinityTerm] = {}
 
 
 def _compile_term(pod: Pod, term: PodAffinityTerm, path: str) -> AffinityTerm:
-    """Raises InputError (located under `path`) for an invalid selector."""
-    merged_keys = (*term.match_label_keys, *term.mismatch_label_keys)
-    labels = pod.metadata.labels
-    key = (
-        pod.metadata.namespace,
-        msgspec.json.encode(term),
-        tuple(labels.get(k) for k in merged_keys) if merged_keys else (),
-    )
+    """Raises InputError (located under `path`) for an invalid selector.
+
+    `matchLabelKeys` / `mismatchLabelKeys` are not read here: the API server merged them into the
+    selector when it created the pod (the simulator's admission does the same), and the v1.37.2
+    scheduler does not merge them again (checked on the binary: a label added after creation
+    changes nothing).
+    """
+    key = (pod.metadata.namespace, msgspec.json.encode(term))
     compiled = _compiled_terms.get(key)
     if compiled is None:
         compiled = _compile_term_uncached(pod, term, path)
@@ -234,9 +207,7 @@ def _compile_term(pod: Pod, term: PodAffinityTerm, path: str) -> AffinityTerm:
 
 
 def _compile_term_uncached(pod: Pod, term: PodAffinityTerm, path: str) -> AffinityTerm:
-    selector = compile_label_selector(
-        _merged_label_selector(term, pod.metadata.labels), path=f"{path}.labelSelector"
-    )
+    selector = compile_label_selector(term.label_selector, path=f"{path}.labelSelector")
     namespace_selector = compile_label_selector(term.namespace_selector, path=f"{path}.namespaceSelector")
     if not term.namespaces and term.namespace_selector is None:
         namespaces = frozenset((pod.metadata.namespace,))
@@ -1074,7 +1045,6 @@ class InterPodAffinity(
                 (all_affinity(new) and not all_affinity(old))
                 or (any_anti(old) and not any_anti(new))
                 or (self_affine and all_affinity(old) and not all_affinity(new))
-                or _merges_own_labels(old)
             )
             return QueueingHint.QUEUE if helps else QueueingHint.SKIP
         if old is None or not old_running:
@@ -1085,15 +1055,3 @@ class InterPodAffinity(
             or (self_affine and all_affinity(old))
         )
         return QueueingHint.QUEUE if helps else QueueingHint.SKIP
-
-
-def _merges_own_labels(pod: Pod) -> bool:
-    """Whether the pod's required anti-affinity reads its own labels (matchLabelKeys), so a label
-    change alters which pods it repels."""
-    affinity = pod.spec.affinity
-    if affinity is None or affinity.pod_anti_affinity is None:
-        return False
-    return any(
-        t.match_label_keys or t.mismatch_label_keys
-        for t in affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution
-    )

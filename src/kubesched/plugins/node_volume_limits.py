@@ -16,6 +16,14 @@ unique `driver + volume handle` (reference §3.3, §3.5):
 Inline `csi:` volumes (CSI ephemeral volumes) are not attached through the attach/detach
 controller and, as upstream, are not counted.
 
+Before the limits, the driver check of v1.37 (VolumeLimitScaling, beta, on): when the CSIDriver
+object of a driver the pod's volumes use sets `spec.preventPodSchedulingIfMissing: true`, a node
+whose CSINode does not list that driver — or that has no CSINode — fails with `<driver> CSI driver
+is not installed on the node` (Unschedulable). A driver without a CSIDriver object passes (it may
+not be a CSI driver). On a node without a CSINode, in-tree volumes are not translated, as upstream.
+Not modelled: v1.37 also counts the node's VolumeAttachment objects towards the limits (kubesched
+counts the volumes of the pods on the node only).
+
 A node fails with `node(s) exceed max volume count` (Unschedulable) when, for some driver, the
 volumes already used by its pods plus the pod's volumes not already on it exceed the limit. A claim
 the pod names that does not exist makes every node UnschedulableAndUnresolvable (`looking up PVC
@@ -27,6 +35,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from kubesched.api.objects import CSINode, PersistentVolume, PersistentVolumeClaim, Pod, Volume
 from kubesched.framework.cycle_state import CycleState
@@ -38,7 +47,7 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
 )
 from kubesched.framework.node_info import NodeInfo
-from kubesched.framework.node_table import BatchFilterResult, NodeSet
+from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.plugins._volumes import (
     VOLUME_KINDS,
@@ -50,7 +59,13 @@ from kubesched.plugins._volumes import (
     pvc_not_found,
 )
 
-__all__ = ["ERR_REASON_MAX_VOLUME_COUNT", "IN_TREE_TO_CSI", "NodeVolumeLimits", "node_volume_limits"]
+__all__ = [
+    "ERR_REASON_MAX_VOLUME_COUNT",
+    "IN_TREE_TO_CSI",
+    "NodeVolumeLimits",
+    "driver_not_installed",
+    "node_volume_limits",
+]
 
 ERR_REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 
@@ -104,10 +119,13 @@ def _in_tree(source_gce: dict[str, Any] | None, source_ebs: dict[str, Any] | Non
 class _Counter:
     """Resolves pods' volumes to unique CSI volumes, reading objects through one VolumeObjects."""
 
-    __slots__ = ("objects",)
+    __slots__ = ("migrate", "objects")
 
-    def __init__(self, objects: VolumeObjects) -> None:
+    def __init__(self, objects: VolumeObjects, *, migrate: bool = True) -> None:
         self.objects = objects
+        #: Count in-tree volumes against the CSI driver that took them over. Upstream does so on
+        #: nodes with a CSINode only; limits exist only there, so only the driver check needs False.
+        self.migrate = migrate
 
     def attachable(self, pod: Pod, *, new_pod: bool, into: Volumes) -> None:
         """Add the pod's CSI volumes to `into`.
@@ -117,7 +135,7 @@ class _Counter:
         """
         namespace = pod.metadata.namespace
         for volume in pod.spec.volumes:
-            if volume.persistent_volume_claim is None and volume.ephemeral is None:
+            if volume.persistent_volume_claim is None and volume.ephemeral is None and self.migrate:
                 self._inline(volume, into)
         for _, claim_name, ephemeral in pod_claims(pod):
             if not claim_name:
@@ -154,12 +172,13 @@ class _Counter:
             return self._driver_of_class(pvc)
         return self._driver_of_volume(pv)
 
-    @staticmethod
-    def _driver_of_volume(pv: PersistentVolume) -> tuple[str, str] | None:
+    def _driver_of_volume(self, pv: PersistentVolume) -> tuple[str, str] | None:
         csi = pv.spec.csi
         if csi is not None:
             driver, handle = str(csi.get("driver", "")), str(csi.get("volumeHandle", ""))
             return (driver, handle) if driver and handle else None
+        if not self.migrate:
+            return None
         tree = _in_tree(pv.spec.gce_persistent_disk, pv.spec.aws_elastic_block_store)
         return (IN_TREE_TO_CSI[tree[0]], tree[1]) if tree is not None else None
 
@@ -170,6 +189,8 @@ class _Counter:
         if sc is None:
             return None
         handle = f"{pvc.metadata.namespace}-{pvc.metadata.name}"
+        if sc.provisioner in IN_TREE_TO_CSI and not self.migrate:
+            return None
         provisioner = IN_TREE_TO_CSI.get(sc.provisioner, sc.provisioner)
         return (provisioner, handle) if provisioner else None
 
@@ -189,7 +210,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, Enqueue
 
     name: ClassVar[str] = "NodeVolumeLimits"
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
-    listed_kinds: ClassVar[tuple[str, ...]] = VOLUME_KINDS
+    listed_kinds: ClassVar[tuple[str, ...]] = (*VOLUME_KINDS, *("CSIDriver",))
 
     def __init__(self, handle: VolumeHandle | None = None) -> None:
         self._handle = handle
@@ -200,18 +221,12 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, Enqueue
 
     # -- Filter
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        if not pod.spec.volumes:
-            return None
-        counter = _Counter(VolumeObjects(self._handle))
-        new: Volumes = {}
-        try:
-            counter.attachable(pod, new_pod=True, into=new)
-        except _LookupError as err:
-            return _status(err)
-        return self._check(counter, pod, node_info, counter.objects.csi_node(node_info.name), new)
+        result = self.filter_nodes(state, pod, NodeTable([node_info]).all())
+        return None if result.codes[0] < 0 else result.statuses[int(result.codes[0])]
 
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
-        """Only nodes whose CSINode limits a driver the pod's new volumes use are counted."""
+        """The driver check on every node when a driver of the pod's volumes asks for it; the
+        limits only on nodes whose CSINode limits a driver the pod's volumes use."""
         n = len(nodes)
         if not pod.spec.volumes or n == 0:
             return BatchFilterResult.all_pass(n)
@@ -225,19 +240,50 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, Enqueue
         wanted = set(drivers.values())
         if not wanted:
             return BatchFilterResult.all_pass(n)
-        position = {int(row): i for i, row in enumerate(nodes.rows)}
-        table = nodes.table
         codes = np.full(n, -1, dtype=np.int32)
         statuses: dict[Status, int] = {}
+        self._check_drivers(counter, pod, nodes, drivers, codes, statuses)
+        position = {int(row): i for i, row in enumerate(nodes.rows)}
+        table = nodes.table
         for csi_node in counter.objects.csi_nodes():
             row = table.index.get(csi_node.metadata.name, -1)
             pos = position.get(row)
-            if pos is None or not wanted & node_volume_limits(csi_node).keys():
+            if pos is None or codes[pos] >= 0 or not wanted & node_volume_limits(csi_node).keys():
                 continue
             status = self._check(counter, pod, table.infos[row], csi_node, drivers)
             if status is not None:
                 codes[pos] = statuses.setdefault(status, len(statuses))
         return BatchFilterResult(codes, list(statuses))
+
+    @staticmethod
+    def _check_drivers(
+        counter: _Counter,
+        pod: Pod,
+        nodes: NodeSet,
+        drivers: Volumes,
+        codes: npt.NDArray[np.int32],
+        statuses: dict[Status, int],
+    ) -> None:
+        """v1.37 (VolumeLimitScaling, beta): a CSIDriver with `preventPodSchedulingIfMissing`
+        keeps the pod off nodes whose CSINode does not list the driver (or that have none)."""
+        objects = counter.objects
+        opted = [d for d in dict.fromkeys(drivers.values()) if _prevents_if_missing(objects, d)]
+        if not opted:
+            return
+        # On a node without CSINode upstream does not translate in-tree volumes: count them anew.
+        native: Volumes = {}
+        _Counter(objects, migrate=False).attachable(pod, new_pod=True, into=native)
+        opted_native = [d for d in dict.fromkeys(native.values()) if d in opted]
+        for pos, name in enumerate(nodes.names):
+            csi_node = objects.csi_node(name)
+            if csi_node is None:
+                missing = opted_native[0] if opted_native else None
+            else:
+                installed = {d.name for d in csi_node.spec.drivers}
+                missing = next((d for d in opted if d not in installed), None)
+            if missing is not None:
+                status = Status.unschedulable(driver_not_installed(missing))
+                codes[pos] = statuses.setdefault(status, len(statuses))
 
     def _check(
         self, counter: _Counter, pod: Pod, node_info: NodeInfo, csi_node: CSINode | None, wanted: Volumes
@@ -279,6 +325,16 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, Enqueue
                 ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD), _after_claim_added
             ),
         ]
+
+
+def driver_not_installed(driver: str) -> str:
+    return f"{driver} CSI driver is not installed on the node"
+
+
+def _prevents_if_missing(objects: VolumeObjects, driver: str) -> bool:
+    """A driver without a CSIDriver object may not be a CSI driver at all: upstream lets it pass."""
+    found = objects.csi_driver(driver)
+    return found is not None and bool(found.spec.prevent_pod_scheduling_if_missing)
 
 
 def _status(err: _LookupError) -> Status:

@@ -27,6 +27,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.api.label_keys import selector_with_label_keys
 from kubesched.api.objects import (
     LabelSelector,
     LabelSelectorRequirement,
@@ -249,29 +250,6 @@ def _constraint(c: _SpecConstraint, selector: LabelSelector | None, path: str) -
         matcher=matcher,
         selector_key=msgspec.json.encode(selector),
         counts_pods=not (matcher.matches_everything or matcher.matches_nothing),
-    )
-
-
-def _with_match_label_keys(
-    selector: LabelSelector | None, keys: Sequence[str], labels: dict[str, str]
-) -> LabelSelector | None:
-    """AND `key In (pod's value)` into the selector for each matchLabelKeys key the pod carries.
-
-    An absent selector stays absent (it selects nothing either way), and keys the pod lacks are
-    ignored. The requirements are added as expressions so a key also in `matchLabels` is ANDed,
-    not overwritten.
-    """
-    if selector is None or not keys:
-        return selector
-    added = [
-        LabelSelectorRequirement(key=k, operator="In", values=[labels[k]])
-        for k in dict.fromkeys(keys)
-        if k in labels
-    ]
-    if not added:
-        return selector
-    return LabelSelector(
-        match_labels=selector.match_labels, match_expressions=[*added, *selector.match_expressions]
     )
 
 
@@ -634,7 +612,9 @@ class PodTopologySpread(
             return [
                 _constraint(
                     c,
-                    _with_match_label_keys(c.label_selector, c.match_label_keys, labels),
+                    # v1.37.2 merges the pod's current values again, on top of the API server's
+                    # merge at creation (checked on the binary: a label changed since then ANDs both).
+                    selector_with_label_keys(c.label_selector, labels, c.match_label_keys),
                     f"spec.topologySpreadConstraints[{i}].labelSelector",
                 )
                 for i, c in enumerate(spec)

@@ -28,14 +28,23 @@ What upstream does (reference §3.2, §3.3, §3.5, §8.3), and how it maps here:
   PV/PVC write API: there the assumed binding is committed in the assume cache, and later pods see
   the claim bound to that PV (or provisioned for that node).
 
+* **Capacity** (CSIStorageCapacity): a claim to provision whose class's provisioner is a CSIDriver
+  with `storageCapacity: true` and that requests storage needs, on the node, a CSIStorageCapacity of
+  its class whose `nodeTopology` selects the node and whose `maximumVolumeSize` (else `capacity`)
+  holds the request — otherwise `node(s) did not have enough free storage`. On each node the first
+  claim to provision that fails decides the reason (claims with a selected node first, then the
+  others from the smallest request up, as upstream orders them).
 * **Score** (StorageCapacityScoring, beta and on by default since v1.37): PreScore never skips, so
-  every pod gets a VolumeBinding score on every node, 0 unless the node has volumes to choose. With
-  static PVs chosen on the node, per storage class `u = requested * 100 // capacity` (100 when the
-  capacity is 0 or too small) is mapped through `shape` (default: 0 -> 10, 100 -> 0, scores x10, so
-  the tightest fit is *least* preferred), and the node scores the rounded mean over classes.
+  every pod gets a VolumeBinding score on every node, 0 unless the node has volumes to choose. Per
+  storage class `u = requested * 100 // capacity` (100 when the capacity is 0 or too small) is
+  mapped through `shape` (default: 0 -> 10, 100 -> 0, scores x10, so the tightest fit is *least*
+  preferred), and the node scores the rounded mean over classes. The classes are those of the
+  static PVs chosen on the node (their capacities summed) if there are any; otherwise those of the
+  claims to provision there with a CSIStorageCapacity (the class's capacity on the node, requests
+  summed). When several CSIStorageCapacity objects serve the same node and class, upstream takes
+  whichever its lister yields first (not defined); kubesched takes the first by namespace and name.
 
-Not modelled: CSIStorageCapacity (so `node(s) did not have enough free storage` is never reported,
-and dynamic provisions do not score), VolumeAttributesClass.
+Not modelled: VolumeAttributesClass.
 """
 
 from __future__ import annotations
@@ -48,7 +57,14 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.objects import NodeSelector, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+from kubesched.api.objects import (
+    CSIStorageCapacity,
+    NodeSelector,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+)
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.selectors import compile_label_selector
 from kubesched.errors import InputError
@@ -110,7 +126,6 @@ __all__ = [
 
 ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
-#: Needs CSIStorageCapacity, which kubesched does not model; kept for completeness.
 ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 ERR_REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
@@ -303,11 +318,18 @@ class _Evaluation:
 
     node_conflict: BoolArray
     bind_conflict: BoolArray
+    not_enough_space: BoolArray
     pv_missing: BoolArray
     #: per claim to match: (claim, candidate PVs, index of the PV chosen per node or -1)
     static: list[tuple[_Claim, list[PersistentVolume], IntArray]]
     #: per claim needing provisioning somewhere: (claim, nodes where it is provisioned)
     provision: list[tuple[_Claim, BoolArray]]
+    #: per claim provisioned by a driver that tracks capacity: (claim, its class's capacities
+    #: large enough, index of the one serving each node or -1)
+    capacity: list[tuple[_Claim, list[CSIStorageCapacity], IntArray]]
+
+    def failed(self) -> BoolArray:
+        return self.node_conflict | self.bind_conflict | self.not_enough_space | self.pv_missing
 
 
 def _fully_bound(pvc: PersistentVolumeClaim) -> bool:
@@ -364,7 +386,7 @@ class VolumeBinding(
 
     name: ClassVar[str] = "VolumeBinding"
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
-    listed_kinds: ClassVar[tuple[str, ...]] = VOLUME_KINDS
+    listed_kinds: ClassVar[tuple[str, ...]] = (*VOLUME_KINDS, *("CSIDriver", "CSIStorageCapacity"))
     args_type: ClassVar[type[VolumeBindingArgs]] = VolumeBindingArgs
 
     def __init__(self, args: VolumeBindingArgs | None = None, handle: VolumeHandle | None = None) -> None:
@@ -476,8 +498,11 @@ class VolumeBinding(
         except QuantityError as err:
             return BatchFilterResult.from_mask(np.zeros(n, dtype=np.bool_), Status.as_error(err))
         # One status per combination of reasons, in upstream's order.
-        bits = (ev.node_conflict.astype(np.int32) | (ev.bind_conflict.astype(np.int32) << 1)) | (
-            ev.pv_missing.astype(np.int32) << 2
+        bits = (
+            ev.node_conflict.astype(np.int32)
+            | (ev.bind_conflict.astype(np.int32) << 1)
+            | (ev.not_enough_space.astype(np.int32) << 2)
+            | (ev.pv_missing.astype(np.int32) << 3)
         )
         codes = np.full(n, -1, dtype=np.int32)
         statuses: list[Status] = []
@@ -487,7 +512,8 @@ class VolumeBinding(
                 for bit, reason in (
                     (1, ERR_REASON_NODE_CONFLICT),
                     (2, ERR_REASON_BIND_CONFLICT),
-                    (4, ERR_REASON_PV_NOT_EXIST),
+                    (4, ERR_REASON_NOT_ENOUGH_SPACE),
+                    (8, ERR_REASON_PV_NOT_EXIST),
                 )
                 if combo & bit
             ]
@@ -530,11 +556,17 @@ class VolumeBinding(
         if data.delayed:
             names = np.asarray(nodes.names, dtype=object)
             chosen: dict[str, BoolArray] = {}
+            # Upstream's order: claims with a selected node first, then the others from the
+            # smallest request up (each takes the smallest PV that fits; the sort is stable).
             for claim in data.delayed:
                 if claim.selected_node:
                     wrong_node |= names != claim.selected_node
                     provision.append((claim, np.ones(n, dtype=np.bool_)))
-                    continue
+            to_match = sorted(
+                (c for c in data.delayed if not c.selected_node),
+                key=lambda c: _storage(c.pvc.spec.resources.requests),
+            )
+            for claim in to_match:
                 prebound, candidates = self._candidates(data, claim)
                 choice = np.full(n, -1, dtype=np.int64)
                 if prebound is not None:
@@ -558,10 +590,27 @@ class VolumeBinding(
                 unmatched = choice < 0
                 if unmatched.any():
                     provision.append((claim, unmatched))
-        provisionable = np.ones(n, dtype=np.bool_)
+        # Claims to provision, in order: on each node the first one that cannot be provisioned
+        # there decides its reason (a node with a claim selected for another node has no other).
+        bind_conflict = wrong_node.copy()
+        not_enough = np.zeros(n, dtype=np.bool_)
+        undecided = ~wrong_node
+        capacity: list[tuple[_Claim, list[CSIStorageCapacity], IntArray]] = []
         for claim, where in provision:
-            provisionable &= ~where | self._provisionable(data, claim, nodes)
-        return _Evaluation(node_conflict, wrong_node | ~provisionable, pv_missing, static, provision)
+            need = undecided & where
+            if not need.any():
+                continue
+            cannot = need & ~self._provisionable(data, claim, nodes)
+            bind_conflict |= cannot
+            undecided &= ~cannot
+            tracked = self._capacity(data, claim, nodes)
+            if tracked is None:
+                continue
+            short = need & ~cannot & (tracked[1] < 0)
+            not_enough |= short
+            undecided &= ~short
+            capacity.append((claim, *tracked))
+        return _Evaluation(node_conflict, bind_conflict, not_enough, pv_missing, static, provision, capacity)
 
     def _candidates(
         self, data: _PreFilterState, claim: _Claim
@@ -625,6 +674,49 @@ class VolumeBinding(
             return np.zeros(len(nodes), dtype=np.bool_)
         return _topology_mask(sc, nodes)
 
+    @staticmethod
+    def _capacity(
+        data: _PreFilterState, claim: _Claim, nodes: NodeSet
+    ) -> tuple[list[CSIStorageCapacity], IntArray] | None:
+        """Which CSIStorageCapacity serves the claim on each node (-1: none with room), or None
+        when capacity is not checked (no storage request, or the driver does not ask for it).
+
+        As upstream: the claim's class must be named by the capacity, its `maximumVolumeSize`
+        (else `capacity`) must hold the request, and its `nodeTopology` must select the node.
+        """
+        requested = claim.pvc.spec.resources.requests.get(STORAGE)
+        sc = data.objects.storage_class(claim.class_name)
+        if requested is None or sc is None:
+            return None
+        driver = data.objects.csi_driver(sc.provisioner)
+        if driver is None or not driver.spec.storage_capacity:
+            return None
+        size = quantity_nanos(requested)
+        roomy: list[CSIStorageCapacity] = []
+        for cap in data.objects.storage_capacities(claim.class_name):
+            limit = cap.maximum_volume_size if cap.maximum_volume_size is not None else cap.capacity
+            try:
+                if limit is not None and quantity_nanos(limit) >= size:
+                    roomy.append(cap)
+            except QuantityError:
+                continue  # a capacity that cannot be read serves nothing
+        choice = np.full(len(nodes), -1, dtype=np.int64)
+        labels = [info.node.metadata.labels for info in nodes.infos]
+        for i, cap in enumerate(roomy):
+            if cap.node_topology is None:
+                continue  # upstream: "unavailable"
+            try:
+                matcher = compile_label_selector(cap.node_topology)
+            except InputError:
+                continue  # upstream logs the bad selector and skips the object
+            open_rows = np.flatnonzero(choice < 0)
+            for pos in open_rows:
+                if matcher.matches(labels[pos]):
+                    choice[pos] = i
+            if not (choice < 0).any():
+                break
+        return roomy, choice
+
     # ------------------------------------------------------------------ Score
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
         """Never Skip: with StorageCapacityScoring on, upstream scores every pod (mostly 0)."""
@@ -634,8 +726,9 @@ class VolumeBinding(
         return int(self.score_nodes(state, pod, NodeTable([node_info]).all())[0])
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
-        """Per node, the rounded mean over storage classes of the shape at the class's utilization
-        by the static PVs chosen there; 0 where the pod has no volume to choose."""
+        """Per node, the rounded mean over storage classes of the shape at the class's utilization:
+        by the static PVs chosen there if any, else by the volumes to provision there against the
+        capacity their CSIStorageCapacity reports; 0 where the pod has neither."""
         n = len(nodes)
         out = np.zeros(n, dtype=np.int64)
         data = self._state(state, pod)
@@ -653,6 +746,14 @@ class VolumeBinding(
                 used = classes.setdefault(claim.class_name, [0, 0])
                 used[0] += _storage(claim.pvc.spec.resources.requests)
                 used[1] += _storage(pvs[int(choice[pos])].spec.capacity)
+            if not classes:
+                for claim, caps, choice in ev.capacity:
+                    if choice[pos] < 0:
+                        continue
+                    used = classes.setdefault(claim.class_name, [0, 0])
+                    used[0] += _storage(claim.pvc.spec.resources.requests)
+                    # the class's capacity on the node, not a sum (as upstream)
+                    used[1] = _capacity_value(caps[int(choice[pos])])
             if classes:
                 total = sum(self._class_score(req, cap) for req, cap in classes.values())
                 out[pos] = (2 * total + len(classes)) // (2 * len(classes))  # Go math.Round
@@ -684,7 +785,7 @@ class VolumeBinding(
             ev = self._evaluate(data, nodes)
         except QuantityError as err:
             return Status.as_error(err)
-        if ev.node_conflict[0] or ev.bind_conflict[0] or ev.pv_missing[0]:
+        if ev.failed()[0]:
             return Status.as_error(
                 f'volumes of pod "{pod.metadata.name}" can no longer be bound on {node_name}'
             )
@@ -728,7 +829,7 @@ class VolumeBinding(
 
     # ------------------------------------------------------------------ requeueing
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """Claims, volumes, classes, node labels and CSINodes all feed the decision."""
+        """Claims, volumes, classes, node labels and the CSI objects all feed the decision."""
         return [
             ClusterEventWithHint(
                 ClusterEvent(Resource.STORAGE_CLASS, ActionType.ADD | ActionType.UPDATE), _after_class_change
@@ -742,7 +843,19 @@ class VolumeBinding(
             ),
             ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
             ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, ActionType.ADD | ActionType.UPDATE)),
+            ClusterEventWithHint(ClusterEvent(Resource.CSI_DRIVER, ActionType.UPDATE)),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.CSI_STORAGE_CAPACITY, ActionType.ADD | ActionType.UPDATE)
+            ),
         ]
+
+
+def _capacity_value(cap: CSIStorageCapacity) -> int:
+    """The reported capacity (0 when absent or unreadable: the class then scores as full)."""
+    try:
+        return quantity_nanos(cap.capacity) if cap.capacity is not None else 0
+    except QuantityError:
+        return 0
 
 
 def _unresolvable(reason: str) -> Status:

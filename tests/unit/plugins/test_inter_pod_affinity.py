@@ -14,6 +14,7 @@ from explain_harness import simulate_explain, single_plugin_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubesched.api.label_keys import merge_label_keys
 from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
@@ -80,6 +81,11 @@ def pod(
             }
     spec = {"affinity": spec_affinity} if spec_affinity else {}
     return make_pod(name, namespace=ns, labels=labels, node_name=node, spec=spec, priority=priority)
+
+
+def admitted(p: Pod) -> Pod:
+    """The pod as the API server stores it: its matchLabelKeys / mismatchLabelKeys merged."""
+    return merge_label_keys(p)
 
 
 def node(name: str, zone: str | None = None, **labels: str) -> Node:
@@ -363,32 +369,41 @@ FILTER_CASES: list[tuple[str, list[Pod], Pod, list[Namespace], dict[str, str] | 
     (
         "matchLabelKeys: only pods with the incoming pod's value count",
         [pod("w1", {"app": "web", "v": "1"}, node="a1"), pod("w2", {"app": "web", "v": "2"}, node="b1")],
-        pod("p", {"v": "2"}, affinity=[term(ZONE, {"app": "web"}, matchLabelKeys=["v"])]),
+        admitted(pod("p", {"v": "2"}, affinity=[term(ZONE, {"app": "web"}, matchLabelKeys=["v"])])),
         [],
         {"a1": "aff", "a2": "aff", "b1": "ok", "x": "aff"},
     ),
     (
+        "matchLabelKeys are the API server's to merge: the plugin does not read them (v1.37.2)",
+        [pod("w1", {"app": "web", "v": "1"}, node="a1"), pod("w2", {"app": "web", "v": "2"}, node="b1")],
+        pod("p", {"v": "2"}, affinity=[term(ZONE, {"app": "web"}, matchLabelKeys=["v"])]),
+        [],
+        {"a1": "ok", "a2": "ok", "b1": "ok", "x": "aff"},
+    ),
+    (
         "matchLabelKeys naming a label the pod lacks is ignored",
         [pod("w1", {"app": "web", "v": "1"}, node="a1"), pod("w2", {"app": "web", "v": "2"}, node="b1")],
-        pod("p", affinity=[term(ZONE, {"app": "web"}, matchLabelKeys=["v"])]),
+        admitted(pod("p", affinity=[term(ZONE, {"app": "web"}, matchLabelKeys=["v"])])),
         [],
         {"a1": "ok", "a2": "ok", "b1": "ok", "x": "aff"},
     ),
     (
         "mismatchLabelKeys: pods with another value repel",
         [pod("w1", {"app": "web", "v": "1"}, node="a1"), pod("w2", {"app": "web", "v": "2"}, node="b1")],
-        pod("p", {"v": "2"}, anti=[term(ZONE, {"app": "web"}, mismatchLabelKeys=["v"])]),
+        admitted(pod("p", {"v": "2"}, anti=[term(ZONE, {"app": "web"}, mismatchLabelKeys=["v"])])),
         [],
         {"a1": "anti", "a2": "anti", "b1": "ok", "x": "ok"},
     ),
     (
         "a running pod's matchLabelKeys take the running pod's label values",
         [
-            pod(
-                "guard",
-                {"tenant": "t1"},
-                node="b1",
-                anti=[term(ZONE, {"app": "w"}, matchLabelKeys=["tenant"])],
+            admitted(
+                pod(
+                    "guard",
+                    {"tenant": "t1"},
+                    node="b1",
+                    anti=[term(ZONE, {"app": "w"}, matchLabelKeys=["tenant"])],
+                )
             )
         ],
         pod("p", {"app": "w", "tenant": "t1"}),
@@ -398,11 +413,13 @@ FILTER_CASES: list[tuple[str, list[Pod], Pod, list[Namespace], dict[str, str] | 
     (
         "a running pod's matchLabelKeys: another tenant is not repelled",
         [
-            pod(
-                "guard",
-                {"tenant": "t1"},
-                node="b1",
-                anti=[term(ZONE, {"app": "w"}, matchLabelKeys=["tenant"])],
+            admitted(
+                pod(
+                    "guard",
+                    {"tenant": "t1"},
+                    node="b1",
+                    anti=[term(ZONE, {"app": "w"}, matchLabelKeys=["tenant"])],
+                )
             )
         ],
         pod("p", {"app": "w", "tenant": "t2"}),
@@ -410,7 +427,7 @@ FILTER_CASES: list[tuple[str, list[Pod], Pod, list[Namespace], dict[str, str] | 
         "skip",
     ),
     (
-        "matchLabelKeys already merged into the selector (by the API server) are not merged again",
+        "the selector the API server merged at creation is kept: a label changed since changes nothing",
         [pod("w1", {"app": "web", "v": "1"}, node="a1")],
         pod(
             "p",
@@ -586,17 +603,14 @@ def test_namespaces_are_listed_only_when_a_selector_needs_them() -> None:
     assert handle.listed == 1
 
 
-def test_compiled_terms_are_cached_per_pod_object() -> None:
+def test_compiled_terms_are_shared_and_do_not_read_the_pods_labels() -> None:
     plugin = InterPodAffinity()
     p = pod("p", {"v": "1"}, affinity=[term(ZONE, {"app": "web"}, matchLabelKeys=["v"])])
     first = plugin.terms_of(p)
     assert plugin.terms_of(p) is first
     relabelled = msgspec.structs.replace(p, metadata=msgspec.structs.replace(p.metadata, labels={"v": "2"}))
-    second = plugin.terms_of(relabelled)
-    assert second is not first
-    web = {"app": "web", "v": "2"}
-    assert second.required_affinity[0].selector.matches(web)
-    assert not first.required_affinity[0].selector.matches(web)
+    assert plugin.terms_of(relabelled).required_affinity[0] is first.required_affinity[0]
+    assert first.required_affinity[0].selector.matches({"app": "web", "v": "3"})
 
 
 # --------------------------------------------------------------------------- AddPod / RemovePod

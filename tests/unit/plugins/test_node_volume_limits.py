@@ -12,7 +12,14 @@ import msgspec
 import pytest
 from volume_fixtures import FakeHandle, simulate
 
-from kubesched.api.objects import CSINode, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+from kubesched.api.objects import (
+    CSIDriver,
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+)
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, QueueingHint, Resource
 from kubesched.framework.node_table import NodeTable
@@ -241,6 +248,57 @@ def test_batch_only_examines_nodes_with_limits_for_the_pods_drivers() -> None:
     subset = table.subset(["n2", "n3"])
     result = plugin.filter_nodes(CycleState(), pod("p", pvc_vol("c")), subset)
     assert [None if c < 0 else result.statuses[c] for c in result.codes] == [None, Status.unschedulable(MAX)]
+
+
+# --------------------------------------------------------------------------- driver check (v1.37)
+
+
+def csi_driver(name: str, prevent: bool | None) -> CSIDriver:
+    spec = {} if prevent is None else {"preventPodSchedulingIfMissing": prevent}
+    return msgspec.convert({"metadata": {"name": name}, "spec": spec}, CSIDriver)
+
+
+def not_installed(driver: str) -> Status:
+    return Status(Code.UNSCHEDULABLE, f"{driver} CSI driver is not installed on the node")
+
+
+def test_a_driver_that_asks_keeps_pods_off_nodes_without_it() -> None:
+    # n1's CSINode lists the driver, n2's lists another one, n3 has no CSINode
+    objects = [
+        pv("pv-c"),
+        claim("c", "pv-c"),
+        csi_node("n1", {DRIVER: None}),
+        csi_node("n2", {"other.csi": None}),
+        csi_driver(DRIVER, True),
+    ]
+    _, verdicts = run(pod("p", pvc_vol("c")), [], objects, nodes=("n1", "n2", "n3"))
+    assert verdicts == {"n1": None, "n2": not_installed(DRIVER), "n3": not_installed(DRIVER)}
+
+
+@pytest.mark.parametrize("driver", [None, csi_driver(DRIVER, False), csi_driver(DRIVER, None)])
+def test_drivers_that_do_not_ask_pass_everywhere(driver: CSIDriver | None) -> None:
+    objects: list[Any] = [pv("pv-c"), claim("c", "pv-c"), csi_node("n2", {"other.csi": None})]
+    if driver is not None:
+        objects.append(driver)
+    _, verdicts = run(pod("p", pvc_vol("c")), [], objects)
+    assert verdicts == {"n1": None, "n2": None}
+
+
+def test_the_driver_check_comes_before_the_limits() -> None:
+    objects = [*BASE, csi_node("n2", {"other.csi": 5}), csi_driver(DRIVER, True)]
+    _, verdicts = run(pod("p", pvc_vol("c")), RUNNING, objects)
+    assert verdicts == {"n1": Status(Code.UNSCHEDULABLE, MAX), "n2": not_installed(DRIVER)}
+    # the claim of an unbound claim's class counts as the provisioner's volume too
+    objects = [storage_class("fast", DRIVER), claim("d", cls="fast"), csi_driver(DRIVER, True)]
+    _, verdicts = run(pod("p", pvc_vol("d")), [], objects)
+    assert verdicts == {"n1": not_installed(DRIVER), "n2": not_installed(DRIVER)}
+
+
+def test_in_tree_volumes_are_not_translated_on_nodes_without_csinode() -> None:
+    ebs = "ebs.csi.aws.com"
+    objects = [csi_node("n1", {"other.csi": None}), csi_driver(ebs, True)]
+    _, verdicts = run(pod("p", {"awsElasticBlockStore": {"volumeID": "vol-1"}}), [], objects)
+    assert verdicts == {"n1": not_installed(ebs), "n2": None}
 
 
 def test_pod_without_volumes_passes_even_without_pre_filter() -> None:

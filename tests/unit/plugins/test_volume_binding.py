@@ -13,7 +13,14 @@ import msgspec
 import pytest
 from volume_fixtures import FakeHandle, simulate
 
-from kubesched.api.objects import PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+from kubesched.api.objects import (
+    CSIDriver,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+)
 from kubesched.config.args import default_args
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
@@ -741,6 +748,8 @@ def test_events_to_register() -> None:
         (Resource.PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE),
         (Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
         (Resource.CSI_NODE, ActionType.ADD | ActionType.UPDATE),
+        (Resource.CSI_DRIVER, ActionType.UPDATE),
+        (Resource.CSI_STORAGE_CAPACITY, ActionType.ADD | ActionType.UPDATE),
     }
     incoming = pod("c")
     on_claim = events[(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE)]
@@ -924,3 +933,167 @@ def _scores(r: Run, incoming: Pod) -> list[int]:
 )
 def test_score(objects: list[Any], incoming: Pod, expected: list[int]) -> None:
     assert _scores(Run(objects, nodes("n1", "n2")), incoming) == expected
+
+
+# --------------------------------------------------------------------------- CSIStorageCapacity (v1.37)
+
+CSI = "csi.example.com"
+NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
+
+
+def csi_driver(name: str = CSI, *, storage_capacity: bool = True) -> CSIDriver:
+    return msgspec.convert(
+        {"metadata": {"name": name}, "spec": {"storageCapacity": storage_capacity}}, CSIDriver
+    )
+
+
+def capacity(
+    name: str,
+    capacity: str | None,
+    *,
+    cls: str = "csi",
+    zone: str | None = None,
+    maximum: str | None = None,
+    topology: bool = True,
+) -> CSIStorageCapacity:
+    body: dict[str, Any] = {"metadata": {"name": name, "namespace": "kube-system"}, "storageClassName": cls}
+    if topology:
+        body["nodeTopology"] = {"matchLabels": {ZONE: zone}} if zone is not None else {}
+    if capacity is not None:
+        body["capacity"] = capacity
+    if maximum is not None:
+        body["maximumVolumeSize"] = maximum
+    return msgspec.convert(body, CSIStorageCapacity)
+
+
+ZONED = {"n1": {ZONE: "a"}, "n2": {ZONE: "b"}, "n3": {ZONE: "c"}}
+CSI_CLASS = storage_class("csi", provisioner=CSI)
+
+
+def test_capacity_decides_where_a_claim_can_be_provisioned() -> None:
+    objects = [
+        claim("c", "5Gi", cls="csi"),
+        CSI_CLASS,
+        csi_driver(),
+        capacity("a", "10Gi", zone="a"),
+        capacity("b", "4Gi", zone="b"),  # too small
+        # zone c has no capacity object at all
+    ]
+    verdicts = run(pod("c"), objects, nodes("n1", "n2", "n3", labels=ZONED))
+    assert verdicts == {
+        "n1": None,
+        "n2": unresolvable(NOT_ENOUGH_SPACE),
+        "n3": unresolvable(NOT_ENOUGH_SPACE),
+    }
+
+
+@pytest.mark.parametrize(
+    ("objects", "expected"),
+    [
+        # maximumVolumeSize wins over capacity when set
+        pytest.param([capacity("a", "100Gi", zone="a", maximum="1Gi")], False, id="maximumVolumeSize"),
+        pytest.param([capacity("a", None, zone="a", maximum="10Gi")], True, id="maximumVolumeSize only"),
+        # no nodeTopology: the capacity is "unavailable"
+        pytest.param([capacity("a", "10Gi", topology=False)], False, id="no nodeTopology"),
+        # an empty nodeTopology selects every node
+        pytest.param([capacity("a", "10Gi")], True, id="empty nodeTopology"),
+        pytest.param([capacity("a", "10Gi", zone="a", cls="other")], False, id="another class"),
+    ],
+)
+def test_which_capacity_serves_a_node(objects: list[Any], expected: bool) -> None:
+    verdicts = run(
+        pod("c"), [claim("c", "5Gi", cls="csi"), CSI_CLASS, csi_driver(), *objects], nodes("n1", labels=ZONED)
+    )
+    assert (verdicts["n1"] is None) is expected
+
+
+@pytest.mark.parametrize(
+    "driver", [None, csi_driver(storage_capacity=False)], ids=["no CSIDriver", "not tracked"]
+)
+def test_capacity_is_checked_only_for_drivers_that_ask(driver: CSIDriver | None) -> None:
+    objects = [claim("c", "5Gi", cls="csi"), CSI_CLASS, capacity("a", "1Gi", zone="a")]
+    if driver is not None:
+        objects.append(driver)
+    assert run(pod("c"), objects, nodes("n1", labels=ZONED)) == {"n1": None}
+
+
+def test_the_first_claim_to_provision_that_fails_decides_the_reason() -> None:
+    # "small" (1Gi) is checked before "big" (5Gi) whatever the pod's volume order; "small" cannot be
+    # provisioned (no-provisioner class) so the node's reason is a bind conflict, not capacity.
+    objects = [
+        claim("big", "5Gi", cls="csi"),
+        claim("small", "1Gi", cls="static"),
+        CSI_CLASS,
+        storage_class("static"),
+        csi_driver(),
+    ]
+    assert run(pod("big", "small"), objects, nodes("n1", labels=ZONED)) == {"n1": unresolvable(BIND_CONFLICT)}
+
+
+def test_claims_are_matched_smallest_first() -> None:
+    # Pod order says "big" first, which would take the 3Gi PV; upstream sorts by request, so "small"
+    # (1Gi) takes the 3Gi PV (the smallest that fits it) and "big" the 5Gi one.
+    objects = [claim("big", "3Gi"), claim("small", "1Gi"), storage_class(), pv("x3", "3Gi"), pv("y5", "5Gi")]
+    r = Run(objects, nodes("n1"))
+    incoming = pod("big", "small")
+    state, _, _, verdicts = r.cycle(incoming)
+    assert verdicts == {"n1": None}
+    assert r.plugin.reserve(state, incoming, "n1") is None
+    owners = {name: r.plugin.assume_cache.claim_of(name) for name in ("x3", "y5")}
+    assert {name: owner.key if owner else None for name, owner in owners.items()} == {
+        "x3": "default/small",
+        "y5": "default/big",
+    }
+
+
+@pytest.mark.parametrize(
+    ("objects", "incoming", "expected"),
+    [
+        # 5Gi of zone a's 10Gi -> u 50 -> 50; zone b's 50Gi -> u 10 -> 90; zone c's 5Gi -> u 100 -> 0.
+        pytest.param(
+            [
+                claim("c", "5Gi", cls="csi"),
+                capacity("a", "10Gi", zone="a"),
+                capacity("b", "50Gi", zone="b"),
+                capacity("c", "5Gi", zone="c"),
+            ],
+            pod("c"),
+            [50, 90, 0],
+            id="capacity by utilization",
+        ),
+        # two claims of one class: requests summed (2+3 = 5 of 10 -> 50), the capacity is not summed
+        pytest.param(
+            [claim("c", "2Gi", cls="csi"), claim("d", "3Gi", cls="csi"), capacity("all", "10Gi")],
+            pod("c", "d"),
+            [50, 50, 50],
+            id="requests summed, capacity not",
+        ),
+        # the score reads `capacity`, not maximumVolumeSize (which only decides the fit)
+        pytest.param(
+            [claim("c", "5Gi", cls="csi"), capacity("all", "50Gi", maximum="5Gi")],
+            pod("c"),
+            [90, 90, 90],
+            id="capacity not maximumVolumeSize",
+        ),
+        # a static PV chosen on the node: the static classes only
+        pytest.param(
+            [
+                claim("c", "5Gi", cls="csi"),
+                claim("s", "5Gi"),
+                storage_class(),
+                pv("v", "10Gi", hosts=["n1"]),
+                capacity("all", "50Gi"),
+            ],
+            pod("c", "s"),
+            [50, 0, 0],
+            id="static bindings win",
+        ),
+    ],
+)
+def test_score_with_storage_capacity(objects: list[Any], incoming: Pod, expected: list[int]) -> None:
+    table = nodes("n1", "n2", "n3", labels=ZONED)
+    scored = _scores(Run([CSI_CLASS, csi_driver(), *objects], table), incoming)
+    verdicts = Run([CSI_CLASS, csi_driver(), *objects], table).verdicts(incoming)
+    assert [s if verdicts[n] is None else None for n, s in zip(table.names, scored, strict=True)] == [
+        s if verdicts[n] is None else None for n, s in zip(table.names, expected, strict=True)
+    ]

@@ -97,6 +97,10 @@ KINDS: dict[str, ResourceKind] = {
         ResourceKind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", k8s.PersistentVolumeClaim),
         ResourceKind("StorageClass", "storage.k8s.io", "v1", "storageclasses", k8s.StorageClass),
         ResourceKind("CSINode", "storage.k8s.io", "v1", "csinodes", k8s.CSINode),
+        ResourceKind("CSIDriver", "storage.k8s.io", "v1", "csidrivers", k8s.CSIDriver),
+        ResourceKind(
+            "CSIStorageCapacity", "storage.k8s.io", "v1", "csistoragecapacities", k8s.CSIStorageCapacity
+        ),
         ResourceKind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", k8s.PodDisruptionBudget),
         ResourceKind("Service", "", "v1", "services", k8s.Service),
         ResourceKind("ReplicaSet", "apps", "v1", "replicasets", k8s.ReplicaSet),

@@ -99,6 +99,8 @@ _EVENT_RESOURCES: dict[str, Resource] = {
     "PersistentVolumeClaim": Resource.PERSISTENT_VOLUME_CLAIM,
     "StorageClass": Resource.STORAGE_CLASS,
     "CSINode": Resource.CSI_NODE,
+    "CSIDriver": Resource.CSI_DRIVER,
+    "CSIStorageCapacity": Resource.CSI_STORAGE_CAPACITY,
     # scheduler-plugins' PodGroup: a new or resized group can complete a gang Coscheduling turned away.
     "PodGroup": Resource.POD_GROUP,
     # DynamicResources: a claim created or freed, a new class or new devices.

@@ -31,11 +31,23 @@ from kubesched.simulate.report import PodResult
 from kubesched.simulate.runner import simulate
 from kubesched.testing.differential.upstream import PodOutcome
 
-__all__ = ["COMPARISONS", "CONFIG_YAML", "Mismatch", "PodComparison", "compare_pod", "scenario_file"]
+__all__ = [
+    "COMPARISONS",
+    "CONFIG_YAML",
+    "LIVE_COMPARISONS",
+    "LIVE_PREFIX",
+    "Mismatch",
+    "PodComparison",
+    "compare_pod",
+    "scenario_file",
+]
 
 Obj = dict[str, Any]
 
 COMPARISONS = ("schedulable", "message", "node", "scores", "preemption")
+#: What is compared for the live share (`kubesched run`, which logs no scores).
+LIVE_PREFIX = "live-"
+LIVE_COMPARISONS = tuple(f"{LIVE_PREFIX}{c}" for c in COMPARISONS if c != "scores")
 #: The configuration both schedulers run (upstream gets the same through start_kube_scheduler).
 CONFIG_YAML = (
     "apiVersion: kubescheduler.config.k8s.io/v1\n"
@@ -56,12 +68,17 @@ class PodComparison:
     """The comparisons made for one pod (name -> agreed) and the mismatches in detail."""
 
     pod: str
+    #: Prepended to every comparison's name (`live-` for outcomes of `kubesched run`).
+    prefix: str = ""
     made: dict[str, bool] = field(default_factory=dict)
     mismatches: list[Mismatch] = field(default_factory=list)
     #: Comparisons narrowed because of a plugin kubesched does not ship yet (see PENDING_PLUGINS).
     adjusted: int = 0
+    #: Things worth counting that this pod exercised (e.g. `VolumeBinding-nonzero-score`).
+    observed: set[str] = field(default_factory=set)
 
     def check(self, comparison: str, upstream: Any, kubesched: Any) -> None:
+        comparison = self.prefix + comparison
         agreed = upstream == kubesched
         self.made[comparison] = agreed
         if not agreed:
@@ -69,9 +86,11 @@ class PodComparison:
 
 
 def _pending(pod: Obj) -> Obj:
-    """The pod as created: no node, no status (upstream's later writes are not kubesched's input)."""
+    """The pod as created: no node, no status (upstream's later writes are not kubesched's input), and
+    for the default profile (the live share names `kubesched run`'s own)."""
     out = copy.deepcopy(pod)
     out["spec"].pop("nodeName", None)
+    out["spec"].pop("schedulerName", None)
     out.pop("status", None)
     return out
 
@@ -99,8 +118,9 @@ def _config_and_weights(workdir: Path) -> tuple[Any, dict[str, int]]:
     return config, weights
 
 
-def compare_pod(outcome: PodOutcome, workdir: Path) -> PodComparison:
-    """Run kubesched on `outcome`'s objects and compare its decision for the pod with upstream's."""
+def compare_pod(outcome: PodOutcome, workdir: Path, *, prefix: str = "") -> PodComparison:
+    """Run kubesched's simulator on `outcome`'s objects and compare its decision for the pod with
+    the outcome's (upstream's; or, with `prefix` `live-`, that of `kubesched run`)."""
     registry = default_registry()
     config, weights = _config_and_weights(workdir)
     loaded = LoadedObjects()
@@ -116,13 +136,16 @@ def compare_pod(outcome: PodOutcome, workdir: Path) -> PodComparison:
 
     report = simulate(loaded, config, registry, explain=True, per_node=True, on_attempt=record)
     mine = next(p for p in report.pods if (p.namespace, p.name) == key)
-    cmp = PodComparison(f"{outcome.namespace}/{outcome.name}")
+    cmp = PodComparison(f"{outcome.namespace}/{outcome.name}", prefix)
     cmp.check("schedulable", outcome.result, "Scheduled" if mine.result == "Scheduled" else mine.result)
     _compare_messages(cmp, outcome, mine, attempts, registry)
     if outcome.result == "Scheduled" and mine.result == "Scheduled":
         top = _top_nodes(mine)
         cmp.check("node", True, outcome.node in top if top else outcome.node == mine.node)
     if outcome.scores:
+        for plugins in outcome.scores.values():
+            scored = (p for p, v in plugins.items() if v and p in _RARELY_SCORING)
+            cmp.observed.update(f"{p}-nonzero-score" for p in scored)
         upstream_scores = _known_plugins(outcome.scores, registry)
         cmp.check("scores", upstream_scores, _weighted(mine, weights))
     if outcome.nominated or outcome.victims or mine.victims:
@@ -130,6 +153,9 @@ def compare_pod(outcome: PodOutcome, workdir: Path) -> PodComparison:
         cmp.check("preemption", (outcome.nominated, outcome.victims), (nominated, sorted(mine.victims)))
     return cmp
 
+
+#: Plugins that score 0 for most pods: how often they scored otherwise is worth reporting.
+_RARELY_SCORING = frozenset({"VolumeBinding", "ImageLocality", "InterPodAffinity", "PodTopologySpread"})
 
 #: What upstream's DynamicResources PostFilter answers when its PreFilter never ran (an earlier
 #: PreFilter rejected the pod): CycleState's "not found", UnschedulableAndUnresolvable, which ends

@@ -6,18 +6,28 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.differential.compare import COMPARISONS, PodComparison, compare_pod, scenario_file
+from kubesched.testing.differential.cluster import PodOutcome
+from kubesched.testing.differential.compare import (
+    COMPARISONS,
+    LIVE_COMPARISONS,
+    LIVE_PREFIX,
+    PodComparison,
+    compare_pod,
+    scenario_file,
+)
+from kubesched.testing.differential.live import KubeschedLive
 from kubesched.testing.differential.scenario import Scenario, generate
 from kubesched.testing.differential.upstream import UpstreamHarness
 from kubesched.testing.fake_nodes import ApiClient
 
-__all__ = ["Tally", "run_scenarios"]
+__all__ = ["Harnesses", "Tally", "compare_scenario", "harnesses", "print_mismatch", "run_scenarios"]
 
 
 @dataclass
@@ -26,18 +36,27 @@ class Tally:
 
     scenarios: int = 0
     pods: int = 0
-    comparisons: dict[str, list[int]] = field(default_factory=lambda: {c: [0, 0] for c in COMPARISONS})
+    #: Scenarios also scheduled by `kubesched run`.
+    live_scenarios: int = 0
+    comparisons: dict[str, list[int]] = field(
+        default_factory=lambda: {c: [0, 0] for c in (*COMPARISONS, *LIVE_COMPARISONS)}
+    )
     features: dict[str, list[int]] = field(default_factory=dict)
     mismatches: list[dict[str, Any]] = field(default_factory=list)
     #: Comparisons narrowed while kubesched lacks a default plugin (compare.PENDING_PLUGINS).
     adjusted: int = 0
+    #: How many pods exercised each `PodComparison.observed` thing.
+    observed: dict[str, int] = field(default_factory=dict)
 
     def add(self, scenario: Scenario, results: list[PodComparison], files: list[Path]) -> None:
         self.scenarios += 1
-        self.pods += len(results)
+        self.live_scenarios += any(r.prefix == LIVE_PREFIX for r in results)
+        self.pods += sum(not r.prefix for r in results)
         agreed = True
         for result, path in zip(results, files, strict=True):
             self.adjusted += result.adjusted
+            for thing in result.observed:
+                self.observed[thing] = self.observed.get(thing, 0) + 1
             for name, ok in result.made.items():
                 self.comparisons[name][0] += ok
                 self.comparisons[name][1] += 1
@@ -64,52 +83,97 @@ class Tally:
 
         return {
             "scenarios": self.scenarios,
+            "liveScenarios": self.live_scenarios,
             "pods": self.pods,
             "comparisons": fmt(self.comparisons),
             "features": fmt(self.features),
+            "observed": dict(sorted(self.observed.items())),
             "mismatches": len(self.mismatches),
             "adjustedForPendingPlugins": self.adjusted,
         }
+
+
+@dataclass
+class Harnesses:
+    """The schedulers a differential run drives on one control plane."""
+
+    upstream: UpstreamHarness
+    live: KubeschedLive | None
+    workdir: Path
+
+
+@contextmanager
+def harnesses(*, live: bool = True) -> Iterator[Harnesses]:
+    """A control plane with the upstream kube-scheduler and (with `live`) `kubesched run` on it."""
+    with ControlPlane() as cp, ApiClient.for_control_plane(cp) as api, tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        upstream = UpstreamHarness(cp, api)
+        kubesched = KubeschedLive(cp, api, workdir) if live else None
+        try:
+            yield Harnesses(upstream, kubesched, workdir)
+        finally:
+            if kubesched is not None:
+                kubesched.stop()
+
+
+def compare_scenario(
+    h: Harnesses, scenario: Scenario, out_dir: Path, *, live: bool = False
+) -> tuple[list[PodComparison], list[Path], list[PodOutcome]]:
+    """Schedule `scenario` with upstream (and, with `live`, `kubesched run` afterwards); compare each
+    pod's outcome with kubesched's simulator. Mismatching pods' scenario files go to `out_dir`."""
+    runs: list[tuple[str, list[PodOutcome]]] = [("", h.upstream.run(scenario))]
+    if live and h.live is not None:
+        runs.append((LIVE_PREFIX, h.live.run(scenario)))
+    results: list[PodComparison] = []
+    files: list[Path] = []
+    for prefix, outcomes in runs:
+        for outcome in outcomes:
+            result = compare_pod(outcome, h.workdir, prefix=prefix)
+            path = out_dir / f"{prefix}{scenario.name}" / f"{outcome.name}.yaml"
+            if result.mismatches:
+                path = scenario_file(outcome, path.parent)
+            results.append(result)
+            files.append(path)
+    return results, files, runs[0][1]
 
 
 def run_scenarios(
     seeds: list[int],
     out_dir: Path,
     *,
+    live_every: int = 0,
     on_mismatch: Callable[[dict[str, Any]], None] | None = None,
     log: TextIO = sys.stderr,
+    using: Harnesses | None = None,
 ) -> Tally:
-    """Each seed's scenario through upstream and kubesched; mismatch scenario files go to `out_dir`."""
+    """Each seed's scenario through upstream and kubesched; every `live_every`-th seed also through
+    `kubesched run` (0: none). Mismatch scenario files go to `out_dir`. Runs on `using`'s
+    schedulers, or on a control plane of its own."""
+    if using is None:
+        with harnesses(live=live_every > 0) as h:
+            return run_scenarios(
+                seeds, out_dir, live_every=live_every, on_mismatch=on_mismatch, log=log, using=h
+            )
     tally = Tally()
-    with ControlPlane() as cp, ApiClient.for_control_plane(cp) as api, tempfile.TemporaryDirectory() as tmp:
-        harness = UpstreamHarness(cp, api)
-        started = time.monotonic()
-        for n, seed in enumerate(seeds, 1):
-            scenario = generate(seed)
-            outcomes = harness.run(scenario)
-            results: list[PodComparison] = []
-            files: list[Path] = []
-            for outcome in outcomes:
-                result = compare_pod(outcome, Path(tmp))
-                path = out_dir / scenario.name / f"{outcome.name}.yaml"
-                if result.mismatches:
-                    path = scenario_file(outcome, out_dir / scenario.name)
-                results.append(result)
-                files.append(path)
-            before = len(tally.mismatches)
-            tally.add(scenario, results, files)
-            for m in tally.mismatches[before:]:
-                if on_mismatch is not None:
-                    on_mismatch(m)
-            if n % 25 == 0:
-                rate = n / (time.monotonic() - started)
-                print(
-                    f"{n}/{len(seeds)} scenarios, {len(tally.mismatches)} mismatches, {rate:.1f}/s", file=log
-                )
+    started = time.monotonic()
+    for n, seed in enumerate(seeds, 1):
+        scenario = generate(seed)
+        live = live_every > 0 and seed % live_every == 0
+        results, files, _ = compare_scenario(using, scenario, out_dir, live=live)
+        before = len(tally.mismatches)
+        tally.add(scenario, results, files)
+        for m in tally.mismatches[before:]:
+            if on_mismatch is not None:
+                on_mismatch(m)
+        if n % 25 == 0:
+            rate = n / (time.monotonic() - started)
+            print(f"{n}/{len(seeds)} scenarios, {len(tally.mismatches)} mismatches, {rate:.1f}/s", file=log)
     return tally
 
 
 def print_mismatch(m: dict[str, Any], out: TextIO = sys.stderr) -> None:
+    """One mismatch and how to reproduce it (for `live-*` comparisons, the first value is what
+    `kubesched run` did)."""
     print(
         f"MISMATCH seed={m['scenario']} pod={m['pod']} {m['comparison']}\n"
         f"  upstream:  {json.dumps(m['upstream'], sort_keys=True)}\n"

@@ -44,13 +44,19 @@ class Scenario:
     running: list[Obj] = field(default_factory=list)
     pending: list[Obj] = field(default_factory=list)
     pdbs: list[Obj] = field(default_factory=list)
-    #: StorageClasses, PersistentVolumes and PersistentVolumeClaims, created before the nodes.
+    #: Storage objects (CSIDrivers, StorageClasses, PersistentVolumes, PersistentVolumeClaims,
+    #: CSIStorageCapacities, CSINodes), created in this order before the nodes.
     volumes: list[Obj] = field(default_factory=list)
     features: set[str] = field(default_factory=set)
+    #: Pending pod name -> labels set when it is released from its `schedulingGates` (a pod without
+    #: gates is scheduled as created). Lets a test change labels after the API server's admission.
+    relabel: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Overrides the name every object is prefixed with (default `s<seed>`).
+    label: str = ""
 
     @property
     def name(self) -> str:
-        return f"s{self.seed}"
+        return self.label or f"s{self.seed}"
 
 
 class _Gen:
@@ -292,60 +298,166 @@ class _Gen:
         return c
 
     def volume(self, pod: Obj, i: int) -> None:
-        """One claim for a pending pod, in one of the states VolumeBinding decides on without a PV
-        controller: missing, unbound with Immediate binding, WaitForFirstConsumer with no volume to
-        bind, or bound to a volume pinned to a zone or node."""
+        """One claim for a pending pod, in one of the states VolumeBinding decides on: missing,
+        unbound with Immediate binding, WaitForFirstConsumer with no volume to bind, with static
+        volumes to choose from (the harness binds the chosen one as the PV controller would), or to
+        provision by a CSI driver that may publish CSIStorageCapacity (the harness provisions it),
+        or bound to a volume pinned to a zone or node (maybe a CSI volume: NodeVolumeLimits)."""
         ns = pod["metadata"]["namespace"]
         prefix = f"{self.s.name}-v{i}"
         claim = f"{prefix}-claim"
         pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
-        kind = self.pick(("missing", "immediate", "wffc-no-pv", "bound"))
+        kind = self.pick(
+            (
+                "missing",
+                "immediate",
+                "wffc-no-pv",
+                "bound",
+                "wffc-static",
+                "wffc-static",
+                "wffc-dynamic",
+                "wffc-dynamic",
+            )
+        )
         self.s.features.update(("volumes", f"volume-{kind}"))
         if kind == "missing":
             return
+        provisioner = "kubernetes.io/no-provisioner"
+        if kind == "immediate":
+            provisioner = "example.com/csi"
+        elif kind == "wffc-dynamic":
+            provisioner = self.csi_driver()
         sc: Obj = {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "StorageClass",
             "metadata": {"name": f"{prefix}-class"},
-            "provisioner": "kubernetes.io/no-provisioner" if kind != "immediate" else "example.com/csi",
+            "provisioner": provisioner,
             "volumeBindingMode": "Immediate" if kind == "immediate" else "WaitForFirstConsumer",
         }
+        if kind == "wffc-dynamic" and self.chance(0.3):
+            zones = self.rng.sample(("za", "zb", "zc"), 2)
+            sc["allowedTopologies"] = [{"matchLabelExpressions": [{"key": ZONE, "values": zones}]}]
+        size = self.pick(("1Gi", "2Gi", "3Gi"))
         pvc: Obj = {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
             "metadata": {"name": claim, "namespace": ns},
             "spec": {
                 "accessModes": ["ReadWriteOnce"],
-                "resources": {"requests": {"storage": "1Gi"}},
+                "resources": {"requests": {"storage": size}},
                 "storageClassName": sc["metadata"]["name"],
             },
         }
         self.s.volumes += [sc, pvc]
+        if kind == "wffc-static":
+            self.static_volumes(prefix, sc["metadata"]["name"])
+        elif kind == "wffc-dynamic":
+            self.capacities(prefix, sc["metadata"]["name"])
         if kind != "bound":
             return
-        if self.chance(0.5):
-            term = {"key": ZONE, "operator": "In", "values": [self.pick(("za", "zb"))]}
-        else:
-            node = self.pick(self.s.nodes)["metadata"]["name"]
-            term = {"key": HOSTNAME, "operator": "In", "values": [node]}
         pv: Obj = {
             "apiVersion": "v1",
             "kind": "PersistentVolume",
             "metadata": {"name": f"{prefix}-pv"},
             "spec": {
-                "capacity": {"storage": "1Gi"},
+                "capacity": {"storage": size},
                 "accessModes": ["ReadWriteOnce"],
                 "storageClassName": sc["metadata"]["name"],
-                "hostPath": {"path": "/tmp/kubesched-differential"},
                 "claimRef": {"namespace": ns, "name": claim},
-                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [self.pv_term()]}]}},
             },
             "status": {"phase": "Bound"},
         }
+        if self.chance(0.5):
+            pv["spec"]["csi"] = {"driver": self.csi_driver(), "volumeHandle": f"{prefix}-handle"}
+        else:
+            pv["spec"]["hostPath"] = {"path": "/tmp/kubesched-differential"}
         pvc["spec"]["volumeName"] = pv["metadata"]["name"]
         pvc["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
-        pvc["status"] = {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}}
+        pvc["status"] = {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": size}}
         self.s.volumes.insert(0, pv)
+
+    def pv_term(self) -> Obj:
+        """A PV's node affinity: a zone, or one node's hostname."""
+        if self.chance(0.5):
+            return {"key": ZONE, "operator": "In", "values": [self.pick(("za", "zb"))]}
+        node = self.pick(self.s.nodes)["metadata"]["name"]
+        return {"key": HOSTNAME, "operator": "In", "values": [node]}
+
+    def static_volumes(self, prefix: str, class_name: str) -> None:
+        """1-3 Available volumes of the class, of distinct sizes (upstream's choice between equal
+        sizes follows its cache's map order, which nothing can reproduce)."""
+        self.s.features.add("volume-static-choice")
+        sizes = self.rng.sample(("1Gi", "2Gi", "5Gi", "10Gi", "20Gi"), self.rng.randint(1, 3))
+        for j, size in enumerate(sizes):
+            self.s.volumes.insert(
+                0,
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": f"{prefix}-pv{j}"},
+                    "spec": {
+                        "capacity": {"storage": size},
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": class_name,
+                        "hostPath": {"path": "/tmp/kubesched-differential"},
+                        "nodeAffinity": {
+                            "required": {"nodeSelectorTerms": [{"matchExpressions": [self.pv_term()]}]}
+                        },
+                    },
+                    "status": {"phase": "Available"},
+                },
+            )
+
+    def capacities(self, prefix: str, class_name: str) -> None:
+        """At most one CSIStorageCapacity per zone for the class (several serving one node would
+        make upstream's pick depend on its cache's map order)."""
+        for zone in ("za", "zb", "zc"):
+            if not self.chance(0.7):
+                continue
+            cap: Obj = {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "CSIStorageCapacity",
+                "metadata": {"name": f"{prefix}-cap-{zone}", "namespace": "default"},
+                "storageClassName": class_name,
+                "nodeTopology": {"matchLabels": {ZONE: zone}},
+                "capacity": self.pick(("2Gi", "4Gi", "10Gi", "50Gi")),
+            }
+            if self.chance(0.2):
+                cap["maximumVolumeSize"] = self.pick(("1Gi", "2Gi", "3Gi"))
+            self.s.volumes.append(cap)
+            self.s.features.add("volume-storage-capacity")
+
+    def csi_driver(self) -> str:
+        """The scenario's CSI driver (made once, with its CSINodes): it may track storage capacity
+        and may keep pods off nodes whose CSINode lacks it; nodes may cap its volumes."""
+        name = f"{self.s.name}-csi.example.com"
+        if any(o["kind"] == "CSIDriver" for o in self.s.volumes):
+            return name
+        spec: Obj = {"storageCapacity": self.chance(0.8)}
+        if self.chance(0.6):
+            spec["preventPodSchedulingIfMissing"] = self.chance(0.7)
+        if spec.get("preventPodSchedulingIfMissing"):
+            self.s.features.add("csi-driver-required")
+        driver_object = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": name}}
+        self.s.volumes.insert(0, {**driver_object, "spec": spec})
+        for node in self.s.nodes:
+            if not self.chance(0.7):
+                continue
+            driver: Obj = {"name": name if self.chance(0.8) else "other.csi.example.com", "nodeID": "id"}
+            count = self.pick((None, 0, 1, 2))
+            if count is not None:
+                driver["allocatable"] = {"count": count}
+                self.s.features.add("csi-volume-limits")
+            self.s.volumes.append(
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "CSINode",
+                    "metadata": {"name": node["metadata"]["name"]},
+                    "spec": {"drivers": [driver]},
+                }
+            )
+        return name
 
     def pdb(self, i: int) -> Obj:
         app = self.pick(APPS)
@@ -377,7 +489,7 @@ def generate(seed: int) -> Scenario:
         s.running.append(pod)
     s.pending = [g.pod(f"{s.name}-p{i}", running=False) for i in range(g.rng.randint(1, 4))]
     for i, pod in enumerate(s.pending):
-        if g.chance(0.15):
+        if g.chance(0.25):
             g.volume(pod, i)
     if any("priorityClassName" in p["spec"] for p in s.pending) and g.chance(0.5):
         s.pdbs = [g.pdb(i) for i in range(g.rng.randint(1, 2))]
