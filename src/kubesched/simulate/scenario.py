@@ -311,7 +311,9 @@ def _event_document(event: TimelineEvent) -> dict[str, Any]:
     if event.run_for is not None:
         out["runFor"] = _seconds(event.run_for)
     if event.obj is not None:
-        out[event.action] = msgspec.to_builtins(event.obj)
+        # apiVersion and kind are the structs' defaults, which encoding omits; a reader needs them.
+        head = {"apiVersion": event.obj.api_version, "kind": event.obj.kind}
+        out[event.action] = head | msgspec.to_builtins(event.obj)
     else:
         ref: dict[str, str] = {"kind": event.ref.kind, "name": event.ref.name}
         if event.ref.namespace:

@@ -353,3 +353,15 @@ def test_no_traceback_reaches_the_terminal(tmp_path: Path, case: str) -> None:
     assert (done.returncode, done.stdout) == (2, ""), done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith(expected), done.stderr
+
+
+def test_record_refuses_a_bad_duration_or_kubeconfig_before_connecting(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    assert fails(capsys, "record", "--duration", "0s") == "kubesched: --duration: must be positive"
+    missing = tmp_path / "nope.kubeconfig"
+    line = fails(capsys, "record", "--duration", "1s", "--kubeconfig", str(missing))
+    assert line.startswith(f"kubesched: {missing}: kubeconfig not found")
+    with pytest.raises(SystemExit):
+        main(["record", "--duration", "five minutes"])
+    assert "invalid" in capsys.readouterr().err
