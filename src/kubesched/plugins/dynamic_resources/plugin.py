@@ -709,9 +709,12 @@ class DynamicResources(
 
     # ------------------------------------------------------------------ PreBind
     def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        """Work for every pod with claims (upstream's pre-flight asks only that)."""
+        """Work for every pod with claims, its extended-resource claim included (upstream's
+        pre-flight asks only that)."""
         data = state.get(STATE_KEY)
-        return None if isinstance(data, _State) and data.refs else Status.skip()
+        if isinstance(data, _State) and (data.refs or data.extended is not None):
+            return None
+        return Status.skip()
 
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         data = state.get(STATE_KEY)
