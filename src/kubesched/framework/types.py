@@ -117,11 +117,9 @@ def reason_counts(num_all_nodes: int, d: Diagnosis) -> Counter[str]:
     """How many nodes each filter reason rejected, as the FailedScheduling message counts them."""
     counts: Counter[str] = Counter()
     # Plugins share one status among the nodes they reject alike: count reasons per distinct status.
-    distinct: dict[int, Status] = {}
-    per_status: Counter[int] = Counter()
-    for st in d.node_to_status.values():
-        distinct[id(st)] = st
-        per_status[id(st)] += 1
+    statuses = d.node_to_status.values()
+    per_status: Counter[int] = Counter(map(id, statuses))
+    distinct: dict[int, Status] = dict(zip(map(id, statuses), statuses, strict=True))
     for key, times in per_status.items():
         for reason in distinct[key].all_reasons():
             counts[reason] += times
