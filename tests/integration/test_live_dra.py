@@ -201,3 +201,92 @@ def test_same_dra_decisions_as_kube_scheduler(schedulers: tuple[Side, Side]) -> 
     assert two is not None and " 1 cannot allocate all claims" in two
     assert too_many is not None and " 1 cannot allocate all claims" in too_many
     assert no_class is not None and "request gpu: device class no-such-class does not exist" in no_class
+
+
+#: Extended resources backed by DRA (DeviceClass `extendedResourceName`, GA and locked on in v1.37.2):
+#: (pod, node index, units of the resource). No node advertises it, so DRA serves it from the slices.
+EXTENDED = f"{DRIVER}/gpu"
+EXTENDED_STEPS: list[tuple[str, int, int]] = [("ext-one", 0, 1), ("ext-two", 1, 2), ("ext-too-many", 0, 2)]
+
+
+def _extended_outcome(side: Side, name: str) -> Obj:
+    """What the scheduler wrote for `name`: the claim it created and the pod's mapping to it."""
+    pod = side.api.get(f"/api/v1/namespaces/{side.namespace}/pods/{name}")
+    claims = side.api.get(f"{RESOURCE}/namespaces/{side.namespace}/resourceclaims")["items"]
+    mine = [c for c in claims if c["metadata"]["name"].startswith(f"{name}-extended-resources-")]
+    status = pod.get("status", {}).get("extendedResourceClaimStatus")
+    if status is not None:
+        assert [c["metadata"]["name"] for c in mine] == [status["resourceClaimName"]]
+        status = {**status, "resourceClaimName": "<generated>"}
+    out: Obj = {"status": status, "claims": []}
+    for raw in mine:
+        meta = raw["metadata"]
+        allocation = dict(raw.get("status", {}).get("allocation") or {})
+        allocation.pop("allocationTimestamp", None)
+        text = repr(allocation)
+        for i, node in enumerate(side.nodes):
+            text = text.replace(node, f"node-{i}")
+        out["claims"].append(
+            {
+                "annotations": meta.get("annotations"),
+                "owners": [
+                    (o["kind"], o["name"], o.get("controller")) for o in meta.get("ownerReferences", ())
+                ],
+                "finalizers": meta.get("finalizers", []),
+                "spec": raw["spec"],
+                "allocation": text,
+                "reservedFor": [r["name"] for r in raw.get("status", {}).get("reservedFor", [])],
+            }
+        )
+    return out
+
+
+def test_same_dra_extended_resource_decisions_as_kube_scheduler(schedulers: tuple[Side, Side]) -> None:
+    upstream, ours = schedulers
+    run = upstream.namespace.rsplit("-", 1)[-1]
+    with contextlib.suppress(ApiError):
+        upstream.api.post(
+            f"{RESOURCE}/deviceclasses",
+            {
+                "metadata": {"name": f"ext-{DRIVER}"},
+                "spec": {
+                    "extendedResourceName": EXTENDED,
+                    "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
+                },
+            },
+        )
+    sides = [Side(upstream.api, run, "xup", upstream.scheduler), Side(ours.api, run, "xks", ours.scheduler)]
+    try:
+        outcomes: dict[str, tuple[str, str | None]] = {}
+        for name, node, units in EXTENDED_STEPS:
+            results, written = [], []
+            for side in sides:
+                side.api.post(
+                    f"/api/v1/namespaces/{side.namespace}/pods",
+                    {
+                        "metadata": {"name": name},
+                        "spec": {
+                            "schedulerName": side.scheduler,
+                            "nodeSelector": {"kubernetes.io/hostname": side.nodes[node]},
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "x",
+                                    "resources": {"requests": {EXTENDED: units}, "limits": {EXTENDED: units}},
+                                }
+                            ],
+                            "terminationGracePeriodSeconds": 0,
+                        },
+                    },
+                )
+                results.append(side.outcome(name, expect_nothing=False))
+                written.append(_extended_outcome(side, name))
+            assert results[1] == results[0], f"pod {name}: upstream {results[0]}, kubesched {results[1]}"
+            assert written[1] == written[0], f"pod {name}: what was written"
+            assert len(written[0]["claims"]) == (results[0][0] == "Scheduled"), f"pod {name}: {written[0]}"
+            outcomes[name] = results[0]
+        assert [r for r, _ in outcomes.values()] == ["Scheduled", "Scheduled", "Unschedulable"]
+        assert " 1 cannot allocate all claims" in (outcomes["ext-too-many"][1] or "")
+    finally:
+        for side in sides:
+            side.clean_up()

@@ -105,6 +105,22 @@ def _simulated_driver_statuses(allocation: AllocationResult) -> list[AllocatedDe
     ]
 
 
+def _binding_pending(status: ResourceClaimStatus) -> bool:
+    """Some device's binding conditions are not all True, and none of its failure conditions is."""
+    assert status.allocation is not None
+    devices = {(d.driver, d.pool, d.device): d for d in status.devices}
+    pending = False
+    for r in status.allocation.devices.results:
+        if not r.binding_conditions:
+            continue
+        found = devices.get((r.driver, r.pool, r.device))
+        true = {c.type for c in found.conditions if c.status == "True"} if found is not None else set()
+        if true.intersection(r.binding_failure_conditions):
+            return False  # failed: left as it is (the scheduler deallocates it)
+        pending = pending or not true.issuperset(r.binding_conditions)
+    return pending
+
+
 class ClaimStore:
     """Claims by key, with the writes the scheduler and the controller make."""
 
@@ -132,6 +148,26 @@ class ClaimStore:
     def get(self, key: str) -> ResourceClaim | None:
         return self._claims.get(key)
 
+    def create(self, claim: ResourceClaim) -> ResourceClaim:
+        """Store a new claim named from its `generateName` (as the API server names it)."""
+        meta = claim.metadata
+        seed = f"{meta.namespace}/{meta.generate_name}{len(self._claims)}"
+        name = f"{meta.generate_name}{_suffix(seed)}"
+        while f"{meta.namespace}/{name}" in self._claims:
+            seed += "+"
+            name = f"{meta.generate_name}{_suffix(seed)}"
+        stored = msgspec.structs.replace(
+            claim,
+            metadata=msgspec.structs.replace(
+                meta,
+                name=name,
+                uid=f"claim-{hashlib.sha256(f'{meta.namespace}/{name}'.encode()).hexdigest()[:16]}",
+            ),
+            status=ResourceClaimStatus(),
+        )
+        self.put(stored)
+        return stored
+
     def delete(self, key: str) -> ResourceClaim | None:
         self._list = None
         return self._claims.pop(key, None)
@@ -158,6 +194,9 @@ class ClaimStore:
             )
         elif status.allocation is None:
             raise ClaimConflict(f"claim {claim.key} got deallocated in the meantime")
+        elif _binding_pending(status):
+            # Allocated before the run, still waiting: the simulator's driver prepares it now.
+            status = msgspec.structs.replace(status, devices=_simulated_driver_statuses(status.allocation))
         if not any(r.uid == pod.metadata.uid for r in status.reserved_for):
             ref = ResourceClaimConsumerReference(
                 resource="pods", name=pod.metadata.name, uid=pod.metadata.uid

@@ -16,7 +16,15 @@ import msgspec
 
 from kubesched.api.label_keys import merge_label_keys
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import Container, Node, Pod, PodCondition, PodSpec, PriorityClass
+from kubesched.api.objects import (
+    Container,
+    Node,
+    Pod,
+    PodCondition,
+    PodExtendedResourceClaimStatus,
+    PodSpec,
+    PriorityClass,
+)
 from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.cluster.claims import ClaimConflict, ClaimStore, instantiate_template_claims
 from kubesched.framework.events import ActionType, Resource
@@ -293,6 +301,24 @@ class MemoryCluster:
         new = self.claims.deallocate(claim)
         if old is not None:
             self._claim_event(old, new)
+
+    def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        stored = self.claims.create(claim)
+        self._claim_event(None, stored)
+        return stored
+
+    def delete_claim(self, claim: ResourceClaim) -> None:
+        old = self.claims.delete(claim.key)
+        if old is not None:
+            self._claim_event(old, None)
+
+    def write_extended_resource_claim_status(self, pod: Pod, status: PodExtendedResourceClaimStatus) -> None:
+        """Status-only patch: stored, not delivered (like the PodScheduled condition)."""
+        key = pod_key(pod)
+        current = self.pods.get(key)
+        if current is not None:
+            new_status = msgspec.structs.replace(current.status, extended_resource_claim_status=status)
+            self.pods[key] = msgspec.structs.replace(current, status=new_status)
 
     def pause(self, seconds: float) -> None:
         """Nothing moves on its own in the simulator (its driver meets binding conditions at once)."""

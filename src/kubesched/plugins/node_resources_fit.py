@@ -4,8 +4,10 @@ Filter (reference §3.3/§3.5): a node fails with `Too many pods` when it alread
 number of pods, and with one `Insufficient <resource>` reason per resource whose free amount
 (allocatable minus the *real* requests of the pods already there) is below the pod's request.
 Extended resources listed in `ignoredResources`, or whose domain is in `ignoredResourceGroups`, are
-left to someone else (typically an extender). As in v1.37, a node whose total allocatable is below
-the request can never fit, so its status is UnschedulableAndUnresolvable and preemption skips it.
+left to someone else (typically an extender); so is an extended resource a DeviceClass backs, on a
+node whose allocatable lacks it (DynamicResources allocates it from ResourceSlices). As in v1.37, a
+node whose total allocatable is below the request can never fit, so its status is
+UnschedulableAndUnresolvable and preemption skips it.
 
 Score (reference §3.4): LeastAllocated, MostAllocated or RequestedToCapacityRatio over the configured
 resources, where cpu and memory count the 100m / 200Mi defaults for containers that request nothing,
@@ -49,6 +51,7 @@ from kubesched.framework.node_info import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, 
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE
+from kubesched.plugins.dynamic_resources.extended import BackingClasses, backing_classes
 
 __all__ = [
     "LEAST_ALLOCATED",
@@ -407,6 +410,8 @@ class _Scorer:
 
 # --------------------------------------------------------------------------- cycle state
 
+_BUILTIN = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE})
+
 
 @dataclass(frozen=True, slots=True)
 class _PreFilterState:
@@ -414,6 +419,8 @@ class _PreFilterState:
 
     requests: Mapping[str, int]
     checks: tuple[tuple[str, int], ...]
+    #: checked resources a DeviceClass backs: DynamicResources serves them where nodes lack them
+    dra_backed: frozenset[str] = frozenset()
 
     def clone(self) -> _PreFilterState:
         return self
@@ -445,7 +452,7 @@ class NodeResourcesFit(
 
     name: ClassVar[str] = "NodeResourcesFit"
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
-    listed_kinds: ClassVar[tuple[str, ...]] = ()
+    listed_kinds: ClassVar[tuple[str, ...]] = ("DeviceClass",)
     args_type: ClassVar[type[NodeResourcesFitArgs]] = NodeResourcesFitArgs
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
@@ -471,7 +478,14 @@ class NodeResourcesFit(
             ):
                 continue  # someone else (an extender, a device plugin controller) accounts for it
             checks.append((r, amount))
-        return _PreFilterState(requests, tuple(checks))
+        scalar = [r for r, _ in checks if r not in _BUILTIN]
+        classes = self._dra_classes() if scalar else None
+        backed = frozenset(r for r in scalar if classes is not None and classes.get(r) is not None)
+        return _PreFilterState(requests, tuple(checks), backed)
+
+    def _dra_classes(self) -> BackingClasses:
+        classes = self.handle.lister("DeviceClass") if self.handle is not None else ()
+        return backing_classes(classes)
 
     def _pre_filter_state(self, state: CycleState, pod: Pod) -> _PreFilterState:
         s = state.get(PRE_FILTER_STATE_KEY)
@@ -494,6 +508,8 @@ class NodeResourcesFit(
         alloc, used = node_info.allocatable, node_info.requested
         for resource, amount in s.checks:
             total = alloc.get(resource, 0)
+            if total == 0 and resource in s.dra_backed:
+                continue  # no device plugin serves it here: DynamicResources allocates it from DRA
             if amount > total - used.get(resource, 0):
                 reasons.append(insufficient_reason(resource))
                 unresolvable = unresolvable or amount > total
@@ -511,11 +527,18 @@ class NodeResourcesFit(
         fails = too_many
         for resource, amount in s.checks:
             col = table.resource_index.get(resource)
+            backed = resource in s.dra_backed
             if col is None:  # no node has it: allocatable 0 everywhere
+                if backed:
+                    shorts.append(np.zeros(n, dtype=np.bool_))
+                    continue
                 shorts.append(None)
                 fails = np.ones(n, dtype=np.bool_)
                 continue
-            short = amount > nodes.column(table.allocatable, col) - nodes.column(table.requested, col)
+            total = nodes.column(table.allocatable, col)
+            short = amount > total - nodes.column(table.requested, col)
+            if backed:
+                short &= total != 0  # nodes without it leave it to DynamicResources
             shorts.append(short)
             fails = fails | short
         if not fails.any():
@@ -529,7 +552,10 @@ class NodeResourcesFit(
                 matrix[:, k] = True
                 matrix[:, -1] = True
                 continue
-            total = nodes.column(table.allocatable, table.resource_index[resource])
+            col = table.resource_index.get(resource)
+            if col is None:  # DRA-backed, on no node's allocatable: never short here
+                continue
+            total = nodes.column(table.allocatable, col)
             matrix[:, k] = shortage
             matrix[:, -1] |= shortage & (amount > total)
         failing = np.flatnonzero(fails)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from kubesched.api.objects import PersistentVolumeClaim, Pod
+from kubesched.api.objects import PersistentVolumeClaim, Pod, PodExtendedResourceClaimStatus
 from kubesched.api.resource import AllocationResult, ResourceClaim
 
 
@@ -78,6 +78,18 @@ class ResourceClaimPort(Protocol):
 
     def deallocate_claim(self, claim: ResourceClaim) -> None:
         """Clear `status.allocation`, `reservedFor` and `devices`."""
+        ...
+
+    def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """Create `claim` (named from its `generateName`); return it as stored."""
+        ...
+
+    def delete_claim(self, claim: ResourceClaim) -> None:
+        """Remove the delete-protection finalizer, then delete the claim."""
+        ...
+
+    def write_extended_resource_claim_status(self, pod: Pod, status: PodExtendedResourceClaimStatus) -> None:
+        """Set `pod.status.extendedResourceClaimStatus`."""
         ...
 
     def pause(self, seconds: float) -> None:

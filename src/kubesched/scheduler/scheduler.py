@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
-from kubesched.api.objects import Node, PersistentVolumeClaim, Pod
+from kubesched.api.objects import Node, PersistentVolumeClaim, Pod, PodExtendedResourceClaimStatus
 from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import (
@@ -214,6 +214,15 @@ class _ProfileHandle:
 
     def deallocate_claim(self, claim: ResourceClaim) -> None:
         self._claims_port().deallocate_claim(claim)
+
+    def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        return self._claims_port().create_claim(claim)
+
+    def delete_claim(self, claim: ResourceClaim) -> None:
+        self._claims_port().delete_claim(claim)
+
+    def write_extended_resource_claim_status(self, pod: Pod, status: PodExtendedResourceClaimStatus) -> None:
+        self._claims_port().write_extended_resource_claim_status(pod, status)
 
     def pause(self, seconds: float) -> None:
         self._claims_port().pause(seconds)

@@ -387,10 +387,14 @@ def _build_report(
 
 
 def _allocated_devices(pod: Pod, cluster: MemoryCluster) -> list[AllocatedDevice]:
-    """The devices of the claims reserved for `pod`, in the order of its `spec.resourceClaims`."""
+    """The devices of the claims reserved for `pod`, in the order of its `spec.resourceClaims`, then
+    those of its extended-resource claim."""
     current = cluster.pods.get(pod_key(pod), pod)
     names = [c.resource_claim_name for c in current.spec.resource_claims if c.resource_claim_name]
     names += [s.resource_claim_name for s in current.status.resource_claim_statuses if s.resource_claim_name]
+    extended = current.status.extended_resource_claim_status
+    if extended is not None and extended.resource_claim_name:
+        names.append(extended.resource_claim_name)  # the claim for DRA-backed extended resources
     out: list[AllocatedDevice] = []
     for name in names:
         claim = cluster.claims.get(f"{current.metadata.namespace}/{name}")

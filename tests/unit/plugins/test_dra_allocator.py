@@ -346,3 +346,17 @@ def test_config_from_class_and_claim() -> None:
     assert result is not None
     cfg = [(x.source, x.requests) for x in result[0].devices.config]
     assert cfg == [("FromClass", ["a", "b"]), ("FromClaim", ["b"]), ("FromClaim", [])]
+
+
+@pytest.mark.parametrize(
+    "consumes",
+    [
+        {"counterSet": "gpu-0", "counters": {"memory": {"value": "41Gi"}}},  # more than the set holds
+        {"counterSet": "no-such-set", "counters": {"memory": {"value": "1Gi"}}},
+        {"counterSet": "gpu-0", "counters": {"no-such-counter": {"value": "1"}}},
+    ],
+)
+def test_impossible_counters_make_a_device_unallocatable(consumes: dict[str, Any]) -> None:
+    counters = [{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]
+    slices = [slice_("s", [device("d", consumesCounters=[consumes])], node="n1", sharedCounters=counters)]
+    assert run(slices, [claim("c", [exactly()])]) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import pytest
 import yaml
 
 from kubesched.api.loader import LoadedObjects, load_documents
@@ -387,3 +388,48 @@ def test_gpu_scheduler_rejects_nodes_without_the_dra_product() -> None:
     (p,) = _gpu_scheduler_run_with(slices, text).values()
     assert p.result == "Unschedulable"
     assert "GPU product mismatch: need t4, node has a100" in p.message
+
+
+STALE_CLAIM = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: stale, namespace: default}
+spec:
+  devices:
+    requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]
+status:
+  allocation:
+    allocationTimestamp: "2020-01-01T00:00:00Z"
+    devices:
+      results:
+      - {request: gpu, driver: gpu.example.com, pool: node-0, device: gpu-0,
+         bindingConditions: [Attached], bindingFailureConditions: [AttachFailed]}
+  devices:
+  - driver: gpu.example.com
+    pool: node-0
+    device: gpu-0
+    conditions: [{type: AttachFailed, status: "%s", reason: Broken, message: "no link"}]
+"""
+
+
+@pytest.mark.parametrize("failed", ["True", "False"])
+def test_claim_whose_binding_failed_or_timed_out_is_deallocated_and_allocated_anew(failed: str) -> None:
+    # "True": a failure condition; "False": conditions unmet 10m after allocationTimestamp (2020).
+    attempts: list[str] = []
+    registry = default_registry(entry_points=False)
+    objects = load(CLASS, STALE_CLAIM % failed, nodes_with_gpus(count=1, gpus=2), pod("p", claim="stale"))
+    report = simulate(
+        objects, default_config(registry), registry, on_attempt=lambda a: attempts.append(a.message or "")
+    )
+    (p,) = report.pods
+    assert p.result == "Scheduled" and p.attempts == 2
+    assert attempts[0].startswith("0/1 nodes are available: 1 resourceclaim not available on the node.")
+    (device,) = p.devices
+    assert device.device == "gpu-0"  # deallocated by PostFilter, then allocated again (first fit)
+
+
+def test_claim_waiting_for_binding_within_the_timeout_stays_usable() -> None:
+    fresh = STALE_CLAIM.replace("2020-01-01T00:00:00Z", "2999-01-01T00:00:00Z") % "False"
+    report = run(CLASS, fresh, nodes_with_gpus(count=1, gpus=2), pod("p", claim="stale"))
+    (p,) = report.pods
+    assert p.result == "Scheduled" and p.attempts == 1

@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
 from kubesched.api.resource import DELETE_PROTECTION_FINALIZER, AllocationResult, ResourceClaim
 from kubesched.cluster.kube.client import ApiError, KubeClient
 
@@ -134,6 +134,51 @@ class ApiClaimWriter:
 
         with contextlib.suppress(ClaimWriteError):  # deleted meanwhile: nothing left to unreserve
             self._retrying(claim, change)
+
+    def create(self, claim: ResourceClaim) -> ResourceClaim:
+        """POST the claim; the API server names it from `generateName`."""
+        body: dict[str, Any] = msgspec.to_builtins(claim)
+        meta = body.setdefault("metadata", {})
+        for key in ("name", "uid", "resourceVersion"):
+            meta.pop(key, None)
+        body.pop("status", None)
+        namespace = claim.metadata.namespace
+        try:
+            raw = self._client.post(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims", body)
+        except ApiError as err:
+            raise ClaimWriteError(f"create claim for extended resources {claim.key}: {err}") from None
+        return msgspec.convert(raw.decode(), ResourceClaim)
+
+    def delete(self, claim: ResourceClaim) -> None:
+        """Drop the delete-protection finalizer (PUT, retried on conflict), then DELETE."""
+        path = _path(claim.metadata.namespace, claim.metadata.name)
+
+        def change(raw: dict[str, Any]) -> dict[str, Any] | None:
+            finalizers = raw.get("metadata", {}).get("finalizers") or []
+            if DELETE_PROTECTION_FINALIZER not in finalizers:
+                return None
+            raw["metadata"]["finalizers"] = [f for f in finalizers if f != DELETE_PROTECTION_FINALIZER]
+            out: dict[str, Any] = self._client.put(path, raw).decode()
+            return out
+
+        try:
+            self._retrying(claim, change)
+        except ClaimWriteError:
+            return  # already gone
+        try:
+            self._client.delete(path)
+        except ApiError as err:
+            if err.code != 404:
+                raise
+
+    def write_pod_extended_status(self, pod: Pod, status: PodExtendedResourceClaimStatus) -> None:
+        """Merge-patch `status.extendedResourceClaimStatus` of the pod."""
+        path = f"/api/v1/namespaces/{pod.metadata.namespace}/pods/{pod.metadata.name}/status"
+        patch = {"status": {"extendedResourceClaimStatus": msgspec.to_builtins(status)}}
+        try:
+            self._client.patch(path, patch)
+        except ApiError as err:
+            raise ClaimWriteError(f"update pod {pod.key} ExtendedResourceClaimStatus: {err}") from None
 
     def deallocate(self, claim: ResourceClaim) -> None:
         path = _path(claim.metadata.namespace, claim.metadata.name)

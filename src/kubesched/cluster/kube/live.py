@@ -58,7 +58,13 @@ from typing import Any, Protocol
 
 import msgspec
 
-from kubesched.api.objects import ObjectMeta, PersistentVolumeClaim, Pod, PodSpec
+from kubesched.api.objects import (
+    ObjectMeta,
+    PersistentVolumeClaim,
+    Pod,
+    PodExtendedResourceClaimStatus,
+    PodSpec,
+)
 from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.cluster.kube.binder import BindConflict, Binder
 from kubesched.cluster.kube.claims import ApiClaimWriter
@@ -420,6 +426,18 @@ class LiveCluster:
     def deallocate_claim(self, claim: ResourceClaim) -> None:
         with self._lock.released():
             self.claims.deallocate(claim)
+
+    def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        with self._lock.released():
+            return self.claims.create(claim)
+
+    def delete_claim(self, claim: ResourceClaim) -> None:
+        with self._lock.released():
+            self.claims.delete(claim)
+
+    def write_extended_resource_claim_status(self, pod: Pod, status: PodExtendedResourceClaimStatus) -> None:
+        with self._lock.released():
+            self.claims.write_pod_extended_status(pod, status)
 
     def pause(self, seconds: float) -> None:
         """Let the cluster move on for `seconds` (PreBind waiting for binding conditions)."""

@@ -782,6 +782,12 @@ class _Search:
     def _take_counters(self, cand: _Candidate) -> bool:
         key = (cand.id.driver, cand.id.pool)
         capacity = self.alloc.slices.counter_sets(*key)
+        if any(
+            use.counter_set not in capacity
+            or any(name not in capacity[use.counter_set] for name in use.counters)
+            for use in cand.device.consumes_counters
+        ):
+            return False  # consumes a counter the pool does not publish: never allocatable
         in_use = self.alloc.counters_in_use(*key)
         taking = self.counters.setdefault(key, {})
         for use in cand.device.consumes_counters:

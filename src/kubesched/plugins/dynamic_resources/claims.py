@@ -198,6 +198,18 @@ class ClaimLedger:
     def drop_pending(self, uid: str) -> None:
         self._drop_pending(uid)
 
+    def rename_pending(self, old: str, new: str) -> None:
+        """The claim pending as `old` was created under uid `new` (the extended-resource claim gets
+        its uid from the API server): keep it pending until the listed claim shows its allocation."""
+        found = self._pending.pop(old, None)
+        if found is None:
+            return
+        self._pending[new] = found
+        self._pending_entries[new] = self._pending_entries.pop(old)
+        listed = self._uids.get(new)
+        if listed is not None and listed.claim is not None and listed.claim.status.allocation is not None:
+            self._drop_pending(new)  # the cluster already shows it
+
     def _drop_pending(self, uid: str) -> None:
         if self._pending.pop(uid, None) is not None:
             self._apply(self._pending_entries.pop(uid), -1)

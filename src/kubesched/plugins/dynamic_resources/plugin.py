@@ -26,6 +26,7 @@ Every rejection is UnschedulableAndUnresolvable, so preemption never picks nodes
 from __future__ import annotations
 
 import contextlib
+import datetime
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,7 +35,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import msgspec
 import numpy as np
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import ContainerExtendedResourceRequest, Pod, PodExtendedResourceClaimStatus
+from kubesched.api.quantity import QuantityError
 from kubesched.api.resource import (
     AllocationResult,
     DeviceClass,
@@ -42,6 +44,7 @@ from kubesched.api.resource import (
     ResourceClaim,
     ResourceSlice,
 )
+from kubesched.api.resources import pod_requests
 from kubesched.api.selectors import NodeSelectorMatcher, compile_node_selector
 from kubesched.config.duration import parse_duration_ns
 from kubesched.errors import InputError
@@ -75,6 +78,16 @@ from kubesched.plugins.dynamic_resources.allocator import (
 from kubesched.plugins.dynamic_resources.allocator import TimeoutError as AllocationTimeout
 from kubesched.plugins.dynamic_resources.claims import ClaimLedger, ClaimRef, resolve_pod_claims
 from kubesched.plugins.dynamic_resources.device_table import DeviceTable
+from kubesched.plugins.dynamic_resources.extended import (
+    IN_MEMORY_CLAIM_NAME,
+    BackingClasses,
+    backing_classes,
+    find_extended_claim,
+    in_memory_claim,
+    is_dra_extended_resource_name,
+    requests_and_mappings,
+    with_requests,
+)
 
 __all__ = [
     "CANNOT_ALLOCATE",
@@ -139,6 +152,18 @@ class ResourceClaimWriter(Protocol):
         """Clear `status.allocation`, `reservedFor` and `devices` (PostFilter)."""
         ...
 
+    def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """Create `claim` under a name generated from its `generateName`; return it as stored."""
+        ...
+
+    def delete_claim(self, claim: ResourceClaim) -> None:
+        """Remove the delete-protection finalizer and delete the claim."""
+        ...
+
+    def write_extended_resource_claim_status(self, pod: Pod, status: PodExtendedResourceClaimStatus) -> None:
+        """Set `pod.status.extendedResourceClaimStatus`."""
+        ...
+
     def pause(self, seconds: float) -> None:
         """Let the cluster move on (live: sleep without holding the scheduler's lock)."""
         ...
@@ -158,6 +183,29 @@ class _Request:
 
 
 @dataclass(slots=True)
+class _Extended:
+    """The pod's extended resources backed by DRA: its claim (in memory, or from an earlier attempt)."""
+
+    claim: ResourceClaim
+    #: every extended-resource request of the pod (units), backed or not
+    amounts: dict[str, int]
+    classes: BackingClasses
+    pod: Pod
+    #: per set of resources DRA serves on a node: that node's claim and the container mappings
+    by_needed: dict[tuple[str, ...], tuple[ResourceClaim, list[ContainerExtendedResourceRequest]]] = field(
+        default_factory=dict
+    )
+    mappings: list[ContainerExtendedResourceRequest] = field(default_factory=list)
+    created: ResourceClaim | None = None
+
+
+class _NodeRejected(Exception):
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
+@dataclass(slots=True)
 class _State:
     refs: list[ClaimRef]
     to_allocate: list[ResourceClaim]
@@ -172,6 +220,12 @@ class _State:
     fast_sub: np.ndarray[Any, np.dtype[np.int64]] | None = None
     unavailable: set[int] = field(default_factory=set)
     reserved: list[tuple[ResourceClaim, AllocationResult | None]] = field(default_factory=list)
+    extended: _Extended | None = None
+    #: per node: the claims allocated there (the user's, then the node's extended-resource claim)
+    node_claims: dict[str, list[ResourceClaim]] = field(default_factory=dict)
+    rejected: dict[str, Status] = field(default_factory=dict)
+    #: allocated claims (positions in refs) whose binding failed or timed out
+    stale: list[int] = field(default_factory=list)
 
     def clone(self) -> _State:
         return self
@@ -289,17 +343,19 @@ class DynamicResources(
         # Upstream writes its state before anything else: PostFilter tells "PreFilter never ran"
         # (an earlier PreFilter rejected the pod) from "nothing to do" by it.
         state.write(STATE_KEY, _State([], [], None, [], None, False, self.filter_timeout))
-        if not pod.spec.resource_claims:
+        extended = self._extended(pod)
+        if not pod.spec.resource_claims and extended is None:
             return Status.skip()
         resolved = resolve_pod_claims(pod, self._claims())
         if isinstance(resolved, str):
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, resolved)
-        if not resolved:
+        if not resolved and extended is None:
             return Status.skip()
         classes = {c.metadata.name: c for c in self._list("DeviceClass")}
         me = pod_key(pod)
         to_allocate: list[ResourceClaim] = []
         selectors: list[tuple[int, NodeSelectorMatcher]] = []
+        stale: list[int] = []  # allocated, but binding failed or timed out: unavailable everywhere
         for i, ref in enumerate(resolved):
             claim = ref.claim
             allocation = claim.status.allocation
@@ -326,20 +382,46 @@ class DynamicResources(
                                 f"request {name}: device class {class_name} does not exist",
                             )
                 to_allocate.append(claim)
-            elif allocation.node_selector is not None:
-                selectors.append((i, compile_node_selector(allocation.node_selector)))
+            else:
+                if allocation.node_selector is not None:
+                    selectors.append((i, compile_node_selector(allocation.node_selector)))
+                if self._binding_failed(claim):
+                    stale.append(i)
         allocator = None
         fast = None
         has_sub = any(r.first_available for c in to_allocate for r in c.spec.devices.requests)
-        if to_allocate:
+        if extended is not None and extended.claim.status.allocation is None:
+            owner = self.ledger.pending_owner(extended.claim.metadata.uid)
+            if owner is not None and owner != me:
+                return Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                    f"resource claim {extended.claim.key} is in the process of being allocated",
+                )
+        if to_allocate or (extended is not None and extended.claim.status.allocation is None):
             index = self._slice_index()
             allocator = Allocator(index, classes, self.ledger.state, match_cache=self.match_cache)
-            fast = _fast_requests(to_allocate, classes)
-        state.write(
-            STATE_KEY,
-            _State(resolved, to_allocate, allocator, selectors, fast, has_sub, self.filter_timeout),
-        )
+            # The extended-resource claim differs per node: the allocator decides every node.
+            fast = _fast_requests(to_allocate, classes) if extended is None else None
+        data = _State(resolved, to_allocate, allocator, selectors, fast, has_sub, self.filter_timeout)
+        data.extended = extended
+        data.stale = stale
+        state.write(STATE_KEY, data)
         return None
+
+    def _extended(self, pod: Pod) -> _Extended | None:
+        """The pod's extended resources a DeviceClass backs, or None when it requests none."""
+        classes = backing_classes(self._list("DeviceClass"))
+        if not classes:
+            return None
+        try:
+            requests = pod_requests(pod)
+        except QuantityError:
+            return None  # NodeResourcesFit reports the bad quantity
+        amounts = {r: q for r, q in requests.items() if q > 0 and is_dra_extended_resource_name(r)}
+        if not any(classes.get(r) is not None for r in amounts):
+            return None
+        claim = find_extended_claim(pod, list(self._claims().values())) or in_memory_claim(pod)
+        return _Extended(claim, amounts, classes, pod)
 
     # ------------------------------------------------------------------ Filter
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -353,6 +435,12 @@ class DynamicResources(
             return BatchFilterResult.all_pass(n)
         codes = np.full(n, -1, dtype=np.int32)
         statuses: list[Status] = []
+        if data.stale:
+            # Upstream: such a claim is unavailable on every node, so PostFilter can deallocate it.
+            data.unavailable.update(data.stale)
+            codes[:] = 0
+            statuses.append(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NOT_AVAILABLE))
+            return BatchFilterResult(codes, statuses)
         if data.allocated_selectors:
             infos = nodes.infos
             bad = np.zeros(n, dtype=np.bool_)
@@ -365,7 +453,7 @@ class DynamicResources(
             if bad.any():
                 codes[bad] = 0
                 statuses.append(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NOT_AVAILABLE))
-        if data.allocator is None:
+        if data.allocator is None and data.extended is None:
             return BatchFilterResult(codes, statuses)
         undecided = codes < 0
         feasible, verify = self._fast_filter(data, nodes, undecided)
@@ -375,6 +463,9 @@ class DynamicResources(
             info = nodes.table.infos[int(nodes.rows[i])]
             try:
                 result = self._allocate_on(data, info)
+            except _NodeRejected as refused:
+                codes[i] = _status_code(statuses, refused.status)
+                continue
             except AllocationTimeout:
                 codes[i] = _status_code(statuses, timed_out)
                 continue
@@ -388,14 +479,54 @@ class DynamicResources(
         return BatchFilterResult(codes, statuses)
 
     def _allocate_on(self, data: _State, info: NodeInfo) -> list[AllocationResult] | None:
+        """One result per claim of `_claims_on` (None: they do not fit); raises _NodeRejected."""
         name = info.name
         if name in data.results:
             return data.results[name]
-        assert data.allocator is not None
-        deadline = time.monotonic() + data.deadline_seconds if data.deadline_seconds > 0 else None
-        result = data.allocator.allocate(info.node, data.to_allocate, deadline=deadline)
+        rejected = data.rejected.get(name)
+        if rejected is not None:
+            raise _NodeRejected(rejected)
+        try:
+            claims = self._claims_on(data, info)
+        except _NodeRejected as err:
+            data.rejected[name] = err.status
+            raise
+        result: list[AllocationResult] | None = []
+        if claims:
+            assert data.allocator is not None
+            deadline = time.monotonic() + data.deadline_seconds if data.deadline_seconds > 0 else None
+            result = data.allocator.allocate(info.node, claims, deadline=deadline)
         data.results[name] = result
+        data.node_claims[name] = claims
         return result
+
+    @staticmethod
+    def _claims_on(data: _State, info: NodeInfo) -> list[ResourceClaim]:
+        """The claims to allocate on this node: the user's, plus the extended-resource claim for the
+        extended resources no device plugin serves here (upstream `filterExtendedResources`)."""
+        ext = data.extended
+        if ext is None:
+            return data.to_allocate
+        if ext.claim.spec.devices.requests:  # an earlier attempt's claim: PostFilter deletes it
+            raise _NodeRejected(
+                Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "cannot schedule extended resource claim")
+            )
+        allocatable = info.allocatable
+        needed = []
+        for resource in ext.amounts:
+            total = allocatable.get(resource, 0)
+            if total == 0 and ext.classes.get(resource) is not None:
+                needed.append(resource)
+            elif resource not in allocatable:
+                raise _NodeRejected(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "cannot fit resource"))
+        if not needed or ext.claim.status.allocation is not None:
+            return data.to_allocate
+        key = tuple(sorted(needed))
+        found = ext.by_needed.get(key)
+        if found is None:
+            requests, mappings = requests_and_mappings(ext.pod, key, ext.classes)
+            found = ext.by_needed[key] = (with_requests(ext.claim, requests), mappings)
+        return [*data.to_allocate, found[0]]
 
     def _fast_filter(self, data: _State, nodes: NodeSet, undecided: np.ndarray[Any, Any]) -> tuple[Any, Any]:
         """(feasible, verify): nodes known to fit, and nodes the allocator must decide."""
@@ -460,6 +591,14 @@ class DynamicResources(
                 except Exception as exc:  # the API refused: the pod is retried later
                     return None, Status.as_error(str(exc))
                 return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
+        ext = data.extended
+        if ext is not None and ext.claim.metadata.name != IN_MEMORY_CLAIM_NAME and writer is not None:
+            # An earlier attempt's extended-resource claim: delete it, the next attempt starts anew.
+            try:
+                writer.delete_claim(ext.claim)
+            except Exception as exc:
+                return None, Status.as_error(str(exc))
+            return None, Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed")
         return None, Status(Code.UNSCHEDULABLE)
 
     # ------------------------------------------------------------------ Score
@@ -495,7 +634,8 @@ class DynamicResources(
             return None
         data.reserved = []
         results: list[AllocationResult] | None = None
-        if data.to_allocate:
+        claims: list[ResourceClaim] = data.to_allocate
+        if data.to_allocate or (data.extended is not None and data.allocator is not None):
             table = self._handle_snapshot()
             info = (
                 table.infos[table.index[node_name]]
@@ -506,14 +646,15 @@ class DynamicResources(
                 return Status.as_error("claim allocation not found for node")
             try:
                 results = self._allocate_on(data, info)
-            except AllocationError as err:
+            except (AllocationError, _NodeRejected) as err:
                 return Status.as_error(str(err))
-            if results is None:
+            claims = data.node_claims.get(node_name, data.to_allocate)
+            if results is None or (not results and data.to_allocate):
                 return Status.as_error("claim allocation not found for node")
-            if len(results) != len(data.to_allocate):
+            if len(results) != len(claims):
                 return Status.as_error(
-                    f"internal error, have {len(results)} allocations, {len(data.to_allocate)} claims "
-                    f"to allocate, want {len(data.to_allocate)} claims"
+                    f"internal error, have {len(results)} allocations, {len(claims)} claims "
+                    f"to allocate, want {len(claims)} claims"
                 )
         me = pod_key(pod)
         allocated = iter(results or ())
@@ -527,6 +668,12 @@ class DynamicResources(
                 data.reserved.append((claim, allocation))
             elif not any(r.uid == pod.metadata.uid for r in claim.status.reserved_for):
                 data.reserved.append((claim, None))
+        if len(claims) > len(data.to_allocate) and data.extended is not None and results:
+            # The node's extended-resource claim, created in PreBind.
+            claim, allocation = claims[-1], results[-1]
+            self.ledger.add_pending(claim.metadata.uid, me, allocation)
+            data.reserved.append((claim, allocation))
+            data.extended.mappings = next(m for c, m in data.extended.by_needed.values() if c is claim)
         return None
 
     def _handle_snapshot(self) -> NodeTable | None:
@@ -550,6 +697,14 @@ class DynamicResources(
             ):
                 with contextlib.suppress(Exception):  # best effort, as upstream's Unreserve
                     writer.remove_claim_reservation(current, pod)
+        ext = data.extended
+        if ext is not None and ext.created is not None:
+            # PreBind created the extended-resource claim: delete it, or it would hold devices.
+            self.ledger.drop_pending(ext.created.metadata.uid)
+            if writer is not None:
+                with contextlib.suppress(Exception):
+                    writer.delete_claim(ext.created)
+            ext.created = None
         data.reserved = []
 
     # ------------------------------------------------------------------ PreBind
@@ -563,7 +718,10 @@ class DynamicResources(
         written: list[ResourceClaim] = []
         for claim, allocation in data.reserved:
             try:
-                stored = writer.write_claim_allocation(claim, allocation, pod)
+                if claim.metadata.name == IN_MEMORY_CLAIM_NAME and data.extended is not None:
+                    stored = self._bind_extended_claim(data.extended, claim, allocation, pod, writer)
+                else:
+                    stored = writer.write_claim_allocation(claim, allocation, pod)
             except Exception as exc:
                 return Status.as_error(str(exc))
             written.append(stored)
@@ -586,6 +744,32 @@ class DynamicResources(
                 )
             return self._wait_for_binding_conditions(written, writer)
         return None
+
+    def _bind_extended_claim(
+        self,
+        ext: _Extended,
+        claim: ResourceClaim,
+        allocation: AllocationResult | None,
+        pod: Pod,
+        writer: ResourceClaimWriter,
+    ) -> ResourceClaim:
+        """Create the extended-resource claim, store its allocation, and tell the pod which request
+        serves which container (upstream `bindClaim` for the special claim)."""
+        created = writer.create_claim(claim)
+        ext.created = created
+        self.ledger.rename_pending(claim.metadata.uid, created.metadata.uid)
+        stored = writer.write_claim_allocation(created, allocation, pod)
+        if not ext.mappings:
+            raise RuntimeError(
+                f"nil or empty request mappings, no update of pod {pod.key} ExtendedResourceClaimStatus"
+            )
+        writer.write_extended_resource_claim_status(
+            pod,
+            PodExtendedResourceClaimStatus(
+                request_mappings=ext.mappings, resource_claim_name=created.metadata.name
+            ),
+        )
+        return stored
 
     def _wait_for_binding_conditions(
         self, claims: list[ResourceClaim], writer: ResourceClaimWriter
@@ -610,6 +794,25 @@ class DynamicResources(
             if time.monotonic() >= deadline:
                 return Status.as_error("device binding timeout")
             writer.pause(min(BINDING_POLL_SECONDS, max(deadline - time.monotonic(), 0.0)))
+
+    def _binding_failed(self, claim: ResourceClaim) -> bool:
+        """A binding failure condition is True, or the binding conditions are not all True
+        `bindingTimeout` after `allocationTimestamp` (upstream `isClaimReadyForBinding` /
+        `isClaimTimeout`, as Filter applies them)."""
+        verdict = _binding_state(claim)
+        if verdict is None:
+            return False
+        if verdict.startswith("failed:"):
+            return True
+        allocation = claim.status.allocation
+        stamp = allocation.allocation_timestamp if allocation is not None else None
+        if not stamp:
+            return False
+        try:
+            allocated_at = datetime.datetime.fromisoformat(stamp).timestamp()
+        except ValueError:
+            return False
+        return allocated_at + self.binding_timeout < time.time()  # wall clock, as the timestamp
 
     def _writer(self) -> ResourceClaimWriter | None:
         handle: object = self._handle
