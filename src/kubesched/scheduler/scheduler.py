@@ -150,6 +150,8 @@ class _ProfileHandle:
     def __init__(self, scheduler: Scheduler, profile: str) -> None:
         self._s = scheduler
         self._profile = profile
+        #: the port last found to store claims (a Protocol isinstance check is slow: once per port)
+        self._claims_checked: object = None
 
     @property
     def profile_name(self) -> str:
@@ -200,9 +202,11 @@ class _ProfileHandle:
     # -- ResourceClaim writes (DynamicResources' PreBind, Unreserve, PostFilter)
     def _claims_port(self) -> ResourceClaimPort:
         port = self._s.port
-        if not isinstance(port, ResourceClaimPort):
-            raise RuntimeError("this cluster does not store ResourceClaim allocations")
-        return port
+        if port is not self._claims_checked:
+            if not isinstance(port, ResourceClaimPort):
+                raise RuntimeError("this cluster does not store ResourceClaim allocations")
+            self._claims_checked = port
+        return cast(ResourceClaimPort, port)
 
     def write_claim_allocation(
         self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
