@@ -36,7 +36,6 @@ from kubesched.framework.types import (
     Diagnosis,
     FitError,
     QueuedPodInfo,
-    reason_counts,
     rejected_by_plugins,
     truncate_note,
 )
@@ -151,6 +150,8 @@ class _ProfileHandle:
     def __init__(self, scheduler: Scheduler, profile: str) -> None:
         self._s = scheduler
         self._profile = profile
+        #: the port last found to store claims (a Protocol isinstance check is slow: once per port)
+        self._claims_checked: object = None
 
     @property
     def profile_name(self) -> str:
@@ -201,9 +202,11 @@ class _ProfileHandle:
     # -- ResourceClaim writes (DynamicResources' PreBind, Unreserve, PostFilter)
     def _claims_port(self) -> ResourceClaimPort:
         port = self._s.port
-        if not isinstance(port, ResourceClaimPort):
-            raise RuntimeError("this cluster does not store ResourceClaim allocations")
-        return port
+        if port is not self._claims_checked:
+            if not isinstance(port, ResourceClaimPort):
+                raise RuntimeError("this cluster does not store ResourceClaim allocations")
+            self._claims_checked = port
+        return cast(ResourceClaimPort, port)
 
     def write_claim_allocation(
         self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
@@ -892,7 +895,7 @@ class Scheduler:
             victims=victims,
             pre_filter=fit.diagnosis.pre_filter_status,
             post_filter=fit.diagnosis.post_filter_msg,
-            reasons=reason_counts(fit.num_all_nodes, fit.diagnosis).most_common(TOP_REASONS),
+            reasons=fit.reason_counts().most_common(TOP_REASONS),
         )
 
     def _fail(
