@@ -34,6 +34,7 @@ ROWS = (
     "overfilled_nodes",
     "duplicate_scheduled_events",
     "bound_without_event",
+    "events_lost_with_process",
     "exit_code",
     "exit_seconds",
     "peak_rss_mib",

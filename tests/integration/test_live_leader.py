@@ -68,10 +68,12 @@ def test_only_the_leader_binds_and_the_standby_takes_over_when_it_is_killed(
             "one leader gauge",
         )
         leader, standby = (a, b) if a.metric("leader_election_master_status") == 1 else (b, a)
-        # Only the leader is ready; the standby is alive, with warm caches, and says why it is not.
+        # Both are ready, as kube-scheduler's replicas are (a rolling update waits for the new pod,
+        # a standby, to become ready); the standby is alive, with warm caches, and does not bind.
         leader.wait_ready()
+        standby.wait_ready()
         code, text = standby.get("/readyz?verbose")
-        assert code == 500 and "[-]leader failed: standing by: lease default/" in text, text
+        assert code == 200 and "[+]informer-sync ok" in text and "[+]leader ok" not in text, text
         assert standby.get("/livez")[0] == 200
 
         for i in range(30):

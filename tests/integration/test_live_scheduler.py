@@ -129,7 +129,7 @@ class Kubesched:
             return 0, str(exc)
 
     def wait_ready(self, timeout: float = 60.0, path: str = "/readyz") -> None:
-        """Until `path` answers 200: `/readyz` once leading and synced, `/livez` once alive (a standby)."""
+        """Until `path` answers 200: `/readyz` once synced (a standby too, as upstream), `/livez` alive."""
 
         def probe() -> tuple[int, str]:
             if self.proc.poll() is not None:

@@ -6,6 +6,9 @@ Bad input ends with one line `kubesched: <file>: <field path>: <what is wrong>` 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -20,7 +23,31 @@ EXIT_INTERNAL_ERROR = 1
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    return _dispatch(parser, parser.parse_args(argv))
+
+
+def entry() -> NoReturn:
+    """The `kubesched` executable (and `python -m kubesched.cli`): `main`, then exit.
+
+    A long-running server (`run`) has built a large heap; tearing the interpreter down collects all
+    of it (measured: ~1.9 s after a shutdown that took 0.2 s) and would take a SIGTERM'd scheduler
+    past its exit bound while a standby waits. Such a command sets `exit_without_teardown`: once it
+    returned, everything it wrote is flushed and the process ends at once, as a Go binary does.
+    Other commands exit normally (temporary directories and worker pools clean up at exit).
+    """
+    parser = _parser()
+    args = parser.parse_args()
+    code = _dispatch(parser, args)
+    if getattr(args, "exit_without_teardown", False):
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
+    raise SystemExit(code)
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if not hasattr(args, "func"):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT

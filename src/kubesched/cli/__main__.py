@@ -1,5 +1,5 @@
 """`python -m kubesched.cli` runs the `kubesched` command."""
 
-from kubesched.cli import main
+from kubesched.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -105,7 +105,8 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     add_serving_flags(p)
     add_kube_scheduler_flags(p)
-    p.set_defaults(func=run)
+    # A scheduler's heap is large: see `kubesched.cli.entry` for why it is not torn down at exit.
+    p.set_defaults(func=run, exit_without_teardown=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -218,3 +218,15 @@ def test_several_classes_naming_one_resource(classes: list[tuple[str, str]], win
     found = resolved.get("x.com/gpu")
     assert found is not None and found.metadata.name == winner
     assert resolved.get("deviceclass.resource.kubernetes.io/b") is not None
+
+
+def test_a_new_list_of_classes_is_read_anew() -> None:
+    # A live informer hands out a new list on every call; a freed list's id is often reused by the
+    # next one, so the memo must not go by id alone.
+    for resource in ("x.com/a", "x.com/b", "x.com/a", "x.com/b"):
+        cls = msgspec.convert(
+            {"metadata": {"name": "gpu"}, "spec": {"extendedResourceName": resource}}, DeviceClass
+        )
+        found = backing_classes([cls])
+        assert found.get(resource) is cls
+        assert found.get({"x.com/a": "x.com/b", "x.com/b": "x.com/a"}[resource]) is None

@@ -9,12 +9,15 @@ Liveness (`/livez`, `/healthz`) fails only when a restart would help:
   `LiveCluster.loop_stall_seconds` (a plugin or extender hanging, a state lock never let go);
 * `leaderElection` - client-go's watchdog: while leading, no renewal for leaseDuration + 20 s.
 
-Readiness (`/readyz`) adds what says whether this replica is doing the work now:
+Readiness (`/readyz`) adds what says whether this replica could do the work:
 
-* `informer-sync` - every informer has listed its kind;
-* `leader` - this replica holds the Lease (a standby is alive but not ready; with
-  `leaderElect: false` it always passes);
+* `informer-sync` - every informer has listed its kind (kube-scheduler's `sched-handler-sync`);
 * `shutdown` - fails from SIGTERM on, so nothing is routed to a replica on its way out.
+
+A standby with synced caches is ready, as kube-scheduler v1.37.2's standby is (its /readyz answers
+200). Were only the leader ready, a Deployment's RollingUpdate of two replicas would wait for ever
+for the new pod (a standby) to become ready, and a PodDisruptionBudget of `minAvailable: 1` would
+block every drain of the leader's node. Who leads is `leader_election_master_status` and the Lease.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ class LiveHealth:
         }
 
     def ready_checks(self) -> dict[str, Check]:
-        return {"informer-sync": self.sync, "leader": self.leading, "shutdown": self.shutdown}
+        return {"informer-sync": self.sync, "shutdown": self.shutdown}
 
     # ------------------------------------------------------------------ the checks
 
@@ -70,13 +73,6 @@ class LiveHealth:
             return "informers not started"
         missing = self.cluster.unsynced()
         return f"not synced: {', '.join(missing)}" if missing else None
-
-    def leading(self) -> str | None:
-        if self.elector is None or self.cluster.leading:
-            return None
-        holder = self.elector.leader
-        who = f"held by {holder}" if holder and holder != self.elector.identity else "not acquired yet"
-        return f"standing by: lease {self.lease} {who}"
 
     def shutdown(self) -> str | None:
         return "shutting down" if self.stopping.is_set() else None

@@ -187,6 +187,9 @@ class AsyncCalls:
                 except queue.Full:
                     self._pending -= 1
                     self.dropped += 1
+                    log.warning("%s: queue full, dropping a retry", self.name)
+                    if not self._pending:
+                        self._idle.notify_all()
 
 
 #: Pauses before the retries of a call that failed for a reason that passes (seconds): about 45 s in

@@ -78,15 +78,16 @@ class BackingClasses:
         return bool(self.by_resource)
 
 
-_cache: tuple[int, int, BackingClasses] | None = None
+#: The last list seen (held, so that its id cannot be reused by a new list), its length, the result.
+_cache: tuple[Sequence[DeviceClass], int, BackingClasses] | None = None
 
 
 def backing_classes(classes: Sequence[DeviceClass]) -> BackingClasses:
     """Which class backs which resource. Several classes naming one `extendedResourceName`: the
-    newest wins, ties to the lower name (upstream's arbitration). Memoised for the same list."""
+    newest wins, ties to the lower name (upstream's arbitration). Memoised for the same list (the
+    simulator's; a live informer hands out a new list each time)."""
     global _cache
-    key = (id(classes), len(classes))
-    if _cache is not None and _cache[:2] == key:
+    if _cache is not None and _cache[0] is classes and _cache[1] == len(classes):
         return _cache[2]
     out: dict[str, DeviceClass] = {}
     explicit: dict[str, DeviceClass] = {}
@@ -99,7 +100,7 @@ def backing_classes(classes: Sequence[DeviceClass]) -> BackingClasses:
                 explicit[name] = cls
     out.update(explicit)
     result = BackingClasses(out)
-    _cache = (*key, result)
+    _cache = (classes, len(classes), result)
     return result
 
 
