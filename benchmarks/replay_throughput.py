@@ -12,7 +12,7 @@ object per case:
      "attempts": ..., "scheduled": ..., "pendingPeak": ..., "evictions": {...}, "maxRssMiB": 900.0}
 
 `seconds` is wall time; `cpuSeconds` is this process's CPU time, the figure to compare on a shared
-machine. Run: `.venv/bin/python benchmarks/replay_throughput.py [--quick]`.
+machine. Run: `.venv/bin/python benchmarks/replay_throughput.py [--quick | --nodes N --events N]`.
 """
 
 from __future__ import annotations
@@ -76,8 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="500 nodes, 10,000 events")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--nodes", type=int, help="one case of this many nodes (with --events)")
+    parser.add_argument("--events", type=int, help="one case of this many events (with --nodes)")
     args = parser.parse_args(argv)
-    for nodes, events in QUICK if args.quick else CASES:
+    if (args.nodes is None) != (args.events is None):
+        parser.error("--nodes and --events go together")
+    cases = ((args.nodes, args.events),) if args.nodes else QUICK if args.quick else CASES
+    for nodes, events in cases:
         print(json.dumps(run_case(nodes, events, args.seed)), flush=True)
     return 0
 

@@ -124,6 +124,7 @@ class NodeInfo:
     """A node and the pods on it (bound and assumed), with running totals of their requests."""
 
     __slots__ = (
+        "_lowest_priority",
         "allocatable",
         "generation",
         "node",
@@ -151,6 +152,8 @@ class NodeInfo:
         self.pods_with_required_anti_affinity = 0
         self.pvc_ref_counts: dict[str, int] = {}
         self.generation = 0
+        #: (generation, lowest priority) once computed; see `lowest_priority`.
+        self._lowest_priority: tuple[int, int | None] = (-1, None)
         for pi in pods:
             self.add_pod(pi)
 
@@ -166,6 +169,18 @@ class NodeInfo:
     @property
     def allowed_pod_number(self) -> int:
         return self.allocatable.get(PODS, 0)
+
+    def lowest_priority(self) -> int | None:
+        """The lowest priority among the node's pods (None without pods), computed once per change.
+
+        Preemption asks this of every node on every failed attempt ("is there anyone to evict?");
+        a scan of every pod each time made preemption the bulk of a long replay's work.
+        """
+        generation, lowest = self._lowest_priority
+        if generation != self.generation:
+            lowest = min((pi.priority for pi in self.pods.values()), default=None)
+            self._lowest_priority = (self.generation, lowest)
+        return lowest
 
     def set_node(self, node: Node) -> None:
         self.node = node
@@ -215,6 +230,7 @@ class NodeInfo:
         copy.pods_with_required_anti_affinity = self.pods_with_required_anti_affinity
         copy.pvc_ref_counts = dict(self.pvc_ref_counts)
         copy.generation = self.generation
+        copy._lowest_priority = self._lowest_priority
         return copy
 
     def __repr__(self) -> str:

@@ -97,18 +97,32 @@ class FitError(Exception):
         self.pod = pod
         self.num_all_nodes = num_all_nodes
         self.diagnosis = diagnosis
+        self._counts: Counter[str] | None = None
         super().__init__()
 
     def __str__(self) -> str:
-        return fit_error_message(self.num_all_nodes, self.diagnosis)
+        return fit_error_message(self.num_all_nodes, self.diagnosis, self.reason_counts())
+
+    def reason_counts(self) -> Counter[str]:
+        """`reason_counts` of the diagnosis, counted once: the message and the report both use it.
+
+        Counted on first use, after PostFilter, which adds only `post_filter_msg` (not counted).
+        """
+        if self._counts is None:
+            self._counts = reason_counts(self.num_all_nodes, self.diagnosis)
+        return self._counts
 
 
 def reason_counts(num_all_nodes: int, d: Diagnosis) -> Counter[str]:
     """How many nodes each filter reason rejected, as the FailedScheduling message counts them."""
     counts: Counter[str] = Counter()
-    for st in d.node_to_status.values():
-        for reason in st.all_reasons():
-            counts[reason] += 1
+    # Plugins share one status among the nodes they reject alike: count reasons per distinct status.
+    statuses = d.node_to_status.values()
+    per_status: Counter[int] = Counter(map(id, statuses))
+    distinct: dict[int, Status] = dict(zip(map(id, statuses), statuses, strict=True))
+    for key, times in per_status.items():
+        for reason in distinct[key].all_reasons():
+            counts[reason] += times
     absent = num_all_nodes - len(d.node_to_status)
     if absent > 0 and d.absent_nodes_status is not None:
         for reason in d.absent_nodes_status.all_reasons():
@@ -116,12 +130,15 @@ def reason_counts(num_all_nodes: int, d: Diagnosis) -> Counter[str]:
     return counts
 
 
-def fit_error_message(num_all_nodes: int, d: Diagnosis) -> str:
+def fit_error_message(num_all_nodes: int, d: Diagnosis, counts: Counter[str] | None = None) -> str:
+    """The FailedScheduling message; `counts` are `reason_counts(num_all_nodes, d)` when known."""
     msg = f"0/{num_all_nodes} nodes are available:"
     if d.pre_filter_msg:
         msg += f" {d.pre_filter_msg}."
     else:
-        items = sorted(f"{n} {r}" for r, n in reason_counts(num_all_nodes, d).items())
+        if counts is None:
+            counts = reason_counts(num_all_nodes, d)
+        items = sorted(f"{n} {r}" for r, n in counts.items())
         if items:
             msg += " " + ", ".join(items) + "."
     if d.post_filter_msg:

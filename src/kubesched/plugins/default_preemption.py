@@ -465,11 +465,15 @@ class DefaultPreemption(PostFilterPlugin):
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         out = _DryRun()
+        # One status object for every node without victims: the FailedScheduling message counts
+        # reasons per distinct status, and on a full cluster this is most nodes.
+        no_victims = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
         for i in range(n):
             original = potential[(offset + i) % n]
-            if not any(pi.priority < preemptor.priority for pi in original.pods.values()):
+            lowest = original.lowest_priority()
+            if lowest is None or lowest >= preemptor.priority:
                 # Nothing to evict: say so without cloning (the common case on a full cluster).
-                out.statuses[original.name] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+                out.statuses[original.name] = no_victims
                 continue
             info = original.clone()
             victims, violations, status = self.select_victims_on_node(

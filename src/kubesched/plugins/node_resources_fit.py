@@ -27,7 +27,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Node, Pod
 from kubesched.api.resources import (
     is_scalar_resource,
     pod_container_non_zero_requests,
@@ -36,7 +36,7 @@ from kubesched.api.resources import (
 from kubesched.api.selectors import qualified_name_error
 from kubesched.errors import FieldErrors, InputError
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
     BatchScorePlugin,
@@ -47,7 +47,7 @@ from kubesched.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
-from kubesched.framework.node_info import CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo
+from kubesched.framework.node_info import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, NodeInfo, node_allocatable
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE
@@ -610,11 +610,42 @@ class NodeResourcesFit(
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A deleted pod frees resources; a new or grown node adds them."""
         return [
-            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE)),
+            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE), self._after_pod_deleted),
             ClusterEventWithHint(
-                ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)
+                ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+                self._after_node_change,
             ),
         ]
+
+    @staticmethod
+    def _after_pod_deleted(pod: Pod, old: object, new: object) -> QueueingHint:
+        """As v1.37.2: any bound (or nominated) pod deleted may make room, whatever it requested;
+        a pod that was neither held no room."""
+        if (
+            new is None
+            and isinstance(old, Pod)
+            and not old.spec.node_name
+            and not old.status.nominated_node_name
+        ):
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+    def _after_node_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """As v1.37.2: a node the pod would not fit even empty cannot help; an updated node helps
+        only if it now allows more pods or more of something the pod requests."""
+        if not isinstance(new, Node):
+            return QueueingHint.QUEUE
+        if self.filter(CycleState(), pod, NodeInfo(new)) is not None:
+            return QueueingHint.SKIP
+        if not isinstance(old, Node):
+            return QueueingHint.QUEUE
+        before, after = node_allocatable(old), node_allocatable(new)
+        if after.get(PODS, 0) > before.get(PODS, 0):
+            return QueueingHint.QUEUE
+        for resource, amount in self._compute_pre_filter(pod).requests.items():
+            if amount > 0 and resource != PODS and after.get(resource, 0) > before.get(resource, 0):
+                return QueueingHint.QUEUE
+        return QueueingHint.SKIP
 
 
 def _unique_rows(matrix: BoolArray) -> tuple[list[list[bool]], npt.NDArray[np.intp]]:

@@ -36,7 +36,6 @@ from kubesched.framework.types import (
     Diagnosis,
     FitError,
     QueuedPodInfo,
-    reason_counts,
     rejected_by_plugins,
     truncate_note,
 )
@@ -878,7 +877,7 @@ class Scheduler:
             victims=victims,
             pre_filter=fit.diagnosis.pre_filter_status,
             post_filter=fit.diagnosis.post_filter_msg,
-            reasons=reason_counts(fit.num_all_nodes, fit.diagnosis).most_common(TOP_REASONS),
+            reasons=fit.reason_counts().most_common(TOP_REASONS),
         )
 
     def _fail(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.framework import Code, CycleState, NotFoundError, Status
-from kubesched.framework.types import Diagnosis, fit_error_message, truncate_note
+from kubesched.framework import Code, CycleState, NodeInfo, NotFoundError, PodInfo, Status
+from kubesched.framework.types import Diagnosis, FitError, fit_error_message, reason_counts, truncate_note
 from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
-from kubesched.testing.builders import make_pod
+from kubesched.testing.builders import make_node, make_pod
 
 
 @pytest.mark.parametrize(
@@ -136,3 +136,31 @@ def test_waiting_pods_next_deadline() -> None:
     assert pods.next_deadline() == 15.0
     pods.remove("b")
     assert pods.next_deadline() == 40.0 and len(pods) == 1
+
+
+def test_a_status_shared_by_many_nodes_counts_once_per_node() -> None:
+    shared = Status(Code.UNSCHEDULABLE, "Insufficient cpu", "Insufficient memory")
+    d = Diagnosis(
+        node_to_status={"a": shared, "b": shared, "c": Status(Code.UNSCHEDULABLE, "Insufficient cpu")},
+        absent_nodes_status=Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node(s) didn't match"),
+    )
+    assert reason_counts(5, d) == {"Insufficient cpu": 3, "Insufficient memory": 2, "node(s) didn't match": 2}
+    fit = FitError(make_pod("p"), 5, d)
+    assert fit.reason_counts() is fit.reason_counts()  # counted once for the message and the report
+    assert (
+        str(fit)
+        == fit_error_message(5, d)
+        == ("0/5 nodes are available: 2 Insufficient memory, 2 node(s) didn't match, 3 Insufficient cpu.")
+    )
+
+
+def test_lowest_priority_follows_the_pods_on_the_node() -> None:
+    info = NodeInfo(make_node("n"))
+    assert info.lowest_priority() is None
+    info.add_pod(PodInfo(make_pod("high", priority=100)))
+    assert info.lowest_priority() == 100
+    info.add_pod(PodInfo(make_pod("low", priority=-5)))
+    clone = info.clone()
+    assert info.lowest_priority() == clone.lowest_priority() == -5
+    clone.remove_pod(PodInfo(make_pod("low")).key)
+    assert clone.lowest_priority() == 100 and info.lowest_priority() == -5

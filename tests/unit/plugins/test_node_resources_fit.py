@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from kubesched.api.objects import Node, Pod
 from kubesched.errors import FieldErrors, InputError
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, Resource
+from kubesched.framework.events import ActionType, QueueingHint, Resource
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.registry import decode_args
 from kubesched.framework.status import Code, Status
@@ -380,6 +380,41 @@ def test_events_to_register() -> None:
         (Resource.POD, ActionType.DELETE),
         (Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
     ]
+
+
+@pytest.mark.parametrize(
+    ("deleted", "hint"),
+    [
+        (make_pod("bound", cpu="1", node_name="n"), QueueingHint.QUEUE),
+        (make_pod("tiny-bound", cpu="1m", node_name="n"), QueueingHint.QUEUE),  # v1.37.2: any bound pod
+        (make_pod("pending", cpu="1"), QueueingHint.SKIP),
+        (msgspec.convert({"metadata": {"name": "nominated"}, "status": {"nominatedNodeName": "n"}}, Pod),
+         QueueingHint.QUEUE),
+    ],
+)  # fmt: skip
+def test_a_deleted_pod_requeues_only_if_it_held_room(deleted: Pod, hint: QueueingHint) -> None:
+    register = NodeResourcesFit().events_to_register()[0]
+    assert register.hint is not None
+    assert register.hint(_pod(cpu="2"), deleted, None) is hint
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "hint"),
+    [
+        (None, make_node("n", cpu="4"), QueueingHint.QUEUE),  # added, big enough
+        (None, make_node("n", cpu="1"), QueueingHint.SKIP),  # added, too small even empty
+        (make_node("n", cpu="2"), make_node("n", cpu="4"), QueueingHint.QUEUE),  # grew in cpu
+        (make_node("n", cpu="4", memory="8Gi"), make_node("n", cpu="4", memory="16Gi"), QueueingHint.SKIP),
+        (make_node("n", cpu="4", pods=10), make_node("n", cpu="4", pods=20), QueueingHint.QUEUE),
+        (make_node("n", cpu="8"), make_node("n", cpu="1"), QueueingHint.SKIP),  # shrank below the pod
+    ],
+)
+def test_a_node_change_requeues_only_if_the_pod_could_fit(
+    old: Node | None, new: Node, hint: QueueingHint
+) -> None:
+    register = NodeResourcesFit().events_to_register()[1]
+    assert register.hint is not None
+    assert register.hint(_pod(cpu="2"), old, new) is hint
 
 
 # --------------------------------------------------------------------------- Score
