@@ -28,6 +28,7 @@ from kubesched.framework.interfaces import (
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
+    PreBindPreFlightPlugin,
     PreEnqueuePlugin,
     PreFilterExtensions,
     PreFilterPlugin,
@@ -526,6 +527,20 @@ class Framework:
         return PermitOutcome(None)
 
     # ------------------------------------------------------------------ binding cycle
+    def pre_bind_has_work(self, state: CycleState, pod: Pod, node_name: str) -> bool:
+        """Whether some PreBind plugin has work for the pod (upstream's RunPreBindPreFlights not
+        Skip): its pre-flight says so, fails, or it has no pre-flight."""
+        for _, plugin in self._points.get("preBind", []):
+            if not isinstance(plugin, PreBindPreFlightPlugin):
+                return True
+            try:
+                status = plugin.pre_bind_pre_flight(state, pod, node_name)
+            except Exception:  # PreBind itself will run and report it
+                return True
+            if status is None or not status.is_skip():
+                return True
+        return False
+
     def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for name, plugin in self._points.get("preBind", []):
             try:

@@ -459,6 +459,12 @@ class LiveCluster:
     def set_nominated_node_name(self, pod: Pod, node_name: str) -> None:
         self.status.set_nominated_node_name(pod, node_name)
 
+    def expect_binding(self, pod: Pod, node_name: str) -> None:
+        """Synchronous, unlike the other status writes: the patch must reach the API server before
+        the bind, or it would set the nomination again on the bound pod."""
+        with self._lock.released():
+            self.status.expect_binding(pod, node_name)
+
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
         self.status.delete_pod(pod, reason=reason, message=message)
 
