@@ -329,3 +329,31 @@ def test_the_simulators_admission_merges_as_the_api_server_does(
     (mine,) = admitted.values()
     assert mine.spec.topology_spread_constraints == stored.spec.topology_spread_constraints
     assert mine.spec.affinity == stored.spec.affinity
+
+
+# --------------------------------------------------------------------------- NominatedNodeNameForExpectation
+
+
+def test_a_pod_shows_its_node_while_prebind_provisions_its_volume(
+    differential: Harnesses, tmp_path: Path
+) -> None:
+    """v1.37 writes `nominatedNodeName` at the start of a binding whose PreBind has work (here a
+    volume to provision, which the harness completes as the PV controller would, after the
+    scheduler asked); a plain pod is bound without it. `kubesched run` must do the same."""
+    s = Scenario(seed=0, label="d-expectation")
+    s.nodes = [node(s, 0)]
+    cls = f"{s.name}-wffc"
+    s.volumes = [
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": cls},
+         "provisioner": f"{s.name}{DRIVER_SUFFIX}", "volumeBindingMode": "WaitForFirstConsumer"},
+        claim(s, "c0", "1Gi", cls),
+    ]  # fmt: skip
+    s.pending = [with_claim(pod(s, "p0"), f"{s.name}-c0"), pod(s, "p1")]
+    n0 = f"{s.name}-n0"
+    p0, p1 = check(differential, s, tmp_path)
+    assert (p0.node, p0.nominations) == (n0, {n0})
+    assert (p1.node, p1.nominations) == (n0, set())
+    assert differential.live is not None
+    live0, live1 = differential.live.run(s)
+    assert (live0.node, live0.nominations) == (n0, {n0})
+    assert (live1.node, live1.nominations) == (n0, set())

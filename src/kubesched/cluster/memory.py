@@ -211,6 +211,8 @@ class MemoryCluster:
                 current.status,
                 conditions=[c for c in current.status.conditions if c.type != "PodScheduled"]
                 + [PodCondition(type="PodScheduled", status="True")],
+                # The API server clears it when it binds (ClearingNominatedNodeNameAfterBinding).
+                nominated_node_name=None,
             ),
         )
         self.pods[key] = bound
@@ -244,6 +246,9 @@ class MemoryCluster:
         if current is not None:
             status = msgspec.structs.replace(current.status, nominated_node_name=node_name)
             self.pods[key] = msgspec.structs.replace(current, status=status)
+
+    def expect_binding(self, pod: Pod, node_name: str) -> None:
+        self.set_nominated_node_name(pod, node_name)
 
     def create_pod(self, pod: Pod, *, on_error: Any = None) -> Pod:
         """Admit and store a new pod (what a controller's POST does), and deliver it to the watchers.

@@ -191,6 +191,15 @@ class PreBindPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PreBindPreFlightPlugin(Plugin, Protocol):
+    """Optional for PreBind plugins: whether PreBind has work for this pod (None) or not
+    (`Status.skip()`). Work there makes the binding cycle set `status.nominatedNodeName` before
+    PreBind runs, as kube-scheduler v1.37 does; a PreBind plugin without it counts as having work."""
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
 class BindPlugin(Plugin, Protocol):
     """Return `Status.skip()` to let the next Bind plugin handle the pod."""
 
@@ -241,6 +250,7 @@ _PROTOCOLS: tuple[type, ...] = (
     ReservePlugin,
     PermitPlugin,
     PreBindPlugin,
+    PreBindPreFlightPlugin,
     BindPlugin,
     PostBindPlugin,
     EnqueueExtensions,

@@ -808,6 +808,14 @@ class VolumeBinding(
         state.delete(RESERVE_STATE_KEY)
 
     # ------------------------------------------------------------------ PreBind
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Work only when Reserve left claims to bind or provision (then the pod shows its
+        nominatedNodeName while PreBind waits for them)."""
+        decision = state.get(RESERVE_STATE_KEY)
+        if not isinstance(decision, _Decision) or not (decision.static or decision.provision):
+            return Status.skip()
+        return None
+
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Bind the claims Reserve decided on: through the cluster in live mode, in the cache otherwise."""
         decision = state.get(RESERVE_STATE_KEY)

@@ -35,6 +35,11 @@ class ClusterPort(Protocol):
         """Patch only `status.nominatedNodeName` ("" clears it)."""
         ...
 
+    def expect_binding(self, pod: Pod, node_name: str) -> None:
+        """Set `status.nominatedNodeName` to the node a binding cycle is about to bind `pod` to,
+        before the bind is sent (the API server clears it when it binds the pod)."""
+        ...
+
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
         """Evict a preemption victim."""
         ...

@@ -100,6 +100,8 @@ class Attempt:
     #: Nodes evaluated and found feasible by this attempt's filters (0 when unknown).
     evaluated: int = 0
     feasible: int = 0
+    #: For an Error: the exception (a plugin's own is its `__cause__`), for tracebacks on request.
+    error: BaseException | None = None
     #: Pods evicted by this attempt's PostFilter (preemption), as `namespace/name`.
     victims: list[str] = field(default_factory=list)
 
@@ -407,6 +409,10 @@ class Scheduler:
         if not self.responsible_for(new):
             return
         self._pending[key] = new
+        if self.cache.is_assumed(key):
+            # Being bound (its binding's own nominatedNodeName write comes back here): upstream
+            # leaves assumed pods out of the queue, so the nomination is not counted twice.
+            return
         self.queue.update(old, PodInfo(new))
 
     def on_pod_delete(self, pod: Pod) -> None:
@@ -679,6 +685,7 @@ class Scheduler:
         binding.extra["started"] = started
         binding.extra["decided_on"] = self._node_version(node)
         if permit.waits:
+            self._expect_binding(binding)  # before waiting, as upstream's binding cycle does
             now = self.clock.now()
             deadlines = {p: now + t for p, t in permit.waits.items()}
             self.waiting.add(qpi.key, WaitingPod(assumed, node, deadlines, now))
@@ -735,6 +742,8 @@ class Scheduler:
         if (refused := self.bind_gate()) is not None:
             self._abandon(b, "Refused", refused)
             return
+        if wp is None and fwk.pre_bind_has_work(state, pod, node):
+            self._expect_binding(b)
         status = fwk.run_pre_bind(state, pod, node)
         if status is None and (stale := self.stale_decision(b)) is not None:
             self._abandon(b, *stale)
@@ -775,6 +784,13 @@ class Scheduler:
                 feasible=result.feasible,
             )
         )
+
+    def _expect_binding(self, b: _Binding) -> None:
+        """v1.37's NominatedNodeNameForExpectation: a pod whose binding will take a while (a Permit
+        waits, or PreBind has volumes or claims to bind) shows the node in `nominatedNodeName` until
+        it is bound, so autoscalers count the room as taken; a quick bind gets no extra write."""
+        b.extra["expected"] = True
+        self.port.expect_binding(b.qpi.pod, b.node)
 
     def stale_decision(self, b: _Binding) -> tuple[str, str] | None:
         """(reason, message) when the decision must not be bound any more; None when it still holds.
@@ -826,6 +842,8 @@ class Scheduler:
             freed = ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE)
             self.queue.move_all_to_active_or_backoff(freed, b.assumed, None, exclude=key)
         if key in self._pending:
+            if b.extra.get("expected"):
+                self.port.set_nominated_node_name(b.qpi.pod, "")
             self.queue.retry_now(b.qpi)
         self.queue.done(key)
         self.on_abandoned(Abandoned(b.qpi.pod, b.fwk.profile_name, b.node, reason, message))
@@ -836,14 +854,16 @@ class Scheduler:
         if self.cache.is_assumed(key):
             self.cache.forget_pod(key)
         freed = ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE)
+        # A binding that set nominatedNodeName clears it when it fails (upstream does too).
+        nominated = "" if b.extra.get("expected") else None
         if status.is_rejected():
             # Requeue the pod first, then tell the others about the freed room without moving the
             # pod itself: it stays unschedulable instead of cycling through backoff.
-            self._fail(b.fwk, b.qpi, status, started, filter_=None)
+            self._fail(b.fwk, b.qpi, status, started, filter_=None, nominated=nominated)
             self.queue.move_all_to_active_or_backoff(freed, b.assumed, None, exclude=key)
             return
         self.queue.move_all_to_active_or_backoff(freed, b.assumed, None)
-        self._fail(b.fwk, b.qpi, status, started, filter_=None)
+        self._fail(b.fwk, b.qpi, status, started, filter_=None, nominated=nominated)
 
     # ================================================================== failures
     def _after_fit_error(
@@ -937,6 +957,7 @@ class Scheduler:
                 duration=self.clock.now() - started,
                 attempts=qpi.attempts,
                 reasons=list(reasons or ()),
+                error=None if rejected else status.error,
                 victims=list(victims or ()),
             )
         )

@@ -244,6 +244,41 @@ def test_status_writer_retries_transient_errors_but_not_a_missing_pod() -> None:
     assert len(calls) == 1
 
 
+class NoCalls:
+    """AsyncCalls that must not be used: the write has to go out on the caller's thread."""
+
+    def submit(self, call: Any) -> bool:
+        raise AssertionError("submitted to the workers")
+
+    def submit_later(self, call: Any, delay: float) -> bool:
+        raise AssertionError("submitted to the workers")
+
+
+def test_binding_expectation_is_patched_before_returning_and_never_raises() -> None:
+    """The nomination must reach the API server before the bind that follows (a late patch would
+    set it again on the bound pod); it is only a hint, so a failure does not stop the binding."""
+    kube = FakeKube()
+    p = pod()
+    PodStatusWriter(kube, NoCalls()).expect_binding(p, "n1")  # type: ignore[arg-type]
+    assert kube.patches == [
+        (
+            "/api/v1/namespaces/default/pods/web-1/status",
+            {"status": {"nominatedNodeName": "n1"}, "metadata": {"uid": p.metadata.uid}},
+        )
+    ]
+
+    class Refusing(FakeKube):
+        def patch(self, path: str, obj: Any, *, content_type: str = "") -> Any:
+            raise ApiError(409, "Conflict", "uid precondition failed")
+
+    class Unreachable(FakeKube):
+        def patch(self, path: str, obj: Any, *, content_type: str = "") -> Any:
+            raise ConnectionRefusedError("connection refused")
+
+    for client in (Refusing(), Unreachable()):
+        PodStatusWriter(client, NoCalls()).expect_binding(p, "n1")  # type: ignore[arg-type]
+
+
 # --------------------------------------------------------------------------- binder
 
 

@@ -459,6 +459,12 @@ class LiveCluster:
     def set_nominated_node_name(self, pod: Pod, node_name: str) -> None:
         self.status.set_nominated_node_name(pod, node_name)
 
+    def expect_binding(self, pod: Pod, node_name: str) -> None:
+        """Synchronous, unlike the other status writes: the patch must reach the API server before
+        the bind, or it would set the nomination again on the bound pod."""
+        with self._lock.released():
+            self.status.expect_binding(pod, node_name)
+
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
         self.status.delete_pod(pod, reason=reason, message=message)
 
@@ -748,7 +754,8 @@ class LiveCluster:
 
     def _observe(self, attempt: Attempt) -> None:
         if decisions.isEnabledFor(logging.DEBUG):
-            decisions.debug("scheduling attempt", extra={"fields": attempt_fields(attempt)})
+            error = attempt.error.__cause__ or attempt.error if attempt.error is not None else None
+            decisions.debug("scheduling attempt", extra={"fields": attempt_fields(attempt)}, exc_info=error)
         if attempt.result == "Waiting":
             return
         self.attempts += 1

@@ -100,6 +100,20 @@ class PodStatusWriter:
             patch["metadata"] = {"uid": pod.metadata.uid}
         self._submit(f"status of {pod.key}", lambda: self._patch(pod, patch))
 
+    def expect_binding(self, pod: Pod, node_name: str) -> None:
+        """Patch `status.nominatedNodeName` at once, on the calling thread. A failure is logged and
+        the binding goes on: the nomination only tells other components (autoscalers) what is
+        coming, and the bind itself reports a pod that is gone."""
+        patch: dict[str, Any] = {"status": {"nominatedNodeName": node_name}}
+        if pod.metadata.uid:
+            patch["metadata"] = {"uid": pod.metadata.uid}
+        try:
+            self._patch(pod, patch)
+        except ApiError as exc:
+            self._failed(f"nominatedNodeName of {pod.key}", exc)
+        except OSError as exc:
+            log.warning("nominatedNodeName of %s not written: %s", pod.key, exc)
+
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
         """Evict a preemption victim: mark it `DisruptionTarget` (why), then delete it (UID-guarded)."""
         now = self._clock()

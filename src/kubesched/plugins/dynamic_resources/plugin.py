@@ -717,6 +717,14 @@ class DynamicResources(
         data.reserved = []
 
     # ------------------------------------------------------------------ PreBind
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Work for every pod with claims, its extended-resource claim included (upstream's
+        pre-flight asks only that)."""
+        data = state.get(STATE_KEY)
+        if isinstance(data, _State) and (data.refs or data.extended is not None):
+            return None
+        return Status.skip()
+
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         data = state.get(STATE_KEY)
         if not isinstance(data, _State) or not data.reserved:

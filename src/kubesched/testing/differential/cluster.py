@@ -78,6 +78,9 @@ class PodOutcome:
     #: the pod as the scheduler got it (admission applied, released from its gates).
     before: list[Obj] = field(default_factory=list)
     pod: Obj = field(default_factory=dict)
+    #: Every `status.nominatedNodeName` the pod was seen with before it was bound (a preemption's
+    #: nomination, or v1.37's expectation while PreBind waits for its volumes).
+    nominations: set[str] = field(default_factory=set)
 
 
 def wait_until(what: str, ready: Callable[[], bool], timeout: float = OUTCOME_TIMEOUT) -> None:
@@ -257,6 +260,7 @@ class ScenarioOnCluster:
         plays_pv_controller = any(o["kind"] == "PersistentVolumeClaim" for o in s.volumes)
         result = node = None
         stalled = False
+        nominations: set[str] = set()
         started = time.monotonic()
         next_pv_pass = started
         while result is None:
@@ -274,13 +278,25 @@ class ScenarioOnCluster:
                 (c for c in current["status"].get("conditions") or [] if c["type"] == "PodScheduled"), None
             )
             nominated = current["status"].get("nominatedNodeName")
+            if nominated:
+                nominations.add(nominated)
             if cond is not None and cond.get("reason") == "Unschedulable" and not nominated:
                 result = "Unschedulable"
             elif nominated and self._settled_on_nomination(key, nominated, started):
                 result, node, stalled = "Scheduled", nominated, True
         if result == "Scheduled" and not stalled:
             self._start(ns, name, index)
-        messages = self._failed_scheduling(ns, name)
+        uid = created["metadata"]["uid"]
+        messages = self._failed_scheduling(ns, name, uid)
+        if result == "Unschedulable" or stalled:
+            # The condition can be read before the scheduler's Event is written (both schedulers
+            # send Events in the background); without it the message would go uncompared.
+            deadline = time.monotonic() + OUTCOME_TIMEOUT
+            while not messages:
+                if time.monotonic() > deadline:
+                    raise UpstreamTimeout(f"pod {key}: no FailedScheduling event in {OUTCOME_TIMEOUT:.0f} s")
+                time.sleep(5 * POLL_SECONDS)
+                messages = self._failed_scheduling(ns, name, uid)
         scores = {} if stalled else self._scores(key)
         after = {
             f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in self.api.list_all("/api/v1/pods")
@@ -301,6 +317,7 @@ class ScenarioOnCluster:
             scores=scores,
             before=before,
             pod=created,
+            nominations=nominations,
         )
 
     def _start(self, namespace: str, name: str, index: int) -> None:
@@ -325,12 +342,17 @@ class ScenarioOnCluster:
                     raise
         raise UpstreamTimeout(f"could not write the status of {namespace}/{name}")
 
-    def _failed_scheduling(self, namespace: str, name: str) -> list[str]:
-        """The notes of the pod's FailedScheduling events, oldest first."""
-        events = self.api.list_all(
-            f"/apis/events.k8s.io/v1/namespaces/{namespace}/events",
-            {"fieldSelector": f"regarding.name={name},reason=FailedScheduling"},
-        )
+    def _failed_scheduling(self, namespace: str, name: str, uid: str) -> list[str]:
+        """The notes of the pod's FailedScheduling events, oldest first. Only this very pod's: the
+        live share creates a pod of the same name again after upstream's, whose Events remain."""
+        events = [
+            e
+            for e in self.api.list_all(
+                f"/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+                {"fieldSelector": f"regarding.name={name},reason=FailedScheduling"},
+            )
+            if (e.get("regarding") or {}).get("uid") == uid
+        ]
         events.sort(key=lambda e: (e.get("eventTime") or "", e["metadata"].get("creationTimestamp") or ""))
         return [e.get("note", "") for e in events]
 
