@@ -39,6 +39,7 @@ clean:
 .PHONY: kube-binaries cluster image-tools image helm
 kube-binaries:
 	tools/kube/build.sh
+	tools/kube/build-kubectl.sh
 
 # buildah + mmdebstrap (apt-get, idempotent) for tests/integration/test_image.py, and the image itself:
 # deploy/Dockerfile FROM a Debian base made locally (cached outside the clone), no daemon needed.

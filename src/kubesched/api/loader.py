@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -93,6 +94,8 @@ _RESOURCE_TYPES = (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSl
 #: Every kind the loader decodes, by `kind`.
 _KINDS: dict[str, type[msgspec.Struct]] = {**KINDS, **RESOURCE_KINDS}
 
+#: The PATH that means standard input.
+STDIN = "-"
 #: File name endings picked up when walking a directory.
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -489,6 +492,22 @@ def _read(path: Path, source: str) -> str:
         raise InputError(f"not UTF-8 text (byte {err.start})", source=source) from None
 
 
+def _texts(given: str | Path) -> Iterator[tuple[str, str]]:
+    """(source, text) of each file `given` names, one at a time; `-` is standard input."""
+    if str(given) == STDIN:
+        yield "<stdin>", sys.stdin.read()
+        return
+    root = Path(given)
+    if root.is_dir():
+        files = _walk(root)
+    elif root.exists():
+        files = [root]
+    else:
+        raise InputError("no such file or directory", source=str(given))
+    for path in files:
+        yield str(path), _read(path, str(path))
+
+
 def read_text(path: str | Path) -> str:
     """A manifest file's text (UTF-8, BOM allowed); `InputError` naming the file when unreadable."""
     return _read(Path(path), str(path))
@@ -497,23 +516,15 @@ def read_text(path: str | Path) -> str:
 def load_paths(paths: Sequence[str | Path]) -> LoadedObjects:
     """Load files, and directories walked recursively for *.yaml, *.yml and *.json, in sorted order.
 
-    A file named explicitly is read whatever its extension. Raises `InputError` naming the file,
-    also when one object (same kind, namespace and name) is given twice, in one file or two: the
-    simulator would otherwise keep one of them silently.
+    A file named explicitly is read whatever its extension; `-` reads standard input. Raises
+    `InputError` naming the file, also when one object (same kind, namespace and name) is given
+    twice, in one file or two: the simulator would otherwise keep one of them silently.
     """
     loaded = LoadedObjects()
     seen: dict[tuple[str, str, str], str] = {}
     for given in paths:
-        root = Path(given)
-        if root.is_dir():
-            files = _walk(root)
-        elif root.exists():
-            files = [root]
-        else:
-            raise InputError("no such file or directory", source=str(given))
-        for path in files:
-            source = str(path)
-            objects, where = _load_located(_read(path, source), source, loaded.skipped)
+        for source, text in _texts(given):
+            objects, where = _load_located(text, source, loaded.skipped)
             for obj, at in zip(objects, where, strict=True):
                 identity = _identity(obj)
                 if identity is not None:

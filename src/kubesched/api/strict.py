@@ -8,11 +8,14 @@ its Struct's type information and names the first such field.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec.inspect as mi
 
-__all__ = ["unknown_field"]
+__all__ = ["field_names_at", "unknown_field"]
+
+_SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
 
 
 def unknown_field(doc: Any, info: mi.Type, path: str) -> str | None:
@@ -49,3 +52,30 @@ def unknown_field(doc: Any, info: mi.Type, path: str) -> str | None:
             if found is not None:
                 return found
     return None
+
+
+def field_names_at(info: mi.Type, path: str) -> list[str]:
+    """The field names of the object at `path` (`profiles[0].plugins`) inside `info`; [] when the
+    path leads nowhere a Struct is. For "did you mean" on an unknown field."""
+    for m in _SEGMENT.finditer(path):
+        info = _unwrap(info)
+        if m[1] is not None and isinstance(info, mi.StructType):
+            found = next((f.type for f in info.fields if f.encode_name == m[1]), None)
+            if found is None:
+                return []
+            info = found
+        elif m[2] is not None and isinstance(info, mi.ListType | mi.DictType):
+            info = info.item_type if isinstance(info, mi.ListType) else info.value_type
+        else:
+            return []
+    info = _unwrap(info)
+    return [f.encode_name for f in info.fields] if isinstance(info, mi.StructType) else []
+
+
+def _unwrap(info: mi.Type) -> mi.Type:
+    """The Struct (or list, dict) inside an optional type."""
+    if isinstance(info, mi.UnionType):
+        members = [t for t in info.types if not isinstance(t, mi.NoneType)]
+        if len(members) == 1:
+            return members[0]
+    return info

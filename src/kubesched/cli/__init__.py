@@ -18,6 +18,7 @@ from kubesched import __version__
 from kubesched.errors import InputError, did_you_mean
 
 EXIT_BAD_INPUT = 2
+EXIT_INTERNAL_ERROR = 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -59,6 +60,14 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        if getattr(args, "debug", True):  # commands without --debug keep Python's traceback
+            raise
+        print(
+            f"kubesched: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL_ERROR
     return code
 
 
@@ -94,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     from kubesched.cli.config import add_config_commands
     from kubesched.cli.explain import add_explain_command
     from kubesched.cli.extender import add_extender_command
+    from kubesched.cli.plugins import add_plugins_command
     from kubesched.cli.record import add_record_command
     from kubesched.cli.run import add_run_command
     from kubesched.cli.simulate import add_simulate_command
@@ -113,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     add_sweep_command(sub)
     add_record_command(sub)
     add_config_commands(sub)
+    add_plugins_command(sub)
     add_run_command(sub)
     add_extender_command(sub)
     return parser

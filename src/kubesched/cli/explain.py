@@ -61,11 +61,15 @@ def add_explain_command(subparsers: argparse._SubParsersAction[argparse.Argument
         help="a KubeSchedulerConfiguration with the pod's profile (default: upstream's default profile)",
     )
     p.add_argument("--output", "-o", choices=("table", "json", "yaml"), default="table", help="output format")
+    p.add_argument(
+        "--debug", action="store_true", help="print the traceback of a plugin error (or unexpected failure)"
+    )
     p.set_defaults(func=_explain)
 
 
 def _explain(args: argparse.Namespace) -> int:
     from kubesched.api.loader import load_paths
+    from kubesched.cli.simulate import print_tracebacks
     from kubesched.config import default_config, load_config
     from kubesched.plugins import default_registry
     from kubesched.simulate.explain import explain_pod, find_pod
@@ -88,8 +92,18 @@ def _explain(args: argparse.Namespace) -> int:
     else:
         key = args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
         target = find_pod(objects, key)
-    report = explain_pod(objects, config, registry, target, source=source, notes=notes)
+    errors: dict[str, BaseException] = {}
+    report = explain_pod(
+        objects,
+        config,
+        registry,
+        target,
+        source=source,
+        notes=notes,
+        on_error=errors.__setitem__ if args.debug else None,
+    )
     _print(report, args.output)
+    print_tracebacks(errors)
     return 0
 
 

@@ -259,7 +259,7 @@ def extender(args: argparse.Namespace) -> int:
             host,
             port,
             ", ".join(f"{v} {p}" for v, p in paths.items()),
-            type(state).__name__ if state.has_node_cache else "none (full Nodes only)",
+            _node_cache(args, state),
             _who_may_call(args),
         )
         uvicorn_server = uvicorn.Server(config)
@@ -282,6 +282,15 @@ def extender(args: argparse.Namespace) -> int:
         state.stop()
         for close in closers:
             close()
+
+
+def _node_cache(args: argparse.Namespace, state: ClusterState) -> str:
+    """Where the extender's node cache comes from, in the words of its flags (not a class name)."""
+    if not state.has_node_cache:
+        return "none (full Nodes only)"
+    if args.cluster_snapshot:
+        return f"the --cluster-snapshot files ({state.cache.node_count} nodes)"
+    return "informers on the API server"
 
 
 def _refuse_open_writes(args: argparse.Namespace, paths: dict[str, str]) -> None:

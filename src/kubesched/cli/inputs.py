@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from kubesched.api.loader import LoadedObjects, load_paths
 from kubesched.config.types import KubeSchedulerConfiguration
@@ -16,6 +17,7 @@ __all__ = [
     "add_configs_option",
     "add_output_option",
     "add_seed_option",
+    "input_notes",
     "load_configs",
     "load_inputs",
 ]
@@ -70,3 +72,28 @@ def load_inputs(
         config_path = config_path or str(DEMO_DIR / "scheduler-config.yaml")
     config = load_config(config_path, registry) if config_path else default_config(registry)
     return load_paths(paths), config
+
+
+#: Kinds that sit next to a cluster snapshot on purpose (a scheduler configuration): not worth a note.
+EXPECTED_BESIDE = frozenset({"KubeSchedulerConfiguration"})
+
+
+def input_notes(objects: LoadedObjects) -> list[str]:
+    """What a user should know about the input before reading a report built from it: kinds that
+    were left out, and an input with no nodes or nothing to schedule (else `0/0 pods scheduled`)."""
+    notes: list[str] = []
+    skipped = {kind: n for kind, n in objects.skipped.items() if kind not in EXPECTED_BESIDE}
+    if skipped:
+        kinds = ", ".join(f"{kind} ({n})" for kind, n in sorted(skipped.items()))
+        total = sum(skipped.values())
+        notes.append(f"left out {total} object(s) of kinds the scheduler does not read: {kinds}")
+    pending = sum(1 for p in objects.pods if not p.spec.node_name)
+    controllers: list[list[Any]] = [objects.deployments, objects.daemon_sets, objects.jobs, objects.cron_jobs]
+    controllers += [objects.replica_sets, objects.stateful_sets, objects.replication_controllers]
+    workloads = any(controllers)  # they create pods during the run
+    if not objects.nodes:
+        notes.append("the input has no nodes, so no pod can be scheduled")
+    if not pending and not workloads:
+        running = len(objects.pods)
+        notes.append(f"the input has no pending pods ({running} running), so there is nothing to schedule")
+    return notes

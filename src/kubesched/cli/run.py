@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     from kubesched.cli._logging import configure_logging
     from kubesched.cli.kube_flags import apply_flags, log_level
     from kubesched.cli.serving_flags import serving_options
-    from kubesched.cluster.kube.client import KubeClient, load_connection
+    from kubesched.cluster.kube.client import KubeClient, load_connection, where_from
     from kubesched.cluster.kube.leader import ApiLeaseLock, LeaderElector, default_identity
     from kubesched.cluster.kube.live import LiveCluster, LiveOptions
     from kubesched.config import dump_config, load_config
@@ -176,7 +176,8 @@ def run(args: argparse.Namespace) -> int:
             fence=elector.fence if elector is not None else None,
         )
         endpoints = _Endpoints(serving, connect, args.insecure_listen)
-        return _Runner(cluster, metrics, elector, lease, endpoints).run()
+        origin = "--master" if args.master else where_from(conn.kubeconfig or None)
+        return _Runner(cluster, metrics, elector, lease, endpoints, origin).run()
     finally:
         client.close()
         events_client.close()
@@ -248,6 +249,7 @@ class _Runner:
         elector: LeaderElector | None,
         lease: str,
         endpoints: _Endpoints,
+        origin: str = "",
     ) -> None:
         from kubesched.cluster.kube.health import LiveHealth
         from kubesched.metrics import HealthServer
@@ -260,6 +262,8 @@ class _Runner:
         self.lost = threading.Event()
         self.elector_thread: threading.Thread | None = None
         self.endpoints = endpoints
+        #: Where the API server address came from (a kubeconfig, in-cluster, --master), for errors.
+        self.origin = origin
         health = LiveHealth(cluster, elector, lease=lease, stopping=self.stopping)
         self.server: HealthServer = HealthServer(
             endpoints.insecure_listen or "127.0.0.1:0",
@@ -308,10 +312,17 @@ class _Runner:
                 self.cluster.start_informers()
                 return True
             except ApiError as exc:
+                server = self.cluster.client.server
                 if exc.code in (401, 403):
-                    raise InputError(f"refused: {exc}", source=self.cluster.client.server) from None
+                    raise InputError(f"refused: {exc} (server from {self.origin})", source=server) from None
                 delay = backoff.next()
-                log.warning("cannot reach the API server (%s); retrying in %.1f s", exc, delay)
+                log.warning(
+                    "cannot reach the API server %s (from %s): %s; retrying in %.1f s",
+                    server,
+                    self.origin,
+                    exc.message if exc.is_transport else exc,
+                    delay,
+                )
                 self.stopping.wait(delay)
         return False
 

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from kubesched.cli.inputs import DEMO_DIR, load_inputs
+from kubesched.cli.inputs import DEMO_DIR, input_notes, load_inputs
 from kubesched.errors import InputError, did_you_mean
 from kubesched.framework.registry import Registry
 from kubesched.simulate.report import POD_SELECTIONS
 
-__all__ = ["DEMO_DIR", "add_simulate_command"]
+if TYPE_CHECKING:
+    from kubesched.scheduler.scheduler import Attempt
+
+__all__ = ["DEMO_DIR", "add_simulate_command", "errors_into", "print_tracebacks"]
 
 
 def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,7 +29,9 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
             "cluster and its configuration are used."
         ),
     )
-    sim.add_argument("paths", nargs="*", metavar="PATH", help="YAML/JSON files or directories of objects")
+    sim.add_argument(
+        "paths", nargs="*", metavar="PATH", help="YAML/JSON files or directories of objects; - reads stdin"
+    )
     sim.add_argument(
         "--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: upstream defaults)"
     )
@@ -74,6 +81,11 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
     )
     sim.add_argument("--no-nodes", action="store_true", help="leave out the node utilization")
     sim.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the traceback of every plugin error (and of an unexpected failure) on stderr",
+    )
+    sim.add_argument(
         "--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)"
     )
     sim.set_defaults(func=_simulate)
@@ -93,11 +105,14 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.scenario is not None:
         return _replay(args, registry)
     objects, config = load_inputs(args.paths, args.config, registry)
+    for note in input_notes(objects):
+        print(f"kubesched: note: {note}", file=sys.stderr)
     wanted = frozenset(args.pod)
     pending = {
         f"{p.metadata.namespace or 'default'}/{p.metadata.name}" for p in objects.pods if not p.spec.node_name
     }
     _check_pod_names(wanted, pending)
+    errors: dict[str, BaseException] = {}
     with progress_reporter(enabled=sys.stderr.isatty()) as progress:
         report = simulate(
             objects,
@@ -108,6 +123,7 @@ def _simulate(args: argparse.Namespace) -> int:
             per_node=True if args.per_node else None,
             detail_pods=wanted,
             progress=progress,
+            on_attempt=errors_into(errors) if args.debug else None,
         )
     report = select(report, pods=args.pods, keys=wanted, nodes=not args.no_nodes)
     if args.output == "json":
@@ -121,7 +137,28 @@ def _simulate(args: argparse.Namespace) -> int:
             explain=args.explain, scores=args.scores or bool(wanted), nodes=not args.no_nodes
         )
         render_table(report, stdout_console(), options)
+    print_tracebacks({pod: e for pod, e in errors.items() if not wanted or pod in wanted})
     return 0
+
+
+def errors_into(errors: dict[str, BaseException]) -> Callable[[Attempt], None]:
+    """An `on_attempt` that keeps each pod's last error (for `--debug`)."""
+
+    def keep(attempt: Attempt) -> None:
+        if attempt.error is not None:
+            errors[attempt.pod.key] = attempt.error
+
+    return keep
+
+
+def print_tracebacks(errors: dict[str, BaseException]) -> None:
+    """`--debug`: the traceback behind each pod's last Error (a plugin's exception is the cause)."""
+    import traceback
+
+    for pod, error in sorted(errors.items()):
+        cause = error.__cause__ or error
+        text = "".join(traceback.format_exception(cause)).rstrip()
+        print(f"kubesched: traceback of {pod}'s error ({error}):\n{text}", file=sys.stderr)
 
 
 def _check_pod_names(wanted: frozenset[str], pending: set[str]) -> None:

@@ -13,15 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import msgspec.inspect
 import yaml
 
 from kubesched.api.safe_yaml import check_yaml
+from kubesched.api.strict import field_names_at
 from kubesched.config._util import quote
 from kubesched.config.defaults import apply_defaults
 from kubesched.config.plugin_catalog import PluginCatalog
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.config.validation import validate
-from kubesched.errors import FieldErrors, InputError
+from kubesched.errors import FieldErrors, InputError, did_you_mean
 
 __all__ = ["decode_config", "dump_config", "load_config", "parse_document"]
 
@@ -49,6 +51,10 @@ def decode_config(text: str, source: str, registry: PluginCatalog) -> KubeSchedu
         raise InputError("nested too deeply", source=source) from None
     except msgspec.ValidationError as exc:
         message, path = _translate(str(exc))
+        if message == "unknown field":
+            parent, _, key = path.rpartition(".")
+            names = field_names_at(msgspec.inspect.type_info(KubeSchedulerConfiguration), parent)
+            message += did_you_mean(key, names)
         raise InputError(message, source=source, path=path) from None
     try:
         validate(cfg, registry)

@@ -27,7 +27,7 @@ from kubesched.config._util import quote
 from kubesched.config.args import lookup_plugin
 from kubesched.config.plugin_catalog import MAX_NODE_SCORE, MAX_TOTAL_SCORE, PluginCatalog
 from kubesched.config.types import EXTENSION_POINTS, PLUGIN_SET_KEYS, Plugin, Plugins, PluginSet
-from kubesched.errors import InputError
+from kubesched.errors import InputError, did_you_mean
 
 __all__ = [
     "PluginRef",
@@ -146,7 +146,7 @@ def resolve_profile_plugins(plugins: Plugins, registry: PluginCatalog) -> Resolv
 
 def _points_of(registry: PluginCatalog, name: str, path: str) -> list[str]:
     if lookup_plugin(registry, name) is None:
-        raise InputError(f"unknown plugin {quote(name)}", path=path)
+        raise InputError(f"unknown plugin {quote(name)}{did_you_mean(name, registry)}", path=path)
     return registry.extension_points(name)
 
 

@@ -8,6 +8,7 @@ weights and the framework imports the same values.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 __all__ = ["MAX_NODE_SCORE", "MAX_TOTAL_SCORE", "MIN_NODE_SCORE", "PluginCatalog"]
@@ -40,4 +41,8 @@ class PluginCatalog(Protocol):
 
     def decode_args(self, name: str, raw: Any, path: str) -> Any:
         """Decoded, validated args for the plugin; InputError paths start with `path`."""
+        ...
+
+    def __iter__(self) -> Iterator[str]:
+        """The names of the plugins it knows (for "did you mean" on an unknown name)."""
         ...

@@ -29,7 +29,7 @@ from kubesched.config.types import (
     KubeSchedulerProfile,
     LeaderElectionConfiguration,
 )
-from kubesched.errors import FieldErrors, InputError
+from kubesched.errors import FieldErrors, InputError, did_you_mean
 
 __all__ = ["is_extended_resource_name", "validate"]
 
@@ -191,7 +191,7 @@ def _unknown(name: str, registry: PluginCatalog) -> str:
             return exc.message
     if name in _UPSTREAM_DEFAULT_NAMES:
         return f"unknown plugin {quote(name)} (an upstream default plugin kubesched does not provide yet)"
-    return f"unknown plugin {quote(name)}"
+    return f"unknown plugin {quote(name)}{did_you_mean(name, registry)}"
 
 
 def _check_plugin_config(

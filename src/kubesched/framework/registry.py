@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
 import msgspec
+import msgspec.inspect
 
+from kubesched.api.strict import field_names_at
 from kubesched.config.plugin_catalog import PluginCatalog
-from kubesched.errors import InputError
+from kubesched.errors import InputError, did_you_mean
 from kubesched.framework.interfaces import extension_points_of
 
 ENTRY_POINT_GROUP = "kubesched.plugins"
@@ -109,6 +112,12 @@ def decode_args(cls: type, raw: Any, path: str = "args") -> Any:
         args = msgspec.convert(raw if raw is not None else {}, at, strict=False)
     except msgspec.ValidationError as exc:
         message, where = _split_msgspec_error(str(exc), path)
+        unknown = re.fullmatch(r"Object contains unknown field `(.+)`", message)
+        if unknown is not None:
+            parent = where.removeprefix(path).lstrip(".")
+            names = field_names_at(msgspec.inspect.type_info(at), parent)
+            message = f"unknown field{did_you_mean(unknown[1], names)}"
+            where = f"{where}.{unknown[1]}"
         raise InputError(message, path=where) from None
     validate = getattr(args, "validate", None)
     if callable(validate):

@@ -221,9 +221,9 @@ class Framework:
         for name, plugin in self._points.get("preFilter", []):
             try:
                 out = cast(PreFilterPlugin, plugin).pre_filter(state, pod, nodes)
+                res, status = _pre_filter_result(out)
             except Exception as exc:  # a plugin bug must fail this pod, not the scheduler
-                return None, _error(f'running PreFilter plugin "{name}": {exc}', name), rejected
-            res, status = out if isinstance(out, tuple) else (None, out)
+                return None, _crashed(f'running PreFilter plugin "{name}"', name, exc), rejected
             if status is not None and not status.is_success():
                 status.with_plugin(name)
                 if status.is_skip():
@@ -298,14 +298,10 @@ class Framework:
             if (skip and name in skip) or len(sub) == 0:
                 continue
             try:
-                if batch:
-                    result = cast(BatchFilterPlugin, plugin).filter_nodes(state, pod, sub)
-                else:
-                    result = self._filter_per_node(plugin, state, pod, sub)
+                result = self._filter_nodes(name, plugin, batch, state, pod, sub)
             except Exception as exc:
-                return FilterOutcome(
-                    nodes, status_idx, statuses, _error(f'running "{name}" filter plugin: {exc}', name)
-                )
+                error = _crashed(f'running "{name}" filter plugin', name, exc)
+                return FilterOutcome(nodes, status_idx, statuses, error)
             if not result.statuses:
                 continue  # every code is -1: nothing failed
             passed = result.passed
@@ -340,14 +336,11 @@ class Framework:
             if name in skip:
                 continue
             try:
-                if batch:
-                    result = cast(BatchFilterPlugin, plugin).filter_nodes(state, pod, nodes)
-                else:
-                    result = self._filter_per_node(plugin, state, pod, nodes)
+                result = self._filter_nodes(name, plugin, batch, state, pod, nodes)
             except Exception as exc:
                 passed = np.full(len(nodes), -1, dtype=np.int32)
                 out[name] = FilterOutcome(
-                    nodes, passed, [], _error(f'running "{name}" filter plugin: {exc}', name)
+                    nodes, passed, [], _crashed(f'running "{name}" filter plugin', name, exc)
                 )
                 continue
             for st in result.statuses:
@@ -355,13 +348,28 @@ class Framework:
             out[name] = FilterOutcome(nodes, np.asarray(result.codes, dtype=np.int32), list(result.statuses))
         return out
 
+    def _filter_nodes(
+        self, name: str, plugin: Any, batch: bool, state: CycleState, pod: Pod, nodes: NodeSet
+    ) -> BatchFilterResult:
+        if not batch:
+            return self._filter_per_node(plugin, state, pod, nodes)
+        result = cast(BatchFilterPlugin, plugin).filter_nodes(state, pod, nodes)
+        if not isinstance(result, BatchFilterResult):
+            raise PluginReturnError(
+                f"returned {_shown(result)} from filter_nodes; expected a BatchFilterResult"
+            )
+        return result
+
     @staticmethod
     def _filter_per_node(plugin: Any, state: CycleState, pod: Pod, sub: NodeSet) -> BatchFilterResult:
         per_node = cast(FilterPlugin, plugin)
         codes = np.full(len(sub), -1, dtype=np.int32)
         distinct: dict[Status, int] = {}
         for i, info in enumerate(sub.infos):
-            status = per_node.filter(state, pod, info)
+            try:
+                status = _status(per_node.filter(state, pod, info), "Filter")
+            except Exception as exc:
+                raise _OnNode(info.name, exc) from exc
             if status is not None and not status.is_success():
                 codes[i] = distinct.setdefault(status, len(distinct))
         return BatchFilterResult(codes, list(distinct))
@@ -389,9 +397,15 @@ class Framework:
         rejector = ""
         for name, plugin in self._points.get("postFilter", []):
             try:
-                result, status = cast(PostFilterPlugin, plugin).post_filter(state, pod, node_to_status)
+                out = cast(PostFilterPlugin, plugin).post_filter(state, pod, node_to_status)
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise PluginReturnError(
+                        f"returned {_shown(out)} from PostFilter; "
+                        "expected (PostFilterResult or None, Status or None)"
+                    )
+                result, status = out[0], _status(out[1], "PostFilter")
             except Exception as exc:
-                return None, _error(f'running PostFilter plugin "{name}": {exc}', name)
+                return None, _crashed(f'running PostFilter plugin "{name}"', name, exc)
             if status is None:
                 return result, Status(plugin=name)
             status.with_plugin(name)
@@ -411,9 +425,9 @@ class Framework:
     def run_pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
         for name, plugin in self._points.get("preScore", []):
             try:
-                status = cast(PreScorePlugin, plugin).pre_score(state, pod, nodes)
+                status = _status(cast(PreScorePlugin, plugin).pre_score(state, pod, nodes), "PreScore")
             except Exception as exc:
-                return _error(f'running PreScore plugin "{name}": {exc}', name)
+                return _crashed(f'running PreScore plugin "{name}"', name, exc)
             if status is None or status.is_success():
                 continue
             if status.is_skip():
@@ -445,7 +459,7 @@ class Framework:
                 outcome.error = _error(f'running Score plugin "{name}": {exc}', name)
                 return outcome
             except Exception as exc:
-                outcome.error = _error(f'running Score plugin "{name}": {exc}', name)
+                outcome.error = _crashed(f'running Score plugin "{name}"', name, exc)
                 return outcome
             if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
                 bad = int(scores[(scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)][0])
@@ -478,8 +492,16 @@ class Framework:
         per_node = cast(ScorePlugin, plugin)
         scores = np.zeros(len(nodes), dtype=np.int64)
         for i, info in enumerate(nodes.infos):
-            out = per_node.score(state, pod, info)
-            value, status = out if isinstance(out, tuple) else (out, None)
+            try:
+                out = per_node.score(state, pod, info)
+                value, status = out if isinstance(out, tuple) else (out, None)
+                if isinstance(value, bool) or not isinstance(value, int | np.integer):
+                    raise PluginReturnError(
+                        f"returned {_shown(out)} from Score; expected an int (0-100) or (int, Status)"
+                    )
+                status = _status(status, "Score")
+            except Exception as exc:
+                raise _OnNode(info.name, exc) from exc
             if status is not None and not status.is_success():
                 raise _ScoreError(status.message())
             scores[i] = int(value)
@@ -489,9 +511,9 @@ class Framework:
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for name, plugin in self._points.get("reserve", []):
             try:
-                status = cast(ReservePlugin, plugin).reserve(state, pod, node_name)
+                status = _status(cast(ReservePlugin, plugin).reserve(state, pod, node_name), "Reserve")
             except Exception as exc:
-                return _error(f'running Reserve plugin "{name}": {exc}', name)
+                return _crashed(f'running Reserve plugin "{name}"', name, exc, node_name)
             if status is not None and not status.is_success():
                 status.with_plugin(name)
                 if status.is_rejected():
@@ -509,9 +531,10 @@ class Framework:
         for name, plugin in self._points.get("permit", []):
             try:
                 out = cast(PermitPlugin, plugin).permit(state, pod, node_name)
+                status, timeout = out if isinstance(out, tuple) else (out, 0.0)
+                status = _status(status, "Permit")
             except Exception as exc:
-                return PermitOutcome(_error(f'running Permit plugin "{name}": {exc}', name))
-            status, timeout = out if isinstance(out, tuple) else (out, 0.0)
+                return PermitOutcome(_crashed(f'running Permit plugin "{name}"', name, exc, node_name))
             if status is None or status.is_success():
                 continue
             status.with_plugin(name)
@@ -544,9 +567,9 @@ class Framework:
     def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for name, plugin in self._points.get("preBind", []):
             try:
-                status = cast(PreBindPlugin, plugin).pre_bind(state, pod, node_name)
+                status = _status(cast(PreBindPlugin, plugin).pre_bind(state, pod, node_name), "PreBind")
             except Exception as exc:
-                return _error(f'running PreBind plugin "{name}": {exc}', name)
+                return _crashed(f'running PreBind plugin "{name}"', name, exc, node_name)
             if status is not None and not status.is_success() and not status.is_skip():
                 status.with_plugin(name)
                 if status.is_rejected():
@@ -558,9 +581,9 @@ class Framework:
         """Bind plugins in order; the first that does not Skip decides."""
         for name, plugin in self._points.get("bind", []):
             try:
-                status = cast(BindPlugin, plugin).bind(state, pod, node_name)
+                status = _status(cast(BindPlugin, plugin).bind(state, pod, node_name), "Bind")
             except Exception as exc:
-                return _error(f'running Bind plugin "{name}": {exc}', name)
+                return _crashed(f'running Bind plugin "{name}"', name, exc, node_name)
             if status is not None and status.is_skip():
                 continue
             if status is None or status.is_success():
@@ -578,6 +601,58 @@ class Framework:
 
 class _ScoreError(Exception):
     pass
+
+
+class PluginReturnError(TypeError):
+    """A plugin returned something its extension point does not accept; the message says both."""
+
+
+class _OnNode(Exception):
+    """A per-node plugin call that failed, with the node it failed on."""
+
+    def __init__(self, node: str, cause: BaseException) -> None:
+        super().__init__(node)
+        self.node = node
+        self.cause = cause
+
+
+def _shown(value: object) -> str:
+    """`bool (True)`: a value's type and a short repr, for "returned X; expected Y"."""
+    text = repr(value)
+    return f"{type(value).__name__} ({text if len(text) <= 60 else text[:57] + '...'})"
+
+
+def _status(out: object, point: str) -> Status | None:
+    """`out` if it is what an extension point returns (a Status or None), else PluginReturnError."""
+    if out is None or isinstance(out, Status):
+        return out
+    raise PluginReturnError(f"returned {_shown(out)} from {point}; expected a Status or None")
+
+
+def _pre_filter_result(out: object) -> tuple[PreFilterResult | None, Status | None]:
+    """PreFilter returns a Status, None, or (PreFilterResult or None, Status or None)."""
+    if isinstance(out, tuple) and len(out) == 2 and (out[0] is None or isinstance(out[0], PreFilterResult)):
+        return out[0], _status(out[1], "PreFilter")
+    if out is None or isinstance(out, Status):
+        return None, out
+    raise PluginReturnError(
+        f"returned {_shown(out)} from PreFilter; "
+        "expected a Status, None, or (PreFilterResult or None, Status or None)"
+    )
+
+
+def _crashed(running: str, plugin: str, exc: BaseException, node: str | None = None) -> Status:
+    """The Error status of a plugin that raised (or returned the wrong type): what was running, on
+    which node, and the exception's type and text. The exception is kept as the error's cause, so
+    `--debug` can print its traceback."""
+    if isinstance(exc, _OnNode):
+        node, exc = exc.node, exc.cause
+    where = f' on node "{node}"' if node else ""
+    detail = str(exc) if isinstance(exc, PluginReturnError) else f"{type(exc).__name__}: {exc}"
+    status = _error(f"{running}{where}: {detail}", plugin)
+    if status.error is not None:
+        status.error.__cause__ = exc
+    return status
 
 
 def _error(message: str, plugin: str) -> Status:

@@ -59,7 +59,7 @@ class DraGpuView:
         self._claims: Sequence[ResourceClaim] | None = None
         self._nodes: dict[str, _NodeGpus] = {}
         self._in_use: set[tuple[str, str, str]] = set()
-        self._rows: tuple[int, int, int, DraGpuRows] | None = None
+        self._rows: tuple[NodeTable, int, int, DraGpuRows] | None = None
         self._version = 0
 
     def refresh(self, slices: Sequence[ResourceSlice], claims: Sequence[ResourceClaim]) -> None:
@@ -103,8 +103,8 @@ class DraGpuView:
 
     def rows(self, table: NodeTable) -> DraGpuRows:
         cached = self._rows
-        if cached is not None and cached[:3] == (id(table), table.generation, self._version):
-            return cached[3]
+        if cached is not None and cached[0] is table and cached[1:3] == (table.generation, self._version):
+            return cached[3]  # (the table is held: a new one cannot reuse a freed one's id)
         n = len(table)
         total = np.zeros(n, dtype=np.int64)
         used = np.zeros(n, dtype=np.int64)
@@ -119,7 +119,7 @@ class DraGpuView:
             memory[row] = entry.memory_mib
             products[row] = entry.products
         out = DraGpuRows(total, used, memory, products)
-        self._rows = (id(table), table.generation, self._version, out)
+        self._rows = (table, table.generation, self._version, out)
         return out
 
 

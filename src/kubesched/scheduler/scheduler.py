@@ -100,6 +100,8 @@ class Attempt:
     #: Nodes evaluated and found feasible by this attempt's filters (0 when unknown).
     evaluated: int = 0
     feasible: int = 0
+    #: For an Error: the exception (a plugin's own is its `__cause__`), for tracebacks on request.
+    error: BaseException | None = None
     #: Pods evicted by this attempt's PostFilter (preemption), as `namespace/name`.
     victims: list[str] = field(default_factory=list)
 
@@ -959,6 +961,7 @@ class Scheduler:
                 duration=self.clock.now() - started,
                 attempts=qpi.attempts,
                 reasons=list(reasons or ()),
+                error=None if rejected else status.error,
                 victims=list(victims or ()),
             )
         )

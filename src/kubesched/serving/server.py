@@ -7,6 +7,7 @@ endpoints, the extender in tests and benchmarks, and anything else that needs a 
 
 from __future__ import annotations
 
+import logging
 import ssl
 import threading
 import time
@@ -33,7 +34,7 @@ def server_config(
     if ssl_context is not None:
         # uvicorn builds its context in the factory; ours is already built (cert in memory, client CA).
         kwargs["ssl_context_factory"] = lambda config, default: ssl_context
-    return uvicorn.Config(
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -44,6 +45,14 @@ def server_config(
         loop="asyncio",
         **kwargs,
     )
+    # After uvicorn set up its loggers (in Config): a failed bind is reported once, by our caller.
+    logging.getLogger("uvicorn.error").addFilter(_not_a_bind_error)
+    return config
+
+
+def _not_a_bind_error(record: logging.LogRecord) -> bool:
+    """Drop uvicorn's own line for an address in use: the command says it, naming its flag."""
+    return "error while attempting to bind" not in record.getMessage()
 
 
 class BackgroundServer:

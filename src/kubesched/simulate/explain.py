@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import msgspec
 
@@ -83,8 +83,10 @@ def explain_pod(
     *,
     source: str,
     notes: Iterable[str] = (),
+    on_error: Callable[[str, BaseException], None] | None = None,
 ) -> PodExplanation:
-    """One scheduling cycle of `target` on `objects` (see the module docstring)."""
+    """One scheduling cycle of `target` on `objects` (see the module docstring); `on_error(pod,
+    exception)` hears of an attempt that ended in an Error, for a traceback on request."""
     started = time.perf_counter()
     for node in objects.nodes:
         check_node_quantities(node)
@@ -155,6 +157,8 @@ def explain_pod(
             scheduler.extenders.close()
     if not attempts:
         return _done(base, started, message="the scheduling queue did not hand the pod out")
+    if attempts[0].error is not None and on_error is not None:
+        on_error(base.pod, attempts[0].error)
     return _from_attempt(base, attempts[0], nearest, scheduler, started)
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "KubeBinaries",
     "ManagedProcess",
     "find_binaries",
+    "find_kubectl",
 ]
 
 #: Seconds to wait for etcd + kube-apiserver to become ready. Two shared cores under a parallel test run
@@ -66,6 +67,8 @@ STOP_TIMEOUT = 10.0
 LOG_TAIL_LINES = 40
 #: Where tools/kube/build.sh lives when running from a source checkout (src layout).
 BUILD_SCRIPT = Path(__file__).resolve().parents[3] / "tools" / "kube" / "build.sh"
+#: Builds kubectl (same Kubernetes version, its own module and cache entry) and prints its directory.
+KUBECTL_BUILD_SCRIPT = BUILD_SCRIPT.with_name("build-kubectl.sh")
 BINARY_NAMES = ("etcd", "kube-apiserver", "kube-scheduler")
 
 
@@ -129,6 +132,33 @@ def find_binaries() -> KubeBinaries:
             "It needs Go (see tools/kube/go.mod) and the Go module proxy, or set KUBESCHED_KUBE_BIN."
         )
     return _checked_binaries(Path(lines[-1]), "tools/kube/build.sh output")
+
+
+@functools.cache
+def find_kubectl() -> Path:
+    """The directory of a kubectl of the control plane's version: `KUBESCHED_KUBECTL`, or built by
+    `tools/kube/build-kubectl.sh` (cached; about 2 minutes the first time)."""
+    prebuilt = os.environ.get("KUBESCHED_KUBECTL")
+    if prebuilt:
+        return Path(prebuilt).resolve().parent
+    if not KUBECTL_BUILD_SCRIPT.is_file():
+        raise ControlPlaneError(
+            f"{KUBECTL_BUILD_SCRIPT} not found: set KUBESCHED_KUBECTL to a kubectl binary instead"
+        )
+    proc = subprocess.run(
+        ["bash", str(KUBECTL_BUILD_SCRIPT)],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        check=False,
+    )
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise ControlPlaneError(
+            f"{KUBECTL_BUILD_SCRIPT} failed (exit {proc.returncode}); its stderr above says why. "
+            "Set KUBESCHED_KUBECTL to a kubectl binary instead."
+        )
+    return Path(lines[-1])
 
 
 @functools.cache
@@ -854,11 +884,16 @@ def _main(argv: Sequence[str] | None = None) -> int:
                     flush=True,
                 )
             ready = ", ".join(f"{k} {v:.1f} s" for k, v in cp.startup_seconds.items())
+            try:
+                kubectl = f"  export PATH={find_kubectl()}:$PATH   # kubectl of the same version\n"
+            except ControlPlaneError as exc:
+                kubectl = f"  (no kubectl: {exc})\n"
             print(
                 f"control plane ready ({ready})\n"
                 f"  server:     {cp.server}\n"
                 f"  logs:       {cp.workdir / 'logs'}\n"
                 f"  export KUBECONFIG={cp.kubeconfig_path}\n"
+                f"{kubectl}"
                 "Ctrl-C to stop.",
                 flush=True,
             )

@@ -159,7 +159,8 @@ class ApiClient:
     def _send(self, method: str, path: str, payload: bytes | None) -> tuple[int, bytes]:
         try:
             return self._send_once(method, path, payload)
-        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, ssl.SSLEOFError):
+            # The server closed an idle keep-alive connection (over TLS: EOF on the next write).
             self._connection().close()  # reconnects on next use
             return self._send_once(method, path, payload)
 

@@ -150,7 +150,8 @@ def test_invalid_node_quantity_names_the_file_and_field(tmp_path: Path, capsys: 
     [
         (
             "profiles:\n- plugins:\n    filter:\n      enabled: [{name: NodeFilterLabl}]\n",
-            'profiles[0].plugins.filter.enabled[0].name: unknown plugin "NodeFilterLabl"',
+            'profiles[0].plugins.filter.enabled[0].name: unknown plugin "NodeFilterLabl"'
+            ' (did you mean "NodeFilterLabel"?)',
         ),
         (
             "profiles:\n- plugins:\n    score:\n      enabled: [{name: ImageLocality, weight: -1}]\n",
@@ -178,7 +179,7 @@ def test_invalid_node_quantity_names_the_file_and_field(tmp_path: Path, capsys: 
             'leaderElection.leaseDuration: invalid duration "15 parsecs": '
             "expected a number and a unit (ns, us, ms, s, m, h)",
         ),
-        ("parallelizm: 4\n", "parallelizm: unknown field"),
+        ("parallelizm: 4\n", 'parallelizm: unknown field (did you mean "parallelism"?)'),
         ("podInitialBackoffSeconds: 0\n", "podInitialBackoffSeconds: must be greater than 0"),
     ],
 )

@@ -65,11 +65,13 @@ def test_binary_file(tmp_path: Path) -> None:
     ("text", "expected"),
     [
         pytest.param(
-            HEADER + "parallelizm: 3\n", "sched.yaml: parallelizm: unknown field", id="unknown top field"
+            HEADER + "parallelizm: 3\n",
+            'sched.yaml: parallelizm: unknown field (did you mean "parallelism"?)',
+            id="unknown top field",
         ),
         pytest.param(
             HEADER + "profiles:\n- plugins:\n    filter:\n      enabeld: []\n",
-            "sched.yaml: profiles[0].plugins.filter.enabeld: unknown field",
+            'sched.yaml: profiles[0].plugins.filter.enabeld: unknown field (did you mean "enabled"?)',
             id="unknown nested field",
         ),
         pytest.param(

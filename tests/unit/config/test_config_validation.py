@@ -213,7 +213,8 @@ CASES = [
     ),
     pytest.param(
         "profiles: [{pluginConfig: [{name: DefaultPreemption, args: {minCandidateNodes: 1}}]}]",
-        "profiles[0].pluginConfig[0].args: Object contains unknown field `minCandidateNodes`",
+        "profiles[0].pluginConfig[0].args.minCandidateNodes: unknown field"
+        ' (did you mean "minCandidateNodesAbsolute"?)',
         id="unknown field inside args",
     ),
     pytest.param(

@@ -821,7 +821,11 @@ def test_events_to_register_and_their_hints() -> None:
         ({"permitWaitingTimeSeconds": 0}, "args.permitWaitingTimeSeconds", "must be between 1 and 900"),
         ({"permitWaitingTimeSeconds": 901}, "args.permitWaitingTimeSeconds", "must be between 1 and 900"),
         ({"podGroupBackoffSeconds": -1}, "args.podGroupBackoffSeconds", "must not be negative, got -1"),
-        ({"permitWaitingTime": 5}, "args", "Object contains unknown field"),
+        (
+            {"permitWaitingTime": 5},
+            "args.permitWaitingTime",
+            'unknown field (did you mean "permitWaitingTimeSeconds"?)',
+        ),
     ],
 )
 def test_args_are_validated(raw: dict[str, Any], path: str, message: str) -> None:

@@ -607,7 +607,10 @@ def test_default_args() -> None:
             "args.minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as "
             "minCandidateNodesAbsolute",
         ),
-        ({"minCandidateNodes": 1}, "args: Object contains unknown field `minCandidateNodes`"),
+        (
+            {"minCandidateNodes": 1},
+            'args.minCandidateNodes: unknown field (did you mean "minCandidateNodesAbsolute"?)',
+        ),
         (
             {"minCandidateNodesAbsolute": "many"},
             "args.minCandidateNodesAbsolute: Expected `int`, got `str`",

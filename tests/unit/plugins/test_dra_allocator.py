@@ -360,3 +360,17 @@ def test_impossible_counters_make_a_device_unallocatable(consumes: dict[str, Any
     counters = [{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]
     slices = [slice_("s", [device("d", consumesCounters=[consumes])], node="n1", sharedCounters=counters)]
     assert run(slices, [claim("c", [exactly()])]) is None
+
+
+def test_device_table_maps_the_rows_of_each_new_node_table() -> None:
+    # Snapshots are new tables; a freed one's id is often reused by the next, whose rows may differ.
+    from kubesched.framework.node_info import NodeInfo
+    from kubesched.framework.node_table import NodeTable
+    from kubesched.plugins.dynamic_resources.allocator import MatchCache
+    from kubesched.plugins.dynamic_resources.device_table import DeviceTable
+
+    slices = [slice_(f"{n}-gpus", [gpu("gpu-0")], node=n) for n in ("n1", "n2")]
+    table = DeviceTable(SliceIndex(slices), MatchCache())
+    for order in (["n1", "n2"], ["n2", "n1"], ["n1", "n2"], ["n2", "n1"]):
+        rows = table.rows_to_nodes(NodeTable([NodeInfo(node(n)) for n in order]))
+        assert [table.nodes[i] for i in rows] == order

@@ -970,7 +970,11 @@ def test_args_decode_camel_case() -> None:
             "must be in the range [0, 100], got -1",
         ),
         ({"hardPodAffinityWeight": "heavy"}, "args.hardPodAffinityWeight", "Expected `int`, got `str`"),
-        ({"hardPodAffinityWeigth": 2}, "args", "Object contains unknown field `hardPodAffinityWeigth`"),
+        (
+            {"hardPodAffinityWeigth": 2},
+            "args.hardPodAffinityWeigth",
+            'unknown field (did you mean "hardPodAffinityWeight"?)',
+        ),
     ],
 )
 def test_arg_validation_errors(raw: dict[str, Any], path: str, message: str) -> None:

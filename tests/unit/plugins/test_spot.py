@@ -531,7 +531,7 @@ def test_camel_case_args_decode() -> None:
         ({"maxSpotReplicasPercent": 101}, "args.maxSpotReplicasPercent", "must be in the range [0, 100]"),
         ({"maxSpotReplicasPercent": -1}, "args.maxSpotReplicasPercent", "must be in the range [0, 100]"),
         ({"avoidRequired": "yes"}, "args.avoidRequired", "Expected `bool`"),
-        ({"spotLabels": [{"key": "k", "value": "v"}]}, "args.spotLabels[0]", "unknown field `value`"),
+        ({"spotLabels": [{"key": "k", "value": "v"}]}, "args.spotLabels[0].value", "unknown field"),
     ],
 )
 def test_arg_validation(raw: dict[str, Any], path: str, message: str) -> None:

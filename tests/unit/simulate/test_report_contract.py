@@ -6,6 +6,7 @@ report or in the run loop shows up as a precise difference.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from simulate_helpers import (
     node,
     nodes_by_name,
     pod,
+    run_cli,
     simulate_json,
     taint,
     write_json,
@@ -313,7 +315,9 @@ def test_failed_scheduling_reasons_are_sorted_as_strings(tmp_path: Path, capsys:
 
 def test_no_nodes_at_all(tmp_path: Path, capsys: Capsys) -> None:
     path = write_yaml(tmp_path / "c.yaml", pod("p"))
-    report = simulate_json(capsys, str(path))
+    code, out, err = run_cli(capsys, "simulate", str(path), "-o", "json")
+    assert (code, err) == (0, "kubesched: note: the input has no nodes, so no pod can be scheduled\n")
+    report = json.loads(out)
     (p,) = report["pods"]
     assert (p["result"], p["message"]) == ("Unschedulable", "no nodes available to schedule pods")
     assert report["nodes"] == []
@@ -563,7 +567,13 @@ def test_list_typed_lists_multi_doc_json_and_directory_walking(tmp_path: Path, c
     # A file named explicitly is read whatever its extension.
     explicit = write_yaml(tmp_path / "extra.manifest", pod("p-explicit"))
 
-    report = simulate_json(capsys, str(root), str(explicit))
+    code, out, err = run_cli(capsys, "simulate", str(root), str(explicit), "-o", "json")
+    # Skipped kinds are said on stderr, and the run goes on.
+    assert (code, err) == (
+        0,
+        "kubesched: note: left out 1 object(s) of kinds the scheduler does not read: Ingress (1)\n",
+    )
+    report = json.loads(out)
     pods = by_name(report)
     assert set(pods) == {"p-list", "p-multi-1", "p-multi-2", "p-json", "p-typed", "p-explicit"}
     assert {p["result"] for p in pods.values()} == {"Scheduled"}

@@ -754,7 +754,8 @@ class LiveCluster:
 
     def _observe(self, attempt: Attempt) -> None:
         if decisions.isEnabledFor(logging.DEBUG):
-            decisions.debug("scheduling attempt", extra={"fields": attempt_fields(attempt)})
+            error = attempt.error.__cause__ or attempt.error if attempt.error is not None else None
+            decisions.debug("scheduling attempt", extra={"fields": attempt_fields(attempt)}, exc_info=error)
         if attempt.result == "Waiting":
             return
         self.attempts += 1

@@ -115,7 +115,7 @@ class DeviceTable:
         self._epoch = 0
         #: device positions whose free flag changed, in order, since the last rebuild
         self._changes: list[tuple[int, int]] = []
-        self._rows: tuple[int, int, npt.NDArray[np.int64]] | None = None
+        self._rows: tuple[NodeTable, int, npt.NDArray[np.int64]] | None = None
         self._matches: dict[MatchKey, RequestMatch] = {}
         self._counts: dict[MatchKey, tuple[int, int, IntArray, BoolArray]] = {}
 
@@ -175,14 +175,14 @@ class DeviceTable:
     def rows_to_nodes(self, table: NodeTable) -> npt.NDArray[np.int64]:
         """For each table row, its node id here (-1: no local devices)."""
         cached = self._rows
-        if cached is not None and cached[0] == id(table) and cached[1] == len(table):
-            return cached[2]
+        if cached is not None and cached[0] is table and cached[1] == len(table):
+            return cached[2]  # (the table is held: a new one cannot reuse a freed one's id)
         out = np.full(len(table), -1, dtype=np.int64)
         for name, node_id in self.node_index.items():
             row = table.index.get(name)
             if row is not None:
                 out[row] = node_id
-        self._rows = (id(table), len(table), out)
+        self._rows = (table, len(table), out)
         return out
 
     def counts(self, key: MatchKey, match: RequestMatch) -> tuple[IntArray, BoolArray]:
