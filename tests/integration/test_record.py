@@ -9,6 +9,7 @@ of the steps whatever the machine's load.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -28,6 +29,7 @@ from kubesched.simulate.scenario import dump_scenario, load_scenario, parse_scen
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.fake_nodes import (
     ApiClient,
+    ApiError,
     bind_pod,
     create_node,
     create_pod,
@@ -139,6 +141,10 @@ def test_record_then_replay_reproduces_the_cluster(
     finally:
         stop.set()
         thread.join(WAIT)
+        # Other modules count the session's nodes: leave none of ours behind (A is deleted above).
+        for node in (node_a, node_b):
+            with contextlib.suppress(ApiError):
+                api.request("DELETE", f"/api/v1/nodes/{node}")
     assert not thread.is_alive() and recorded, "record_cluster did not return after stop"
 
     ours = [e for e in recorder.timeline() if node_a in e.ref.name or node_b in e.ref.name

@@ -791,6 +791,10 @@ class Scheduler:
         it is bound, so autoscalers count the room as taken; a quick bind gets no extra write."""
         b.extra["expected"] = True
         self.port.expect_binding(b.qpi.pod, b.node)
+        # The pod as the API server holds it now: clearing the nomination later must not be
+        # skipped as "no change" because the informer has not shown this write yet.
+        if (pending := self._pending.get(b.qpi.key)) is not None:
+            self._pending[b.qpi.key] = _with_nomination(pending, b.node)
 
     def stale_decision(self, b: _Binding) -> tuple[str, str] | None:
         """(reason, message) when the decision must not be bound any more; None when it still holds.
@@ -843,7 +847,7 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(freed, b.assumed, None, exclude=key)
         if key in self._pending:
             if b.extra.get("expected"):
-                self.port.set_nominated_node_name(b.qpi.pod, "")
+                self.port.set_nominated_node_name(self._pending[key], "")
             self.queue.retry_now(b.qpi)
         self.queue.done(key)
         self.on_abandoned(Abandoned(b.qpi.pod, b.fwk.profile_name, b.node, reason, message))
@@ -997,6 +1001,12 @@ def _with_node_name(pod: Pod, node: str) -> Pod:
     import msgspec
 
     return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=node))
+
+
+def _with_nomination(pod: Pod, node: str) -> Pod:
+    import msgspec
+
+    return msgspec.structs.replace(pod, status=msgspec.structs.replace(pod.status, nominated_node_name=node))
 
 
 def _node_change(old: Node, new: Node) -> ActionType:
