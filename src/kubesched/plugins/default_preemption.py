@@ -21,14 +21,20 @@ PostFilter (reference §3.5): runs only after the filters left no feasible node.
    they may no longer fit there. The pod is nominated to the node and retried later; the
    nomination keeps lower-priority pods from taking the room in the meantime.
 
+Live mode preempts asynchronously, as v1.37's SchedulerAsyncPreemption (on by default): the
+evictions run on a background thread the cluster port provides, and until they are done the
+plugin's PreEnqueue holds the pod back. The simulator evicts within the cycle, in virtual time.
+
 The plugin draws its random offset from its own generator, seeded from the scheduler's seed, so a
 simulation is reproducible and preemption does not shift the scheduler's tie-breaking sequence.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import random
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,8 +46,9 @@ from kubesched.api.objects import Pod, PodDisruptionBudget
 from kubesched.api.selectors import LabelSelectorMatcher, compile_label_selector
 from kubesched.errors import FieldErrors, InputError
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.interfaces import Handle, PostFilterPlugin
-from kubesched.framework.node_info import NodeInfo, PodInfo
+from kubesched.framework.events import ASSIGNED_POD_DELETE, ClusterEventWithHint, QueueingHint
+from kubesched.framework.interfaces import EnqueueExtensions, Handle, PostFilterPlugin, PreEnqueuePlugin
+from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import Diagnosis, PostFilterResult, fit_error_message
 
@@ -50,6 +57,7 @@ __all__ = [
     "NOT_ELIGIBLE_TERMINATING",
     "NOT_HELPFUL",
     "NO_VICTIMS",
+    "WAITING_FOR_PREEMPTION",
     "Candidate",
     "DefaultPreemption",
     "DefaultPreemptionArgs",
@@ -64,6 +72,8 @@ NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominat
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_CANDIDATE = "no candidate node for preemption"
+#: PreEnqueue's answer while the pod's victims are being evicted in the background (upstream's words).
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 #: What a rejected waiting victim is told (upstream's word).
 PREEMPTED = "preempted"
 #: The DisruptionTarget condition reason of a pod the scheduler preempts.
@@ -73,6 +83,8 @@ PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 _PRIORITY_OFFSET = 2**31
 #: Nomination records kept before stale ones are pruned.
 _NOMINATIONS_BOUND = 1024
+
+log = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------- args
@@ -132,6 +144,18 @@ class Candidate:
     name: str
     victims: list[PodInfo]
     num_pdb_violations: int = 0
+
+
+@dataclass(slots=True)
+class _Preempting:
+    """A preemption whose victims are being evicted in the background (live mode)."""
+
+    node: str
+    #: Key of the last victim once its eviction has begun: from then on the preemption counts as
+    #: done as soon as the cache sees that victim terminating or gone (see `pre_enqueue`).
+    last_victim: str | None = None
+    #: PreEnqueue held the pod back at least once.
+    gated: bool = False
 
 
 @dataclass(slots=True)
@@ -264,8 +288,11 @@ def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate |
 # --------------------------------------------------------------------------- the plugin
 
 
-class DefaultPreemption(PostFilterPlugin):
-    """PostFilter: nominate the pod to a node after evicting the fewest, least important pods there."""
+class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
+    """PostFilter: nominate the pod to a node after evicting the fewest, least important pods there.
+
+    PreEnqueue: hold the pod back while its victims are being evicted in the background.
+    """
 
     name: ClassVar[str] = "DefaultPreemption"
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
@@ -282,6 +309,42 @@ class DefaultPreemption(PostFilterPlugin):
         self.rng = random.Random(seed if isinstance(seed, int) else 0)
         #: Pod key -> node this plugin nominated it to (see `_nominated_node`).
         self._nominations: dict[str, str] = {}
+        #: Pod key -> its preemption still evicting in the background. Read under the scheduler's
+        #: lock by PreEnqueue, written by the eviction thread too: guarded by its own lock.
+        self._preempting: dict[str, _Preempting] = {}
+        self._preempting_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ PreEnqueue
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        """Upstream's async preemption gate: a pod whose victims are still being evicted waits.
+
+        The preemption counts as finished once its last victim's eviction has started and the cache
+        sees that victim terminating or gone, so a deletion event that arrives before the eviction
+        thread ends does not leave the pod held back.
+        """
+        with self._preempting_lock:
+            running = self._preempting.get(pod_key(pod))
+            if running is None:
+                return None
+            if running.last_victim is not None and self._victim_leaving(running):
+                return None
+            running.gated = True
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_FOR_PREEMPTION)
+
+    def _victim_leaving(self, running: _Preempting) -> bool:
+        if self.handle is None:
+            return True
+        snapshot = self.handle.snapshot
+        row = snapshot.index.get(running.node)
+        if row is None:
+            return True
+        victim = snapshot.infos[row].pods.get(running.last_victim or "")
+        return victim is None or bool(victim.pod.metadata.deletion_timestamp)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A victim's deletion never requeues the pod on this plugin's account (upstream's hint is
+        always QueueSkip): the plugins whose rejection the preemption resolves requeue it."""
+        return [ClusterEventWithHint(ASSIGNED_POD_DELETE, lambda pod, old, new: QueueingHint.SKIP)]
 
     # ------------------------------------------------------------------ sizing
     def calculate_num_candidates(self, num_nodes: int) -> int:
@@ -557,37 +620,102 @@ class DefaultPreemption(PostFilterPlugin):
 
     # ------------------------------------------------------------------ prepare
     def prepare_candidate(self, handle: Handle, candidate: Candidate, preemptor: Pod) -> Status | None:
-        """Evict the victims, announce it, and free the node from lower-priority nominations."""
+        """Evict the victims, announce it, and free the node from lower-priority nominations.
+
+        Where the cluster evicts in the background (live mode, as v1.37's SchedulerAsyncPreemption),
+        the evictions run there and this returns at once; the simulator evicts here, in virtual time.
+        """
+        background = getattr(handle, "background_eviction", None)
+        port = background() if callable(background) else None
+        if port is not None:
+            self._prepare_in_background(handle, port, candidate, preemptor)
+            return None
         node = candidate.name
-        priority = preemptor.spec.priority or 0
         try:
             for pi in candidate.victims:
                 victim = pi.pod
                 if handle.get_waiting_pod(pi.key) is not None:
                     handle.reject_waiting_pod(pi.key, self.name, PREEMPTED)
                 else:
-                    handle.delete_pod(
-                        victim,
-                        reason=PREEMPTION_BY_SCHEDULER,
-                        message=(
-                            f"{preemptor.spec.scheduler_name}: "
-                            "preempting to accommodate a higher priority pod"
-                        ),
-                    )
-                handle.record_event(
-                    victim,
-                    type="Normal",
-                    reason="Preempted",
-                    action="Preempting",
-                    note=f"Preempted by pod {preemptor.metadata.uid} on node {node}",
-                )
+                    handle.delete_pod(victim, reason=PREEMPTION_BY_SCHEDULER, message=_why(preemptor))
+                _announce(handle, victim, preemptor, node)
         except Exception as exc:  # a failed eviction fails this attempt, not the scheduler
             return Status.as_error(str(exc) or type(exc).__name__)
-        # Lower-priority pods nominated here may no longer fit: let them look elsewhere.
+        self._clear_lower_nominations(handle, preemptor, node)
+        return None
+
+    def _prepare_in_background(self, handle: Handle, port: Any, candidate: Candidate, preemptor: Pod) -> None:
+        """Upstream's prepareCandidateAsync. Victims waiting at Permit are rejected here (in memory,
+        under the scheduler's lock); victims already terminating are skipped; the others are evicted
+        by a background thread, the last one only after all the others succeeded. Any error other
+        than "already gone" stops the evictions and moves the pod back to activeQ, where it tries
+        again (its nomination stays, as upstream's does)."""
+        node, key = candidate.name, pod_key(preemptor)
+        self._clear_lower_nominations(handle, preemptor, node)
+        to_evict: list[Pod] = []
+        for pi in candidate.victims:
+            if handle.get_waiting_pod(pi.key) is not None:
+                handle.reject_waiting_pod(pi.key, self.name, PREEMPTED)
+                _announce(handle, pi.pod, preemptor, node)
+            elif not pi.pod.metadata.deletion_timestamp:
+                to_evict.append(pi.pod)
+        if not to_evict:
+            return
+        running = _Preempting(node)
+        with self._preempting_lock:
+            self._preempting[key] = running
+        failed: list[BaseException] = []
+
+        def evict(victim: Pod) -> None:
+            if port.evict_now(victim, reason=PREEMPTION_BY_SCHEDULER, message=_why(preemptor)):
+                _announce(handle, victim, preemptor, node)
+
+        def work() -> None:
+            try:
+                for victim in to_evict[:-1]:
+                    evict(victim)
+                with self._preempting_lock:
+                    running.last_victim = pod_key(to_evict[-1])
+                evict(to_evict[-1])
+            except Exception as exc:
+                log.warning("preemption for %s on node %s stopped: %s", key, node, exc)
+                failed.append(exc)
+                raise
+
+        def then() -> None:
+            with self._preempting_lock:
+                self._preempting.pop(key, None)
+            if failed:
+                handle.activate([preemptor])  # upstream: do not leave the pod parked after an error
+            elif running.gated:
+                # kubesched's leftover flush leaves gated pods alone, so a pod held back by the
+                # gate would wait for ever; upstream's flush retries it within 5 minutes.
+                handle.activate([preemptor])
+
+        port.run_in_background(work, then)
+
+    @staticmethod
+    def _clear_lower_nominations(handle: Handle, preemptor: Pod, node: str) -> None:
+        """Lower-priority pods nominated to `node` may no longer fit there: let them look elsewhere."""
+        priority = preemptor.spec.priority or 0
         for pi in handle.nominated_pods_for_node(node):
             if pi.priority < priority:
                 try:
                     handle.set_nominated_node(pi.pod, "")
                 except Exception:  # not critical: the nomination is re-evaluated on its next attempt
                     continue
-        return None
+
+
+def _why(preemptor: Pod) -> str:
+    """The DisruptionTarget message a victim gets (upstream's words)."""
+    return f"{preemptor.spec.scheduler_name}: preempting to accommodate a higher priority pod"
+
+
+def _announce(handle: Handle, victim: Pod, preemptor: Pod, node: str) -> None:
+    handle.record_event(
+        victim,
+        type="Normal",
+        reason="Preempted",
+        action="Preempting",
+        note=f"Preempted by pod {preemptor.metadata.uid} on node {node}",
+    )

@@ -43,7 +43,13 @@ from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
-from kubesched.scheduler.ports import BindRefused, ClusterPort, ResourceClaimPort, VolumeBinderPort
+from kubesched.scheduler.ports import (
+    BackgroundEvictionPort,
+    BindRefused,
+    ClusterPort,
+    ResourceClaimPort,
+    VolumeBinderPort,
+)
 from kubesched.scheduler.queue import SchedulingQueue
 
 if TYPE_CHECKING:
@@ -265,6 +271,11 @@ class _ProfileHandle:
 
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
         self._s.port.delete_pod(pod, reason=reason, message=message)
+
+    def background_eviction(self) -> BackgroundEvictionPort | None:
+        """The port's asynchronous eviction (live mode), or None: evict synchronously (simulator)."""
+        port = self._s.port
+        return port if isinstance(port, BackgroundEvictionPort) else None
 
     def process_preemption_with_extenders(
         self, pod: Pod, candidates: dict[str, tuple[list[Pod], int]]

@@ -47,7 +47,7 @@ def test_lists_builtin_and_installed_plugins(
         "args": None,
         "from": "built-in",
     }
-    assert rows["DefaultPreemption"]["extensionPoints"] == ["postFilter"]
+    assert rows["DefaultPreemption"]["extensionPoints"] == ["preEnqueue", "postFilter"]
     assert rows["NodeResourcesFit"]["args"] == "NodeResourcesFitArgs"
     assert rows["GPUScheduler"]["defaultProfile"] is None  # opt-in
     assert rows["NoFridays"] == {

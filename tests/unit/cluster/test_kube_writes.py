@@ -307,3 +307,51 @@ def test_other_bind_failures_propagate_unchanged() -> None:
     with pytest.raises(ApiError) as info:
         Binder(kube).bind(pod(), "n1")  # type: ignore[arg-type]
     assert not isinstance(info.value, BindConflict) and info.value.is_transport
+
+
+@pytest.mark.parametrize(
+    ("fail", "expected", "deleted"),
+    [
+        pytest.param(None, True, 1, id="evicted"),
+        pytest.param(("patch", 404), False, 0, id="gone-before-the-condition"),
+        pytest.param(("delete", 404), False, 1, id="gone-before-the-deletion"),
+        pytest.param(("delete", 409), False, 1, id="replaced-uid-precondition"),
+        pytest.param(("patch", 422), "raise", 0, id="invalid-condition-stops"),
+        pytest.param(("delete", 500), "raise", 1, id="server-error-stops"),
+    ],
+)
+def test_evict_now_is_synchronous_and_tells_gone_from_failed(
+    fail: tuple[str, int] | None, expected: bool | str, deleted: int
+) -> None:
+    """Async preemption's eviction (upstream's PreemptPod): DisruptionTarget then deletion, on the
+    caller's thread; a victim already gone is not an error, anything else is raised."""
+
+    class Kube(FakeKube):
+        def patch(self, path: str, obj: Any, *, content_type: str = "") -> Any:
+            super().patch(path, obj)
+            if fail is not None and fail[0] == "patch":
+                raise ApiError(fail[1], "Failure", "refused")
+            return None
+
+        def delete(self, path: str, obj: Any = None) -> Any:
+            super().delete(path, obj)
+            if fail is not None and fail[0] == "delete":
+                raise ApiError(fail[1], "Failure", "refused")
+            return None
+
+    kube = Kube()
+    writer = PodStatusWriter(kube, NoCalls(), clock=lambda: 0.0)  # type: ignore[arg-type]
+    victim = pod(uid="u-1")
+    if expected == "raise":
+        with pytest.raises(ApiError):
+            writer.evict_now(victim, reason="PreemptionByScheduler", message="kubesched: preempting")
+    else:
+        assert (
+            writer.evict_now(victim, reason="PreemptionByScheduler", message="kubesched: preempting")
+            is expected
+        )
+    condition = kube.patches[0][1]["status"]["conditions"][0]
+    assert (condition["type"], condition["reason"], condition["message"]) == (
+        "DisruptionTarget", "PreemptionByScheduler", "kubesched: preempting"
+    )  # fmt: skip
+    assert kube.deleted == ["/api/v1/namespaces/default/pods/web-1"] * deleted

@@ -468,6 +468,25 @@ class LiveCluster:
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
         self.status.delete_pod(pod, reason=reason, message=message)
 
+    def evict_now(self, pod: Pod, *, reason: str, message: str) -> bool:
+        """Synchronous; called from a preemption's background thread, which holds no lock."""
+        return self.status.evict_now(pod, reason=reason, message=message)
+
+    def run_in_background(self, work: Callable[[], None], then: Callable[[], None]) -> None:
+        """A preemption's evictions (upstream's goroutine): `work` without the state lock, so the loop
+        keeps scheduling; `then` under it, even if `work` raised."""
+
+        def run() -> None:
+            try:
+                work()
+            except Exception:
+                log.exception("background preemption failed")
+            finally:
+                with self._lock:
+                    then()
+
+        threading.Thread(target=run, name="kubesched-preemption", daemon=True).start()
+
     def lister(self, kind: str) -> list[Any]:
         informer = self.informers.get(kind)
         return informer.objects() if informer is not None else []

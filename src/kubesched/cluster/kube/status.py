@@ -134,9 +134,23 @@ class PodStatusWriter:
     def _patch(self, pod: Pod, patch: dict[str, Any]) -> None:
         self.client.patch(_status_path(pod), patch, content_type=STRATEGIC_MERGE_PATCH)
 
-    def _evict(self, pod: Pod, reason: str, message: str, now: float) -> None:
-        """Both steps are safe to repeat: a retry after a lost answer to the deletion finds the pod
-        gone (404, final) or, if it was recreated, refused by the UID precondition."""
+    def evict_now(self, pod: Pod, *, reason: str, message: str) -> bool:
+        """Evict a preemption victim on the calling thread, as v1.37's async preemption does: the
+        DisruptionTarget condition, then the deletion. False when the victim was already gone (404 on
+        either step, or 409: the UID precondition found a different pod of that name); any other
+        error is raised (the caller abandons the rest of the preemption)."""
+        try:
+            self._patch(pod, self._disruption_patch(pod, reason, message, self._clock()))
+            self.client.delete(_pod_path(pod), _delete_options(pod))
+        except ApiError as exc:
+            if exc.code in (404, 409):
+                log.info("preemption victim %s already gone: %s", pod.key, exc)
+                return False
+            raise
+        return True
+
+    @staticmethod
+    def _disruption_patch(pod: Pod, reason: str, message: str, now: float) -> dict[str, Any]:
         condition = {
             "type": "DisruptionTarget",
             "status": "True",
@@ -147,13 +161,27 @@ class PodStatusWriter:
         patch: dict[str, Any] = {"status": {"conditions": [condition]}}
         if pod.metadata.uid:
             patch["metadata"] = {"uid": pod.metadata.uid}
+        return patch
+
+    def _evict(self, pod: Pod, reason: str, message: str, now: float) -> None:
+        """Both steps are safe to repeat: a retry after a lost answer to the deletion finds the pod
+        gone (404, final) or, if it was recreated, refused by the UID precondition."""
         try:
-            self._patch(pod, patch)
+            self._patch(pod, self._disruption_patch(pod, reason, message, now))
         except ApiError as exc:
             if exc.code != 422:  # an invalid condition must not save the victim; anything else stops
                 raise
             log.info("disruption condition of %s not written: %s", pod.key, exc)
-        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
-        if pod.metadata.uid:
-            options["preconditions"] = {"uid": pod.metadata.uid}
-        self.client.delete(f"/api/v1/namespaces/{pod.metadata.namespace}/pods/{pod.metadata.name}", options)
+        self.client.delete(_pod_path(pod), _delete_options(pod))
+
+
+def _pod_path(pod: Pod) -> str:
+    return f"/api/v1/namespaces/{pod.metadata.namespace}/pods/{pod.metadata.name}"
+
+
+def _delete_options(pod: Pod) -> dict[str, Any]:
+    """DeleteOptions guarded by the pod's UID: a pod recreated under the same name is not evicted."""
+    options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+    if pod.metadata.uid:
+        options["preconditions"] = {"uid": pod.metadata.uid}
+    return options
