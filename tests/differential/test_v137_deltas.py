@@ -357,3 +357,111 @@ def test_a_pod_shows_its_node_while_prebind_provisions_its_volume(
     live0, live1 = differential.live.run(s)
     assert (live0.node, live0.nominations) == (n0, {n0})
     assert (live1.node, live1.nominations) == (n0, set())
+
+
+# --------------------------------------------------------------------------- SchedulerAsyncPreemption
+
+
+def _events(api: Any, name: str, uid: str) -> list[tuple[str, str]]:
+    """(reason, note) of the Events about this very pod, oldest first."""
+    items = [
+        e
+        for e in api.list_all(
+            "/apis/events.k8s.io/v1/namespaces/default/events", {"fieldSelector": f"regarding.name={name}"}
+        )
+        if (e.get("regarding") or {}).get("uid") == uid
+    ]
+    items.sort(key=lambda e: (e.get("eventTime") or "", e["metadata"].get("creationTimestamp") or ""))
+    return [(e["reason"], e.get("note", "")) for e in items]
+
+
+def _preempt_and_watch(sched: Any, s: Scenario) -> dict[str, Any]:
+    """Schedule `s`'s one pending pod, which must preempt `s`'s one running pod (held by a finalizer
+    so its DisruptionTarget condition can be read), and record what the API server saw."""
+    from kubesched.testing.differential.cluster import pod_path, wait_until
+
+    api = sched.api
+    (victim,) = s.running
+    vname = victim["metadata"]["name"]
+    try:
+        sched._set_up(s)
+        created = sched._create_pending(s, s.pending[0])
+        pname, uid = created["metadata"]["name"], created["metadata"]["uid"]
+        seen: list[tuple[str, str, str]] = []
+
+        def look() -> bool:
+            p = api.get(pod_path("default", pname))
+            cond: Obj = next(
+                (c for c in p["status"].get("conditions") or [] if c["type"] == "PodScheduled"), {}
+            )
+            state = (cond.get("status", ""), cond.get("reason", ""), p["status"].get("nominatedNodeName", ""))
+            if any(state) and (not seen or seen[-1] != state):  # not yet tried: nothing to compare
+                seen.append(state)
+            # The victim's finalizer keeps the preemptor from binding: its nominated state stays.
+            terminating = api.get(pod_path("default", vname))["metadata"].get("deletionTimestamp")
+            return bool(terminating) and bool(state[2])
+
+        wait_until("the victim's eviction", look)
+        evicted = api.get(pod_path("default", vname))
+        disruption = next(c for c in evicted["status"]["conditions"] if c["type"] == "DisruptionTarget")
+        evicted["metadata"]["finalizers"] = []
+        api.request("PUT", pod_path("default", vname), evicted)
+        wait_until(
+            "the preemptor's bind", lambda: bool(api.get(pod_path("default", pname))["spec"].get("nodeName"))
+        )
+        wait_until(
+            "its Scheduled Event",
+            lambda: [r for r, _ in _events(api, pname, uid)][-1:] == ["Scheduled"],
+        )
+        # Both schedulers send Events in the background: the victim's may come after the bind.
+        vuid = evicted["metadata"]["uid"]
+        wait_until("the victim's Preempted Event", lambda: bool(_events(api, vname, vuid)))
+        name = sched.scheduler_name or "default-scheduler"
+        return {
+            "preemptor": [(r, n.replace(uid, "<uid>")) for r, n in _events(api, pname, uid)],
+            "states": seen,
+            "disruption": {
+                k: str(disruption[k]).replace(name, "<scheduler>") for k in ("status", "reason", "message")
+            },
+            "victim": [
+                (r, n.replace(uid, "<uid>")) for r, n in _events(api, vname, evicted["metadata"]["uid"])
+            ],
+        }
+    finally:
+        try:
+            current = api.get(pod_path("default", vname))
+            current["metadata"]["finalizers"] = []
+            api.request("PUT", pod_path("default", vname), current)
+        except Exception:
+            pass  # already gone
+        sched._tear_down(s)
+
+
+def test_async_preemption_nominates_at_once_and_evicts_like_upstream(differential: Harnesses) -> None:
+    """SchedulerAsyncPreemption (on in v1.37.2): the preemptor is nominated in its failed attempt, the
+    victim gets DisruptionTarget and is deleted in the background, and the preemptor binds once the
+    victim is gone. `kubesched run` must show the same Events, conditions and victim condition."""
+    outcomes = []
+    for sched in (differential.upstream, differential.live):
+        assert sched is not None
+        s = Scenario(seed=0, label="d-async-preemption")
+        s.nodes = [node(s, 0, cpu="2")]
+        victim = running(s, pod(s, "victim", cpu="2", priorityClassName="low"), 0)
+        victim["metadata"]["finalizers"] = ["example.com/hold"]
+        s.running = [victim]
+        s.pending = [pod(s, "vip", cpu="2", priorityClassName="high")]
+        outcomes.append(_preempt_and_watch(sched, s))
+    upstream, mine = outcomes
+    n0 = "d-async-preemption-n0"
+    assert upstream["disruption"] == {
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": "<scheduler>: preempting to accommodate a higher priority pod",
+    }
+    assert ("False", "Unschedulable", n0) in upstream["states"]
+    assert upstream["preemptor"][-1] == (
+        "Scheduled",
+        f"Successfully assigned default/d-async-preemption-vip to {n0}",
+    )
+    for key in upstream:
+        assert mine[key] == upstream[key], f"{key}: kubesched {mine[key]} != upstream {upstream[key]}"
