@@ -46,11 +46,11 @@ def chromium_path() -> str:
     return found
 
 
-def kubesched_html(tmp_path: Path, name: str, *argv: str) -> Path:
+def kubesched_html(tmp_path: Path, name: str, *argv: str, command: str = "simulate") -> Path:
     out = tmp_path / f"{name}.html"
     with out.open("wb") as sink:
         done = subprocess.run(
-            [sys.executable, "-m", "kubesched.cli", "simulate", *argv, "--output", "html"],
+            [sys.executable, "-m", "kubesched.cli", command, *argv, "--output", "html"],
             stdout=sink,
             stderr=subprocess.PIPE,
             text=False,
@@ -135,4 +135,39 @@ def test_a_snapshot_report_explains_an_unschedulable_pod_node_by_node(
     assert "default/hello-on-b" in explain
     assert "NodeFilterLabel" in explain and "node(s) had label node=hello" in explain
     assert "0/3 nodes are available" in explain
+    assert problems == []
+
+
+def test_a_comparison_report_draws_each_configuration_side_by_side(browser: object, tmp_path: Path) -> None:
+    gpu = REPO / "examples/gpu"
+    path = kubesched_html(
+        tmp_path,
+        "compare",
+        str(gpu / "cluster"),
+        "--config",
+        str(gpu / "baseline-config.yaml"),
+        "--config",
+        str(gpu / "scheduler-config.yaml"),
+        command="compare",
+    )
+    page, problems = open_report(browser, path, "compare-report.png")
+    charts = rendered_charts(page)
+    for chart in (
+        "chart-compare-results",
+        "chart-compare-reasons",
+        "chart-compare-preemptions",
+        "chart-compare-utilization",
+        "chart-compare-stranded",
+        "chart-compare-zones",
+        "chart-compare-gangs",
+    ):
+        assert charts.get(chart, 0) > 0, charts
+    # one legend entry per configuration, and the table's columns in --config order
+    legend = page.locator("#chart-compare-utilization .legendtext").all_text_contents()  # type: ignore[attr-defined]
+    assert legend == ["baseline-config", "scheduler-config"]
+    table = page.locator("#chart-compare-table").text_content()  # type: ignore[attr-defined]
+    assert table.index("baseline-config") < table.index("scheduler-config")
+    assert "largest input pod still placeable" in table
+    assert page.locator("#cards .card").count() == 5  # type: ignore[attr-defined]
+    assert page.locator("#pods").is_hidden()  # type: ignore[attr-defined]
     assert problems == []

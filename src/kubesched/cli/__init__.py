@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import logging
 import os
@@ -35,9 +36,15 @@ def entry() -> NoReturn:
     past its exit bound while a standby waits. Such a command sets `exit_without_teardown`: once it
     returned, everything it wrote is flushed and the process ends at once, as a Go binary does.
     Other commands exit normally (temporary directories and worker pools clean up at exit).
+
+    A one-shot command whose heap lives until it exits sets `cyclic_gc=False`: the process runs
+    without the cyclic garbage collector, which would only walk that heap again and again as it
+    grows. (`main`, which tests call in their own process, leaves the collector alone.)
     """
     parser = _parser()
     args = parser.parse_args()
+    if not getattr(args, "cyclic_gc", True):
+        gc.disable()
     code = _dispatch(parser, args)
     if getattr(args, "exit_without_teardown", False):
         logging.shutdown()

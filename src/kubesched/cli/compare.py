@@ -11,6 +11,7 @@ from kubesched.cli.inputs import (
     add_output_option,
     add_seed_option,
     load_configs,
+    refuse_html_on_terminal,
 )
 from kubesched.errors import InputError
 
@@ -26,14 +27,15 @@ def add_compare_command(subparsers: argparse._SubParsersAction[argparse.Argument
             "Simulate PATHs (or the bundled demo cluster) once per --config and print, side by side: pods "
             "scheduled and unschedulable by reason, preemptions, utilization per resource (mean and spread "
             "over nodes), fragmentation (stranded extended resources, the largest pod shape still "
-            "placeable), zone balance and gangs placed. `--config default` is upstream's default profile."
+            "placeable), zone balance and gangs placed; `-o html` draws them as charts. "
+            "`--config default` is upstream's default profile."
         ),
     )
     cmd.add_argument("paths", nargs="*", metavar="PATH", help="YAML/JSON files or directories of objects")
     add_configs_option(
         cmd, required=True, help="a KubeSchedulerConfiguration, or `default`; give two or more"
     )
-    add_output_option(cmd)
+    add_output_option(cmd, html=True)
     add_seed_option(cmd)
     cmd.set_defaults(func=_compare)
 
@@ -49,12 +51,17 @@ def _compare(args: argparse.Namespace) -> int:
 
     if len(args.configs) < 2:
         raise InputError("give at least two configurations to compare", path="--config")
+    refuse_html_on_terminal(args.output)
     registry = default_registry()
     configs = load_configs(args.configs, registry)
     paths = list(args.paths) or [str(DEMO_DIR / "cluster")]
     comparison = compare(load_paths(paths), configs, registry, seed=args.seed)
     if args.output == "json":
         sys.stdout.buffer.write(to_json(comparison) + b"\n")
+    elif args.output == "html":
+        from kubesched.simulate.html import compare_html
+
+        sys.stdout.buffer.write(compare_html(comparison))
     else:
         render_comparison(comparison, Console(width=None if sys.stdout.isatty() else 200, highlight=False))
     return 0

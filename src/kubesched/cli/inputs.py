@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ __all__ = [
     "input_notes",
     "load_configs",
     "load_inputs",
+    "refuse_html_on_terminal",
 ]
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "simulate" / "demo"
@@ -31,8 +33,22 @@ def add_seed_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_output_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--output", "-o", choices=("table", "json"), default="table", help="report format")
+def add_output_option(parser: argparse.ArgumentParser, *, html: bool = False) -> None:
+    """`--output/-o table|json`, and `html` (one self-contained page) where the command has one."""
+    parser.add_argument(
+        "--output",
+        "-o",
+        choices=("table", "json", "html") if html else ("table", "json"),
+        default="table",
+        help="report format"
+        + ("; html is one self-contained page with charts (redirect it to a file)" if html else ""),
+    )
+
+
+def refuse_html_on_terminal(output: str) -> None:
+    """A whole web page on a terminal is noise: `--output html` must be redirected."""
+    if output == "html" and sys.stdout.isatty():
+        raise InputError("--output html writes a whole web page: redirect it to a file (> report.html)")
 
 
 def add_configs_option(parser: argparse.ArgumentParser, *, required: bool, help: str) -> None:

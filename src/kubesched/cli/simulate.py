@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kubesched.cli.inputs import DEMO_DIR, input_notes, load_inputs
+from kubesched.cli.inputs import DEMO_DIR, input_notes, load_inputs, refuse_html_on_terminal
 from kubesched.errors import InputError, did_you_mean
 from kubesched.framework.registry import Registry
 from kubesched.simulate.report import POD_SELECTIONS
@@ -100,8 +100,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from kubesched.simulate.table import TableOptions, render_table
 
     registry = default_registry()
-    if args.output == "html" and sys.stdout.isatty():
-        raise InputError("--output html writes a whole web page: redirect it to a file (> report.html)")
+    refuse_html_on_terminal(args.output)
     if args.scenario is not None:
         return _replay(args, registry)
     objects, config = load_inputs(args.paths, args.config, registry)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -21,27 +23,25 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
     table.add_column("FIGURE")
     for run in runs:
         table.add_column(escape(run.name), justify="right")
+    for label, cells in comparison_rows(comparison):
+        table.add_row(escape(label), *(escape(c) for c in cells))
+    console.print(table)
 
-    def row(label: str, cells: list[object]) -> None:
-        table.add_row(escape(label), *(escape(str(c)) for c in cells))
+
+def comparison_rows(comparison: Comparison) -> list[tuple[str, list[str]]]:
+    """Every figure as (label, one cell per configuration): the table and the HTML report's table."""
+    runs = comparison.runs
+    rows: list[tuple[str, list[str]]] = []
+
+    def row(label: str, cells: Sequence[object]) -> None:
+        rows.append((label, [str(c) for c in cells]))
 
     row("pods scheduled", [r.scheduled for r in runs])
     row("pods unschedulable", [r.unschedulable for r in runs])
     if any(r.ignored for r in runs):
         row("pods ignored (no profile of that name)", [r.ignored for r in runs])
-    reasons: dict[str, int] = {}
-    for run in runs:
-        for reason, n in run.unschedulable_by_reason.items():
-            reasons[reason] = max(reasons.get(reason, 0), n)
-    ranked = sorted(reasons, key=lambda reason: (-reasons[reason], reason))
-    for reason in ranked[:_REASONS_SHOWN]:
-        row(f"  {reason}", [r.unschedulable_by_reason.get(reason, 0) for r in runs])
-    if len(ranked) > _REASONS_SHOWN:
-        rest = ranked[_REASONS_SHOWN:]
-        row(
-            f"  {len(rest)} other reasons",
-            [sum(r.unschedulable_by_reason.get(x, 0) for x in rest) for r in runs],
-        )
+    for reason, counts in unschedulable_reasons(runs):
+        row(f"  {reason}", counts)
     row("pods evicted (preemption)", [r.evicted for r in runs])
     row("pods that preempted", [r.preemptors for r in runs])
     resources = list(dict.fromkeys(res for run in runs for res in run.utilization))
@@ -51,7 +51,7 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
         row(f"{resource} stranded", [r.stranded.get(resource, 0) for r in runs])
     for resource in dict.fromkeys(res for run in runs for res in run.largest_free):
         row(f"most {resource} free on one node", [r.largest_free.get(resource, "-") for r in runs])
-    row("largest input pod still placeable", [_shape(r.largest_placeable) for r in runs])
+    row("largest input pod still placeable", [shape_text(r.largest_placeable) for r in runs])
     zones = list(dict.fromkeys(z for run in runs for z in run.zones))
     for zone in zones:
         row(f"placed in zone {zone}", [r.zones.get(zone, 0) for r in runs])
@@ -62,10 +62,32 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
         row("gangs placed in part", [r.gangs.partial for r in runs])
         row("gangs not placed", [r.gangs.not_placed for r in runs])
     row("seconds", [f"{r.seconds:.2f}" for r in runs])
-    console.print(table)
+    return rows
 
 
-def _shape(requests: dict[str, str] | None) -> str:
+def unschedulable_reasons(runs: Sequence[ConfigRun]) -> list[tuple[str, list[int]]]:
+    """The most frequent reasons (by their largest count in any run), one count per run; the rest summed."""
+    reasons: dict[str, int] = {}
+    for run in runs:
+        for reason, n in run.unschedulable_by_reason.items():
+            reasons[reason] = max(reasons.get(reason, 0), n)
+    ranked = sorted(reasons, key=lambda reason: (-reasons[reason], reason))
+    out = [
+        (reason, [r.unschedulable_by_reason.get(reason, 0) for r in runs])
+        for reason in ranked[:_REASONS_SHOWN]
+    ]
+    if len(ranked) > _REASONS_SHOWN:
+        rest = ranked[_REASONS_SHOWN:]
+        out.append(
+            (
+                f"{len(rest)} other reasons",
+                [sum(r.unschedulable_by_reason.get(x, 0) for x in rest) for r in runs],
+            )
+        )
+    return out
+
+
+def shape_text(requests: dict[str, str] | None) -> str:
     return " ".join(f"{k}={v}" for k, v in requests.items()) if requests else "none"
 
 

@@ -188,3 +188,24 @@ def test_semver_precedence(low: str, high: str) -> None:
 def test_semver_rejects(bad: str) -> None:
     with pytest.raises(SemverError):
         parse_semver(bad)
+
+
+def test_the_cel_runtime_is_imported_only_when_a_selector_is_compiled() -> None:
+    """Every profile imports the DRA plugins; a cluster without DRA objects must not pay for CEL."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from kubesched.plugins import default_registry\n"
+        "default_registry()\n"
+        "print(sorted(m for m in ('cel_expr_python', 'google.protobuf') if m in sys.modules))\n"
+        "from kubesched.cel import compile_selector\n"
+        "assert compile_selector('device.driver == \"x\"').error == ''\n"
+        "print('cel_expr_python' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "True"]

@@ -1,6 +1,8 @@
-"""How the `kubesched` process ends: `run` skips the interpreter's teardown (its heap would take
-seconds to collect after a SIGTERM, past the exit bound), flushing what it wrote first; every other
-command exits normally, so its at-exit clean-ups (temporary directories, pools) still run."""
+"""How the `kubesched` process ends: `run` and `explain` skip the interpreter's teardown (a big heap
+takes seconds to collect after a SIGTERM, past the exit bound; explain's answer is written by then),
+flushing what they wrote first; every other command exits normally, so its at-exit clean-ups
+(temporary directories, pools) still run. `explain`, a one-shot command whose heap lives until it
+exits, runs without the cyclic garbage collector; the others keep it."""
 
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ _SCRIPT = """
 import atexit, sys
 atexit.register(lambda: print("teardown ran", file=sys.stderr))
 print("written before the command")
+import gc, kubesched.cli
+dispatch = kubesched.cli._dispatch
+kubesched.cli._dispatch = lambda *a: (print(f"gc {gc.isenabled()}", file=sys.stderr), dispatch(*a))[1]
 sys.argv = ["kubesched", *sys.argv[1:]]
 from kubesched.cli import entry
 entry()
@@ -27,15 +32,21 @@ def _kubesched(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    ("argv", "teardown"),
+    ("argv", "teardown", "gc"),
     [
-        (["run", "--config", "/nonexistent/kubesched.yaml"], False),
-        (["config", "validate", "/nonexistent/kubesched.yaml"], True),
+        (["run", "--config", "/nonexistent/kubesched.yaml"], False, True),
+        (["explain", "default/p", "--config", "/nonexistent/kubesched.yaml"], False, False),
+        (["config", "validate", "/nonexistent/kubesched.yaml"], True, True),
+        (["simulate", "--config", "/nonexistent/kubesched.yaml", "/nonexistent"], True, True),
     ],
 )
-def test_only_run_skips_the_teardown_and_nothing_written_is_lost(argv: list[str], teardown: bool) -> None:
+def test_only_run_and_explain_skip_the_teardown_and_nothing_written_is_lost(
+    argv: list[str], teardown: bool, gc: bool
+) -> None:
     done = _kubesched(*argv)
     assert done.returncode == 2, done.stderr
     assert done.stdout == "written before the command\n"  # flushed although the buffer was not full
-    assert done.stderr.startswith("kubesched: /nonexistent/kubesched.yaml"), done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == f"gc {gc}", done.stderr
+    assert lines[1].startswith("kubesched: /nonexistent/kubesched.yaml"), done.stderr
     assert ("teardown ran" in done.stderr) is teardown, done.stderr

@@ -14,11 +14,13 @@ from typing import Any
 
 import msgspec
 
+from kubesched.simulate.compare import Comparison
+from kubesched.simulate.html.compare_figures import compare_figures
 from kubesched.simulate.html.figures import Figure, replay_figures, snapshot_figures
 from kubesched.simulate.replay_report import ReplayPod, ReplayReport
 from kubesched.simulate.report import PodResult, Report
 
-__all__ = ["render_page", "replay_html", "snapshot_html"]
+__all__ = ["compare_html", "render_page", "replay_html", "snapshot_html"]
 
 #: With --explain, a pod lists at most this many rejected nodes per (plugin, reason) and scored nodes.
 NODES_PER_REASON = 10
@@ -91,6 +93,26 @@ def replay_html(report: ReplayReport, *, title: str | None = None) -> bytes:
     )
 
 
+def compare_html(comparison: Comparison, *, title: str = "kubesched compare") -> bytes:
+    """The configurations side by side; no pods table (each pod has one explanation per configuration)."""
+    runs = comparison.runs
+    cards: list[tuple[str, Any]] = [
+        ("pods", comparison.pods),
+        ("nodes", comparison.nodes),
+        ("configurations", len(runs)),
+    ]
+    cards += [(f"scheduled by {r.name}", f"{r.scheduled}/{comparison.pods}") for r in runs]
+    subtitle = (
+        f"{comparison.pods} pods on {comparison.nodes} nodes under "
+        + ", ".join(f"{r.name} ({r.config})" for r in runs)
+        + f"; seed {comparison.seed}"
+    )
+    figures = compare_figures(comparison)
+    for figure in figures:
+        figure["wide"] = figure["id"] in ("chart-compare-table", "chart-compare-reasons")
+    return render_page(title, subtitle, cards, figures, [], [])
+
+
 def render_page(
     title: str,
     subtitle: str,
@@ -99,7 +121,7 @@ def render_page(
     columns: Sequence[tuple[str, str]],
     pods: Sequence[dict[str, Any]],
 ) -> bytes:
-    """The page for any report: summary cards, figures (drawn in order) and the pods table."""
+    """The page for any report: summary cards, figures (drawn in order) and the pods table (if columns)."""
     data = {
         "title": title,
         "subtitle": subtitle,

@@ -41,6 +41,7 @@
 
   // ------------------------------------------------------------------ the pods table
   const columns = report.columns;
+  document.getElementById("pods").hidden = columns.length === 0; // a comparison has no pods table
   const head = document.getElementById("pods-head");
   for (const [, label] of columns) head.append(el("th", {}, label));
   const search = document.getElementById("pods-search");
