@@ -18,6 +18,7 @@ Run: `.venv/bin/python benchmarks/explain_latency.py [--nodes 5000] [--running 5
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -109,7 +110,8 @@ def explain_once(kubeconfig: str, pod: str) -> tuple[float, float, dict[str, obj
 
 
 def phases(kubeconfig: str) -> dict[str, float]:
-    """CPU seconds of each phase of one explain, in this process (imports timed in a fresh one)."""
+    """CPU seconds of each phase of one explain, in this process (imports timed in a fresh one),
+    without the cyclic garbage collector as `kubesched explain` runs."""
     from kubesched.cluster.kube.client import KubeClient
     from kubesched.cluster.kube.snapshot import read_snapshot
     from kubesched.config import default_config
@@ -119,20 +121,24 @@ def phases(kubeconfig: str) -> dict[str, float]:
     imports = "import kubesched.cli, kubesched.cli.explain, kubesched.simulate.explain"
     imports += ", kubesched.cluster.kube.snapshot"
     with tempfile.TemporaryFile() as sink:
-        code = f"{imports}; kubesched.cli._parser(['explain'])"
+        code = f"import gc; gc.disable(); {imports}; kubesched.cli._parser(['explain'])"
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=sink, env=user_env())
         _, _, usage = os.wait4(proc.pid, 0)
     registry = default_registry()
     config = default_config(registry)
     kinds = kinds_read(config, registry) or set()
-    with KubeClient.from_kubeconfig(kubeconfig) as client:
-        t0 = time.process_time()
-        snap = read_snapshot(client, kinds)
-        t1 = time.process_time()
-    explain_pod(
-        snap.objects, config, registry, find_pod(snap.objects, f"{NAMESPACE}/too-big"), source="bench"
-    )
-    t2 = time.process_time()
+    gc.disable()
+    try:
+        with KubeClient.from_kubeconfig(kubeconfig) as client:
+            t0 = time.process_time()
+            snap = read_snapshot(client, kinds)
+            t1 = time.process_time()
+        explain_pod(
+            snap.objects, config, registry, find_pod(snap.objects, f"{NAMESPACE}/too-big"), source="bench"
+        )
+        t2 = time.process_time()
+    finally:
+        gc.enable()
     return {
         "importsCpu": round(usage.ru_utime + usage.ru_stime, 2),
         "snapshotCpu": round(t1 - t0, 2),
