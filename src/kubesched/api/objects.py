@@ -38,6 +38,21 @@ class OwnerReference(_Base, frozen=True):
     block_owner_deletion: bool | None = None
 
 
+def controller_reference(
+    api_version: str, kind: str, name: str, uid: str, *, block_owner_deletion: bool | None = True
+) -> OwnerReference:
+    """The ownerReference a controller puts on what it creates (`controller: true`; upstream's
+    controllers also set `blockOwnerDeletion`, the scheduler's extended-resource claim does not)."""
+    return OwnerReference(
+        api_version=api_version,
+        kind=kind,
+        name=name,
+        uid=uid,
+        controller=True,
+        block_owner_deletion=block_owner_deletion,
+    )
+
+
 class ObjectMeta(_Base, frozen=True):
     name: str = ""
     generate_name: str = ""

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from kubesched.api.objects import ObjectMeta, OwnerReference, Pod, PodResourceClaimStatus
+from kubesched.api.objects import ObjectMeta, Pod, PodResourceClaimStatus, controller_reference
 from kubesched.api.resource import (
     DELETE_PROTECTION_FINALIZER,
     AllocatedDeviceStatus,
@@ -69,16 +69,7 @@ def instantiate_template_claims(
                 uid=f"claim-{_suffix(claim_name)}-{hashlib.sha256(claim_name.encode()).hexdigest()[:12]}",
                 labels=dict(meta.labels),
                 annotations={**meta.annotations, POD_CLAIM_NAME_ANNOTATION: entry.name},
-                owner_references=[
-                    OwnerReference(
-                        api_version="v1",
-                        kind="Pod",
-                        name=pod.metadata.name,
-                        uid=pod.metadata.uid,
-                        controller=True,
-                        block_owner_deletion=True,
-                    )
-                ],
+                owner_references=[controller_reference("v1", "Pod", pod.metadata.name, pod.metadata.uid)],
             ),
             spec=template.spec.spec,
         )

@@ -24,8 +24,8 @@ from kubesched.api.objects import (
     Container,
     ContainerExtendedResourceRequest,
     ObjectMeta,
-    OwnerReference,
     Pod,
+    controller_reference,
 )
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.resource import (
@@ -136,12 +136,8 @@ def in_memory_claim(pod: Pod) -> ResourceClaim:
             generate_name=f"{pod.metadata.name}-extended-resources-",
             annotations={EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"},
             owner_references=[
-                OwnerReference(
-                    api_version="v1",
-                    kind="Pod",
-                    name=pod.metadata.name,
-                    uid=pod.metadata.uid,
-                    controller=True,
+                controller_reference(
+                    "v1", "Pod", pod.metadata.name, pod.metadata.uid, block_owner_deletion=None
                 )
             ],
         )

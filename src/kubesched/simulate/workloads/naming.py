@@ -17,7 +17,7 @@ from typing import Final
 
 import msgspec
 
-from kubesched.api.objects import Container, OwnerReference, PodTemplateSpec
+from kubesched.api.objects import Container, PodTemplateSpec, controller_reference
 from kubesched.api.quantity import QuantityError, quantity_nanos
 
 __all__ = [
@@ -100,13 +100,6 @@ def template_hash(template: PodTemplateSpec) -> str:
 def object_uid(kind: str, namespace: str, name: str) -> str:
     """A stable uid for an object the simulation creates (or one given without a uid)."""
     return str(uuid.uuid5(_UID_NAMESPACE, f"{kind}/{namespace}/{name}"))
-
-
-def controller_reference(api_version: str, kind: str, name: str, uid: str) -> OwnerReference:
-    """The ownerReference a controller puts on what it creates (`controller` and `blockOwnerDeletion`)."""
-    return OwnerReference(
-        api_version=api_version, kind=kind, name=name, uid=uid, controller=True, block_owner_deletion=True
-    )
 
 
 class NameSource:
