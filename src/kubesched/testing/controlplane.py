@@ -284,7 +284,7 @@ def _free_ports(count: int) -> list[int]:
             s.close()
 
 
-def _http_get(url: str, context: ssl.SSLContext | None, timeout: float = 5.0) -> tuple[int, str]:
+def http_get(url: str, context: ssl.SSLContext | None, timeout: float = 5.0) -> tuple[int, str]:
     """GET returning (status, body); connection errors become status 0 so pollers just retry."""
     try:
         with urllib.request.urlopen(url, timeout=timeout, context=context) as resp:
@@ -576,7 +576,7 @@ class ControlPlane:
         t0 = time.monotonic()
         self.etcd = ManagedProcess("etcd", etcd_args, run / "etcd.log", port=etcd_port)
         self._wait(
-            self.etcd, lambda: _http_get(f"{self._etcd_url}/health", None)[1].find('"health":"true"') >= 0
+            self.etcd, lambda: http_get(f"{self._etcd_url}/health", None)[1].find('"health":"true"') >= 0
         )
         self.startup_seconds["etcd"] = time.monotonic() - t0
 
@@ -614,7 +614,7 @@ class ControlPlane:
         t0 = time.monotonic()
         self.apiserver = ManagedProcess("kube-apiserver", api_args, run / "kube-apiserver.log", port=api_port)
         context = self.ssl_context()
-        self._wait(self.apiserver, lambda: _http_get(f"{self._server}/readyz", context) == (200, "ok"))
+        self._wait(self.apiserver, lambda: http_get(f"{self._server}/readyz", context) == (200, "ok"))
         self.startup_seconds["kube-apiserver"] = time.monotonic() - t0
 
     def _audit_args(self) -> list[str]:
@@ -649,7 +649,7 @@ class ControlPlane:
         log = self.workdir / "logs" / "kube-apiserver.log"
         self.apiserver = ManagedProcess("kube-apiserver", self._api_args, log, port=self.apiserver.port)
         context = self.ssl_context()
-        self._wait(self.apiserver, lambda: _http_get(f"{self._server}/readyz", context) == (200, "ok"))
+        self._wait(self.apiserver, lambda: http_get(f"{self._server}/readyz", context) == (200, "ok"))
         return time.monotonic() - stopped
 
     def compact_etcd(self) -> int:
@@ -803,7 +803,7 @@ class ControlPlane:
             unverified.verify_mode = ssl.CERT_NONE  # its serving cert is self-signed in memory
             t0 = time.monotonic()
             try:
-                self._wait(proc, lambda: _http_get(f"https://127.0.0.1:{port}/readyz", unverified)[0] == 200)
+                self._wait(proc, lambda: http_get(f"https://127.0.0.1:{port}/readyz", unverified)[0] == 200)
             except _PortInUse:
                 proc.stop()
                 raise ControlPlaneError(f"port {port} for {proc.name} was taken; try again") from None

@@ -17,11 +17,9 @@ from __future__ import annotations
 import re
 import socket
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-from kubesched.testing.controlplane import ControlPlane, ManagedProcess
+from kubesched.testing.controlplane import ControlPlane, ManagedProcess, http_get
 from kubesched.testing.differential.cluster import ScenarioOnCluster, UpstreamTimeout, wait_until
 from kubesched.testing.differential.scenario import Scenario
 from kubesched.testing.fake_nodes import ApiClient
@@ -83,13 +81,7 @@ class KubeschedLive(ScenarioOnCluster):
     def _get(self, path: str) -> tuple[int, str]:
         if not self.process.alive():
             raise UpstreamTimeout(f"kubesched run exited:\n{self.process.log_tail()}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode()
-        except OSError as exc:
-            return 0, str(exc)
+        return http_get(f"http://127.0.0.1:{self.port}{path}", None)
 
     def _gauges(self, name: str) -> dict[str, float]:
         """The samples of one gauge by the value of its only label."""
