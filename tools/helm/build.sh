@@ -18,7 +18,12 @@ log() { printf 'helm/build.sh: %s\n' "$*" >&2; }
 HELM_VERSION="$(sed -n 's#^[[:space:]]*helm.sh/helm/v3 \(v[0-9][0-9.]*\).*#\1#p' "$HERE/go.mod" | head -n1)"
 [[ -n "$HELM_VERSION" ]] || { log "cannot read the helm.sh/helm/v3 version from $HERE/go.mod"; exit 1; }
 
-check() { [[ -x "$1/helm" ]] && timeout 30 "$1/helm" version --template '{{.Version}}' 2>/dev/null | grep -qx "$HELM_VERSION"; }
+# Output read whole before matching (a `| grep -q` pipe under pipefail can fail on SIGPIPE).
+check() {
+  local out
+  [[ -x "$1/helm" ]] && out="$(timeout 30 "$1/helm" version --template '{{.Version}}' 2>/dev/null)" &&
+    grep -qx "$HELM_VERSION" <<<"$out"
+}
 
 if [[ -n "${KUBESCHED_HELM:-}" ]]; then
   "$KUBESCHED_HELM" version >/dev/null 2>&1 || { log "KUBESCHED_HELM=$KUBESCHED_HELM does not run"; exit 1; }

@@ -30,7 +30,11 @@ K8S_VERSION="$(pin "$HERE/go.mod")"
 }
 
 check() {
-  [[ -x "$1/kubectl" ]] && timeout 30 "$1/kubectl" version --client 2>/dev/null | grep -qx "Client Version: $K8S_VERSION"
+  # Read all of kubectl's output before matching: `kubectl ... | grep -q` under pipefail fails at
+  # random when grep exits first and kubectl dies of SIGPIPE writing its second line.
+  local out
+  [[ -x "$1/kubectl" ]] && out="$(timeout 30 "$1/kubectl" version --client 2>/dev/null)" &&
+    grep -qx "Client Version: $K8S_VERSION" <<<"$out"
 }
 
 if [[ -n "${KUBESCHED_KUBECTL:-}" ]]; then

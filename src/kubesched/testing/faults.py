@@ -442,7 +442,7 @@ class Run:
                 continue
             bind = bound_by.get(name)
             died = self.died_unsent.get(bind.user) if bind is not None else None
-            if bind is not None and died is not None and bind.received <= died:
+            if bind is not None and died is not None and bind.received <= died + ON_THE_WIRE:
                 f.events_lost_with_process += 1
             else:
                 f.bound_without_event += 1
@@ -508,9 +508,9 @@ def leader_kill(run: Run) -> None:
     run.replica()
     run.create_pods(run.scale.pods)
     run.wait_bound(run.scale.pods // 10, 60)
-    run.died_unsent[a.user] = time.time()
     a.signal(signal.SIGKILL)
     a.wait_exit(10)
+    run.died_unsent[a.user] = time.time()  # after the death: a Binding it sent may still be in flight
     run.settle()
 
 
@@ -588,9 +588,9 @@ def kill_and_restart(run: Run) -> None:
     a = run.replica(leader_elect=False)
     run.create_pods(run.scale.pods)
     run.wait_bound(run.scale.pods // 10, 60)
-    run.died_unsent[a.user] = time.time()
     a.signal(signal.SIGKILL)
     a.wait_exit(10)
+    run.died_unsent[a.user] = time.time()  # after the death: a Binding it sent may still be in flight
     run.replica(leader_elect=False)
     run.settle()
 
