@@ -170,6 +170,10 @@ class Framework:
             )
             for n, p in self._points.get("score", [])
         ]
+        # A runtime-checkable Protocol's isinstance costs a walk of its members: decided once here.
+        self._pre_bind_pre_flights: list[PreBindPreFlightPlugin | None] = [
+            p if isinstance(p, PreBindPreFlightPlugin) else None for _, p in self._points.get("preBind", [])
+        ]
 
     # ------------------------------------------------------------------ introspection
     def plugins_at(self, point: str) -> list[str]:
@@ -553,8 +557,8 @@ class Framework:
     def pre_bind_has_work(self, state: CycleState, pod: Pod, node_name: str) -> bool:
         """Whether some PreBind plugin has work for the pod (upstream's RunPreBindPreFlights not
         Skip): its pre-flight says so, fails, or it has no pre-flight."""
-        for _, plugin in self._points.get("preBind", []):
-            if not isinstance(plugin, PreBindPreFlightPlugin):
+        for plugin in self._pre_bind_pre_flights:
+            if plugin is None:
                 return True
             try:
                 status = plugin.pre_bind_pre_flight(state, pod, node_name)
