@@ -517,9 +517,15 @@ class Scheduler:
                 return _ScheduleResult(nominated, 1, 1)
 
         # Opportunistic batching: the last pod's runner-up, if it fits, without scoring anyone else.
+        # A nominated pod whose node no longer fits goes to the full pass, hint or not (as upstream).
         allowed = pre_result is None or pre_result.node_names is None or hint in pre_result.node_names
         pi = qpi.pod_info
-        if hint and allowed and self._filter_with_nominated_pods(fwk, state, pi, table, hint) is None:
+        if (
+            hint
+            and not nominated
+            and allowed
+            and self._filter_with_nominated_pods(fwk, state, pi, table, hint) is None
+        ):
             batch.store(signature, hint, hint, cycle)
             return _ScheduleResult(hint, 1, 1)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import msgspec
 import pytest
 
 from kubesched.api.loader import LoadedObjects
@@ -189,3 +190,16 @@ def test_the_default_profile_of_v1_37_never_batches() -> None:
     batch = bed.scheduler.batches["default-scheduler"]
     assert batch.attempts == Counter({"no_hint": 3})
     assert batch.flushes == Counter({"pod_not_batchable": 2, "empty_list": 1})
+
+
+def test_a_nominated_node_is_tried_before_the_hint() -> None:
+    """Upstream evaluates `status.nominatedNodeName` alone when set, and the hint only otherwise."""
+    bed = Bed(sized(1, 2, 3))
+    assert bed.schedule() == "n2"
+    assert bed.cached()[0] == "n1"
+    nominated = make_pod("nominated", cpu="1", scheduler_name="batch", spec={})
+    nominated = msgspec.structs.replace(
+        nominated, status=msgspec.structs.replace(nominated.status, nominated_node_name="n0")
+    )
+    assert bed.schedule(nominated) == "n0"
+    assert bed.batch.attempts == Counter({"no_hint": 1, "hint_not_used": 1})
