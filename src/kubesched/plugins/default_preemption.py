@@ -53,7 +53,13 @@ from kubesched.framework.interfaces import EnqueueExtensions, Handle, PostFilter
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.node_table import IndexArray, NodeTable
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import Diagnosis, PostFilterResult, fit_error_message
+from kubesched.framework.types import (
+    Diagnosis,
+    NodeStatuses,
+    PostFilterResult,
+    fit_error_message,
+    reason_counts,
+)
 
 __all__ = [
     "NOT_ELIGIBLE_NEVER",
@@ -167,6 +173,9 @@ class _DryRun:
     candidates: list[Candidate] = field(default_factory=list)
     #: Why the other dry-run nodes are not candidates.
     statuses: dict[str, Status] = field(default_factory=dict)
+    #: Potential nodes not dry-run: nobody of lower priority to evict (NO_VICTIMS). Most nodes of a
+    #: full cluster, so they are counted rather than listed.
+    without_victims: int = 0
     errors: list[Status] = field(default_factory=list)
 
 
@@ -257,6 +266,16 @@ def filter_pods_with_pdb_violation(
 def potential_rows(table: NodeTable, node_to_status: Mapping[str, Status]) -> IndexArray:
     """Rows (in table order) of the nodes the filters rejected as `Unschedulable`: the only nodes
     evicting pods can help. Statuses are shared among nodes, so each distinct one is read once."""
+    columns = node_to_status.columns if isinstance(node_to_status, NodeStatuses) else None
+    if columns is not None and columns.table is table:
+        helpful_codes = np.fromiter(
+            (st.code == Code.UNSCHEDULABLE for st in columns.statuses),
+            dtype=np.bool_,
+            count=len(columns.statuses),
+        )
+        found = columns.rows[helpful_codes[columns.codes]]
+        found.sort()
+        return found
     statuses = node_to_status.values()
     distinct = dict(zip(map(id, statuses), statuses, strict=True))
     helpful = {key for key, st in distinct.items() if st.code == Code.UNSCHEDULABLE}
@@ -417,7 +436,11 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 node_to_status=dry.statuses,
                 absent_nodes_status=Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NOT_HELPFUL),
             )
-            message = fit_error_message(len(snapshot), diagnosis)
+            # Nodes neither dry-run nor without victims are "not helpful" (absent from statuses).
+            counts = reason_counts(len(snapshot) - dry.without_victims, diagnosis)
+            if dry.without_victims:
+                counts[NO_VICTIMS] += dry.without_victims
+            message = fit_error_message(len(snapshot), diagnosis, counts)
             # Preemption cannot help anywhere: drop a nomination left from an earlier preemption so
             # it stops reserving room. Cleared here as well as through the result, because the
             # framework keeps a PostFilter result only when the plugin succeeds.
@@ -540,7 +563,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
 
         Stops once `num_candidates` candidates are found and one of them violates no PDB.
         Candidates without PDB violations come first. `statuses` is complete only when no
-        candidate was found (the only time it is read).
+        candidate was found (the only time it is read); nodes without victims are only counted.
         """
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
@@ -569,13 +592,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 out.errors.append(status)
             out.statuses[info.name] = status
         out.candidates = non_violating + violating
-        if not out.candidates:
-            # One status object for every node without victims: the FailedScheduling message counts
-            # reasons per distinct status, and on a full cluster this is most nodes.
-            no_victims = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
-            names = table.names
-            without = [names[r] for r in potential[~has_victims].tolist()]
-            out.statuses.update(dict.fromkeys(without, no_victims))
+        out.without_victims = len(potential) - len(positions)
         return out
 
     def select_victims_on_node(

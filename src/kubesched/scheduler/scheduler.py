@@ -35,7 +35,10 @@ from kubesched.framework.types import (
     NO_NODES_AVAILABLE,
     Diagnosis,
     FitError,
+    NodeStatuses,
     QueuedPodInfo,
+    StatusColumns,
+    distinct_statuses,
     rejected_by_plugins,
     truncate_note,
 )
@@ -540,7 +543,7 @@ class Scheduler:
             if ext_error is not None:
                 raise _CycleError(ext_error)
         diagnosis.node_to_status = node_to_status
-        for st in node_to_status.values():
+        for st, _ in distinct_statuses(node_to_status):
             if st.plugin:
                 diagnosis.unschedulable_plugins.add(st.plugin)
         if len(feasible) == 0:
@@ -623,14 +626,10 @@ class Scheduler:
             rotated_failing = np.concatenate((failing[cut:], failing[:cut]))
             if evaluated < n:
                 rotated_failing = rotated_failing[(rotated_failing - start) % n < evaluated]
-            names, statuses = nodes.table.names, outcome.statuses
-            failed = dict(
-                zip(
-                    [names[r] for r in nodes.rows[rotated_failing].tolist()],
-                    [statuses[j] for j in status_idx[rotated_failing].tolist()],
-                    strict=True,
-                )
+            columns = StatusColumns(
+                nodes.table, nodes.rows[rotated_failing], status_idx[rotated_failing], outcome.statuses
             )
+            failed = NodeStatuses.from_columns(columns)
         if low and readers:
             feasible_pos = np.concatenate((feasible_pos[low:], feasible_pos[:low]))
             low = 0
