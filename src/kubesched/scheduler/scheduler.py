@@ -164,6 +164,8 @@ class _ProfileHandle:
         self._profile = profile
         #: the port last found to store claims (a Protocol isinstance check is slow: once per port)
         self._claims_checked: object = None
+        #: The PodInfo of the pod last filtered through `run_filter_plugins_with_nominated_pods`.
+        self._pod_info: PodInfo | None = None
 
     @property
     def profile_name(self) -> str:
@@ -249,10 +251,11 @@ class _ProfileHandle:
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Pod, node_info: NodeInfo
     ) -> Status | None:
-        table = NodeTable([node_info])
-        return self._s._filter_with_nominated_pods(
-            self._framework(), state, PodInfo(pod), table, node_info.name
-        )
+        # Preemption's dry run asks this many times for one pod: its PodInfo is made once.
+        cached = self._pod_info
+        if cached is None or cached.pod is not pod:
+            cached = self._pod_info = PodInfo(pod)
+        return self._s._filter_info_with_nominated_pods(self._framework(), state, cached, node_info)
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo, node_info: NodeInfo
@@ -666,7 +669,12 @@ class Scheduler:
         self, fwk: Framework, state: CycleState, pi: PodInfo, table: NodeTable, node_name: str
     ) -> Status | None:
         """Filters with higher-or-equal priority nominated pods added, then without them; both must pass."""
-        info = table.infos[table.index[node_name]]
+        return self._filter_info_with_nominated_pods(fwk, state, pi, table.infos[table.index[node_name]])
+
+    def _filter_info_with_nominated_pods(
+        self, fwk: Framework, state: CycleState, pi: PodInfo, info: NodeInfo
+    ) -> Status | None:
+        node_name = info.name
         nominated = self.nominator.nominated_pods_for_filter(node_name, pi)
         if nominated:
             state_with = state.clone()
