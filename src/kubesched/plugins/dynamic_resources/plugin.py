@@ -313,7 +313,8 @@ class DynamicResources(
         return self._handle.lister(kind) if self._handle is not None else ()
 
     def _claims(self) -> dict[str, ResourceClaim]:
-        self.ledger.sync(self._list("ResourceClaim"))
+        if self.ledger.listing_needed:
+            self.ledger.sync(self._list("ResourceClaim"))
         return self.ledger.by_key
 
     def _slice_index(self) -> SliceIndex:
