@@ -17,6 +17,7 @@ import heapq
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import msgspec
 
@@ -30,6 +31,7 @@ from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt
 from kubesched.simulate.replay_report import ReplayPod, ReplayReport, ReplaySummary
+from kubesched.simulate.replay_workloads import TimelineControllers, needs_controllers
 from kubesched.simulate.runner import (
     IDLE_HORIZON_SECONDS,
     PER_NODE_MAX_NODES,
@@ -43,6 +45,8 @@ from kubesched.simulate.scenario import ObjectRef, Scenario, TimelineEvent
 from kubesched.simulate.timeline import Counters, Sampler, default_interval, latency
 
 __all__ = ["replay"]
+
+_T = TypeVar("_T")
 
 #: Why a pod left the cluster, as `pods[].ended` reports it.
 COMPLETED, DELETED, PREEMPTED, NODE_DELETED = "Completed", "Deleted", "Preempted", "NodeDeleted"
@@ -96,6 +100,11 @@ class _Replay:
         self.progress = progress
         self.clock = VirtualClock()
         self.cluster = MemoryCluster(_static_objects(initial, scenario.objects), self.clock.now)
+        self.workloads = (
+            TimelineControllers(self.cluster, seed=seed, now=self.clock.now)
+            if needs_controllers(self.cluster.objects, scenario)
+            else None
+        )
         self.explain = explain
         self.scheduler = new_scheduler(
             profiles_from_config(config, registry),
@@ -140,7 +149,7 @@ class _Replay:
                 if self.progress is not None:
                     self.progress(i, len(events))
                 self._complete_due(now)
-                self._drain()
+                self._settle()
                 if self.counters.bound != bound_before:
                     bound_before = self.counters.bound
                     last_progress = now
@@ -174,6 +183,21 @@ class _Replay:
                 self.scheduler.extenders.close()
         return self._report(time.perf_counter() - started, i)
 
+    def _settle(self) -> None:
+        """Scheduling, and with workloads, controller rounds in between, until nothing moves."""
+        if self.workloads is None:
+            self._drain()
+        else:
+            self.workloads.settle(self._drain, self._as_deleted)
+
+    def _as_deleted(self, act: Callable[[], _T]) -> _T:
+        """Run `act`, whose pod deletes are a controller's: they end as Deleted, not as evictions."""
+        self._ending = DELETED
+        try:
+            return act()
+        finally:
+            self._ending = None
+
     def _drain(self) -> None:
         """Schedule until the active queue is empty and no Permit wait has been resolved."""
         scheduler = self.scheduler
@@ -189,6 +213,10 @@ class _Replay:
         ref = event.ref
         if ref.kind == "Node":
             self._apply_node(event)
+        elif ref.kind != "Pod":
+            assert self.workloads is not None  # made for any scenario with a workload event
+            if not self._as_deleted(lambda: self.workloads is not None and self.workloads.apply(event)):
+                self._skip(f"delete of a {ref.kind} that does not exist")
         elif event.action == "create":
             assert isinstance(event.obj, Pod)
             self._create_pod(event.obj, event.run_for)
@@ -223,20 +251,27 @@ class _Replay:
         if name in self.keys:
             self._skip("create of a pod that exists")
             return
-        now = self.clock.now()
-        responsible = not pod.spec.node_name and self.scheduler.responsible_for(pod)
         admitted = self.cluster.admit(pod)
         key = pod_key(admitted)
-        life = _Life(PodRecord(admitted), len(self.lives), now, responsible, run_for=run_for)
+        life = self._track(admitted, run_for)
+        stored = self.cluster.create_pod(pod, on_error=self._refuse)
+        if self.workloads is not None:
+            self.workloads.adopt(stored)
+        if stored.spec.node_name and key in self.current:
+            self._bound(key, life)
+
+    def _track(self, pod: Pod, run_for: float | None) -> _Life:
+        """Start the report's record of a pod about to be (or just) created."""
+        responsible = not pod.spec.node_name and self.scheduler.responsible_for(pod)
+        key = pod_key(pod)
+        life = _Life(PodRecord(pod), len(self.lives), self.clock.now(), responsible, run_for=run_for)
         self.lives.append(life)
         self.current[key] = life
-        self.keys[name] = key
+        self.keys[f"{pod.metadata.namespace}/{pod.metadata.name}"] = key
         self.counters.created += 1
         if responsible:
             self.counters.pending += 1
-        stored = self.cluster.create_pod(pod, on_error=self._refuse)
-        if stored.spec.node_name and key in self.current:
-            self._bound(key, life)
+        return life
 
     def _update_pod(self, pod: Pod) -> None:
         key = self.keys.get(f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}")
@@ -279,16 +314,18 @@ class _Replay:
 
     # ================================================================== what the cluster tells us
     def on_node_add(self, node: Node) -> None:
-        pass
+        if self.workloads is not None:
+            self.workloads.touch()  # a DaemonSet may run a pod there
 
     def on_node_update(self, old: Node, new: Node) -> None:
-        pass
+        self.on_node_add(new)
 
     def on_node_delete(self, node: Node) -> None:
-        pass
+        self.on_node_add(node)
 
     def on_pod_add(self, pod: Pod) -> None:
-        pass
+        if self.workloads is not None and pod_key(pod) not in self.current:
+            self._track(pod, self.workloads.run_for(pod))  # a controller created it
 
     def on_pod_update(self, old: Pod, new: Pod) -> None:
         if new.spec.node_name and not old.spec.node_name:
@@ -296,6 +333,8 @@ class _Replay:
             life = self.current.get(key)
             if life is not None:
                 self._bound(key, life)
+            if self.workloads is not None:
+                self.workloads.touch()  # a rollout or an OrderedReady StatefulSet may move on
 
     def on_pod_delete(self, pod: Pod) -> None:
         key = pod_key(pod)
@@ -315,6 +354,9 @@ class _Replay:
         elif ending in self.evictions:
             self.evictions[ending] += 1
             self.counters.evicted += 1
+        if self.workloads is not None:
+            evicted, node_gone = ending in self.evictions, ending == NODE_DELETED
+            self.workloads.pod_gone(pod, completed=ending == COMPLETED, evicted=evicted, node_gone=node_gone)
 
     def _bound(self, key: str, life: _Life) -> None:
         now = self.clock.now()
@@ -400,6 +442,7 @@ class _Replay:
             utilization_mean=mean,
             utilization_peak=peak,
             skipped_events=dict(sorted(self.skipped.items())),
+            recreated=self.workloads.recreated if self.workloads is not None else 0,
         )
         return ReplayReport(
             pods=pods,

@@ -87,6 +87,8 @@ class ReplaySummary(_Out):
     utilization_peak: dict[str, float]
     #: Timeline events that could not apply when their time came, by reason (e.g. the pod was gone).
     skipped_events: dict[str, int] = {}
+    #: Pods their controllers (ReplicaSet, StatefulSet, Job, ...) created to replace evicted ones.
+    recreated: int = 0
 
 
 class ReplayReport(_Out):

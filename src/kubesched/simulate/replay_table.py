@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kubesched.simulate.replay_report import ReplayReport
+from kubesched.simulate.replay_report import ReplayReport, ReplaySummary
 
 #: Pods still pending at the end are listed, up to this many.
 PENDING_ROWS = 20
@@ -26,7 +26,7 @@ def render_replay_table(report: ReplayReport, console: Console) -> None:
         ("virtual time", _duration(s.virtual_seconds)),
         ("timeline events", f"{s.events}"),
         ("pods", f"{s.pods} ({s.scheduled} bound, {s.pending} pending at the end, {s.completed} completed)"),
-        ("evictions", ", ".join(f"{n} {r}" for r, n in s.evictions.items()) or "0"),
+        ("evictions", _evictions(s)),
         (
             "wait until bound",
             "no pod bound"
@@ -91,3 +91,9 @@ def _sparkline(values: list[int], width: int = 60) -> str:
         ]
     top = max(values) or 1
     return "".join(_BARS[round(v / top * (len(_BARS) - 1))] for v in values)
+
+
+def _evictions(s: ReplaySummary) -> str:
+    """Evictions by reason, and how many evicted pods their controllers replaced."""
+    text = ", ".join(f"{n} {r}" for r, n in s.evictions.items()) or "0"
+    return f"{text} ({s.recreated} recreated by their controllers)" if s.recreated else text

@@ -158,7 +158,7 @@ def simulate_cluster(
     clock = VirtualClock()
     with_controllers = has_workloads(objects)
     cluster = MemoryCluster(with_room_for_controllers(objects) if with_controllers else objects, clock.now)
-    controllers = WorkloadControllers(cluster, seed=seed) if with_controllers else None
+    controllers = WorkloadControllers(cluster, seed=seed, now=clock.now) if with_controllers else None
     records: dict[str, PodRecord] = {}
     ignored: list[Pod] = []
     profiles = profiles_from_config(config, registry)

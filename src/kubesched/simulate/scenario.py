@@ -14,6 +14,9 @@
         create: {kind: Pod, metadata: {name: job-1}, spec: {containers: [...]}}
       - at: 1m
         delete: {kind: Node, name: n1}
+      - at: 2m
+        runFor: 1m           # on a Job: each of its pods runs 1 minute; the Job runs to its completions
+        create: {apiVersion: batch/v1, kind: Job, metadata: {name: report}, spec: {...}}
 
 The format is documented in docs/scenarios.md. Errors name the file and the field path
 (`scenario.yaml: spec.events[3].runFor: invalid duration "5 minutes"`), as everywhere else.
@@ -32,7 +35,7 @@ import yaml
 
 from kubesched.api.json_shape import type_name
 from kubesched.api.loader import LoadedObject, LoadedObjects, decode_object, parse_documents, read_text
-from kubesched.api.objects import Pod
+from kubesched.api.objects import CronJob, Pod
 from kubesched.api.workloads import WORKLOAD_KINDS
 from kubesched.config.duration import parse_duration
 from kubesched.errors import InputError
@@ -41,6 +44,7 @@ __all__ = [
     "API_VERSION",
     "KIND",
     "TIMELINE_KINDS",
+    "WORKLOAD_TIMELINE_KINDS",
     "ObjectRef",
     "Scenario",
     "TimelineEvent",
@@ -52,8 +56,19 @@ __all__ = [
 
 API_VERSION = "kubesched.io/v1alpha1"
 KIND = "Scenario"
+#: Workload kinds whose controllers the replay runs: their pods appear as the controllers create them.
+WORKLOAD_TIMELINE_KINDS = (
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "DaemonSet",
+    "Job",
+    "ReplicationController",
+)
 #: Kinds that may be created, updated or deleted at any time; other kinds only exist from 0s on.
-TIMELINE_KINDS = ("Node", "Pod")
+TIMELINE_KINDS = ("Node", "Pod", *WORKLOAD_TIMELINE_KINDS)
+_RUN_FOR_KINDS = ("Pod", "Job")
+_RUN_FOR_ONLY = "runFor applies only to created pods and Jobs (how long each of their pods runs once bound)"
 _ACTIONS = ("create", "update", "delete")
 _EVENT_FIELDS = frozenset({"at", "runFor", *_ACTIONS})
 _SPEC_FIELDS = frozenset({"until", "sampleInterval", "events"})
@@ -81,7 +96,8 @@ class TimelineEvent:
     action: str
     ref: ObjectRef
     obj: LoadedObject | None = None
-    #: Pods (create only): seconds the pod runs once bound; None runs until deleted.
+    #: Pods and Jobs (create only): seconds the pod (each of the Job's pods) runs once bound;
+    #: None runs until deleted.
     run_for: float | None = None
     #: Position in `spec.events`, so that runtime notes can point back at the file.
     index: int = -1
@@ -173,13 +189,14 @@ def _event(raw: Any, i: int) -> TimelineEvent:
     if action == "delete":
         ref = _ref(entry[action], body_path)
         if run_for is not None:
-            raise InputError("runFor applies only to created pods", path=f"{where}.runFor")
+            raise InputError(_RUN_FOR_ONLY, path=f"{where}.runFor")
         return TimelineEvent(at, action, ref, index=i)
     obj = _object(entry[action], body_path)
     ref = _ref_of(obj)
-    if isinstance(obj, WORKLOAD_KINDS):
+    if isinstance(obj, CronJob):
         raise InputError(
-            f"{ref.kind} objects are not replayed yet: create their pods in the timeline",
+            "CronJob objects are not replayed: a scenario has no wall clock to run their schedule by; "
+            "create the Jobs they run at the times they run",
             path=f"{body_path}.kind",
         )
     if ref.kind not in TIMELINE_KINDS and (action != "create" or at > 0):
@@ -188,8 +205,8 @@ def _event(raw: Any, i: int) -> TimelineEvent:
             f"{', '.join(TIMELINE_KINDS)} objects",
             path=body_path if action != "create" else f"{where}.at",
         )
-    if run_for is not None and not (action == "create" and isinstance(obj, Pod)):
-        raise InputError("runFor applies only to created pods", path=f"{where}.runFor")
+    if run_for is not None and not (action == "create" and ref.kind in _RUN_FOR_KINDS):
+        raise InputError(_RUN_FOR_ONLY, path=f"{where}.runFor")
     if action == "update" and isinstance(obj, Pod) and obj.spec.node_name:
         raise InputError(
             "a pod update must not set nodeName: the replay decides where pods run",
@@ -212,7 +229,8 @@ def _object(raw: Any, path: str) -> LoadedObject:
 
 
 def _ref_of(obj: LoadedObject) -> ObjectRef:
-    namespace = (obj.metadata.namespace or "default") if isinstance(obj, Pod) else obj.metadata.namespace
+    namespaced = isinstance(obj, (Pod, *WORKLOAD_KINDS))
+    namespace = (obj.metadata.namespace or "default") if namespaced else obj.metadata.namespace
     return ObjectRef(str(obj.kind), obj.metadata.name, namespace)
 
 
@@ -231,7 +249,7 @@ def _ref(raw: Any, path: str) -> ObjectRef:
         )
     if not values["name"]:
         raise InputError("required field is missing", path=f"{path}.name")
-    namespace = (values["namespace"] or "default") if values["kind"] == "Pod" else ""
+    namespace = (values["namespace"] or "default") if values["kind"] != "Node" else ""
     return ObjectRef(values["kind"], values["name"], namespace)
 
 

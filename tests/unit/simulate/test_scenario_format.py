@@ -3,6 +3,7 @@ and a round trip through the writer `kubesched record` uses."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -26,6 +27,28 @@ POD: dict[str, Any] = {
     "kind": "Pod",
     "metadata": {"name": "p1"},
     "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+}
+
+
+_TEMPLATE: dict[str, Any] = {"metadata": {"labels": {"app": "a"}}, "spec": POD["spec"]}
+DEPLOYMENT: dict[str, Any] = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "d"},
+    "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "a"}}, "template": _TEMPLATE},
+}
+JOB: dict[str, Any] = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {"name": "j"},
+    "spec": {"template": _TEMPLATE},
+}
+
+CRON_JOB: dict[str, Any] = {
+    "apiVersion": "batch/v1",
+    "kind": "CronJob",
+    "metadata": {"name": "c"},
+    "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": JOB["spec"]}},
 }
 
 
@@ -126,8 +149,41 @@ def test_other_kinds_created_at_zero_become_objects_of_the_cluster() -> None:
             "s.yaml: spec.events[0].at: PriorityClass objects can only be created at 0s",
         ),
         (
-            document({"at": 0, "delete": {"kind": "Deployment", "name": "d"}}),
-            "s.yaml: spec.events[0].delete.kind",
+            document({"at": 0, "delete": {"kind": "Service", "name": "d"}}),
+            "s.yaml: spec.events[0].delete.kind: expected one of Node, Pod, Deployment",
+        ),
+        (
+            document({"at": 0, "runFor": "1m", "create": DEPLOYMENT}),
+            "s.yaml: spec.events[0].runFor: runFor applies only to created pods and Jobs",
+        ),
+        (
+            document({"at": 0, "runFor": "1m", "update": JOB}),
+            "s.yaml: spec.events[0].runFor: runFor applies only to created pods and Jobs",
+        ),
+        (
+            document({"at": 0, "runFor": "1m", "delete": {"kind": "Job", "name": "j"}}),
+            "s.yaml: spec.events[0].runFor: runFor applies only",
+        ),
+        (
+            document({"at": "1m", "create": CRON_JOB}),
+            "s.yaml: spec.events[0].create.kind: CronJob objects are not replayed",
+        ),
+        (
+            document({"at": 0, "create": {**DEPLOYMENT, "spec": {**DEPLOYMENT["spec"], "replicas": -1}}}),
+            "s.yaml: spec.events[0].create.spec.replicas: must be greater than or equal to 0",
+        ),
+        (
+            document(
+                {
+                    "at": 0,
+                    "create": {
+                        "kind": "ReplicaSet",
+                        "metadata": {"name": "r"},
+                        "spec": {"selector": {"matchLabels": {"a": "b"}}},
+                    },
+                }
+            ),
+            "s.yaml: spec.events[0].create.spec.template: required value",
         ),
         (
             document({"at": 0, "delete": {"kind": "Pod"}}),
@@ -196,3 +252,62 @@ def test_any_document_is_a_scenario_or_one_input_error(spec: dict[str, Any]) -> 
     except InputError as err:
         assert str(err).startswith("s.json: ")
         assert "\n" not in str(err)
+
+
+def test_workloads_are_timeline_events_and_a_jobs_run_for_is_its_pods_run_time() -> None:
+    scenario = parse(
+        document(
+            {"at": "1m", "create": DEPLOYMENT},
+            {"at": "2m", "runFor": "30s", "create": {**JOB, "metadata": {"name": "j", "namespace": "batch"}}},
+            {"at": "3m", "update": {**DEPLOYMENT, "spec": {**DEPLOYMENT["spec"], "replicas": 5}}},
+            {"at": "4m", "delete": {"kind": "Deployment", "name": "d"}},
+        )
+    )
+    assert [(e.at, e.action, e.ref, e.run_for) for e in scenario.events] == [
+        (60.0, "create", ObjectRef("Deployment", "d", "default"), None),
+        (120.0, "create", ObjectRef("Job", "j", "batch"), 30.0),
+        (180.0, "update", ObjectRef("Deployment", "d", "default"), None),
+        (240.0, "delete", ObjectRef("Deployment", "d", "default"), None),
+    ]
+    assert not scenario.objects.deployments  # replayed by its controller, not present from 0s
+
+
+_workload_events = st.fixed_dictionaries(
+    {
+        "at": st.integers(0, 100) | st.text(max_size=4),
+        "action": st.sampled_from(["create", "update", "delete"]),
+        "kind": st.sampled_from(["Deployment", "Job", "StatefulSet", "DaemonSet", "CronJob", "ReplicaSet"]),
+        "runFor": st.none() | st.integers(-5, 100) | st.text(max_size=4),
+        "replicas": st.none() | st.integers(-3, 3) | st.text(max_size=3),
+        "template": st.booleans(),
+    }
+)
+
+
+@given(events=st.lists(_workload_events, max_size=4))
+def test_any_workload_event_is_an_event_or_one_input_error_naming_its_field(
+    events: list[dict[str, Any]],
+) -> None:
+    raw = []
+    for e in events:
+        spec: dict[str, Any] = {"selector": {"matchLabels": {"app": "a"}}}
+        if e["template"]:
+            spec["template"] = _TEMPLATE
+        if e["replicas"] is not None:
+            spec["replicas"] = e["replicas"]
+        body: dict[str, Any] = {"kind": e["kind"], "metadata": {"name": "w"}, "spec": spec}
+        if e["action"] == "delete":
+            body = {"kind": e["kind"], "name": "w"}
+        entry = {"at": e["at"], e["action"]: body}
+        if e["runFor"] is not None:
+            entry["runFor"] = e["runFor"]
+        raw.append(entry)
+    try:
+        scenario = parse_scenario(msgspec.json.encode(document(*raw)).decode(), "s.json")
+    except InputError as err:
+        assert re.match(r"^s\.json: spec\.events\[\d\]", str(err)), str(err)
+        assert "\n" not in str(err)
+        return
+    for event in scenario.events:
+        assert event.run_for is None or (event.action == "create" and event.ref.kind == "Job")
+        assert event.ref.kind != "CronJob"

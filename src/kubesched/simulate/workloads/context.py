@@ -8,7 +8,7 @@ simulation creates are indexed as they are made, so no controller ever scans eve
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -17,7 +17,16 @@ from kubesched.cluster.memory import MemoryCluster
 from kubesched.framework.node_info import pod_key
 from kubesched.simulate.workloads.naming import NameSource
 
-__all__ = ["Controller", "ControllerContext", "OwnerKey", "PodChanges", "WorkloadStatus", "is_available"]
+__all__ = [
+    "Controller",
+    "ControllerContext",
+    "OwnerKey",
+    "PodChanges",
+    "PodTimes",
+    "WorkloadStatus",
+    "is_available",
+    "owner_of",
+]
 
 #: (kind, namespace, name) of a workload object.
 OwnerKey = tuple[str, str, str]
@@ -30,6 +39,17 @@ def is_available(pod: Pod) -> bool:
     readiness probes do not delay it).
     """
     return bool(pod.spec.node_name) and pod.metadata.deletion_timestamp is None
+
+
+@dataclass(frozen=True, slots=True)
+class PodTimes:
+    """When a pod was created and became ready, in virtual seconds; None when before the simulation."""
+
+    created: float | None
+    ready: float | None
+
+
+_BEFORE = PodTimes(None, None)
 
 
 @dataclass
@@ -74,40 +94,73 @@ class PodChanges:
 
 
 class ControllerContext:
-    def __init__(self, cluster: MemoryCluster, *, seed: int) -> None:
+    def __init__(self, cluster: MemoryCluster, *, seed: int, now: Callable[[], float] = lambda: 0.0) -> None:
         self.cluster = cluster
+        self.now = now
         self.names = NameSource(seed)
         self.changes = PodChanges()
         self.created_by: Counter[OwnerKey] = Counter()
         self.deleted_by: Counter[OwnerKey] = Counter()
-        self._owned: dict[OwnerKey, list[str]] = {}
+        #: Per workload, the keys of its pods (a dict as an ordered set: oldest first).
+        self._owned: dict[OwnerKey, dict[str, None]] = {}
+        #: Virtual times of the pods made or adopted during the simulation (the input's have none).
+        self._times: dict[str, PodTimes] = {}
         for key, pod in cluster.pods.items():
-            owner = _owner_of(pod)
+            owner = owner_of(pod)
             if owner is not None:
-                self._owned.setdefault(owner, []).append(key)
+                self._owned.setdefault(owner, {})[key] = None
         self._finished: dict[OwnerKey, list[Pod]] = {}
         for pod in cluster.finished_pods:
-            owner = _owner_of(pod)
-            if owner is not None:
-                self._finished.setdefault(owner, []).append(pod)
+            self.record_finished(pod)
 
     def take_changes(self) -> PodChanges:
         changes, self.changes = self.changes, PodChanges()
         return changes
 
     def pods_of(self, owner: OwnerKey) -> list[Pod]:
-        """The workload's pods still in the cluster, oldest first, in their current state."""
+        """The workload's pods still in the cluster, oldest first, in their current state.
+
+        A pod first seen bound is taken to have become ready now (what a controller's watch sees).
+        """
         keys = self._owned.get(owner)
         if not keys:
             return []
         pods = self.cluster.pods
         live = [k for k in keys if k in pods]
         if len(live) != len(keys):  # deleted meanwhile (scaled down, or a preemption victim)
-            self._owned[owner] = live
-        return [pods[k] for k in live]
+            self._owned[owner] = dict.fromkeys(live)
+        out = [pods[k] for k in live]
+        for key, pod in zip(live, out, strict=True):
+            t = self._times.get(key)
+            if t is not None and t.ready is None and pod.spec.node_name:
+                self._times[key] = PodTimes(t.created, self.now())
+        return out
+
+    def times(self, pod: Pod) -> PodTimes:
+        """When `pod` was created and became ready (None: before the simulation)."""
+        return self._times.get(pod_key(pod), _BEFORE)
+
+    def adopt(self, pod: Pod) -> None:
+        """Index a pod made outside the controllers (a scenario's own pod) under its controller owner."""
+        owner = owner_of(pod)
+        if owner is not None:
+            key = pod_key(pod)
+            self._owned.setdefault(owner, {})[key] = None
+            self._times.setdefault(key, PodTimes(self.now(), None))
+
+    def record_finished(self, pod: Pod) -> None:
+        """A pod that ended Succeeded or Failed: a Job counts its completions from these."""
+        owner = owner_of(pod)
+        if owner is not None:
+            self._finished.setdefault(owner, []).append(pod)
+
+    def forget(self, owner: OwnerKey) -> None:
+        """A deleted workload: its finished pods no longer count for a new one of the same name."""
+        self._owned.pop(owner, None)
+        self._finished.pop(owner, None)
 
     def finished_of(self, owner: OwnerKey) -> list[Pod]:
-        """The workload's pods of the input that already ended (phase Succeeded or Failed)."""
+        """The workload's pods that already ended (phase Succeeded or Failed)."""
         return self._finished.get(owner, [])
 
     def create_pod(
@@ -140,7 +193,9 @@ class ControllerContext:
             owner_references=[reference],
         )
         pod = self.cluster.create_pod(Pod(metadata=meta, spec=spec or template.spec))
-        self._owned.setdefault(owner, []).append(pod_key(pod))
+        key = pod_key(pod)
+        self._owned.setdefault(owner, {})[key] = None
+        self._times[key] = PodTimes(self.now(), None)
         self.created_by[owner] += 1
         self.changes.created.append(pod)
         return pod
@@ -151,7 +206,8 @@ class ControllerContext:
         self.changes.deleted.append((pod, why))
 
 
-def _owner_of(pod: Pod) -> OwnerKey | None:
+def owner_of(pod: Pod) -> OwnerKey | None:
+    """The workload named by the pod's controller ownerReference."""
     for ref in pod.metadata.owner_references:
         if ref.controller:
             return (ref.kind, pod.metadata.namespace, ref.name)

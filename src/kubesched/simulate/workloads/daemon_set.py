@@ -111,6 +111,10 @@ class DaemonSetController:
     reference: OwnerReference
 
     def __post_init__(self) -> None:
+        self.derive()
+
+    def derive(self) -> None:
+        """What every pod of the DaemonSet shares, from `daemon_set` (again after it changed)."""
         template = self.daemon_set.spec.template
         assert template is not None  # checked when the object was loaded
         self._spec = daemon_tolerations(template.spec)
@@ -123,19 +127,35 @@ class DaemonSetController:
 
     def should_run(self, node: Node) -> bool:
         """Whether the controller puts a daemon pod on `node` (it does not ask the scheduler)."""
+        return self.should_continue_running(node) and tolerates_all(
+            node.spec.taints, self._spec.tolerations, _NO_SCHEDULE_OR_EXECUTE
+        )
+
+    def should_continue_running(self, node: Node) -> bool:
+        """Whether a daemon pod already there stays: a later NoSchedule taint does not remove it."""
         spec = self._spec
         if spec.node_name and spec.node_name != node.name:
             return False
         if not self._fits(node.name, node.labels):
             return False
-        return tolerates_all(node.spec.taints, spec.tolerations, _NO_SCHEDULE_OR_EXECUTE)
+        return tolerates_all(node.spec.taints, spec.tolerations, frozenset({"NoExecute"}))
 
     def reconcile(self, ctx: ControllerContext) -> None:
         template = self.daemon_set.spec.template
         assert template is not None
-        served = {_pinned_node(p) for p in ctx.pods_of(self.key)}
-        for name in sorted(ctx.cluster.nodes):
-            node = ctx.cluster.nodes[name]
+        nodes = ctx.cluster.nodes
+        served: set[str | None] = set()
+        for pod in ctx.pods_of(self.key):
+            name = _pinned_node(pod)
+            node = nodes.get(name) if name is not None else None
+            if node is None or not self.should_continue_running(node):
+                # The node is gone (a bound pod's is PodGC's to delete) or should not run it any more.
+                if node is not None or not pod.spec.node_name:
+                    ctx.delete_pod(self.key, pod, f"DaemonSet {self.key[2]}: node {name} no longer runs it")
+                continue
+            served.add(name)
+        for name in sorted(nodes):
+            node = nodes[name]
             if name in served or not self.should_run(node):
                 continue
             spec = pin_to_node(self._spec, name)

@@ -1,8 +1,10 @@
 """Jobs and CronJobs: the pods a Job runs at once, and one run of a CronJob.
 
 A Job keeps `min(parallelism, completions)` pods active (just `parallelism` without completions);
-nothing completes in a snapshot simulation, so that is the number it creates. Pods carry the labels
-the API server adds to a Job's template (`batch.kubernetes.io/controller-uid`,
+nothing completes in a snapshot simulation, so that is the number it creates. In a scenario
+replay, pods that complete (`runFor`) count as succeeded and the Job creates the next ones until
+`completions` have succeeded; lowering `parallelism` or suspending the Job deletes the surplus.
+Pods carry the labels the API server adds to a Job's template (`batch.kubernetes.io/controller-uid`,
 `batch.kubernetes.io/job-name` and their legacy short forms) unless the Job has a manual selector.
 An Indexed Job's pods are `<job>-<index>-<random>` with the `batch.kubernetes.io/job-completion-index`
 annotation and label, lowest indexes first. A suspended Job creates nothing.
@@ -23,6 +25,7 @@ import msgspec
 from kubesched.api.objects import CronJob, Job, JobSpec, ObjectMeta, OwnerReference
 from kubesched.simulate.workloads.context import ControllerContext, OwnerKey, WorkloadStatus
 from kubesched.simulate.workloads.naming import controller_reference, object_uid
+from kubesched.simulate.workloads.ranking import deletion_order
 
 __all__ = ["CronJobController", "JobController"]
 
@@ -69,7 +72,13 @@ class JobController:
                 LEGACY_JOB_NAME: name,
             }
         active = ctx.pods_of(self.key)
-        missing = active_target(spec, _succeeded(ctx, self.key)) - len(active)
+        succeeded = _succeeded(ctx, self.key)
+        missing = active_target(spec, succeeded) - len(active)
+        if spec.completions is None and succeeded and not spec.suspend:
+            missing = max(missing, 0)  # a work queue: once one succeeded, the others finish their work
+        if missing < 0:  # parallelism lowered or the Job suspended: the surplus goes, as ranked
+            for pod in deletion_order(active, active, ctx.times, ctx.now())[:-missing]:
+                ctx.delete_pod(self.key, pod, f"Job {name}: {len(active) + missing} pods wanted")
         if missing <= 0:
             return
         if spec.completion_mode != "Indexed":

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import (
@@ -24,11 +24,12 @@ from kubesched.api.objects import (
     Deployment,
     Job,
     ObjectMeta,
+    Pod,
     ReplicaSet,
     ReplicationController,
     StatefulSet,
 )
-from kubesched.api.workloads import replicas_of
+from kubesched.api.workloads import WorkloadObject, replicas_of
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.simulate.workloads.context import Controller, ControllerContext, PodChanges, WorkloadStatus
 from kubesched.simulate.workloads.daemon_set import DaemonSetController
@@ -106,9 +107,79 @@ def _snapshot_minute(objects: LoadedObjects) -> int:
     return int(newest // 60)
 
 
+def _deployment_owner(rs: ReplicaSet) -> tuple[str, str] | None:
+    """(namespace, name) of the Deployment that controls `rs`, if one does."""
+    owner = next((r for r in rs.metadata.owner_references if r.controller), None)
+    return (_namespace(rs.metadata), owner.name) if owner and owner.kind == "Deployment" else None
+
+
+def _deployment_controller(d: Deployment) -> DeploymentController:
+    key = ("Deployment", _namespace(d.metadata), d.metadata.name)
+    return DeploymentController(key, d, _uid("Deployment", d.metadata))
+
+
+def _replica_set_controller(
+    rs: ReplicaSet, age: int, deployment: DeploymentController | None
+) -> ReplicaSetController:
+    assert rs.spec.template is not None  # the caller skips selector-only ReplicaSets
+    name = rs.metadata.name
+    return ReplicaSetController(
+        key=("ReplicaSet", _namespace(rs.metadata), name),
+        reference=controller_reference("apps/v1", "ReplicaSet", name, _uid("ReplicaSet", rs.metadata)),
+        template=rs.spec.template,
+        replicas=replicas_of(rs),
+        deployment=deployment.key[2] if deployment else None,
+        age=age,
+    )
+
+
+def _replication_controller(rc: ReplicationController) -> ReplicaSetController:
+    assert rc.spec.template is not None  # the caller skips those without a template
+    ns, name = _namespace(rc.metadata), rc.metadata.name
+    ref = controller_reference(
+        "v1", "ReplicationController", name, _uid("ReplicationController", rc.metadata)
+    )
+    return ReplicaSetController(("ReplicationController", ns, name), ref, rc.spec.template, replicas_of(rc))
+
+
+def _stateful_set_controller(s: StatefulSet) -> StatefulSetController:
+    ns, name = _namespace(s.metadata), s.metadata.name
+    ref = controller_reference("apps/v1", "StatefulSet", name, _uid("StatefulSet", s.metadata))
+    return StatefulSetController(("StatefulSet", ns, name), s, ref)
+
+
+def _daemon_set_controller(ds: DaemonSet) -> DaemonSetController:
+    ns, name = _namespace(ds.metadata), ds.metadata.name
+    ref = controller_reference("apps/v1", "DaemonSet", name, _uid("DaemonSet", ds.metadata))
+    return DaemonSetController(("DaemonSet", ns, name), ds, ref)
+
+
+def _job_controller(job: Job) -> JobController:
+    return JobController(("Job", _namespace(job.metadata), job.metadata.name), job, _uid("Job", job.metadata))
+
+
+#: The LoadedObjects list holding each workload kind.
+_LISTS = {
+    "Deployment": "deployments",
+    "ReplicaSet": "replica_sets",
+    "ReplicationController": "replication_controllers",
+    "StatefulSet": "stateful_sets",
+    "DaemonSet": "daemon_sets",
+    "Job": "jobs",
+    "CronJob": "cron_jobs",
+}
+
+
+def _objects_of_kind(objects: LoadedObjects, kind: str) -> list[Any]:
+    listed: list[Any] = getattr(objects, _LISTS[kind])
+    return listed
+
+
 class WorkloadControllers:
-    def __init__(self, cluster: MemoryCluster, *, seed: int = 0) -> None:
-        self._ctx = ControllerContext(cluster, seed=seed)
+    def __init__(
+        self, cluster: MemoryCluster, *, seed: int = 0, now: Callable[[], float] = lambda: 0.0
+    ) -> None:
+        self._ctx = ControllerContext(cluster, seed=seed, now=now)
         objects: LoadedObjects = cluster.objects
         self._objects = objects
         self._deployments: list[DeploymentController] = []
@@ -121,29 +192,14 @@ class WorkloadControllers:
     # ------------------------------------------------------------------ building
     def _build(self, objects: LoadedObjects) -> None:
         deployments = {
-            (_namespace(d.metadata), d.metadata.name): DeploymentController(
-                ("Deployment", _namespace(d.metadata), d.metadata.name), d, _uid("Deployment", d.metadata)
-            )
+            (_namespace(d.metadata), d.metadata.name): _deployment_controller(d)
             for d in _latest(objects.deployments)
         }
         for index, rs in enumerate(_latest(objects.replica_sets)):
             if rs.spec.template is None:  # a selector-only object (spreading); nothing to create
                 continue
-            namespace = _namespace(rs.metadata)
-            owner = next((r for r in rs.metadata.owner_references if r.controller), None)
-            deployment = (
-                deployments.get((namespace, owner.name)) if owner and owner.kind == "Deployment" else None
-            )
-            controller = ReplicaSetController(
-                key=("ReplicaSet", namespace, rs.metadata.name),
-                reference=controller_reference(
-                    "apps/v1", "ReplicaSet", rs.metadata.name, _uid("ReplicaSet", rs.metadata)
-                ),
-                template=rs.spec.template,
-                replicas=replicas_of(rs),
-                deployment=deployment.key[2] if deployment else None,
-                age=index,
-            )
+            deployment = deployments.get(_deployment_owner(rs) or ("", ""))
+            controller = _replica_set_controller(rs, index, deployment)
             if deployment is not None:
                 deployment.replica_sets.append(controller)
             else:
@@ -155,21 +211,12 @@ class WorkloadControllers:
             self._reported.append(d)
         self._add_replication_controllers(objects.replication_controllers)
         for s in _latest(objects.stateful_sets):
-            if s.spec.template is None:
-                continue
-            ns, name = _namespace(s.metadata), s.metadata.name
-            ref = controller_reference("apps/v1", "StatefulSet", name, _uid("StatefulSet", s.metadata))
-            self._add(StatefulSetController(("StatefulSet", ns, name), s, ref))
+            if s.spec.template is not None:
+                self._add(_stateful_set_controller(s))
         for ds in _latest(objects.daemon_sets):
-            ns, name = _namespace(ds.metadata), ds.metadata.name
-            ref = controller_reference("apps/v1", "DaemonSet", name, _uid("DaemonSet", ds.metadata))
-            self._add(DaemonSetController(("DaemonSet", ns, name), ds, ref))
+            self._add(_daemon_set_controller(ds))
         for job in _latest(objects.jobs):
-            self._add(
-                JobController(
-                    ("Job", _namespace(job.metadata), job.metadata.name), job, _uid("Job", job.metadata)
-                )
-            )
+            self._add(_job_controller(job))
         minute = _snapshot_minute(objects) if objects.cron_jobs else 0
         for cj in _latest(objects.cron_jobs):
             key = ("CronJob", _namespace(cj.metadata), cj.metadata.name)
@@ -177,22 +224,114 @@ class WorkloadControllers:
 
     def _add_replication_controllers(self, rcs: Iterable[ReplicationController]) -> None:
         for rc in _latest(list(rcs)):
-            template = rc.spec.template
-            if template is None:
+            if rc.spec.template is None:
                 continue
-            ns, name = _namespace(rc.metadata), rc.metadata.name
-            ref = controller_reference(
-                "v1", "ReplicationController", name, _uid("ReplicationController", rc.metadata)
-            )
-            controller = ReplicaSetController(
-                ("ReplicationController", ns, name), ref, template, replicas_of(rc)
-            )
+            controller = _replication_controller(rc)
             self._replica_sets.append(controller)
             self._reported.append(controller)
 
     def _add(self, controller: Controller) -> None:
         self._others.append(controller)
         self._reported.append(controller)
+
+    # ------------------------------------------------------------------ changes over time
+    def apply(self, obj: WorkloadObject) -> None:
+        """A workload created or changed (a scenario's event): its controller acts on the next round.
+
+        A changed Deployment template starts a rollout to a new ReplicaSet; changed replicas scale;
+        the object itself replaces the listed one, so the spreading plugins see what is current.
+        """
+        if isinstance(obj, CronJob):
+            raise ValueError("a CronJob has no schedule in virtual time")  # refused by the scenario
+        key = (str(obj.kind), _namespace(obj.metadata), obj.metadata.name)
+        self._list_object(obj)
+        controller = self.find(*key)
+        if controller is None:
+            self._create(obj)
+        elif isinstance(controller, DeploymentController) and isinstance(obj, Deployment):
+            controller.deployment = obj
+            controller.new = None
+            controller.find_new()
+        elif isinstance(controller, ReplicaSetController) and isinstance(
+            obj, ReplicaSet | ReplicationController
+        ):
+            assert obj.spec.template is not None
+            controller.template, controller.replicas = obj.spec.template, replicas_of(obj)
+        elif isinstance(controller, StatefulSetController) and isinstance(obj, StatefulSet):
+            controller.stateful_set = obj
+        elif isinstance(controller, DaemonSetController) and isinstance(obj, DaemonSet):
+            controller.daemon_set = obj
+            controller.derive()
+        elif isinstance(controller, JobController) and isinstance(obj, Job):
+            controller.job = obj
+
+    def _create(self, obj: WorkloadObject) -> None:
+        if isinstance(obj, Deployment):
+            d = _deployment_controller(obj)
+            self._deployments.append(d)
+            self._reported.append(d)
+        elif isinstance(obj, ReplicaSet):
+            assert obj.spec.template is not None
+            owner = self.find("Deployment", *_deployment_owner(obj) or ("", ""))
+            if isinstance(owner, DeploymentController):
+                owner.replica_sets.append(_replica_set_controller(obj, len(owner.replica_sets), owner))
+                owner.find_new()
+            else:
+                self._replica_sets.append(_replica_set_controller(obj, len(self._replica_sets), None))
+                self._reported.append(self._replica_sets[-1])
+        elif isinstance(obj, ReplicationController):
+            self._add_replication_controllers([obj])
+        elif isinstance(obj, StatefulSet):
+            self._add(_stateful_set_controller(obj))
+        elif isinstance(obj, DaemonSet):
+            self._add(_daemon_set_controller(obj))
+        elif isinstance(obj, Job):
+            self._add(_job_controller(obj))
+
+    def remove(self, kind: str, namespace: str, name: str) -> bool:
+        """A workload deleted: its pods go (a Deployment's through its ReplicaSets). False if unknown."""
+        controller = self.find(kind, namespace, name)
+        if controller is None:
+            return False
+        self._reported.remove(controller)
+        owners = [controller.key]
+        if isinstance(controller, DeploymentController):
+            self._deployments.remove(controller)
+            owners = [rs.key for rs in controller.replica_sets]
+            made = {rs.key[2] for rs in controller.replica_sets}
+            self._objects.replica_sets[:] = [
+                rs
+                for rs in self._objects.replica_sets
+                if not (_namespace(rs.metadata) == namespace and rs.metadata.name in made)
+            ]
+        elif isinstance(controller, ReplicaSetController):
+            self._replica_sets.remove(controller)
+        else:
+            self._others.remove(controller)
+        self._unlist_object(kind, namespace, name)
+        why = f"{kind} {name} deleted"
+        for owner in owners:
+            for pod in self._ctx.pods_of(owner):
+                self._ctx.delete_pod(owner, pod, why)
+            self._ctx.forget(owner)
+        return True
+
+    def adopt(self, pod: Pod) -> None:
+        """A pod created by the scenario itself that names a workload as its controller."""
+        self._ctx.adopt(pod)
+
+    def record_finished(self, pod: Pod) -> None:
+        """A workload's pod ended (a Job's pod completed its run)."""
+        self._ctx.record_finished(pod)
+
+    def _list_object(self, obj: WorkloadObject) -> None:
+        """Put `obj` in the cluster's object lists, replacing an earlier version of it."""
+        self._unlist_object(str(obj.kind), _namespace(obj.metadata), obj.metadata.name)
+        _objects_of_kind(self._objects, str(obj.kind)).append(obj)
+
+    def _unlist_object(self, kind: str, namespace: str, name: str) -> None:
+        listed = _objects_of_kind(self._objects, kind)
+        listed[:] = [o for o in listed if (_namespace(o.metadata), o.metadata.name) != (namespace, name)]
 
     # ------------------------------------------------------------------ running
     def reconcile(self) -> PodChanges:
@@ -202,8 +341,9 @@ class WorkloadControllers:
             d.reconcile(ctx)
             self._objects.replica_sets.extend(d.made)
             d.made.clear()
+            related = [p for rs in d.replica_sets for p in ctx.pods_of(rs.key)]
             for rs in d.replica_sets:
-                rs.reconcile(ctx)
+                rs.reconcile(ctx, related)
         for rs in self._replica_sets:
             rs.reconcile(ctx)
         for other in self._others:

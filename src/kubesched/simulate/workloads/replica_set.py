@@ -1,16 +1,17 @@
 """ReplicaSets and ReplicationControllers: keep `replicas` pods, named `<owner>-<random>`.
 
 Missing pods are created from the template; extra pods are deleted in the controller's preference
-order (pods not yet on a node first, then the newest), the part of upstream's ranking a simulation
-can tell apart.
+order (`ranking.deletion_order`: pods not yet on a node first, ..., then the newest).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kubesched.api.objects import OwnerReference, PodTemplateSpec
+from kubesched.api.objects import OwnerReference, Pod, PodTemplateSpec
 from kubesched.simulate.workloads.context import ControllerContext, OwnerKey, WorkloadStatus, is_available
+from kubesched.simulate.workloads.ranking import deletion_order
 
 __all__ = ["ReplicaSetController"]
 
@@ -28,14 +29,15 @@ class ReplicaSetController:
     #: Position among the Deployment's ReplicaSets, oldest first (input order, then creation).
     age: int = 0
 
-    def reconcile(self, ctx: ControllerContext) -> None:
+    def reconcile(self, ctx: ControllerContext, related: Sequence[Pod] | None = None) -> None:
+        """Create or delete pods towards `replicas`; `related` are the Deployment's pods, for ranking."""
         pods = ctx.pods_of(self.key)
         missing = self.replicas - len(pods)
         for _ in range(missing):
             ctx.create_pod(self.key, self.reference, self.template, generate_name=f"{self.key[2]}-")
         if missing < 0:
-            ranked = sorted(enumerate(pods), key=lambda ip: (is_available(ip[1]), -ip[0]))
-            for _, pod in ranked[:-missing]:
+            ranked = deletion_order(pods, pods if related is None else related, ctx.times, ctx.now())
+            for pod in ranked[:-missing]:
                 why = f"{self.key[0]} {self.key[2]} scaled down to {self.replicas}"
                 ctx.delete_pod(self.key, pod, why)
 

@@ -1,0 +1,116 @@
+"""The controllers of a scenario replay: workloads created, changed and deleted over virtual time.
+
+The replay runs the same simulated controllers as `simulate` (`simulate/workloads/`). Controllers
+act in zero virtual time: after each instant's events, a round of every controller, then the
+scheduler, again until a round changes nothing — so a rolling update whose pods fit completes at
+the instant it starts, one that does not stops where maxSurge/maxUnavailable hold it. A round runs
+only when something a controller watches changed (a workload event, a node, one of its pods), so
+a replay without workloads costs nothing more.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+import msgspec
+
+from kubesched.api.loader import LoadedObjects
+from kubesched.api.objects import CronJob, Pod
+from kubesched.api.workloads import WORKLOAD_KINDS, WorkloadObject
+from kubesched.cluster.memory import MemoryCluster
+from kubesched.errors import InputError
+from kubesched.simulate.scenario import WORKLOAD_TIMELINE_KINDS, Scenario, TimelineEvent
+from kubesched.simulate.workloads import PodChanges, WorkloadControllers, has_workloads
+from kubesched.simulate.workloads.context import OwnerKey, owner_of
+
+__all__ = ["TimelineControllers", "needs_controllers"]
+
+
+def needs_controllers(objects: LoadedObjects, scenario: Scenario) -> bool:
+    """Whether the snapshot or the timeline holds a workload (otherwise the replay runs none)."""
+    return has_workloads(objects) or any(e.ref.kind in WORKLOAD_TIMELINE_KINDS for e in scenario.events)
+
+
+class TimelineControllers:
+    """The workload controllers, the Jobs' pod run times, and what the replay counts about them."""
+
+    def __init__(self, cluster: MemoryCluster, *, seed: int, now: Callable[[], float]) -> None:
+        for cron_job in cluster.objects.cron_jobs:
+            raise InputError(
+                f"CronJob {cron_job.metadata.name}: not replayed (a scenario has no wall clock to run "
+                "its schedule by); create the Jobs it runs in the timeline"
+            )
+        self.controllers = WorkloadControllers(cluster, seed=seed, now=now)
+        #: A Job's `runFor`: how long each of its pods runs once bound.
+        self._run_for: dict[OwnerKey, float] = {}
+        #: Per workload, its pods evicted (preempted, node gone) that it has not replaced yet.
+        self._owed: Counter[OwnerKey] = Counter()
+        #: Pods the controllers created to replace evicted ones.
+        self.recreated = 0
+        self._dirty = True
+
+    def touch(self) -> None:
+        """Something a controller watches changed: run a round at the next settle."""
+        self._dirty = True
+
+    def apply(self, event: TimelineEvent) -> bool:
+        """A workload event; False when it cannot apply (deleting a workload that does not exist)."""
+        self._dirty = True
+        ref = event.ref
+        key = (ref.kind, ref.namespace, ref.name)
+        if event.action == "delete":
+            self._run_for.pop(key, None)
+            return self.controllers.remove(ref.kind, ref.namespace, ref.name)
+        assert isinstance(event.obj, WORKLOAD_KINDS) and not isinstance(event.obj, CronJob)
+        obj: WorkloadObject = event.obj
+        if event.run_for is not None:
+            self._run_for[key] = event.run_for
+        self.controllers.apply(obj)
+        return True
+
+    def run_for(self, pod: Pod) -> float | None:
+        """How long a pod the controllers created runs (its Job's runFor), None: until deleted."""
+        owner = owner_of(pod)
+        return self._run_for.get(owner) if owner is not None else None
+
+    def adopt(self, pod: Pod) -> None:
+        """A pod of the timeline itself that names a workload as its controller counts as its pod."""
+        self.controllers.adopt(pod)
+
+    def pod_gone(self, pod: Pod, *, completed: bool, evicted: bool, node_gone: bool) -> None:
+        """One of the cluster's pods ended; a completed one counts towards its Job's completions."""
+        owner = owner_of(pod)
+        if owner is None:
+            return
+        self._dirty = True
+        if completed:
+            self.controllers.record_finished(_succeeded(pod))
+        elif evicted and not (node_gone and owner[0] == "DaemonSet"):
+            self._owed[owner] += 1  # a DaemonSet does not replace the pod of a node that is gone
+
+    def settle(
+        self, drain: Callable[[], None], as_deleted: Callable[[Callable[[], PodChanges]], PodChanges]
+    ) -> None:
+        """Controller rounds and scheduling until a round changes nothing.
+
+        `as_deleted` runs a round so that the pods it deletes end as deleted (not as evictions).
+        """
+        while True:
+            if self._dirty:
+                self._dirty = False
+                changes = as_deleted(self.controllers.reconcile)
+                for pod in changes.created:
+                    owner = owner_of(pod)
+                    if owner is not None and self._owed[owner] > 0:
+                        self._owed[owner] -= 1
+                        self.recreated += 1
+                if changes:
+                    self._dirty = True
+            drain()
+            if not self._dirty:
+                return
+
+
+def _succeeded(pod: Pod) -> Pod:
+    return msgspec.structs.replace(pod, status=msgspec.structs.replace(pod.status, phase="Succeeded"))
