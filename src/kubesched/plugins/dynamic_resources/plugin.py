@@ -66,6 +66,7 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_info import NodeInfo, pod_key
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
 from kubesched.framework.normalize import default_normalize_score
+from kubesched.framework.signature import SignFragment
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PostFilterResult
 from kubesched.plugins.dynamic_resources.allocator import (
@@ -286,6 +287,12 @@ class DynamicResources(
         "DeviceClass",
     )
     args_type: ClassVar[type[DynamicResourcesArgs]] = DynamicResourcesArgs
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """Unsignable with resource claims: the devices left depend on other pods' allocations."""
+        if pod.spec.resource_claims:
+            return Status.unschedulable("pods with dra resource claims are not signable")
+        return []
 
     def __init__(self, args: DynamicResourcesArgs | None = None, handle: _Handle | None = None) -> None:
         self.args = args if args is not None else DynamicResourcesArgs()
