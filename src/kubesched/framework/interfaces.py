@@ -212,6 +212,19 @@ class PostBindPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class SignPlugin(Plugin, Protocol):
+    """Optional for PreFilter, Filter, PreScore and Score plugins (KEP-5598 pod signatures).
+
+    Return the `(key, value)` fragments of the pod this plugin's answers depend on (see
+    `framework.signature` for the shared keys), or an unschedulable Status when they depend on more
+    than the pod and the node, which keeps the pod out of opportunistic batching. A profile with
+    one such plugin lacking `sign_pod` never batches.
+    """
+
+    def sign_pod(self, pod: Pod) -> Sequence[tuple[str, Any]] | Status: ...
+
+
+@runtime_checkable
 class EnqueueExtensions(Plugin, Protocol):
     """Which cluster events may make a pod this plugin rejected schedulable again."""
 
@@ -253,6 +266,7 @@ _PROTOCOLS: tuple[type, ...] = (
     PreBindPreFlightPlugin,
     BindPlugin,
     PostBindPlugin,
+    SignPlugin,
     EnqueueExtensions,
 )
 

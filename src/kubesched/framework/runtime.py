@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -42,6 +43,7 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
 from kubesched.framework.registry import Registry, instantiate
+from kubesched.framework.signature import SCHEDULER_NAME
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
     MAX_NODE_SCORE,
@@ -170,6 +172,43 @@ class Framework:
             )
             for n, p in self._points.get("score", [])
         ]
+        # PreBind plugins with their pre-flight (None: none); a runtime Protocol isinstance per
+        # binding cycle cost more than the rest of it.
+        self._pre_bind_flights: list[Any] = [
+            p.pre_bind_pre_flight if isinstance(p, PreBindPreFlightPlugin) else None
+            for _, p in self._points.get("preBind", [])
+        ]
+        self._signers, self.unsigned_plugins = _signers(self._points)
+
+    # ------------------------------------------------------------------ signatures (KEP-5598)
+    @property
+    def signs_pods(self) -> bool:
+        """Whether every PreFilter/Filter/PreScore/Score plugin can sign pods (else none is signed)."""
+        return self._signers is not None
+
+    def sign_pod(self, pod: Pod) -> bytes | None:
+        """The pod's signature, or None when it has none: signatures are off for this profile,
+        or a plugin found the pod unsignable (or failed: a signature is an optimisation, never a
+        reason to fail a pod)."""
+        signers = self._signers
+        if signers is None:
+            return None
+        parts: dict[str, Any] = {SCHEDULER_NAME: pod.spec.scheduler_name}
+        try:
+            for i, (_name, plugin) in enumerate(signers):
+                out = plugin.sign_pod(pod)
+                if isinstance(out, Status):
+                    if not out.is_success():
+                        if i:  # ask the refusing plugin first next time: unsignable pods stay cheap
+                            signers.insert(0, signers.pop(i))
+                        return None
+                    continue
+                for key, value in out:
+                    parts.setdefault(key, value)
+            # Sorted keys: the bytes do not depend on the order the plugins were asked in.
+            return msgspec.json.encode(parts, order="sorted")
+        except Exception:
+            return None
 
     # ------------------------------------------------------------------ introspection
     def plugins_at(self, point: str) -> list[str]:
@@ -553,11 +592,11 @@ class Framework:
     def pre_bind_has_work(self, state: CycleState, pod: Pod, node_name: str) -> bool:
         """Whether some PreBind plugin has work for the pod (upstream's RunPreBindPreFlights not
         Skip): its pre-flight says so, fails, or it has no pre-flight."""
-        for _, plugin in self._points.get("preBind", []):
-            if not isinstance(plugin, PreBindPreFlightPlugin):
+        for pre_flight in self._pre_bind_flights:
+            if pre_flight is None:
                 return True
             try:
-                status = plugin.pre_bind_pre_flight(state, pod, node_name)
+                status = pre_flight(state, pod, node_name)
             except Exception:  # PreBind itself will run and report it
                 return True
             if status is None or not status.is_skip():
@@ -670,3 +709,24 @@ def num_feasible_nodes_to_find(profile_pct: int | None, global_pct: int, num_all
     if pct == 0:
         pct = max(50 - num_all_nodes // 125, 5)
     return max(num_all_nodes * pct // 100, min_nodes)
+
+
+#: The extension points whose plugins must all sign pods for a profile to sign any (upstream's rule).
+SIGNED_POINTS = ("preFilter", "filter", "preScore", "score")
+
+
+def _signers(points: Mapping[str, list[tuple[str, Any]]]) -> tuple[list[tuple[str, Any]] | None, list[str]]:
+    """(plugins that sign, in profile order, or None when one cannot; the names that cannot)."""
+    signers: list[tuple[str, Any]] = []
+    unsigned: list[str] = []
+    seen: set[str] = set()
+    for point in SIGNED_POINTS:
+        for name, plugin in points.get(point, []):
+            if name in seen:
+                continue
+            seen.add(name)
+            if defines(type(plugin), "sign_pod"):
+                signers.append((name, plugin))
+            else:
+                unsigned.append(name)
+    return (None if unsigned else signers), unsigned

@@ -28,6 +28,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import BatchScorePlugin, Handle, PreScorePlugin, ScorePlugin
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import NodeSet
+from kubesched.framework.signature import SignFragment, requests_fragment
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE
 from kubesched.plugins.node_resources_fit import (
@@ -114,6 +115,10 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
     args_type: ClassVar[type[NodeResourcesBalancedAllocationArgs]] = NodeResourcesBalancedAllocationArgs
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """KEP-5598: the parts of the pod this plugin's answers depend on."""
+        return [requests_fragment(pod)]
 
     def __init__(
         self, args: NodeResourcesBalancedAllocationArgs | None = None, handle: Handle | None = None

@@ -24,6 +24,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import BatchScorePlugin, Handle, ScorePlugin
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import NodeSet, NodeTable
+from kubesched.framework.signature import SignFragment, images_fragment
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE
 
@@ -119,6 +120,10 @@ class ImageLocality(ScorePlugin, BatchScorePlugin):
     name: ClassVar[str] = "ImageLocality"
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """KEP-5598: the parts of the pod this plugin's answers depend on."""
+        return [images_fragment(pod, normalized_image_name)]
 
     def __init__(self, handle: Handle | None = None) -> None:
         self.handle = handle

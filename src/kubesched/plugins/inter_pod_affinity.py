@@ -57,6 +57,7 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.node_table import BatchFilterResult, IntArray, NodeSet, NodeTable, PodRowCounts
+from kubesched.framework.signature import SignFragment, labels_fragment
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE, PreFilterResult
 
@@ -679,6 +680,15 @@ class InterPodAffinity(
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ("Namespace",)
     args_type: ClassVar[type[InterPodAffinityArgs]] = InterPodAffinityArgs
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """Unsignable with pod (anti-)affinity: the answer depends on other pods' placement."""
+        affinity = pod.spec.affinity
+        if affinity is not None and (
+            affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None
+        ):
+            return Status.unschedulable("pods with pod affinity or anti-affinity are not signable")
+        return [labels_fragment(pod)]  # other pods' (anti-)affinity terms select it by its labels
 
     def __init__(self, args: InterPodAffinityArgs | None = None, handle: Handle | None = None) -> None:
         self.args = args if args is not None else InterPodAffinityArgs()

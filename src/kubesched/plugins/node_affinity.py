@@ -28,6 +28,7 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, BoolArray, NodeSet
 from kubesched.framework.normalize import default_normalize_score
+from kubesched.framework.signature import SignFragment, affinity_fragment, node_selector_fragment
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PreFilterResult
 from kubesched.plugins._node_selector_batch import (
@@ -214,6 +215,10 @@ class NodeAffinity(
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
     args_type: ClassVar[type[NodeAffinityArgs]] = NodeAffinityArgs
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """KEP-5598: the parts of the pod this plugin's answers depend on."""
+        return [affinity_fragment(pod), node_selector_fragment(pod)]
 
     def __init__(self, args: NodeAffinityArgs | None = None) -> None:
         self.args = args if args is not None else NodeAffinityArgs()

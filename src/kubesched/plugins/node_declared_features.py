@@ -27,6 +27,7 @@ from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWit
 from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin, PreFilterPlugin
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
+from kubesched.framework.signature import REQUIRED_FEATURES, SignFragment
 from kubesched.framework.status import Code, Status
 
 __all__ = ["NodeDeclaredFeatures", "required_features"]
@@ -65,6 +66,10 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, Enq
     name: ClassVar[str] = "NodeDeclaredFeatures"
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """KEP-5598: the parts of the pod this plugin's answers depend on."""
+        return [(REQUIRED_FEATURES, required_features(pod))]
 
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
         needed = required_features(pod)

@@ -10,6 +10,7 @@ from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWit
 from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
+from kubesched.framework.signature import SignFragment, node_name_fragment
 from kubesched.framework.status import Status
 
 __all__ = ["ERR_REASON", "NodeName"]
@@ -27,6 +28,10 @@ class NodeName(FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     name: ClassVar[str] = "NodeName"
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """KEP-5598: the parts of the pod this plugin's answers depend on."""
+        return [node_name_fragment(pod)]
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         wanted = pod.spec.node_name

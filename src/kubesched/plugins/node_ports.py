@@ -23,6 +23,7 @@ from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWit
 from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin, PreFilterPlugin
 from kubesched.framework.node_info import HostPort, NodeInfo, pod_host_ports, ports_conflict
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
+from kubesched.framework.signature import SignFragment, host_ports_fragment
 from kubesched.framework.status import Status
 
 __all__ = ["ERR_REASON", "NodePorts", "pod_host_ports"]
@@ -47,6 +48,10 @@ class NodePorts(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensi
     name: ClassVar[str] = "NodePorts"
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """KEP-5598: the parts of the pod this plugin's answers depend on."""
+        return [host_ports_fragment(pod)]
 
     def _wanted(self, state: CycleState, pod: Pod) -> tuple[HostPort, ...]:
         s = state.get(PRE_FILTER_STATE_KEY)

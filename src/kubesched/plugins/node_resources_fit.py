@@ -49,6 +49,7 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.node_info import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, NodeInfo, node_allocatable
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
+from kubesched.framework.signature import SignFragment, requests_fragment
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE
 from kubesched.plugins.dynamic_resources.extended import BackingClasses, backing_classes
@@ -454,6 +455,10 @@ class NodeResourcesFit(
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ("DeviceClass",)
     args_type: ClassVar[type[NodeResourcesFitArgs]] = NodeResourcesFitArgs
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """KEP-5598: the parts of the pod this plugin's answers depend on."""
+        return [requests_fragment(pod)]
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
         self.args = args if args is not None else NodeResourcesFitArgs()

@@ -11,6 +11,7 @@ from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWit
 from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
+from kubesched.framework.signature import SignFragment, tolerations_fragment
 from kubesched.framework.status import Status
 
 __all__ = ["ERR_REASON_UNSCHEDULABLE", "NodeUnschedulable"]
@@ -32,6 +33,10 @@ class NodeUnschedulable(FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     name: ClassVar[str] = "NodeUnschedulable"
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """KEP-5598: the parts of the pod this plugin's answers depend on."""
+        return [tolerations_fragment(pod)]
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if node_info.node.spec.unschedulable and not _tolerates_unschedulable(pod):

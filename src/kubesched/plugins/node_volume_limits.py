@@ -48,6 +48,7 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
+from kubesched.framework.signature import SignFragment, volumes_fragment
 from kubesched.framework.status import Code, Status
 from kubesched.plugins._volumes import (
     VOLUME_KINDS,
@@ -211,6 +212,10 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, Enqueue
     name: ClassVar[str] = "NodeVolumeLimits"
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = (*VOLUME_KINDS, *("CSIDriver",))
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """KEP-5598: the parts of the pod this plugin's answers depend on."""
+        return [volumes_fragment(pod)]
 
     def __init__(self, handle: VolumeHandle | None = None) -> None:
         self._handle = handle

@@ -69,6 +69,7 @@ from kubesched.framework.node_table import (
     NodeTable,
     PodRowCounts,
 )
+from kubesched.framework.signature import SignFragment
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE, PreFilterResult
 from kubesched.plugins._node_selector_batch import BatchNodeSelector, node_selector_map_mask
@@ -586,6 +587,14 @@ class PodTopologySpread(
         "ReplicationController",
     )
     args_type: ClassVar[type[PodTopologySpreadArgs]] = PodTopologySpreadArgs
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """Unsignable with spread constraints: its own, or the profile's defaults (System's too)."""
+        if pod.spec.topology_spread_constraints:
+            return Status.unschedulable("pods with topology constraints are not signable")
+        if self._defaults:
+            return Status.unschedulable("pods with default topology constraints are not signable")
+        return []
 
     def __init__(self, args: PodTopologySpreadArgs | None = None, handle: Handle | None = None) -> None:
         self.args = args if args is not None else PodTopologySpreadArgs()

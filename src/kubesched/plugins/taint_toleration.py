@@ -26,6 +26,7 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
 from kubesched.framework.normalize import default_normalize_score
+from kubesched.framework.signature import SignFragment, tolerations_fragment
 from kubesched.framework.status import Status
 
 __all__ = ["ERR_REASON_UNTOLERATED", "TaintToleration"]
@@ -83,6 +84,10 @@ class TaintToleration(
     listed_kinds: ClassVar[tuple[str, ...]] = ()
 
     # -- Filter
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """KEP-5598: the parts of the pod this plugin's answers depend on."""
+        return [tolerations_fragment(pod)]
+
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if find_untolerated_taint(node_info.node.spec.taints, pod.spec.tolerations) is None:
             return None

@@ -83,6 +83,7 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.node_info import NodeInfo, pod_key
 from kubesched.framework.node_table import BatchFilterResult, BoolArray, NodeSet, NodeTable
+from kubesched.framework.signature import SignFragment, volumes_fragment
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE, PreFilterResult
 from kubesched.plugins._node_selector_batch import BatchNodeSelector
@@ -388,6 +389,10 @@ class VolumeBinding(
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = (*VOLUME_KINDS, *("CSIDriver", "CSIStorageCapacity"))
     args_type: ClassVar[type[VolumeBindingArgs]] = VolumeBindingArgs
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """KEP-5598: the parts of the pod this plugin's answers depend on."""
+        return [volumes_fragment(pod)]
 
     def __init__(self, args: VolumeBindingArgs | None = None, handle: VolumeHandle | None = None) -> None:
         self.args = args if args is not None else VolumeBindingArgs()

@@ -44,6 +44,7 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import BatchFilterResult, BoolArray, NodeSet, NodeTable, PodRowCounts
+from kubesched.framework.signature import SignFragment, volumes_fragment
 from kubesched.framework.status import Code, Status
 from kubesched.plugins._volumes import VOLUME_KINDS, VolumeHandle, VolumeObjects, claim_key, pvc_not_found
 
@@ -147,6 +148,10 @@ class VolumeRestrictions(
     name: ClassVar[str] = "VolumeRestrictions"
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = VOLUME_KINDS
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """KEP-5598: the parts of the pod this plugin's answers depend on."""
+        return [volumes_fragment(pod)]
 
     def __init__(self, handle: VolumeHandle | None = None) -> None:
         self._handle = handle

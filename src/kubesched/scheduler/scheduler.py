@@ -40,6 +40,7 @@ from kubesched.framework.types import (
     truncate_note,
 )
 from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
+from kubesched.scheduler.batch import BatchMetrics, OpportunisticBatch
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
@@ -320,6 +321,7 @@ class Scheduler:
         extenders: Extenders | None = None,
         bind_gate: Callable[[], str | None] | None = None,
         on_abandoned: Callable[[Abandoned], None] | None = None,
+        batch_metrics: BatchMetrics | None = None,
     ) -> None:
         self.port = port
         #: Why this scheduler may not bind at all right now (None: it may); asked before PreBind and
@@ -352,6 +354,11 @@ class Scheduler:
                 ),
                 percentage_of_nodes_to_score=spec.percentage_of_nodes_to_score,
             )
+        #: Opportunistic batching per profile; extenders turn signatures off, as upstream.
+        self.batches = {
+            name: OpportunisticBatch(fwk, clock, batch_metrics, signs=extenders is None)
+            for name, fwk in self.frameworks.items()
+        }
         first = next(iter(self.frameworks.values()))
         self.queue = SchedulingQueue(
             first.less,
@@ -495,6 +502,10 @@ class Scheduler:
                 diagnosis.pending_plugins |= plugins
             raise FitError(pod, len(table), diagnosis)
 
+        batch = self.batches[fwk.profile_name]
+        cycle = self.queue.scheduling_cycle
+        hint, signature = batch.node_hint(state, pod, cycle, table)
+
         # An earlier preemption nominated a node: try it alone first.
         nominated = pod.status.nominated_node_name or self.nominator.nominated_node(qpi.key)
         allowed = pre_result is None or pre_result.node_names is None or nominated in pre_result.node_names
@@ -502,7 +513,21 @@ class Scheduler:
             st = self._filter_with_nominated_pods(fwk, state, qpi.pod_info, table, nominated)
             # Filter extenders must accept the nominated node too (upstream evaluateNominatedNode).
             if st is None and (self.extenders is None or self.extenders.accepts_node(pod, table, nominated)):
+                batch.store(signature, hint, nominated, cycle)
                 return _ScheduleResult(nominated, 1, 1)
+
+        # Opportunistic batching: the last pod's runner-up, if it fits, without scoring anyone else.
+        # A nominated pod whose node no longer fits goes to the full pass, hint or not (as upstream).
+        allowed = pre_result is None or pre_result.node_names is None or hint in pre_result.node_names
+        pi = qpi.pod_info
+        if (
+            hint
+            and not nominated
+            and allowed
+            and self._filter_with_nominated_pods(fwk, state, pi, table, hint) is None
+        ):
+            batch.store(signature, hint, hint, cycle)
+            return _ScheduleResult(hint, 1, 1)
 
         nodes = all_nodes
         if pre_result is not None and pre_result.node_names is not None:
@@ -522,6 +547,7 @@ class Scheduler:
             raise FitError(pod, len(table), diagnosis)
         explain_filter = node_to_status if self.options.explain else None
         if len(feasible) == 1:
+            batch.store(signature, hint, feasible.names[0], cycle)
             return _ScheduleResult(feasible.names[0], evaluated, 1, filter=explain_filter)
         status = fwk.run_pre_score(state, pod, feasible)
         if status is not None:
@@ -542,6 +568,8 @@ class Scheduler:
                 for i in range(len(feasible))
             }
         chosen = feasible.table.names[int(feasible.rows[best])]
+        others = _runners_up(feasible, outcome.totals, wrap, best) if signature is not None else []
+        batch.store(signature, hint, chosen, cycle, others, left=len(feasible) - 1)
         return _ScheduleResult(chosen, evaluated, len(feasible), scores, explain_filter)
 
     def _find_nodes_that_pass_filters(
@@ -1006,6 +1034,18 @@ class _PlainFitError(Exception):
         from kubesched.framework.types import fit_error_message
 
         return fit_error_message(1, self.diagnosis)
+
+
+def _runners_up(
+    feasible: NodeSet, totals: np.ndarray[Any, np.dtype[np.int64]], wrap: int, chosen: int
+) -> list[tuple[int, str]]:
+    """(total, node) of the feasible nodes but the chosen one, best first; equal totals keep the
+    order they were evaluated in (`feasible[wrap:]` then `feasible[:wrap]`)."""
+    n = len(totals)
+    evaluation = np.concatenate((np.arange(wrap, n), np.arange(0, wrap)))
+    ranked = evaluation[np.argsort(-totals[evaluation], kind="stable")]
+    names = feasible.names
+    return [(int(totals[i]), names[i]) for i in ranked.tolist() if i != chosen]
 
 
 def _with_node_name(pod: Pod, node: str) -> Pod:

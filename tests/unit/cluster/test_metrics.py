@@ -49,6 +49,31 @@ def test_upstream_names_labels_and_buckets() -> None:
     assert "# TYPE scheduler_plugin_execution_duration_seconds histogram" in text
 
 
+def test_batching_metrics_are_the_v1_37_2_binarys() -> None:
+    """Names, labels, help and buckets as the kube-scheduler v1.37.2 binary's /metrics shows them."""
+    m = SchedulerMetrics()
+    m.observe_batch_attempt("p", "hint_used")
+    m.observe_batch_flush("p", "pod_not_batchable")
+    m.observe_node_hint("p", True, 0.00003)
+    m.observe_node_hint("p", False, 0.00003)
+    m.observe_store_results("p", 0.00003)
+    m.observe_rescore("p", 0.0001)
+    text = m.render().decode()
+    for line in (
+        "# HELP scheduler_batch_attempts_total [ALPHA] Counts of results when we attempt to use batching.",
+        'scheduler_batch_attempts_total{profile="p",result="hint_used"} 1.0',
+        "# HELP scheduler_batch_cache_flushed_total [ALPHA] Counts of cache flushes by reason.",
+        'scheduler_batch_cache_flushed_total{profile="p",reason="pod_not_batchable"} 1.0',
+        'scheduler_get_node_hint_duration_seconds_bucket{hinted="hint",le="4e-05",profile="p"} 1.0',
+        'scheduler_get_node_hint_duration_seconds_bucket{hinted="no_hint",le="2e-05",profile="p"} 0.0',
+        'scheduler_store_schedule_results_duration_seconds_bucket{le="0.02048",profile="p"} 1.0',
+        'scheduler_batch_rescore_attempts_total{profile="p"} 1.0',
+        'scheduler_batch_rescore_duration_seconds_bucket{le="0.00016",profile="p"} 1.0',
+    ):
+        assert line in text, line
+    assert 'le="0.04096"' not in text  # 12 buckets: 1e-05 doubling to 0.02048
+
+
 def test_buckets_are_prometheus_exponential_buckets() -> None:
     b = exponential_buckets(0.001, 2, 15)
     assert len(b) == 15 and b[0] == 0.001 and b[-1] == pytest.approx(16.384)

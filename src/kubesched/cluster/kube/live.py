@@ -249,6 +249,16 @@ class LiveMetrics(Protocol):
 
     def observe_abandoned_bind(self, reason: str, profile: str) -> None: ...
 
+    def observe_batch_attempt(self, profile: str, result: str) -> None: ...
+
+    def observe_batch_flush(self, profile: str, reason: str) -> None: ...
+
+    def observe_node_hint(self, profile: str, hinted: bool, seconds: float) -> None: ...
+
+    def observe_store_results(self, profile: str, seconds: float) -> None: ...
+
+    def observe_rescore(self, profile: str, seconds: float) -> None: ...
+
 
 class _PodIdentitySpec(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
     scheduler_name: str = "default-scheduler"
@@ -338,6 +348,7 @@ class LiveCluster:
             extenders=self.extenders,
             bind_gate=self.pipeline.refusal,
             on_abandoned=self._abandoned,
+            batch_metrics=metrics,
         )
         if metrics is not None:
             for fwk in self.scheduler.frameworks.values():

@@ -1,0 +1,205 @@
+"""Opportunistic batching (KEP-5598, on by default since v1.35): reuse one pod's scored node list
+for the next pod with the same signature.
+
+After a signable pod is placed by a full Filter + Score pass, the other feasible nodes, best first,
+are kept with the pod's signature. The next scheduling cycle may take its node from that list
+instead of filtering and scoring every node, if all of these hold (else it runs the full pass and the
+reason is counted in `scheduler_batch_cache_flushed_total`, as kube-scheduler counts it):
+
+* it is the very next cycle (`pod_skipped`: another pod, or a failed attempt, came in between);
+* the pod has the same signature (`pod_incompatible`);
+* the list is younger than `MAX_BATCH_AGE` on the scheduler's clock (`expired`);
+* the node chosen last time still exists (`node_missing`).
+
+The node chosen last time is filtered again for the new pod: if it no longer fits, it simply
+stays out of the list (the one-pod-per-node case); if it still fits, v1.37 rescores it (PreScore
+and Score on that node alone) and puts it back in its place. The best node of the list is the
+*hint*: the cycle filters it first and, if it fits, takes it without scoring any other node;
+otherwise it runs the full pass and stores a fresh list.
+
+The clock is the scheduler's: wall time in `kubesched run`, virtual time in `kubesched simulate`,
+where a burst of pods created together is scheduled in no time and therefore batches, as
+kube-scheduler batches a burst it schedules faster than 500 ms.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kubesched.api.objects import Pod
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.node_table import NodeTable
+from kubesched.framework.runtime import Framework
+from kubesched.scheduler.clock import Clock
+
+__all__ = [
+    "MAX_BATCH_AGE",
+    "BatchMetrics",
+    "OpportunisticBatch",
+]
+
+#: Seconds a stored list may be reused (upstream's maxBatchAge).
+MAX_BATCH_AGE = 0.5
+
+# scheduler_batch_attempts_total{result}
+NO_HINT = "no_hint"
+HINT_USED = "hint_used"
+HINT_NOT_USED = "hint_not_used"
+# scheduler_batch_cache_flushed_total{reason}
+POD_SKIPPED = "pod_skipped"
+POD_INCOMPATIBLE = "pod_incompatible"
+EXPIRED = "expired"
+NODE_MISSING = "node_missing"
+NODE_NOT_FULL = "node_not_full"
+EMPTY_LIST = "empty_list"
+POD_NOT_BATCHABLE = "pod_not_batchable"
+
+
+class BatchMetrics(Protocol):
+    """Where batching reports, with upstream's metric names (implemented by `kubesched.metrics`)."""
+
+    def observe_batch_attempt(self, profile: str, result: str) -> None: ...
+
+    def observe_batch_flush(self, profile: str, reason: str) -> None: ...
+
+    def observe_node_hint(self, profile: str, hinted: bool, seconds: float) -> None: ...
+
+    def observe_store_results(self, profile: str, seconds: float) -> None: ...
+
+    def observe_rescore(self, profile: str, seconds: float) -> None: ...
+
+
+@dataclass(slots=True)
+class _Stored:
+    signature: bytes
+    #: (-total score, order, node): a heap, best node first; ties keep the order they were scored in.
+    heap: list[tuple[int, int, str]]
+    created: float
+
+
+@dataclass(slots=True)
+class OpportunisticBatch:
+    """One profile's batch state. Counts are kept here too (tests read them; metrics mirror them)."""
+
+    fwk: Framework
+    clock: Clock
+    metrics: BatchMetrics | None = None
+    #: False: every pod counts as unsignable (a profile with extenders, as upstream).
+    signs: bool = True
+    stored: _Stored | None = None
+    last_cycle: int = -1
+    last_chosen: str = ""
+    order: int = 0
+    attempts: Counter[str] = field(default_factory=Counter)
+    flushes: Counter[str] = field(default_factory=Counter)
+    rescores: int = 0
+
+    # ------------------------------------------------------------------ the cycle asks
+    def node_hint(
+        self, state: CycleState, pod: Pod, cycle: int, table: NodeTable
+    ) -> tuple[str, bytes | None]:
+        """(hint or "", the pod's signature). Called after PreFilter, whose state Filter reads."""
+        started = time.perf_counter()
+        signature = self.fwk.sign_pod(pod) if self.signs else None
+        hint = ""
+        if self._usable(state, pod, signature, cycle, table):
+            assert self.stored is not None
+            hint = heapq.heappop(self.stored.heap)[2]
+        else:
+            self._attempt(NO_HINT)
+        if self.metrics is not None:
+            self.metrics.observe_node_hint(self.fwk.profile_name, bool(hint), time.perf_counter() - started)
+        return hint, signature
+
+    def store(
+        self,
+        signature: bytes | None,
+        hinted: str,
+        chosen: str,
+        cycle: int,
+        others: Sequence[tuple[int, str]] = (),
+        *,
+        left: int = 0,
+    ) -> None:
+        """After a successful cycle: remember it, and keep `others` ((total, node), best first, the
+        chosen node excluded) when the pod was signable and placed by a full pass. `left` counts the
+        other feasible nodes when `others` was not built (an unsignable pod), for the flush reason."""
+        started = time.perf_counter()
+        self.last_cycle = cycle
+        self.last_chosen = chosen
+        if hinted and hinted == chosen:
+            self._attempt(HINT_USED)
+        else:
+            if hinted:
+                self._attempt(HINT_NOT_USED)
+            if signature is not None and others:
+                heap = [(-total, i, name) for i, (total, name) in enumerate(others)]
+                heapq.heapify(heap)
+                self.order = len(heap)
+                self.stored = _Stored(signature, heap, self.clock.now())
+            else:
+                self.stored = None
+                self._flush(POD_NOT_BATCHABLE if others or left else EMPTY_LIST)
+        if self.metrics is not None:
+            self.metrics.observe_store_results(self.fwk.profile_name, time.perf_counter() - started)
+
+    # ------------------------------------------------------------------ rules
+    def _usable(
+        self, state: CycleState, pod: Pod, signature: bytes | None, cycle: int, table: NodeTable
+    ) -> bool:
+        stored = self.stored
+        if stored is None or not stored.heap:
+            return False
+        if cycle != self.last_cycle + 1:
+            return self._flush(POD_SKIPPED)
+        if signature is None or signature != stored.signature:
+            return self._flush(POD_INCOMPATIBLE)
+        if self.clock.now() > stored.created + MAX_BATCH_AGE:
+            return self._flush(EXPIRED)
+        row = table.index.get(self.last_chosen)
+        if row is None:
+            return self._flush(NODE_MISSING)
+        info = table.infos[row]
+        status = self.fwk.run_filter_on_node(state, pod, info)
+        if status is None:
+            # Still room on the node just used: v1.37 scores it again and puts it back in line.
+            if not self._rescore(state, pod, table, self.last_chosen):
+                return self._flush(NODE_NOT_FULL)
+        elif not status.is_rejected():
+            return self._flush(NODE_NOT_FULL)
+        return bool(stored.heap)
+
+    def _rescore(self, state: CycleState, pod: Pod, table: NodeTable, node: str) -> bool:
+        assert self.stored is not None
+        started = time.perf_counter()
+        self.rescores += 1
+        one = table.subset([node])
+        ok = self.fwk.run_pre_score(state, pod, one) is None
+        if ok:
+            outcome = self.fwk.run_score(state, pod, one)
+            ok = outcome.error is None
+            if ok:
+                total = int(outcome.totals[0]) if self.fwk.has_score_plugins() else 1
+                self.order += 1
+                heapq.heappush(self.stored.heap, (-total, self.order, node))
+        if self.metrics is not None:
+            self.metrics.observe_rescore(self.fwk.profile_name, time.perf_counter() - started)
+        return ok
+
+    def _flush(self, reason: str) -> bool:
+        """Count why the list cannot serve this cycle. Like upstream, the list itself is replaced
+        (or dropped) only when this cycle's pod is placed, so a stale list is counted each time."""
+        self.flushes[reason] += 1
+        if self.metrics is not None:
+            self.metrics.observe_batch_flush(self.fwk.profile_name, reason)
+        return False
+
+    def _attempt(self, result: str) -> None:
+        self.attempts[result] += 1
+        if self.metrics is not None:
+            self.metrics.observe_batch_attempt(self.fwk.profile_name, result)

@@ -1,0 +1,125 @@
+"""Opportunistic batching (KEP-5598) against kube-scheduler v1.37.2 on the real API server.
+
+A burst of identical signable pods — bare pods, and pods owned by a Job — is created at once, then
+scheduled by the binary and, on the same nodes afterwards, by `kubesched run`, both with the
+default profile minus PodTopologySpread's system defaults (with them, v1.37.2 signs no pod at all:
+`pods with default topology constraints are not signable`).
+
+What is compared, and why it is deterministic: identical pods are interchangeable, and which of
+them is popped first is not (queue timestamps), so per-pod equality would test the queue, not the
+placement. The nodes have different sizes, so the scores of every step differ between nodes: the
+sequence of chosen nodes, hence **how many pods each node got**, is fixed by the scoring, batched or
+not. The burst is scheduled in consecutive cycles well within the 500 ms a batch lives, so the
+**batching counters** are fixed too: hints used, rescores of the node just used (it still fits a
+second pod), flushes by reason, one hint lookup and one store per pod.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubesched.testing.differential.burst import BurstOutcome, run_burst, start_kubesched, start_upstream
+from kubesched.testing.differential.cluster import _delete
+from kubesched.testing.differential.run import Harnesses
+
+Obj = dict[str, Any]
+#: Node cpus: distinct, so no two nodes tie on score; 27 one-cpu pods would fill them.
+NODE_CPUS = (2, 3, 4, 5, 6, 7)
+BURST = 12
+#: The "wide" burst: 3.5-cpu pods fit nodes of 4-6 cpus once and of 7 cpus twice (5 pods: all of
+#: them), so most nodes are full after one pod and leave the list instead of being rescored.
+WIDE = ("3500m", 5)
+JOB = "bt-job"
+
+
+def _node(i: int, cpu: int) -> Obj:
+    allocatable = {"cpu": str(cpu), "memory": "16Gi", "pods": "110"}
+    name = f"bt-n{i}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": allocatable,
+            "allocatable": allocatable,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def _pods(kind: str, scheduler: str, job: Obj | None) -> list[Obj]:
+    cpu, count = WIDE if kind == "wide" else ("1", BURST)
+    template: Obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": "default", "labels": {"app": "burst"}},
+        "spec": {
+            "schedulerName": scheduler,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {"name": "main", "image": "img-a:1", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+            ],
+        },
+    }
+    if job is not None:  # what the Job controller creates: its labels, owner reference, restartPolicy
+        uid = job["metadata"]["uid"]
+        template["metadata"]["labels"] = {
+            "batch.kubernetes.io/controller-uid": uid,
+            "batch.kubernetes.io/job-name": JOB,
+            "controller-uid": uid,
+            "job-name": JOB,
+        }
+        template["metadata"]["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": JOB, "uid": uid,
+             "controller": True, "blockOwnerDeletion": True}
+        ]  # fmt: skip
+        template["spec"]["restartPolicy"] = "Never"
+    pods = []
+    for i in range(count):
+        p = copy.deepcopy(template)
+        p["metadata"]["name"] = f"bt-{kind}-{scheduler}-{i}"
+        pods.append(p)
+    return pods
+
+
+@pytest.mark.parametrize("kind", ["bare", "job", "wide"])
+def test_a_burst_batches_and_lands_as_upstream(differential: Harnesses, tmp_path: Path, kind: str) -> None:
+    api, cp = differential.upstream.api, differential.upstream.cp
+    nodes = [api.post("/api/v1/nodes", _node(i, c)) for i, c in enumerate(NODE_CPUS)]
+    job = None
+    if kind == "job":
+        job = api.post(
+            "/apis/batch/v1/namespaces/default/jobs",
+            {"metadata": {"name": JOB}, "spec": {"suspend": True, "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "img-a:1"}]}}}},
+        )  # fmt: skip
+    try:
+        upstream = run_burst(api, _pods(kind, "bt-upstream", job), lambda: start_upstream(cp, "bt-upstream"))
+        mine = run_burst(
+            api, _pods(kind, "bt-kubesched", job), lambda: start_kubesched(cp, tmp_path, "bt-kubesched")
+        )
+    finally:
+        for n in nodes:
+            _delete(api, f"/api/v1/nodes/{n['metadata']['name']}")
+        if job is not None:
+            _delete(api, f"/apis/batch/v1/namespaces/default/jobs/{JOB}")
+    print(f"{kind}: upstream {upstream}\n{kind}: kubesched {mine}")  # shown with -s, and on failure
+    _assert_batched(upstream, WIDE[1] if kind == "wide" else BURST)
+    assert mine.per_node == upstream.per_node, f"pods per node: kubesched {mine} != upstream {upstream}"
+    for what in ("attempts", "flushes", "rescores", "hint_latencies", "stores"):
+        assert getattr(mine, what) == getattr(upstream, what), (
+            f"{what}: kubesched {getattr(mine, what)} != upstream {getattr(upstream, what)}"
+        )
+
+
+def _assert_batched(upstream: BurstOutcome, count: int) -> None:
+    """What v1.37.2 did with the burst: one full pass, then hints all the way."""
+    assert sum(upstream.per_node.values()) == count
+    assert upstream.attempts.get("no_hint") == 1, upstream
+    assert upstream.attempts.get("hint_used") == count - 1, upstream
+    assert upstream.rescores > 0, upstream
+    assert upstream.hint_latencies == upstream.stores == count, upstream
