@@ -59,20 +59,26 @@ class TimelineControllers:
         if owner_of(pod) is not None:
             self._dirty = True
 
-    def apply(self, event: TimelineEvent) -> bool:
-        """A workload event; False when it cannot apply (deleting a workload that does not exist)."""
+    def apply(self, event: TimelineEvent) -> str | None:
+        """A workload event; what did not go as the event says, as a `skippedEvents` reason."""
         self._dirty = True
         ref = event.ref
         key = (ref.kind, ref.namespace, ref.name)
+        exists = self.controllers.find(*key) is not None
         if event.action == "delete":
             self._run_for.pop(key, None)
-            return self.controllers.remove(ref.kind, ref.namespace, ref.name)
+            self.controllers.remove(*key)
+            return None if exists else f"delete of a {ref.kind} that does not exist"
         assert isinstance(event.obj, WORKLOAD_KINDS) and not isinstance(event.obj, CronJob)
         obj: WorkloadObject = event.obj
         if event.run_for is not None:
             self._run_for[key] = event.run_for
-        self.controllers.apply(obj)
-        return True
+        self.controllers.apply(obj)  # as `kubectl apply` would: creates or updates
+        if event.action == "create" and exists:
+            return f"create of a {ref.kind} that exists (applied as an update)"
+        if event.action == "update" and not exists:
+            return f"update of a {ref.kind} that does not exist (applied as a create)"
+        return None
 
     def run_for(self, pod: Pod) -> float | None:
         """How long a pod the controllers created runs (its Job's runFor), None: until deleted."""
