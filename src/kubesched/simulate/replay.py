@@ -452,6 +452,7 @@ class _Replay:
             summary=summary,
             timeline=samples,
             heatmaps=self.sampler.heatmaps(),
+            workloads=self.workloads.results(self.cluster.nodes, self.lives) if self.workloads else [],
         )
 
 

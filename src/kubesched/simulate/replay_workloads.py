@@ -11,20 +11,35 @@ a replay without workloads costs nothing more.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 import msgspec
 
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import CronJob, Pod
+from kubesched.api.objects import CronJob, Node, Pod
 from kubesched.api.workloads import WORKLOAD_KINDS, WorkloadObject
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.errors import InputError
+from kubesched.framework.node_info import pod_key
+from kubesched.simulate.report import WorkloadResult
+from kubesched.simulate.runner import PodRecord
 from kubesched.simulate.scenario import WORKLOAD_TIMELINE_KINDS, Scenario, TimelineEvent
+from kubesched.simulate.workload_report import workload_results
 from kubesched.simulate.workloads import PodChanges, WorkloadControllers, has_workloads
 from kubesched.simulate.workloads.context import OwnerKey, owner_of
 
 __all__ = ["TimelineControllers", "needs_controllers"]
+
+
+class Life(Protocol):
+    """What `results` reads of the replay's record of one pod instance."""
+
+    @property
+    def record(self) -> PodRecord: ...
+
+    @property
+    def ended(self) -> float | None: ...
 
 
 def needs_controllers(objects: LoadedObjects, scenario: Scenario) -> bool:
@@ -99,6 +114,11 @@ class TimelineControllers:
             self.controllers.record_finished(_succeeded(pod))
         elif evicted and not (node_gone and owner[0] == "DaemonSet"):
             self._owed[owner] += 1  # a DaemonSet does not replace the pod of a node that is gone
+
+    def results(self, nodes: Mapping[str, Node], lives: Iterable[Life]) -> list[WorkloadResult]:
+        """Each workload at the end, with its pending pods' last scheduling messages."""
+        messages = {pod_key(life.record.pod): life.record.message for life in lives if life.ended is None}
+        return workload_results(self.controllers, nodes, {k: m for k, m in messages.items() if m})
 
     def settle(
         self, drain: Callable[[], None], as_deleted: Callable[[Callable[[], PodChanges]], PodChanges]

@@ -484,3 +484,25 @@ def test_a_cron_job_among_the_snapshot_paths_is_refused_in_one_line(
     assert (code, out) == (2, "")
     assert err.startswith("kubesched: CronJob nightly: not replayed"), err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_the_report_says_where_each_workload_stands_at_the_end() -> None:
+    web = deployment(
+        "web", replicas=3, cpu="1", strategy={"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    )
+    report = run(
+        at(0, "create", node("n1", cpu="3")),
+        at(0, "create", web),
+        at(60, "update", with_image(web, "web:2")),
+    )
+    (result,) = report.workloads
+    assert (result.kind, result.name, result.desired, result.scheduled, result.pending, result.old) == (
+        "Deployment",
+        "web",
+        3,
+        0,
+        1,
+        3,
+    )
+    assert not result.complete
+    assert result.message is not None and "Insufficient cpu" in result.message
