@@ -334,7 +334,7 @@ class _Replay:
             if life is not None:
                 self._bound(key, life)
             if self.workloads is not None:
-                self.workloads.touch()  # a rollout or an OrderedReady StatefulSet may move on
+                self.workloads.bound(new)
 
     def on_pod_delete(self, pod: Pod) -> None:
         key = pod_key(pod)

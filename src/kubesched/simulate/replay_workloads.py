@@ -54,6 +54,11 @@ class TimelineControllers:
         """Something a controller watches changed: run a round at the next settle."""
         self._dirty = True
 
+    def bound(self, pod: Pod) -> None:
+        """A pod was bound: if a workload owns it, a rollout or an OrderedReady StatefulSet may move on."""
+        if owner_of(pod) is not None:
+            self._dirty = True
+
     def apply(self, event: TimelineEvent) -> bool:
         """A workload event; False when it cannot apply (deleting a workload that does not exist)."""
         self._dirty = True

@@ -362,3 +362,77 @@ def test_the_deletion_ranking_rule_by_rule(pods: list[Pod], first: str) -> None:
         return _TIMES.get(p.metadata.name, PodTimes(500.0, 500.0))
 
     assert deletion_order(pods, pods, times, now=1000.0)[0].metadata.name == first
+
+
+def with_image(obj: Obj, image: str, cpu: str | None = None, **spec: Any) -> Obj:
+    changed: Obj = msgspec.json.decode(msgspec.json.encode(obj))
+    container = changed["spec"]["template"]["spec"]["containers"][0]
+    container["image"] = image
+    if cpu is not None:
+        container["resources"] = {"requests": {"cpu": cpu}}
+    changed["spec"].update(spec)
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("strategy", "replaced"),
+    [
+        ({}, ["db-0", "db-1", "db-2"]),  # RollingUpdate: every ordinal, highest first
+        ({"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}, ["db-2"]),
+        ({"type": "OnDelete"}, []),
+    ],
+)
+def test_a_stateful_set_template_change_rolls_out_from_the_highest_ordinal(
+    strategy: Obj, replaced: list[str]
+) -> None:
+    sts = stateful_set("db", replicas=3)
+    report = run(
+        at(0, "create", node("n1")),
+        at(0, "create", sts),
+        at(30, "update", with_image(sts, "db:2", updateStrategy=strategy)),
+    )
+    # The replaced ordinals end at 30 s (Deleted) and come back at 30 s with the new revision.
+    gone = [p.name for p in of(report, "db-") if p.ended == "Deleted"]
+    assert sorted(gone) == replaced
+    again = sorted(p.name for p in of(report, "db-") if p.created_at == 30.0 and p.bound_at == 30.0)
+    assert again == replaced
+    assert alive(report, "db-") == ["db-0", "db-1", "db-2"]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "rolled"),
+    [
+        ({}, 3),  # RollingUpdate, maxUnavailable 1: one node at a time, all at the same instant
+        ({"type": "OnDelete"}, 0),
+    ],
+)
+def test_a_daemon_set_template_change_rolls_out_node_by_node(strategy: Obj, rolled: int) -> None:
+    agent = daemon_set("agent")
+    report = run(
+        *[at(0, "create", node(n)) for n in ("n1", "n2", "n3")],
+        at(0, "create", agent),
+        at(30, "update", with_image(agent, "agent:2", updateStrategy=strategy)),
+    )
+    assert sum(1 for p in of(report, "agent-") if p.ended == "Deleted" and p.ended_at == 30.0) == rolled
+    assert sum(1 for p in of(report, "agent-") if p.created_at == 30.0) == rolled
+    assert sorted(p.node or "" for p in of(report, "agent-") if p.ended is None) == ["n1", "n2", "n3"]
+
+
+def test_a_daemon_set_rollout_never_has_more_than_max_unavailable_nodes_without_a_pod() -> None:
+    # n1 is full: its new daemon pod cannot be bound, so the rollout stops after n1 (maxUnavailable 1).
+    agent = daemon_set("agent", cpu="1")
+    report = run(
+        at(0, "create", node("n1", cpu="2")),
+        at(0, "create", node("n2", cpu="2")),
+        at(0, "create", agent),
+        at(
+            10,
+            "create",
+            {**pod("filler", cpu="1"), "spec": {**pod("filler", cpu="1")["spec"], "nodeName": "n1"}},
+        ),
+        at(30, "update", with_image(agent, "agent:2", cpu="2")),
+    )
+    ended = sorted((p.node, p.ended) for p in of(report, "agent-") if p.ended)
+    assert ended == [("n1", "Deleted")]
+    pending = [p for p in of(report, "agent-") if p.bound_at is None]
+    assert len(pending) == 1
