@@ -83,11 +83,26 @@ def _pods(kind: str, scheduler: str, job: Obj | None) -> list[Obj]:
     for i in range(count):
         p = copy.deepcopy(template)
         p["metadata"]["name"] = f"bt-{kind}-{scheduler}-{i}"
+        if kind == "volumes":  # each pod its own names: v1.37.2 still signs them alike
+            p["spec"]["volumes"] = _own_volumes(i)
         pods.append(p)
     return pods
 
 
-@pytest.mark.parametrize("kind", ["bare", "job", "wide", "default-profile"])
+def _own_volumes(i: int) -> list[Obj]:
+    """Volumes scheduling does not look at, named per pod as a ServiceAccount's token volume is."""
+    labels = {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}
+    return [
+        {
+            "name": f"kube-api-access-{i:05d}",
+            "projected": {"sources": [{"downwardAPI": {"items": [labels]}}]},
+        },
+        {"name": f"scratch-{i}", "emptyDir": {}},
+        {"name": f"config-{i}", "configMap": {"name": f"config-{i}"}},
+    ]
+
+
+@pytest.mark.parametrize("kind", ["bare", "job", "wide", "volumes", "default-profile"])
 def test_a_burst_batches_and_lands_as_upstream(differential: Harnesses, tmp_path: Path, kind: str) -> None:
     api, cp = differential.upstream.api, differential.upstream.cp
     nodes = [api.post("/api/v1/nodes", _node(i, c)) for i, c in enumerate(NODE_CPUS)]
