@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import re
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 
 from kubesched.api.loader import LoadedObjects
@@ -210,15 +212,17 @@ def simulate_cluster(
                 tracker.mark(pod_key(pod))
 
     started = time.perf_counter()
-    cluster.subscribe(scheduler, on_error=refuse)
-    try:
-        if controllers is None:
-            run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
-        else:
-            run_with_controllers(scheduler, clock, cluster, controllers, follow)
-    finally:
-        if scheduler.extenders is not None:
-            scheduler.extenders.close()
+    with long_lived_heap():
+        cluster.subscribe(scheduler, on_error=refuse)
+        gc.freeze()  # the scheduler's cache of every node lives as long as the run, too
+        try:
+            if controllers is None:
+                run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
+            else:
+                run_with_controllers(scheduler, clock, cluster, controllers, follow)
+        finally:
+            if scheduler.extenders is not None:
+                scheduler.extenders.close()
     seconds = time.perf_counter() - started
 
     for key, rec in records.items():
@@ -305,6 +309,19 @@ def check_node_quantities(node: Node) -> None:
             key = f".{resource}" if _PLAIN_KEY.fullmatch(resource) else f"[{resource}]"
             where = f'node "{node.metadata.name}": status.{field_name}{key}'
             raise InputError(err.message, path=where) from None
+
+
+@contextlib.contextmanager
+def long_lived_heap() -> Iterator[None]:
+    """Keep the cyclic garbage collector off the objects that exist when a run starts (the input,
+    the cluster): they live as long as the run, yet every full collection walked all of them again
+    (5,000 nodes with 8 devices each: ~20 % of a DRA run's CPU). They are handed back to the
+    collector when the run ends, so nothing a long-lived caller drops later is kept."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def run_until_settled(

@@ -203,3 +203,23 @@ def test_a_nominated_node_is_tried_before_the_hint() -> None:
     )
     assert bed.schedule(nominated) == "n0"
     assert bed.batch.attempts == Counter({"no_hint": 1, "hint_not_used": 1})
+
+
+def test_simulate_batches_a_burst_in_virtual_time() -> None:
+    """`simulate` schedules the pods pending at the start back to back while its clock stands still:
+    after the first, each pod takes the hint, so --explain has no scores for it (none were computed,
+    as upstream computes none); the placements are a full pass's."""
+    from kubesched.simulate.runner import simulate
+
+    registry = default_registry(entry_points=False)
+    cfg = decode_config(CONFIG, "sched.yaml", registry)
+    reports = {}
+    for profile in ("batch", "default-scheduler"):
+        pods = [make_pod(f"p{i}", cpu="1500m", scheduler_name=profile) for i in range(6)]
+        reports[profile] = simulate(
+            LoadedObjects(nodes=sized(8, 6, 5, 3), pods=pods), cfg, registry, explain=True
+        )
+    batched, full = reports["batch"].pods, reports["default-scheduler"].pods
+    assert [p.node for p in batched] == [p.node for p in full]
+    assert [bool(p.scores) for p in batched] == [True, False, False, False, False, False]
+    assert all(p.scores for p in full)

@@ -28,7 +28,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -80,8 +80,10 @@ class TimeoutError(AllocationError):
     """The per-node allocation deadline passed."""
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class DeviceID:
+class DeviceID(NamedTuple):
+    """A device by driver, pool and name. A tuple, so building and hashing one costs a few C calls
+    (the device table holds 40,000 of them and every allocation looks them up)."""
+
     driver: str
     pool: str
     device: str
@@ -264,6 +266,7 @@ class SliceIndex:
             else:
                 self.other.append(slc)
         self._counter_sets: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
+        self._pools_by_node: dict[str, list[Pool]] = {}
 
     def counter_sets(self, driver: str, pool: str) -> dict[str, dict[str, int]]:
         """Counter set name -> counter -> capacity (nano units), across the pool's newest slices."""
@@ -282,7 +285,18 @@ class SliceIndex:
         return found
 
     def gather_pools(self, node: Node) -> list[Pool]:
-        """The pools usable from `node`, in upstream's search order."""
+        """The pools usable from `node`, in upstream's search order (treat as read-only).
+
+        With node-local slices only, the answer depends on the node's name alone and is memoised:
+        the allocator runs for the chosen node of every pod, mostly on nodes it has seen."""
+        if self.other:
+            return self._gather_pools(node)
+        found = self._pools_by_node.get(node.metadata.name)
+        if found is None:
+            found = self._pools_by_node[node.metadata.name] = self._gather_pools(node)
+        return found
+
+    def _gather_pools(self, node: Node) -> list[Pool]:
         pools: dict[tuple[str, str], Pool] = {}
         candidates = list(self.by_node.get(node.metadata.name, ()))
         candidates.extend(s for s in self.other if _slice_node_match(s, node))

@@ -153,6 +153,12 @@ class ClaimLedger:
                 self._drop_pending(uid)
         self._last_list = claims
 
+    @property
+    def listing_needed(self) -> bool:
+        """False once claim events keep the ledger current: `sync` would ignore the list, and
+        listing every claim per cycle costs O(claims) in the lister."""
+        return not (self._event_driven and self._last_list is not None)
+
     def observe(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
         """A claim event (add: old None; delete: new None): applied at once, after which listing is
         no longer needed to stay current."""

@@ -23,7 +23,7 @@ import numpy.typing as npt
 from kubesched.api.resource import DeviceClass, DeviceSelector
 from kubesched.cel import CELError, DeviceInput
 from kubesched.framework.node_table import NodeTable
-from kubesched.plugins.dynamic_resources.allocator import DeviceID, MatchCache, SliceIndex
+from kubesched.plugins.dynamic_resources.allocator import MatchCache, SliceIndex
 from kubesched.plugins.dynamic_resources.claims import ClaimLedger
 
 __all__ = ["DeviceTable", "RequestMatch"]
@@ -50,8 +50,9 @@ class DeviceTable:
         self.index = index
         self.cache = cache
         self.usable = not index.other
-        self.ids: list[DeviceID] = []
-        self.position: dict[DeviceID, int] = {}
+        #: device -> its position in the per-device columns
+        self.position: dict[tuple[str, str, str], int] = {}
+        position = self.position
         self.nodes: list[str] = []
         node_ids: list[int] = []
         contents: list[int] = []
@@ -90,8 +91,9 @@ class DeviceTable:
                     ):
                         complex_nodes.add(node_id)
                         continue
-                    device_id = DeviceID(driver, pool, device.name)
-                    if device_id in self.position:
+                    # a plain tuple: equal to (and hashed as) the DeviceID the ledger looks up
+                    device_id = (driver, pool, device.name)
+                    if device_id in position:
                         complex_nodes.add(node_id)  # a duplicate name: the pool is invalid
                         continue
                     content_key = (driver, encode((device.attributes, device.capacity)))
@@ -99,8 +101,7 @@ class DeviceTable:
                     if content is None:
                         content = content_index[content_key] = len(self.inputs)
                         self.inputs.append(cache.input(driver, device))
-                    self.position[device_id] = len(self.ids)
-                    self.ids.append(device_id)
+                    position[device_id] = len(position)
                     node_ids.append(node_id)
                     contents.append(content)
         self.node_index = {name: i for i, name in enumerate(self.nodes)}
@@ -108,7 +109,7 @@ class DeviceTable:
         self.contents: npt.NDArray[np.int64] = np.asarray(contents, dtype=np.int64)
         self.complex_node: BoolArray = np.zeros(len(self.nodes), dtype=np.bool_)
         self.complex_node[sorted(complex_nodes)] = True
-        self.free: BoolArray = np.ones(len(self.ids), dtype=np.bool_)
+        self.free: BoolArray = np.ones(len(self.position), dtype=np.bool_)
         self._ledger_position = -1
         self._ledger: ClaimLedger | None = None
         #: bumped whenever `free` is rebuilt from scratch (incremental counters then start over)
@@ -117,7 +118,7 @@ class DeviceTable:
         self._changes: list[tuple[int, int]] = []
         self._rows: tuple[NodeTable, int, npt.NDArray[np.int64]] | None = None
         self._matches: dict[MatchKey, RequestMatch] = {}
-        self._counts: dict[MatchKey, tuple[int, int, IntArray, BoolArray]] = {}
+        self._counts: dict[MatchKey, tuple[NodeTable, int, int, int, IntArray, BoolArray]] = {}
 
     # ------------------------------------------------------------------ free devices
     def sync_free(self, ledger: ClaimLedger) -> None:
@@ -174,37 +175,55 @@ class DeviceTable:
     # ------------------------------------------------------------------ counting
     def rows_to_nodes(self, table: NodeTable) -> npt.NDArray[np.int64]:
         """For each table row, its node id here (-1: no local devices)."""
+        node_rows = self.nodes_to_rows(table)
+        out = np.full(len(table), -1, dtype=np.int64)
+        present = node_rows >= 0
+        out[node_rows[present]] = np.flatnonzero(present)
+        return out
+
+    def nodes_to_rows(self, table: NodeTable) -> IntArray:
+        """For each node id here, its row in `table` (-1: not in the table)."""
         cached = self._rows
         if cached is not None and cached[0] is table and cached[1] == len(table):
             return cached[2]  # (the table is held: a new one cannot reuse a freed one's id)
-        out = np.full(len(table), -1, dtype=np.int64)
-        for name, node_id in self.node_index.items():
-            row = table.index.get(name)
+        out = np.full(len(self.nodes), -1, dtype=np.int64)
+        index = table.index
+        for node_id, name in enumerate(self.nodes):
+            row = index.get(name)
             if row is not None:
-                out[row] = node_id
+                out[node_id] = row
         self._rows = (table, len(table), out)
         return out
 
-    def counts(self, key: MatchKey, match: RequestMatch) -> tuple[IntArray, BoolArray]:
-        """Per node id: free devices passing the selectors, and whether any device's evaluation failed.
+    def row_counts(self, table: NodeTable, key: MatchKey, match: RequestMatch) -> tuple[IntArray, BoolArray]:
+        """Per row of `table`: free devices passing the selectors, and whether the table cannot speak
+        for the row (its node is complex, or a device's selector evaluation failed there).
 
-        Kept per request shape and updated from the free-device changes since the last call, so a
-        pod costs O(devices allocated since) instead of a pass over every device.
+        Kept per request shape, in the table's row order, and updated from the free-device changes
+        since the last call, so a pod costs O(devices allocated since) plus a comparison per row,
+        instead of passes over every device and gathers from node ids to rows.
         """
+        node_rows = self.nodes_to_rows(table)
         cached = self._counts.get(key)
-        if cached is not None and cached[0] == self._epoch:
-            _, seen, counts, failed = cached
-            ok_contents = match.ok
-            node_ids, contents = self.node_ids, self.contents
+        if cached is not None and cached[0] is table and cached[1] == len(table) and cached[2] == self._epoch:
+            seen, counts, unusable = cached[3], cached[4], cached[5]
+            ok, contents, node_ids = match.ok, self.contents, self.node_ids
             for pos, delta in self._changes[seen:]:
-                if ok_contents[contents[pos]]:
-                    counts[node_ids[pos]] += delta
+                if ok[contents[pos]]:
+                    row = node_rows[node_ids[pos]]
+                    if row >= 0:
+                        counts[row] += delta
         else:
             eligible = match.ok[self.contents] & self.free
-            counts = np.bincount(self.node_ids[eligible], minlength=len(self.nodes)).astype(np.int64)
+            per_node = np.bincount(self.node_ids[eligible], minlength=len(self.nodes)).astype(np.int64)
+            bad_node = self.complex_node.copy()
             failed_devices = match.failed[self.contents]
-            failed = np.zeros(len(self.nodes), dtype=np.bool_)
             if failed_devices.any():
-                failed[self.node_ids[failed_devices]] = True
-        self._counts[key] = (self._epoch, len(self._changes), counts, failed)
-        return counts, failed
+                bad_node[self.node_ids[failed_devices]] = True
+            present = node_rows >= 0
+            counts = np.zeros(len(table), dtype=np.int64)
+            counts[node_rows[present]] = per_node[present]
+            unusable = np.zeros(len(table), dtype=np.bool_)
+            unusable[node_rows[present]] = bad_node[present]
+        self._counts[key] = (table, len(table), self._epoch, len(self._changes), counts, unusable)
+        return counts, unusable

@@ -320,7 +320,8 @@ class DynamicResources(
         return self._handle.lister(kind) if self._handle is not None else ()
 
     def _claims(self) -> dict[str, ResourceClaim]:
-        self.ledger.sync(self._list("ResourceClaim"))
+        if self.ledger.listing_needed:
+            self.ledger.sync(self._list("ResourceClaim"))
         return self.ledger.by_key
 
     def _slice_index(self) -> SliceIndex:
@@ -547,41 +548,37 @@ class DynamicResources(
     def _fast_filter(self, data: _State, nodes: NodeSet, undecided: np.ndarray[Any, Any]) -> tuple[Any, Any]:
         """(feasible, verify): nodes known to fit, and nodes the allocator must decide."""
         n = len(nodes)
-        table = self._device_table(self._slice_index()) if data.fast is not None else None
-        if data.fast is None or table is None or not table.usable:
+        table = self._device_table(self._slice_index()) if data.fast else None
+        if not data.fast or table is None or not table.usable:
             return np.zeros(n, dtype=np.bool_), undecided.copy()
-        node_of_row = table.rows_to_nodes(nodes.table)[nodes.rows]
-        has_devices = node_of_row >= 0
-        ids = np.where(has_devices, node_of_row, 0)
-        complex_ = (
-            np.where(has_devices, table.complex_node[ids], False) if len(table.nodes) else np.zeros(n, bool)
-        )
-        ok = np.ones(n, dtype=np.bool_)
-        chosen: list[np.ndarray[Any, Any]] = []
-        for request in data.fast:
-            any_option = np.zeros(n, dtype=np.bool_)
-            sub = np.full(n, -1, dtype=np.int64)
-            for index, (cls, selectors, count) in enumerate(request.options):
-                counts, failed = table.counts(*table.match(cls, selectors))
-                if len(table.nodes):
-                    node_counts = np.where(has_devices, counts[ids], 0)
-                    complex_ |= np.where(has_devices, failed[ids], False)
-                else:
-                    node_counts = np.zeros(n, dtype=np.int64)
-                fits = node_counts >= count
-                sub[(sub < 0) & fits] = index
-                any_option |= fits
-            ok &= any_option
-            chosen.append(sub)
+        ok: np.ndarray[Any, Any] | None = None
+        unusable: np.ndarray[Any, Any] | None = None
+        sub: np.ndarray[Any, Any] | None = None
         single = len(data.fast) == 1
-        feasible = undecided & ok & ~complex_
-        verify = undecided & complex_
+        for request in data.fast:
+            any_option: np.ndarray[Any, Any] | None = None
+            if single and data.has_subrequests:
+                sub = np.full(n, -1, dtype=np.int64)
+            for index, (cls, selectors, count) in enumerate(request.options):
+                counts, bad = table.row_counts(nodes.table, *table.match(cls, selectors))
+                if not nodes.full:
+                    counts, bad = counts[nodes.rows], bad[nodes.rows]
+                fits = counts >= count
+                unusable = bad if unusable is None else unusable | bad
+                if sub is not None:
+                    sub[(sub < 0) & fits] = index
+                any_option = fits if any_option is None else any_option | fits
+            assert any_option is not None  # a request has at least one option
+            ok = any_option if ok is None else ok & any_option
+        assert ok is not None and unusable is not None
+        feasible = undecided & ok & ~unusable
+        verify = undecided & unusable
         if not single:
             verify |= feasible  # several requests may compete for the same devices: let the allocator decide
             feasible = np.zeros(n, dtype=np.bool_)
-        elif data.has_subrequests:
+        elif sub is not None:
             by_row = np.full(len(nodes.table), -1, dtype=np.int64)
-            by_row[nodes.rows[feasible]] = chosen[0][feasible]
+            by_row[nodes.rows[feasible]] = sub[feasible]
             data.fast_sub = by_row
         return feasible, verify
 
