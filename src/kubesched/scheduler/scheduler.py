@@ -29,7 +29,7 @@ from kubesched.framework.events import (
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import Framework, num_feasible_nodes_to_find
+from kubesched.framework.runtime import Framework, ScoreOutcome, num_feasible_nodes_to_find
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
     NO_NODES_AVAILABLE,
@@ -40,7 +40,7 @@ from kubesched.framework.types import (
     truncate_note,
 )
 from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
-from kubesched.scheduler.batch import BatchMetrics, OpportunisticBatch
+from kubesched.scheduler.batch import BatchMetrics, OpportunisticBatch, RunnersUp
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
@@ -552,7 +552,7 @@ class Scheduler:
         status = fwk.run_pre_score(state, pod, feasible)
         if status is not None:
             raise _CycleError(status, explain_filter)
-        outcome = fwk.run_score(state, pod, feasible)
+        outcome = fwk.run_score(state, pod, feasible, keep_raw=signature is not None)
         if outcome.error is not None:
             raise _CycleError(outcome.error, explain_filter)
         if not fwk.has_score_plugins():
@@ -568,8 +568,8 @@ class Scheduler:
                 for i in range(len(feasible))
             }
         chosen = feasible.table.names[int(feasible.rows[best])]
-        others = _runners_up(feasible, outcome.totals, wrap, best) if signature is not None else []
-        batch.store(signature, hint, chosen, cycle, others, left=len(feasible) - 1)
+        runners_up = _runners_up(feasible, outcome, wrap, best) if signature is not None else None
+        batch.store(signature, hint, chosen, cycle, runners_up, left=len(feasible) - 1)
         return _ScheduleResult(chosen, evaluated, len(feasible), scores, explain_filter)
 
     def _find_nodes_that_pass_filters(
@@ -1036,16 +1036,19 @@ class _PlainFitError(Exception):
         return fit_error_message(1, self.diagnosis)
 
 
-def _runners_up(
-    feasible: NodeSet, totals: np.ndarray[Any, np.dtype[np.int64]], wrap: int, chosen: int
-) -> list[tuple[int, str]]:
-    """(total, node) of the feasible nodes but the chosen one, best first; equal totals keep the
-    order they were evaluated in (`feasible[wrap:]` then `feasible[:wrap]`)."""
-    n = len(totals)
-    evaluation = np.concatenate((np.arange(wrap, n), np.arange(0, wrap)))
-    ranked = evaluation[np.argsort(-totals[evaluation], kind="stable")]
+def _runners_up(feasible: NodeSet, outcome: ScoreOutcome, wrap: int, chosen: int) -> RunnersUp:
+    """The feasible nodes but the chosen one, with their totals and raw scores; equal totals rank
+    in the order they were evaluated (`feasible[wrap:]` then `feasible[:wrap]`)."""
+    n = len(feasible)
+    keep = np.arange(n) != chosen
+    evaluation_rank = (np.arange(n) - wrap) % n
     names = feasible.names
-    return [(int(totals[i]), names[i]) for i in ranked.tolist() if i != chosen]
+    return RunnersUp(
+        [names[i] for i in np.flatnonzero(keep).tolist()],
+        outcome.totals[keep].copy(),
+        {p: raw[keep] for p, raw in outcome.raw.items()},
+        evaluation_rank[keep],
+    )
 
 
 def _with_node_name(pod: Pod, node: str) -> Pod:
