@@ -14,8 +14,8 @@ not. The burst is scheduled in consecutive cycles well within the 500 ms a batch
 one hint lookup and one store per pod.
 
 The cases: bare pods and Job pods; pods so wide most nodes hold one (the node just used leaves the
-list instead of being rescored), on plain and on tainted nodes; pods whose volumes are named per pod (still one signature); nodes
-with PreferNoSchedule taints and pods with preferred node affinity, where a rescored node must be
+list instead of being rescored), on plain and on tainted nodes; pods whose volumes are named per
+pod (still one signature); nodes with PreferNoSchedule taints and pods with preferred node affinity, where a rescored node must be
 normalized together with the nodes kept (TaintToleration and NodeAffinity normalize over the
 nodes scored: normalizing it alone lands pods elsewhere).
 """
