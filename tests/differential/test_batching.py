@@ -13,11 +13,11 @@ not. The burst is scheduled in consecutive cycles well within the 500 ms a batch
 **batching counters** are fixed too: hints used, rescores of the node just used, flushes by reason,
 one hint lookup and one store per pod.
 
-The cases: bare pods and Job pods; pods so wide most nodes hold one (the node just used leaves the
-list instead of being rescored), on plain and on tainted nodes; pods whose volumes are named per
-pod (still one signature); nodes with PreferNoSchedule taints and pods with preferred node affinity, where a rescored node must be
-normalized together with the nodes kept (TaintToleration and NodeAffinity normalize over the
-nodes scored: normalizing it alone lands pods elsewhere).
+The cases: bare pods and Job pods; pods so wide most nodes hold one (the node just used leaves
+the list instead of being rescored), on plain and on tainted nodes; pods whose volumes are named
+per pod (still one signature); nodes with PreferNoSchedule taints and pods with preferred node
+affinity, where a rescored node must be normalized together with the nodes kept (TaintToleration
+and NodeAffinity normalize over the nodes scored: normalizing it alone lands pods elsewhere).
 """
 
 from __future__ import annotations
