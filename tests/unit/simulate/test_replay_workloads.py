@@ -506,3 +506,15 @@ def test_the_report_says_where_each_workload_stands_at_the_end() -> None:
     )
     assert not result.complete
     assert result.message is not None and "Insufficient cpu" in result.message
+
+
+def test_pods_that_name_a_workload_as_their_controller_are_adopted_not_created_twice() -> None:
+    rs = replica_set("rs", 2, uid="rs-uid")
+    owned = pod("rs-recorded")
+    owned["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": True}
+    ]
+    owned["metadata"]["labels"] = {"app": "rs"}
+    report = run(at(0, "create", node("n1")), at(0, "create", owned), snapshot=[rs])
+    assert sorted(p.name.startswith("rs-recorded") for p in of(report, "rs-")) == [False, True]
+    assert all(p.ended is None for p in of(report, "rs-"))

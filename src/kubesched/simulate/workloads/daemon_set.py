@@ -41,6 +41,7 @@ GENERATION_LABEL: Final = "pod-template-generation"
 #: The field a daemon pod's node affinity selects its node by.
 NODE_NAME_FIELD: Final = "metadata.name"
 _NO_SCHEDULE_OR_EXECUTE: Final = frozenset({"NoSchedule", "NoExecute"})
+_NO_EXECUTE: Final = frozenset({"NoExecute"})
 
 #: Tolerations every daemon pod gets, so node problems never evict or block it.
 _DAEMON_TOLERATIONS: Final = (
@@ -131,24 +132,33 @@ class DaemonSetController:
         if self._labels[REVISION_LABEL] not in self._revisions:
             self._revisions.append(self._labels[REVISION_LABEL])
         self._fits = RequiredNodeAffinity(Pod(spec=self._spec))
+        #: Per node name, the node object last judged and (should run, should continue running):
+        #: nodes are immutable, so a verdict holds until the node is replaced.
+        self._verdicts: dict[str, tuple[Node, bool, bool]] = {}
 
     def scale(self, replicas: int) -> None:
         """A DaemonSet has no replica count: one pod per node that should run it."""
 
     def should_run(self, node: Node) -> bool:
         """Whether the controller puts a daemon pod on `node` (it does not ask the scheduler)."""
-        return self.should_continue_running(node) and tolerates_all(
-            node.spec.taints, self._spec.tolerations, _NO_SCHEDULE_OR_EXECUTE
-        )
+        return self._verdict(node)[1]
 
     def should_continue_running(self, node: Node) -> bool:
         """Whether a daemon pod already there stays: a later NoSchedule taint does not remove it."""
+        return self._verdict(node)[2]
+
+    def _verdict(self, node: Node) -> tuple[Node, bool, bool]:
+        cached = self._verdicts.get(node.name)
+        if cached is not None and cached[0] is node:
+            return cached
         spec = self._spec
-        if spec.node_name and spec.node_name != node.name:
-            return False
-        if not self._fits(node.name, node.labels):
-            return False
-        return tolerates_all(node.spec.taints, spec.tolerations, frozenset({"NoExecute"}))
+        stays = (not spec.node_name or spec.node_name == node.name) and bool(
+            self._fits(node.name, node.labels)
+        )
+        stays = stays and tolerates_all(node.spec.taints, spec.tolerations, _NO_EXECUTE)
+        runs = stays and tolerates_all(node.spec.taints, spec.tolerations, _NO_SCHEDULE_OR_EXECUTE)
+        verdict = self._verdicts[node.name] = (node, runs, stays)
+        return verdict
 
     def reconcile(self, ctx: ControllerContext) -> None:
         template = self.daemon_set.spec.template
