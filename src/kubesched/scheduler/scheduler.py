@@ -35,7 +35,10 @@ from kubesched.framework.types import (
     NO_NODES_AVAILABLE,
     Diagnosis,
     FitError,
+    NodeStatuses,
     QueuedPodInfo,
+    StatusColumns,
+    distinct_statuses,
     rejected_by_plugins,
     truncate_note,
 )
@@ -161,6 +164,8 @@ class _ProfileHandle:
         self._profile = profile
         #: the port last found to store claims (a Protocol isinstance check is slow: once per port)
         self._claims_checked: object = None
+        #: The PodInfo of the pod last filtered through `run_filter_plugins_with_nominated_pods`.
+        self._pod_info: PodInfo | None = None
 
     @property
     def profile_name(self) -> str:
@@ -246,10 +251,11 @@ class _ProfileHandle:
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Pod, node_info: NodeInfo
     ) -> Status | None:
-        table = NodeTable([node_info])
-        return self._s._filter_with_nominated_pods(
-            self._framework(), state, PodInfo(pod), table, node_info.name
-        )
+        # Preemption's dry run asks this many times for one pod: its PodInfo is made once.
+        cached = self._pod_info
+        if cached is None or cached.pod is not pod:
+            cached = self._pod_info = PodInfo(pod)
+        return self._s._filter_info_with_nominated_pods(self._framework(), state, cached, node_info)
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo, node_info: NodeInfo
@@ -540,7 +546,7 @@ class Scheduler:
             if ext_error is not None:
                 raise _CycleError(ext_error)
         diagnosis.node_to_status = node_to_status
-        for st in node_to_status.values():
+        for st, _ in distinct_statuses(node_to_status):
             if st.plugin:
                 diagnosis.unschedulable_plugins.add(st.plugin)
         if len(feasible) == 0:
@@ -623,14 +629,10 @@ class Scheduler:
             rotated_failing = np.concatenate((failing[cut:], failing[:cut]))
             if evaluated < n:
                 rotated_failing = rotated_failing[(rotated_failing - start) % n < evaluated]
-            names, statuses = nodes.table.names, outcome.statuses
-            failed = dict(
-                zip(
-                    [names[r] for r in nodes.rows[rotated_failing].tolist()],
-                    [statuses[j] for j in status_idx[rotated_failing].tolist()],
-                    strict=True,
-                )
+            columns = StatusColumns(
+                nodes.table, nodes.rows[rotated_failing], status_idx[rotated_failing], outcome.statuses
             )
+            failed = NodeStatuses.from_columns(columns)
         if low and readers:
             feasible_pos = np.concatenate((feasible_pos[low:], feasible_pos[:low]))
             low = 0
@@ -667,7 +669,12 @@ class Scheduler:
         self, fwk: Framework, state: CycleState, pi: PodInfo, table: NodeTable, node_name: str
     ) -> Status | None:
         """Filters with higher-or-equal priority nominated pods added, then without them; both must pass."""
-        info = table.infos[table.index[node_name]]
+        return self._filter_info_with_nominated_pods(fwk, state, pi, table.infos[table.index[node_name]])
+
+    def _filter_info_with_nominated_pods(
+        self, fwk: Framework, state: CycleState, pi: PodInfo, info: NodeInfo
+    ) -> Status | None:
+        node_name = info.name
         nominated = self.nominator.nominated_pods_for_filter(node_name, pi)
         if nominated:
             state_with = state.clone()
