@@ -79,7 +79,7 @@ class TimelineControllers:
         self._dirty = True
         ref = event.ref
         key = (ref.kind, ref.namespace, ref.name)
-        exists = self.controllers.find(*key) is not None
+        exists = self.controllers.lookup(*key) is not None
         if event.action == "delete":
             self._run_for.pop(key, None)
             self.controllers.remove(*key)
