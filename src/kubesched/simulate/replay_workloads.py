@@ -111,9 +111,11 @@ class TimelineControllers:
             return
         self._dirty = True
         if completed:
-            self.controllers.record_finished(_succeeded(pod))
+            self.controllers.record_finished(_ended(pod, "Succeeded"))
         elif evicted and not (node_gone and owner[0] == "DaemonSet"):
             self._owed[owner] += 1  # a DaemonSet does not replace the pod of a node that is gone
+            if owner[0] == "Job":  # counted against backoffLimit, as upstream without a podFailurePolicy
+                self.controllers.record_finished(_ended(pod, "Failed"))
 
     def results(self, nodes: Mapping[str, Node], lives: Iterable[Life]) -> list[WorkloadResult]:
         """Each workload at the end, with its pending pods' last scheduling messages."""
@@ -143,5 +145,5 @@ class TimelineControllers:
                 return
 
 
-def _succeeded(pod: Pod) -> Pod:
-    return msgspec.structs.replace(pod, status=msgspec.structs.replace(pod.status, phase="Succeeded"))
+def _ended(pod: Pod, phase: str) -> Pod:
+    return msgspec.structs.replace(pod, status=msgspec.structs.replace(pod.status, phase=phase))
