@@ -541,3 +541,29 @@ def test_a_deployments_replica_set_is_one_controller_whether_given_before_or_upd
     assert sorted(p.created_at for p in of(report, "web-")) == [0.0, 0.0, 10.0, 10.0]
     assert sum(1 for p in of(report, "web-") if p.ended is None) == 2  # the Deployment keeps 2
     assert report.summary.skipped_events == {}
+
+
+@pytest.mark.parametrize(
+    ("backoff_limit", "job_pods", "failed"),
+    [
+        (1, 2, True),  # the second failure exceeds backoffLimit 1: the Job fails, no third pod
+        (3, 4, False),  # three failures are within 3: the fourth pod runs
+    ],
+)
+def test_evicted_job_pods_count_against_its_backoff_limit(
+    backoff_limit: int, job_pods: int, failed: bool
+) -> None:
+    urgent = [{**pod(f"urgent-{i}", cpu="2", priority=1000)} for i in range(3)]
+    report = run(
+        at(0, "create", node("n1", cpu="2")),
+        at(0, "create", job("batch", completions=1, backoffLimit=backoff_limit), runFor="1h"),
+        *[at(10 + 20 * i, "create", u, runFor="10s") for i, u in enumerate(urgent)],
+        until=300,
+    )
+    # Each urgent pod preempts the Job's pod (a failure); the Job replaces it until it has failed.
+    pods = of(report, "batch-")
+    assert len(pods) == job_pods
+    assert sum(1 for p in pods if p.ended == "Preempted") == (2 if failed else 3)
+    (status,) = report.workloads
+    assert status.complete is not failed
+    assert (status.message is not None and "the Job failed" in status.message) == failed
