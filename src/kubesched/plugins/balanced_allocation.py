@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import msgspec
 import numpy as np
@@ -171,7 +171,15 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
             for (alloc, req), pod_request in zip(pairs, s.pod_requests, strict=True)
         ]
         half = MAX_NODE_SCORE // 2
-        out: IntArray = half + (half + _balance_scores(pairs, n) - _balance_scores(without, n)) // 2
+        if len(pairs) >= 2 and all(bool(alloc.all()) for alloc, _ in pairs):
+            # Both passes divide by the same allocatable: check and convert it once (a float64
+            # divisor gives the same quotients as the int64 one true_divide would convert).
+            floats = [alloc.astype(np.float64) for alloc, _ in pairs]
+            with_pod = _scores_all_valid([(f, r) for f, (_, r) in zip(floats, pairs, strict=True)], n)
+            without_pod = _scores_all_valid([(f, r) for f, (_, r) in zip(floats, without, strict=True)], n)
+        else:
+            with_pod, without_pod = _balance_scores(pairs, n), _balance_scores(without, n)
+        out: IntArray = half + (half + with_pod - without_pod) // 2
         return out
 
 
@@ -211,7 +219,7 @@ def _balance_scores(pairs: Sequence[tuple[IntArray, IntArray]], n: int) -> IntAr
     return out
 
 
-def _scores_all_valid(pairs: Sequence[tuple[IntArray, IntArray]], n: int) -> IntArray:
+def _scores_all_valid(pairs: Sequence[tuple[npt.NDArray[Any], IntArray]], n: int) -> IntArray:
     """`_balance_scores` when every node has every resource (the common case): every fraction counts,
     so no masking is needed. Same float operations, in the same order, as `balance_score`."""
     if len(pairs) < 2:

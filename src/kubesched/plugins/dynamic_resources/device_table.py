@@ -101,6 +101,8 @@ class DeviceTable:
                     if content is None:
                         content = content_index[content_key] = len(self.inputs)
                         self.inputs.append(cache.input(driver, device))
+                    else:
+                        cache.remember(driver, device, self.inputs[content])
                     position[device_id] = len(position)
                     node_ids.append(node_id)
                     contents.append(content)
