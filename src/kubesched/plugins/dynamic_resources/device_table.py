@@ -20,7 +20,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.resource import DeviceClass, DeviceSelector
+from kubesched.api.resource import Device, DeviceClass, DeviceSelector
 from kubesched.cel import CELError, DeviceInput
 from kubesched.framework.node_table import NodeTable
 from kubesched.plugins.dynamic_resources.allocator import MatchCache, SliceIndex
@@ -57,6 +57,7 @@ class DeviceTable:
         node_ids: list[int] = []
         contents: list[int] = []
         content_index: dict[tuple[str, bytes], int] = {}
+        by_slice: dict[tuple[str, bytes], list[int | None]] = {}
         self.inputs: list[DeviceInput] = []
         complex_nodes: set[int] = set()
         counts = index.counts
@@ -79,16 +80,18 @@ class DeviceTable:
                 ):
                     complex_nodes.add(node_id)  # incomplete, mixed generations, counters, ...
                 driver, pool = pool_key
-                for device in spec.devices:
-                    if (
-                        device.consumes_counters
-                        or device.allow_multiple_allocations
-                        or device.binding_conditions
-                        or device.taints
-                        or device.node_name
-                        or device.node_selector is not None
-                        or device.all_nodes
-                    ):
+                devices = spec.devices
+                # Nodes of one model publish the same device list: sort it out once per content.
+                slice_key = (driver, encode(devices))
+                per_device = by_slice.get(slice_key)
+                if per_device is None:
+                    per_device = by_slice[slice_key] = self._contents(driver, devices, content_index)
+                else:
+                    for device, content in zip(devices, per_device, strict=True):
+                        if content is not None:
+                            cache.remember(driver, device, self.inputs[content])
+                for device, content in zip(devices, per_device, strict=True):
+                    if content is None:
                         complex_nodes.add(node_id)
                         continue
                     # a plain tuple: equal to (and hashed as) the DeviceID the ledger looks up
@@ -96,13 +99,6 @@ class DeviceTable:
                     if device_id in position:
                         complex_nodes.add(node_id)  # a duplicate name: the pool is invalid
                         continue
-                    content_key = (driver, encode((device.attributes, device.capacity)))
-                    content = content_index.get(content_key)
-                    if content is None:
-                        content = content_index[content_key] = len(self.inputs)
-                        self.inputs.append(cache.input(driver, device))
-                    else:
-                        cache.remember(driver, device, self.inputs[content])
                     position[device_id] = len(position)
                     node_ids.append(node_id)
                     contents.append(content)
@@ -121,6 +117,35 @@ class DeviceTable:
         self._rows: tuple[NodeTable, int, npt.NDArray[np.int64]] | None = None
         self._matches: dict[MatchKey, RequestMatch] = {}
         self._counts: dict[MatchKey, tuple[NodeTable, int, int, int, IntArray, BoolArray]] = {}
+
+    def _contents(
+        self, driver: str, devices: Sequence[Device], content_index: dict[tuple[str, bytes], int]
+    ) -> list[int | None]:
+        """Per device of a slice: the index of its content in `inputs`, or None for a device the
+        table cannot speak for (counters, sharing, binding conditions, taints, own node selection)."""
+        out: list[int | None] = []
+        encode = _CONTENT.encode
+        for device in devices:
+            if (
+                device.consumes_counters
+                or device.allow_multiple_allocations
+                or device.binding_conditions
+                or device.taints
+                or device.node_name
+                or device.node_selector is not None
+                or device.all_nodes
+            ):
+                out.append(None)
+                continue
+            content_key = (driver, encode((device.attributes, device.capacity)))
+            content = content_index.get(content_key)
+            if content is None:
+                content = content_index[content_key] = len(self.inputs)
+                self.inputs.append(self.cache.input(driver, device))
+            else:
+                self.cache.remember(driver, device, self.inputs[content])
+            out.append(content)
+        return out
 
     # ------------------------------------------------------------------ free devices
     def sync_free(self, ledger: ClaimLedger) -> None:

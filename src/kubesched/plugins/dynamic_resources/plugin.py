@@ -577,9 +577,12 @@ class DynamicResources(
             verify |= feasible  # several requests may compete for the same devices: let the allocator decide
             feasible = np.zeros(n, dtype=np.bool_)
         elif sub is not None:
-            by_row = np.full(len(nodes.table), -1, dtype=np.int64)
-            by_row[nodes.rows[feasible]] = sub[feasible]
-            data.fast_sub = by_row
+            if nodes.full:
+                data.fast_sub = np.where(feasible, sub, -1)
+            else:
+                by_row = np.full(len(nodes.table), -1, dtype=np.int64)
+                by_row[nodes.rows[feasible]] = sub[feasible]
+                data.fast_sub = by_row
         return feasible, verify
 
     # ------------------------------------------------------------------ PostFilter
@@ -622,9 +625,11 @@ class DynamicResources(
             return scores
         slow = np.ones(len(nodes), dtype=np.bool_)
         if data.fast_sub is not None and len(data.fast_sub) == len(nodes.table):
-            subs = data.fast_sub[nodes.rows]
+            subs = data.fast_sub if nodes.full else data.fast_sub[nodes.rows]
             known = subs >= 0
-            scores[known] = FIRST_AVAILABLE_MAX_SIZE - subs[known]
+            scores = np.where(known, FIRST_AVAILABLE_MAX_SIZE - subs, 0).astype(np.int64)
+            if known.all():
+                return scores  # the fast filter knew every node's subrequest
             slow = ~known
         infos = nodes.table.infos
         for i in np.flatnonzero(slow).tolist():
