@@ -28,6 +28,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import BatchScorePlugin, Handle, PreScorePlugin, ScorePlugin
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import NodeSet
+from kubesched.framework.row_scores import RowScores
 from kubesched.framework.signature import SignFragment, requests_fragment
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE
@@ -129,6 +130,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
             raise FieldErrors(errors)
         self.handle = handle
         self.resources = [r.name for r in self.args.resources]
+        self._row_scores = RowScores()
 
     def _state(self, state: CycleState, pod: Pod) -> _PreScoreState:
         s = state.get(PRE_SCORE_STATE_KEY)
@@ -159,8 +161,12 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
         return balance_change_score(balance_score(with_pod), balance_score(without_pod))
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
-        """`score` for every node at once, with the same float operations in the same order."""
+        """`score` for every node at once, with the same float operations in the same order; rows
+        whose pods did not change since a pod of the same requests are not computed again."""
         s = self._state(state, pod)
+        return self._row_scores.scores(nodes, s.pod_requests, lambda rows: self._score_rows(s, rows))
+
+    def _score_rows(self, s: _PreScoreState, nodes: NodeSet) -> IntArray:
         n = len(nodes)
         pairs = [
             table_allocatable_requested(nodes, name, pod_request, non_zero=False)
