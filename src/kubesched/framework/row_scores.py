@@ -16,9 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import IntArray, NodeSet, NodeTable
 
 __all__ = ["RowScores"]
+
+#: Up to this many changed rows are scored one node at a time.
+_ONE_BY_ONE = 8
 
 
 @dataclass(slots=True)
@@ -47,11 +51,19 @@ class RowScores:
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._limit = limit
 
-    def scores(self, nodes: NodeSet, key: Hashable, compute: Callable[[NodeSet], IntArray]) -> IntArray:
+    def scores(
+        self,
+        nodes: NodeSet,
+        key: Hashable,
+        compute: Callable[[NodeSet], IntArray],
+        compute_one: Callable[[NodeInfo], int] | None = None,
+    ) -> IntArray:
         """`compute(nodes)` (read-only), from the remembered rows where nothing changed.
 
         `compute` must give each row a value that depends only on that row and on what `key`
-        stands for, whichever rows it is asked for together.
+        stands for, whichever rows it is asked for together; `compute_one`, the same value for one
+        node (the plugin's per-node Score), is used when only a few rows changed, where a handful
+        of Python operations cost less than numpy's per-call overhead.
         """
         table = nodes.table
         entry = self._entries.get(key)
@@ -62,8 +74,14 @@ class RowScores:
             if changes is None:
                 entry = self._compute_all(table, key, compute)
             else:
-                rows = np.unique(np.fromiter((row for row, _, _ in changes), dtype=np.intp))
-                entry.values[rows] = compute(NodeSet(table, rows))
+                changed = sorted({row for row, _, _ in changes})
+                if compute_one is not None and len(changed) <= _ONE_BY_ONE:
+                    infos, values = table.infos, entry.values
+                    for row in changed:
+                        values[row] = compute_one(infos[row])
+                else:
+                    rows = np.asarray(changed, dtype=np.intp)
+                    entry.values[rows] = compute(NodeSet(table, rows))
                 entry.position = table.pod_log_position
         self._entries.move_to_end(key)
         out = entry.values if nodes.full else entry.values[nodes.rows]

@@ -164,7 +164,12 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
         """`score` for every node at once, with the same float operations in the same order; rows
         whose pods did not change since a pod of the same requests are not computed again."""
         s = self._state(state, pod)
-        return self._row_scores.scores(nodes, s.pod_requests, lambda rows: self._score_rows(s, rows))
+        return self._row_scores.scores(
+            nodes,
+            s.pod_requests,
+            lambda rows: self._score_rows(s, rows),
+            lambda ni: self.score(state, pod, ni),
+        )
 
     def _score_rows(self, s: _PreScoreState, nodes: NodeSet) -> IntArray:
         n = len(nodes)

@@ -607,7 +607,12 @@ class NodeResourcesFit(
         """`score` for every node; rows whose pods did not change since a pod of the same requests
         are not computed again (a node's score depends on its row and the pod's requests only)."""
         s = self._pre_score_state(state, pod)
-        return self._row_scores.scores(nodes, s.pod_requests, lambda rows: self._score_rows(s, rows))
+        return self._row_scores.scores(
+            nodes,
+            s.pod_requests,
+            lambda rows: self._score_rows(s, rows),
+            lambda ni: self.score(state, pod, ni),
+        )
 
     def _score_rows(self, s: _PreScoreState, nodes: NodeSet) -> IntArray:
         pairs = [
