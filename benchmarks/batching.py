@@ -5,8 +5,8 @@ defaults make every pod unsignable (no batching, as kube-scheduler v1.37.2), and
 `defaultingType: List` (no default spreading), where every pod after the first takes the previous
 pod's runner-up node without a full pass. Prints one JSON object:
 
-    {"nodes": 3000, "pods": 1500, "unbatched": {"cpuSeconds": 4.05, ...},
-     "batched": {"cpuSeconds": 2.7, ...}, "samePodsPerNode": true}
+    {"nodes": 3000, "pods": 1500, "unbatched": {"cpuSeconds": 3.13, ...},
+     "batched": {"cpuSeconds": 1.88, ...}, "samePodsPerNode": true}
 
 CPU seconds (`time.process_time`) are the figure to read on a shared machine; wall seconds are
 printed beside them. Run: `nice -n 10 .venv/bin/python benchmarks/batching.py [--nodes N --pods P]`.

@@ -1,22 +1,29 @@
 """Opportunistic batching (KEP-5598) against kube-scheduler v1.37.2 on the real API server.
 
-A burst of identical signable pods — bare pods, and pods owned by a Job — is created at once, then
-scheduled by the binary and, on the same nodes afterwards, by `kubesched run`, both with the
-default profile minus PodTopologySpread's system defaults (with them, v1.37.2 signs no pod at all:
-`pods with default topology constraints are not signable`).
+A burst of identical signable pods is created at once, then scheduled by the binary and, on the
+same nodes afterwards, by `kubesched run`, both with the default profile minus PodTopologySpread's
+system defaults (with them, v1.37.2 signs no pod at all: `pods with default topology constraints
+are not signable`; the `default-profile` case shows it).
 
 What is compared, and why it is deterministic: identical pods are interchangeable, and which of
 them is popped first is not (queue timestamps), so per-pod equality would test the queue, not the
 placement. The nodes have different sizes, so the scores of every step differ between nodes: the
 sequence of chosen nodes, hence **how many pods each node got**, is fixed by the scoring, batched or
 not. The burst is scheduled in consecutive cycles well within the 500 ms a batch lives, so the
-**batching counters** are fixed too: hints used, rescores of the node just used (it still fits a
-second pod), flushes by reason, one hint lookup and one store per pod.
+**batching counters** are fixed too: hints used, rescores of the node just used, flushes by reason,
+one hint lookup and one store per pod.
+
+The cases: bare pods and Job pods; pods so wide most nodes hold one (the node just used leaves the
+list instead of being rescored); pods whose volumes are named per pod (still one signature); nodes
+with PreferNoSchedule taints and pods with preferred node affinity, where a rescored node must be
+normalized together with the nodes kept (TaintToleration and NodeAffinity normalize over the
+nodes scored: normalizing it alone lands pods elsewhere).
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,22 +34,56 @@ from kubesched.testing.differential.cluster import _delete
 from kubesched.testing.differential.run import Harnesses
 
 Obj = dict[str, Any]
-#: Node cpus: distinct, so no two nodes tie on score; 27 one-cpu pods would fill them.
-NODE_CPUS = (2, 3, 4, 5, 6, 7)
-BURST = 12
-#: The "wide" burst: 3.5-cpu pods fit nodes of 4-6 cpus once and of 7 cpus twice (5 pods: all of
-#: them), so most nodes are full after one pod and leave the list instead of being rescored.
-WIDE = ("3500m", 5)
 JOB = "bt-job"
+HOSTNAME = "kubernetes.io/hostname"
 
 
-def _node(i: int, cpu: int) -> Obj:
+@dataclass(frozen=True)
+class Case:
+    #: (cpus, PreferNoSchedule taints) per node: distinct sizes, so no two nodes tie on score.
+    nodes: tuple[tuple[int, int], ...] = ((2, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0))
+    cpu: str = "1"
+    count: int = 12
+    spec: Obj = field(default_factory=dict)
+    job: bool = False
+    per_pod_volumes: bool = False
+    batching: bool = True
+
+
+PREFERRED = {
+    "nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 50, "preference": {"matchExpressions": [{"key": HOSTNAME, "operator": "In",
+                                                                  "values": ["bt-n0"]}]}},
+            {"weight": 20, "preference": {"matchExpressions": [{"key": HOSTNAME, "operator": "In",
+                                                                  "values": ["bt-n0", "bt-n1"]}]}},
+        ]
+    }
+}  # fmt: skip
+TAINTED = ((6, 1), (7, 2), (4, 0), (5, 3), (3, 0))
+
+CASES = {
+    "bare": Case(),
+    "job": Case(job=True),
+    # 3.5-cpu pods fit nodes of 4-6 cpus once and of 7 cpus twice: 5 pods fill them
+    "wide": Case(cpu="3500m", count=5),
+    "volumes": Case(per_pod_volumes=True),
+    "prefer-no-schedule-taints": Case(nodes=TAINTED, count=14),
+    "preferred-node-affinity": Case(nodes=TAINTED, count=14, spec={"affinity": PREFERRED}),
+    "default-profile": Case(batching=False),
+}
+
+
+def _node(i: int, cpu: int, taints: int) -> Obj:
     allocatable = {"cpu": str(cpu), "memory": "16Gi", "pods": "110"}
     name = f"bt-n{i}"
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "metadata": {"name": name, "labels": {HOSTNAME: name}},
+        "spec": {
+            "taints": [{"key": f"t{k}", "value": "x", "effect": "PreferNoSchedule"} for k in range(taints)]
+        },
         "status": {
             "capacity": allocatable,
             "allocatable": allocatable,
@@ -51,8 +92,7 @@ def _node(i: int, cpu: int) -> Obj:
     }
 
 
-def _pods(kind: str, scheduler: str, job: Obj | None) -> list[Obj]:
-    cpu, count = WIDE if kind == "wide" else ("1", BURST)
+def _pods(kind: str, case: Case, scheduler: str, job: Obj | None) -> list[Obj]:
     template: Obj = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -61,8 +101,13 @@ def _pods(kind: str, scheduler: str, job: Obj | None) -> list[Obj]:
             "schedulerName": scheduler,
             "terminationGracePeriodSeconds": 0,
             "containers": [
-                {"name": "main", "image": "img-a:1", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+                {
+                    "name": "main",
+                    "image": "img-a:1",
+                    "resources": {"requests": {"cpu": case.cpu, "memory": "1Gi"}},
+                }
             ],
+            **copy.deepcopy(case.spec),
         },
     }
     if job is not None:  # what the Job controller creates: its labels, owner reference, restartPolicy
@@ -79,28 +124,50 @@ def _pods(kind: str, scheduler: str, job: Obj | None) -> list[Obj]:
         ]  # fmt: skip
         template["spec"]["restartPolicy"] = "Never"
     pods = []
-    for i in range(count):
+    for i in range(case.count):
         p = copy.deepcopy(template)
         p["metadata"]["name"] = f"bt-{kind}-{scheduler}-{i}"
+        if case.per_pod_volumes:  # each pod its own names: v1.37.2 still signs them alike
+            p["spec"]["volumes"] = _own_volumes(i)
         pods.append(p)
     return pods
 
 
-@pytest.mark.parametrize("kind", ["bare", "job", "wide"])
+def _own_volumes(i: int) -> list[Obj]:
+    """Volumes scheduling does not look at, named per pod as a ServiceAccount's token volume is."""
+    labels = {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}
+    return [
+        {
+            "name": f"kube-api-access-{i:05d}",
+            "projected": {"sources": [{"downwardAPI": {"items": [labels]}}]},
+        },
+        {"name": f"scratch-{i}", "emptyDir": {}},
+        {"name": f"config-{i}", "configMap": {"name": f"config-{i}"}},
+    ]
+
+
+@pytest.mark.parametrize("kind", list(CASES))
 def test_a_burst_batches_and_lands_as_upstream(differential: Harnesses, tmp_path: Path, kind: str) -> None:
+    case = CASES[kind]
     api, cp = differential.upstream.api, differential.upstream.cp
-    nodes = [api.post("/api/v1/nodes", _node(i, c)) for i, c in enumerate(NODE_CPUS)]
+    nodes = [api.post("/api/v1/nodes", _node(i, c, t)) for i, (c, t) in enumerate(case.nodes)]
     job = None
-    if kind == "job":
+    if case.job:
         job = api.post(
             "/apis/batch/v1/namespaces/default/jobs",
             {"metadata": {"name": JOB}, "spec": {"suspend": True, "template": {
                 "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "img-a:1"}]}}}},
         )  # fmt: skip
     try:
-        upstream = run_burst(api, _pods(kind, "bt-upstream", job), lambda: start_upstream(cp, "bt-upstream"))
+        upstream = run_burst(
+            api,
+            _pods(kind, case, "bt-upstream", job),
+            lambda: start_upstream(cp, "bt-upstream", batching=case.batching),
+        )
         mine = run_burst(
-            api, _pods(kind, "bt-kubesched", job), lambda: start_kubesched(cp, tmp_path, "bt-kubesched")
+            api,
+            _pods(kind, case, "bt-kubesched", job),
+            lambda: start_kubesched(cp, tmp_path, "bt-kubesched", batching=case.batching),
         )
     finally:
         for n in nodes:
@@ -108,7 +175,10 @@ def test_a_burst_batches_and_lands_as_upstream(differential: Harnesses, tmp_path
         if job is not None:
             _delete(api, f"/apis/batch/v1/namespaces/default/jobs/{JOB}")
     print(f"{kind}: upstream {upstream}\n{kind}: kubesched {mine}")  # shown with -s, and on failure
-    _assert_batched(upstream, WIDE[1] if kind == "wide" else BURST)
+    if case.batching:
+        _assert_batched(upstream, case.count)
+    else:  # PodTopologySpread's System defaults: no pod is signable, every cycle is a full pass
+        assert upstream.attempts == {"no_hint": case.count}, upstream
     assert mine.per_node == upstream.per_node, f"pods per node: kubesched {mine} != upstream {upstream}"
     for what in ("attempts", "flushes", "rescores", "hint_latencies", "stores"):
         assert getattr(mine, what) == getattr(upstream, what), (

@@ -588,11 +588,22 @@ class StatefulSetOrdinals(_Base, frozen=True):
     start: int = 0
 
 
+class RollingUpdateStatefulSetStrategy(_Base, frozen=True):
+    #: Ordinals below it keep their revision.
+    partition: int = 0
+
+
+class StatefulSetUpdateStrategy(_Base, frozen=True):
+    type: str = "RollingUpdate"
+    rolling_update: RollingUpdateStatefulSetStrategy | None = None
+
+
 class StatefulSetSpec(WorkloadSpec, frozen=True):
     service_name: str = ""
     pod_management_policy: str = "OrderedReady"
     volume_claim_templates: list[PersistentVolumeClaim] = []
     ordinals: StatefulSetOrdinals | None = None
+    update_strategy: StatefulSetUpdateStrategy = StatefulSetUpdateStrategy()
 
 
 class StatefulSet(_Base, frozen=True):
@@ -602,9 +613,21 @@ class StatefulSet(_Base, frozen=True):
     spec: StatefulSetSpec = StatefulSetSpec()
 
 
+class RollingUpdateDaemonSet(_Base, frozen=True):
+    #: An int or a percentage string ("25%"), as in the API.
+    max_unavailable: int | str | None = None
+    max_surge: int | str | None = None
+
+
+class DaemonSetUpdateStrategy(_Base, frozen=True):
+    type: str = "RollingUpdate"
+    rolling_update: RollingUpdateDaemonSet | None = None
+
+
 class DaemonSetSpec(_Base, frozen=True):
     selector: LabelSelector | None = None
     template: PodTemplateSpec | None = None
+    update_strategy: DaemonSetUpdateStrategy = DaemonSetUpdateStrategy()
 
 
 class DaemonSet(_Base, frozen=True):

@@ -56,6 +56,7 @@ def check_workload(obj: KubeObject) -> None:
     if isinstance(obj, Deployment | ReplicaSet | StatefulSet | DaemonSet):
         _check_count(getattr(obj.spec, "replicas", None), "spec.replicas")
         _check_selected_template(obj.spec.selector, obj.spec.template, "spec")
+        _check_strategy(obj)
     elif isinstance(obj, ReplicationController):
         _check_count(obj.spec.replicas, "spec.replicas")
         template = _required_template(obj.spec.template, "spec.template")
@@ -118,3 +119,34 @@ def _check_job(spec: JobSpec, path: str) -> None:
         raise InputError("required value when completionMode is Indexed", path=f"{path}.completions")
     if spec.manual_selector and spec.selector is not None and spec.template is not None:
         _check_selected_template(spec.selector, spec.template, path)
+
+
+def _check_strategy(obj: Deployment | ReplicaSet | StatefulSet | DaemonSet) -> None:
+    """The rollout knobs the controllers compute with: ints or percentages, never negative."""
+    if isinstance(obj, Deployment) and obj.spec.strategy.rolling_update is not None:
+        rolling = obj.spec.strategy.rolling_update
+        path = "spec.strategy.rollingUpdate"
+        _check_int_or_percent(rolling.max_surge, f"{path}.maxSurge")
+        _check_int_or_percent(rolling.max_unavailable, f"{path}.maxUnavailable")
+    elif isinstance(obj, DaemonSet) and obj.spec.update_strategy.rolling_update is not None:
+        daemon = obj.spec.update_strategy.rolling_update
+        path = "spec.updateStrategy.rollingUpdate"
+        _check_int_or_percent(daemon.max_surge, f"{path}.maxSurge")
+        _check_int_or_percent(daemon.max_unavailable, f"{path}.maxUnavailable")
+    elif isinstance(obj, StatefulSet):
+        ordered = obj.spec.update_strategy.rolling_update
+        if ordered is not None and ordered.partition < 0:
+            raise InputError(
+                "must be greater than or equal to 0", path="spec.updateStrategy.rollingUpdate.partition"
+            )
+
+
+def _check_int_or_percent(value: int | str | None, path: str) -> None:
+    if isinstance(value, str):
+        digits = value.removesuffix("%")
+        if not value.endswith("%") or not digits.isdigit():
+            raise InputError(
+                f"invalid value {value!r}: a percentage is a whole number followed by '%'", path=path
+            )
+    elif value is not None and value < 0:
+        raise InputError("must be greater than or equal to 0", path=path)

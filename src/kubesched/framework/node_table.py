@@ -31,6 +31,8 @@ BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE)
 PodChange = tuple[int, PodInfo, int]
 #: Pod changes kept for incremental readers; one that falls further behind rescans the pods.
 POD_LOG_LIMIT = 16384
+#: `NodeTable.lowest_priority` of a node without pods: above any pod priority (an int32).
+NO_POD_PRIORITY = 2**31
 
 
 @dataclass(slots=True)
@@ -92,6 +94,9 @@ class NodeTable:
         #: Per node: pods holding host ports, so NodePorts checks only those nodes.
         self.host_port_pods: IntArray = np.zeros(n, dtype=np.int64)
         self.allowed_pods: IntArray = np.zeros(n, dtype=np.int64)
+        #: Per node: the lowest priority among its pods (NO_POD_PRIORITY without pods), so
+        #: preemption finds the nodes with anyone to evict in one comparison instead of a visit each.
+        self.lowest_priority: IntArray = np.full(n, NO_POD_PRIORITY, dtype=np.int64)
         self.unschedulable: BoolArray = np.zeros(n, dtype=np.bool_)
         for i, ni in enumerate(self.infos):
             self._load_row(i, ni)
@@ -127,6 +132,8 @@ class NodeTable:
         self.required_anti_affinity_pods[i] = ni.pods_with_required_anti_affinity
         self.host_port_pods[i] = sum(1 for pi in ni.pods.values() if pi.host_ports)
         self.allowed_pods[i] = ni.allowed_pod_number
+        lowest = ni.lowest_priority()
+        self.lowest_priority[i] = NO_POD_PRIORITY if lowest is None else lowest
         self.unschedulable[i] = ni.node.spec.unschedulable
 
     def _intern_taints(self) -> None:
@@ -216,6 +223,12 @@ class NodeTable:
         self.affinity_pods[row] += sign * pi.has_affinity
         self.required_anti_affinity_pods[row] += sign * pi.has_required_anti_affinity
         self.host_port_pods[row] += sign * bool(pi.host_ports)
+        if sign > 0:
+            if pi.priority < self.lowest_priority[row]:
+                self.lowest_priority[row] = pi.priority
+        elif pi.priority == self.lowest_priority[row]:  # maybe the last pod of that priority left
+            lowest = self.infos[row].lowest_priority()
+            self.lowest_priority[row] = NO_POD_PRIORITY if lowest is None else lowest
         log = self._pod_log
         log.append((row, pi, sign))
         if len(log) > POD_LOG_LIMIT:

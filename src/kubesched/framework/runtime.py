@@ -89,6 +89,8 @@ class ScoreOutcome:
     totals: IntArray
     by_plugin: dict[str, IntArray] = field(default_factory=dict)
     error: Status | None = None
+    #: Per plugin, the scores before NormalizeScore (only when asked for: `run_score(keep_raw=True)`).
+    raw: dict[str, IntArray] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -475,7 +477,13 @@ class Framework:
             return _error(f'running PreScore plugin "{name}": {status.message()}', name)
         return None
 
-    def run_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> ScoreOutcome:
+    def run_score(
+        self, state: CycleState, pod: Pod, nodes: NodeSet, *, keep_raw: bool = False, normalize: bool = True
+    ) -> ScoreOutcome:
+        """Score plugins over `nodes`: normalized per plugin, weighted into totals. `keep_raw` also
+        keeps each plugin's scores before NormalizeScore (`outcome.raw`), and `normalize=False`
+        stops there (no normalization, no totals): what opportunistic batching needs to score one
+        node again and normalize it with the nodes it kept (`normalized_totals`)."""
         totals = np.zeros(len(nodes), dtype=np.int64)
         outcome = ScoreOutcome(nodes, totals)
         skip = state.skip_score_plugins
@@ -487,6 +495,10 @@ class Framework:
                     scores = self._batch_scores(plugin, state, pod, nodes)
                 else:
                     scores = self._per_node_scores(plugin, state, pod, nodes)
+                if keep_raw or not normalize:
+                    outcome.raw[name] = scores.copy() if normalizes else scores
+                if not normalize:
+                    continue
                 if normalizes:
                     status = cast(ScoreExtensions, plugin).normalize_score(state, pod, nodes, scores)
                     if status is not None and not status.is_success():
@@ -514,6 +526,31 @@ class Framework:
             else:
                 totals += scores * weight
         return outcome
+
+    def normalized_totals(
+        self, state: CycleState, pod: Pod, nodes: NodeSet, raw: Mapping[str, IntArray]
+    ) -> tuple[IntArray, Status | None]:
+        """Weighted totals over `nodes` from the plugins' scores before NormalizeScore (`raw`,
+        aligned with `nodes`), normalized over `nodes` as `run_score` does."""
+        totals = np.zeros(len(nodes), dtype=np.int64)
+        for name, plugin, _batch, normalizes, weight in self._scorers:
+            given = raw.get(name)
+            if given is None:
+                continue
+            scores = given.copy()
+            try:
+                if normalizes:
+                    status = cast(ScoreExtensions, plugin).normalize_score(state, pod, nodes, scores)
+                    if status is not None and not status.is_success():
+                        return totals, _error(
+                            f'running Normalize on Score plugin "{name}": {status.message()}', name
+                        )
+            except Exception as exc:
+                return totals, _crashed(f'running Score plugin "{name}"', name, exc)
+            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+                return totals, _error(f'plugin "{name}" returns an invalid score after normalizing', name)
+            totals += scores * weight
+        return totals, None
 
     @staticmethod
     def _batch_scores(plugin: Any, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from kubesched.api.objects import Pod
 from kubesched.config.plugin_catalog import MAX_NODE_SCORE as MAX_NODE_SCORE
 from kubesched.config.plugin_catalog import MAX_TOTAL_SCORE as MAX_TOTAL_SCORE
 from kubesched.config.plugin_catalog import MIN_NODE_SCORE as MIN_NODE_SCORE
 from kubesched.framework.node_info import PodInfo
+from kubesched.framework.node_table import IndexArray, NodeTable
 from kubesched.framework.status import Code, Status
 
 # MAX_NODE_SCORE, MIN_NODE_SCORE and MAX_TOTAL_SCORE are defined in config (a layer below), which
@@ -75,6 +81,104 @@ class QueuedPodInfo:
         return self.pod_info.key
 
 
+@dataclass(slots=True, frozen=True)
+class StatusColumns:
+    """The verdicts of a NodeStatuses as arrays: node `table.names[rows[i]]` got `statuses[codes[i]]`."""
+
+    table: NodeTable
+    rows: IndexArray
+    codes: npt.NDArray[np.int32]
+    statuses: list[Status]
+
+    def counts(self) -> list[tuple[Status, int]]:
+        """(status, how many nodes got it) per distinct Status object some node got, in the order
+        of their first node (as counting over the dict would, so ties rank alike)."""
+        per_code = np.bincount(self.codes, minlength=len(self.statuses)).tolist()
+        used, first = np.unique(self.codes, return_index=True)
+        out: dict[int, tuple[Status, int]] = {}
+        for code in used[np.argsort(first, kind="stable")].tolist():
+            st = self.statuses[code]
+            _, before = out.get(id(st), (st, 0))
+            out[id(st)] = (st, before + per_code[code])
+        return list(out.values())
+
+
+class NodeStatuses(dict[str, Status]):
+    """node name -> Status, as the Filter plugins left it, with the same verdicts as columns.
+
+    A failed attempt's readers count reasons (the FailedScheduling message) and pick nodes by code
+    (preemption's potential nodes); on thousands of nodes, per-node Python work for each of them
+    was the bulk of a failed attempt. `columns` holds while the dict is as built: any change
+    (extenders and nominated pods add statuses) drops it, and readers fall back to the dict.
+    """
+
+    __slots__ = ("columns",)
+
+    def __init__(
+        self, items: Iterable[tuple[str, Status]] = (), columns: StatusColumns | None = None
+    ) -> None:
+        super().__init__(items)
+        self.columns = columns
+
+    @classmethod
+    def from_columns(cls, columns: StatusColumns) -> NodeStatuses:
+        names, statuses = columns.table.names, columns.statuses
+        return cls(
+            zip(
+                map(names.__getitem__, columns.rows.tolist()),
+                map(statuses.__getitem__, columns.codes.tolist()),
+                strict=True,
+            ),
+            columns,
+        )
+
+    def __setitem__(self, key: str, value: Status) -> None:
+        self.columns = None
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self.columns = None
+        super().__delitem__(key)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self.columns = None
+        super().update(*args, **kwargs)
+
+    def pop(self, *args: Any) -> Any:
+        self.columns = None
+        return super().pop(*args)
+
+    def popitem(self) -> tuple[str, Status]:
+        self.columns = None
+        return super().popitem()
+
+    def setdefault(self, key: str, default: Status) -> Status:
+        if key not in self:
+            self.columns = None
+        return super().setdefault(key, default)
+
+    def clear(self) -> None:
+        self.columns = None
+        super().clear()
+
+    def __ior__(self, other: Any) -> NodeStatuses:  # type: ignore[override,misc]
+        self.columns = None
+        super().__ior__(other)
+        return self
+
+
+def distinct_statuses(node_to_status: dict[str, Status]) -> list[tuple[Status, int]]:
+    """(status, how many nodes got it) per distinct Status object: plugins share one status among
+    the nodes they reject alike, so readers work per status instead of per node."""
+    columns = node_to_status.columns if isinstance(node_to_status, NodeStatuses) else None
+    if columns is not None:
+        return columns.counts()
+    statuses = node_to_status.values()
+    per_status: Counter[int] = Counter(map(id, statuses))
+    distinct: dict[int, Status] = dict(zip(map(id, statuses), statuses, strict=True))
+    return [(distinct[key], times) for key, times in per_status.items()]
+
+
 @dataclass(slots=True)
 class Diagnosis:
     """Why no node fit: per-node statuses, the plugins that rejected, and PreFilter/PostFilter text."""
@@ -116,12 +220,8 @@ class FitError(Exception):
 def reason_counts(num_all_nodes: int, d: Diagnosis) -> Counter[str]:
     """How many nodes each filter reason rejected, as the FailedScheduling message counts them."""
     counts: Counter[str] = Counter()
-    # Plugins share one status among the nodes they reject alike: count reasons per distinct status.
-    statuses = d.node_to_status.values()
-    per_status: Counter[int] = Counter(map(id, statuses))
-    distinct: dict[int, Status] = dict(zip(map(id, statuses), statuses, strict=True))
-    for key, times in per_status.items():
-        for reason in distinct[key].all_reasons():
+    for status, times in distinct_statuses(d.node_to_status):
+        for reason in status.all_reasons():
             counts[reason] += times
     absent = num_all_nodes - len(d.node_to_status)
     if absent > 0 and d.absent_nodes_status is not None:

@@ -35,12 +35,14 @@ import logging
 import math
 import random
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import repeat
 from typing import Any, ClassVar
 
 import msgspec
+import numpy as np
 
 from kubesched.api.objects import Pod, PodDisruptionBudget
 from kubesched.api.selectors import LabelSelectorMatcher, compile_label_selector
@@ -49,8 +51,15 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ASSIGNED_POD_DELETE, ClusterEventWithHint, QueueingHint
 from kubesched.framework.interfaces import EnqueueExtensions, Handle, PostFilterPlugin, PreEnqueuePlugin
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
+from kubesched.framework.node_table import IndexArray, NodeTable
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import Diagnosis, PostFilterResult, fit_error_message
+from kubesched.framework.types import (
+    Diagnosis,
+    NodeStatuses,
+    PostFilterResult,
+    fit_error_message,
+    reason_counts,
+)
 
 __all__ = [
     "NOT_ELIGIBLE_NEVER",
@@ -64,6 +73,7 @@ __all__ = [
     "disruption_budgets",
     "filter_pods_with_pdb_violation",
     "pick_one_node_for_preemption",
+    "potential_rows",
     "start_time",
 ]
 
@@ -163,6 +173,9 @@ class _DryRun:
     candidates: list[Candidate] = field(default_factory=list)
     #: Why the other dry-run nodes are not candidates.
     statuses: dict[str, Status] = field(default_factory=dict)
+    #: Potential nodes not dry-run: nobody of lower priority to evict (NO_VICTIMS). Most nodes of a
+    #: full cluster, so they are counted rather than listed.
+    without_victims: int = 0
     errors: list[Status] = field(default_factory=list)
 
 
@@ -248,6 +261,32 @@ def filter_pods_with_pdb_violation(
                     violated = True
         (violating if violated else non_violating).append(pi)
     return violating, non_violating
+
+
+def potential_rows(table: NodeTable, node_to_status: Mapping[str, Status]) -> IndexArray:
+    """Rows (in table order) of the nodes the filters rejected as `Unschedulable`: the only nodes
+    evicting pods can help. Statuses are shared among nodes, so each distinct one is read once."""
+    columns = node_to_status.columns if isinstance(node_to_status, NodeStatuses) else None
+    if columns is not None and columns.table is table:
+        helpful_codes = np.fromiter(
+            (st.code == Code.UNSCHEDULABLE for st in columns.statuses),
+            dtype=np.bool_,
+            count=len(columns.statuses),
+        )
+        found = columns.rows[helpful_codes[columns.codes]]
+        found.sort()
+        return found
+    statuses = node_to_status.values()
+    distinct = dict(zip(map(id, statuses), statuses, strict=True))
+    helpful = {key for key, st in distinct.items() if st.code == Code.UNSCHEDULABLE}
+    if not helpful:
+        return np.empty(0, dtype=np.intp)
+    n = len(node_to_status)
+    wanted = np.fromiter(map(helpful.__contains__, map(id, statuses)), dtype=np.bool_, count=n)
+    rows = np.fromiter(map(table.index.get, node_to_status, repeat(-1)), dtype=np.intp, count=n)
+    rows = rows[wanted & (rows >= 0)]
+    rows.sort()
+    return rows
 
 
 # --------------------------------------------------------------------------- node choice
@@ -382,17 +421,13 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if why_not:
             return None, Status(Code.UNSCHEDULABLE, why_not)
 
-        potential = [
-            info
-            for name, info in zip(snapshot.names, snapshot.infos, strict=True)
-            if (st := node_to_status.get(name)) is not None and st.code == Code.UNSCHEDULABLE
-        ]
+        potential = potential_rows(snapshot, node_to_status)
         dry = _DryRun()
-        if potential:
+        if len(potential):
             budgets = disruption_budgets(handle.lister("PodDisruptionBudget"))
             offset, num_candidates = self.offset_and_num_candidates(len(potential))
             dry = self.dry_run_preemption(
-                handle, state, preemptor, potential, budgets, offset, num_candidates
+                handle, state, preemptor, snapshot, potential, budgets, offset, num_candidates
             )
         if not dry.candidates:
             if dry.errors:
@@ -401,7 +436,11 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 node_to_status=dry.statuses,
                 absent_nodes_status=Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NOT_HELPFUL),
             )
-            message = fit_error_message(len(snapshot), diagnosis)
+            # Nodes neither dry-run nor without victims are "not helpful" (absent from statuses).
+            counts = reason_counts(len(snapshot) - dry.without_victims, diagnosis)
+            if dry.without_victims:
+                counts[NO_VICTIMS] += dry.without_victims
+            message = fit_error_message(len(snapshot), diagnosis, counts)
             # Preemption cannot help anywhere: drop a nomination left from an earlier preemption so
             # it stops reserving room. Cleared here as well as through the result, because the
             # framework keeps a PostFilter result only when the plugin succeeds.
@@ -514,31 +553,31 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         handle: Handle,
         state: CycleState,
         preemptor: PodInfo,
-        potential: Sequence[NodeInfo],
+        table: NodeTable,
+        potential: IndexArray,
         budgets: Sequence[_Budget],
         offset: int,
         num_candidates: int,
     ) -> _DryRun:
-        """Select victims on clones of the potential nodes, from `offset` round the list.
+        """Select victims on clones of the potential nodes (rows of `table`), from `offset` round them.
 
         Stops once `num_candidates` candidates are found and one of them violates no PDB.
-        Candidates without PDB violations come first.
+        Candidates without PDB violations come first. `statuses` is complete only when no
+        candidate was found (the only time it is read); nodes without victims are only counted.
         """
-        n = len(potential)
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         out = _DryRun()
-        # One status object for every node without victims: the FailedScheduling message counts
-        # reasons per distinct status, and on a full cluster this is most nodes.
-        no_victims = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
-        for i in range(n):
-            original = potential[(offset + i) % n]
-            lowest = original.lowest_priority()
-            if lowest is None or lowest >= preemptor.priority:
-                # Nothing to evict: say so without cloning (the common case on a full cluster).
-                out.statuses[original.name] = no_victims
-                continue
-            info = original.clone()
+        # Only nodes with a pod of lower priority can be candidates: the table's column tells which
+        # at once, so on a full cluster (where most nodes have nobody to evict) the dry run visits
+        # only those, in the order a visit of every node from `offset` would take.
+        has_victims = table.lowest_priority[potential] < preemptor.priority
+        positions = np.flatnonzero(has_victims)
+        cut = int(np.searchsorted(positions, offset))
+        order = np.concatenate((positions[cut:], positions[:cut]))
+        infos = table.infos
+        for row in potential[order].tolist():
+            info = infos[row].clone()
             victims, violations, status = self.select_victims_on_node(
                 handle, state.clone(), preemptor, info, budgets
             )
@@ -553,6 +592,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 out.errors.append(status)
             out.statuses[info.name] = status
         out.candidates = non_violating + violating
+        out.without_victims = len(potential) - len(positions)
         return out
 
     def select_victims_on_node(

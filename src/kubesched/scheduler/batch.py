@@ -13,7 +13,8 @@ reason is counted in `scheduler_batch_cache_flushed_total`, as kube-scheduler co
 
 The node chosen last time is filtered again for the new pod: if it no longer fits, it simply
 stays out of the list (the one-pod-per-node case); if it still fits, v1.37 rescores it (PreScore
-and Score on that node alone) and puts it back in its place. The best node of the list is the
+and Score on that node, NormalizeScore over it and the nodes kept, from their scores before
+normalization) and ranks the list again. The best node of the list is the
 *hint*: the cycle filters it first and, if it fits, takes it without scoring any other node;
 otherwise it runs the full pass and stores a fresh list.
 
@@ -24,16 +25,17 @@ kube-scheduler batches a burst it schedules faster than 500 ms.
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.runtime import Framework
 from kubesched.scheduler.clock import Clock
 
@@ -41,7 +43,10 @@ __all__ = [
     "MAX_BATCH_AGE",
     "BatchMetrics",
     "OpportunisticBatch",
+    "RunnersUp",
 ]
+
+IntArray = npt.NDArray[np.int64]
 
 #: Seconds a stored list may be reused (upstream's maxBatchAge).
 MAX_BATCH_AGE = 0.5
@@ -75,11 +80,32 @@ class BatchMetrics(Protocol):
 
 
 @dataclass(slots=True)
+class RunnersUp:
+    """The feasible nodes a full pass did not choose, for the next pod with the same signature:
+    their totals, each plugin's scores before NormalizeScore (to normalize a rescored node with
+    them, as a full pass would), and their evaluation order (which of equal totals comes first)."""
+
+    names: list[str]
+    totals: IntArray
+    raw: dict[str, IntArray]
+    order: IntArray
+
+
+@dataclass(slots=True)
 class _Stored:
     signature: bytes
-    #: (-total score, order, node): a heap, best node first; ties keep the order they were scored in.
-    heap: list[tuple[int, int, str]]
+    nodes: RunnersUp
+    #: Entries still in the list (a hint taken, or a full node, leaves it).
+    alive: npt.NDArray[np.bool_]
     created: float
+
+    def best(self) -> int | None:
+        """Index of the best entry left: highest total, then earliest evaluated."""
+        left = np.flatnonzero(self.alive)
+        if len(left) == 0:
+            return None
+        key = np.lexsort((self.nodes.order[left], -self.nodes.totals[left]))
+        return int(left[key[0]])
 
 
 @dataclass(slots=True)
@@ -94,7 +120,6 @@ class OpportunisticBatch:
     stored: _Stored | None = None
     last_cycle: int = -1
     last_chosen: str = ""
-    order: int = 0
     attempts: Counter[str] = field(default_factory=Counter)
     flushes: Counter[str] = field(default_factory=Counter)
     rescores: int = 0
@@ -109,7 +134,10 @@ class OpportunisticBatch:
         hint = ""
         if self._usable(state, pod, signature, cycle, table):
             assert self.stored is not None
-            hint = heapq.heappop(self.stored.heap)[2]
+            best = self.stored.best()
+            assert best is not None
+            self.stored.alive[best] = False
+            hint = self.stored.nodes.names[best]
         else:
             self._attempt(NO_HINT)
         if self.metrics is not None:
@@ -122,13 +150,13 @@ class OpportunisticBatch:
         hinted: str,
         chosen: str,
         cycle: int,
-        others: Sequence[tuple[int, str]] = (),
+        runners_up: RunnersUp | None = None,
         *,
         left: int = 0,
     ) -> None:
-        """After a successful cycle: remember it, and keep `others` ((total, node), best first, the
-        chosen node excluded) when the pod was signable and placed by a full pass. `left` counts the
-        other feasible nodes when `others` was not built (an unsignable pod), for the flush reason."""
+        """After a successful cycle: remember it, and keep the runners-up when the pod was signable
+        and placed by a full pass. `left` counts the other feasible nodes when `runners_up` was not
+        built (an unsignable pod), for the flush reason."""
         started = time.perf_counter()
         self.last_cycle = cycle
         self.last_chosen = chosen
@@ -137,14 +165,13 @@ class OpportunisticBatch:
         else:
             if hinted:
                 self._attempt(HINT_NOT_USED)
-            if signature is not None and others:
-                heap = [(-total, i, name) for i, (total, name) in enumerate(others)]
-                heapq.heapify(heap)
-                self.order = len(heap)
-                self.stored = _Stored(signature, heap, self.clock.now())
+            if signature is not None and runners_up is not None and runners_up.names:
+                alive = np.ones(len(runners_up.names), dtype=np.bool_)
+                self.stored = _Stored(signature, runners_up, alive, self.clock.now())
             else:
                 self.stored = None
-                self._flush(POD_NOT_BATCHABLE if others or left else EMPTY_LIST)
+                some = left or (runners_up is not None and runners_up.names)
+                self._flush(POD_NOT_BATCHABLE if some else EMPTY_LIST)
         if self.metrics is not None:
             self.metrics.observe_store_results(self.fwk.profile_name, time.perf_counter() - started)
 
@@ -153,7 +180,7 @@ class OpportunisticBatch:
         self, state: CycleState, pod: Pod, signature: bytes | None, cycle: int, table: NodeTable
     ) -> bool:
         stored = self.stored
-        if stored is None or not stored.heap:
+        if stored is None or not stored.alive.any():
             return False
         if cycle != self.last_cycle + 1:
             return self._flush(POD_SKIPPED)
@@ -172,24 +199,47 @@ class OpportunisticBatch:
                 return self._flush(NODE_NOT_FULL)
         elif not status.is_rejected():
             return self._flush(NODE_NOT_FULL)
-        return bool(stored.heap)
+        return bool(stored.alive.any())
 
     def _rescore(self, state: CycleState, pod: Pod, table: NodeTable, node: str) -> bool:
+        """Score `node` again for `pod` and put it back in the list; every entry is normalized
+        again with it, over the nodes left, as a full pass over them would."""
         assert self.stored is not None
         started = time.perf_counter()
         self.rescores += 1
-        one = table.subset([node])
-        ok = self.fwk.run_pre_score(state, pod, one) is None
-        if ok:
-            outcome = self.fwk.run_score(state, pod, one)
-            ok = outcome.error is None
-            if ok:
-                total = int(outcome.totals[0]) if self.fwk.has_score_plugins() else 1
-                self.order += 1
-                heapq.heappush(self.stored.heap, (-total, self.order, node))
-        if self.metrics is not None:
-            self.metrics.observe_rescore(self.fwk.profile_name, time.perf_counter() - started)
-        return ok
+        try:
+            return self._rescore_into(self.stored, state, pod, table, node)
+        finally:
+            if self.metrics is not None:
+                self.metrics.observe_rescore(self.fwk.profile_name, time.perf_counter() - started)
+
+    def _rescore_into(
+        self, stored: _Stored, state: CycleState, pod: Pod, table: NodeTable, node: str
+    ) -> bool:
+        fwk = self.fwk
+        one = NodeSet(table, np.asarray([table.index[node]], dtype=np.intp))
+        if fwk.run_pre_score(state, pod, one) is not None:
+            return False
+        fresh = fwk.run_score(state, pod, one, normalize=False)
+        kept = stored.nodes
+        if fresh.error is not None or fresh.raw.keys() != kept.raw.keys():
+            return False
+        kept.names.append(node)
+        kept.raw = {p: np.append(kept.raw[p], fresh.raw[p]) for p in kept.raw}
+        kept.totals = np.append(kept.totals, 0)
+        kept.order = np.append(kept.order, int(kept.order.max(initial=-1)) + 1)
+        stored.alive = np.append(stored.alive, True)
+        # A node gone from the cluster since cannot be normalized with the others: it leaves.
+        for i in np.flatnonzero(stored.alive).tolist():
+            if kept.names[i] not in table.index:
+                stored.alive[i] = False
+        left = np.flatnonzero(stored.alive)
+        nodes = NodeSet(table, np.asarray([table.index[kept.names[i]] for i in left.tolist()], dtype=np.intp))
+        totals, error = fwk.normalized_totals(state, pod, nodes, {p: a[left] for p, a in kept.raw.items()})
+        if error is not None:
+            return False
+        kept.totals[left] = totals if fwk.has_score_plugins() else 1
+        return True
 
     def _flush(self, reason: str) -> bool:
         """Count why the list cannot serve this cycle. Like upstream, the list itself is replaced

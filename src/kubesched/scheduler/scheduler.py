@@ -29,18 +29,21 @@ from kubesched.framework.events import (
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import Framework, num_feasible_nodes_to_find
+from kubesched.framework.runtime import Framework, ScoreOutcome, num_feasible_nodes_to_find
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
     NO_NODES_AVAILABLE,
     Diagnosis,
     FitError,
+    NodeStatuses,
     QueuedPodInfo,
+    StatusColumns,
+    distinct_statuses,
     rejected_by_plugins,
     truncate_note,
 )
 from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
-from kubesched.scheduler.batch import BatchMetrics, OpportunisticBatch
+from kubesched.scheduler.batch import BatchMetrics, OpportunisticBatch, RunnersUp
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
@@ -161,6 +164,8 @@ class _ProfileHandle:
         self._profile = profile
         #: the port last found to store claims (a Protocol isinstance check is slow: once per port)
         self._claims_checked: object = None
+        #: The PodInfo of the pod last filtered through `run_filter_plugins_with_nominated_pods`.
+        self._pod_info: PodInfo | None = None
 
     @property
     def profile_name(self) -> str:
@@ -246,10 +251,11 @@ class _ProfileHandle:
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Pod, node_info: NodeInfo
     ) -> Status | None:
-        table = NodeTable([node_info])
-        return self._s._filter_with_nominated_pods(
-            self._framework(), state, PodInfo(pod), table, node_info.name
-        )
+        # Preemption's dry run asks this many times for one pod: its PodInfo is made once.
+        cached = self._pod_info
+        if cached is None or cached.pod is not pod:
+            cached = self._pod_info = PodInfo(pod)
+        return self._s._filter_info_with_nominated_pods(self._framework(), state, cached, node_info)
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo, node_info: NodeInfo
@@ -540,7 +546,7 @@ class Scheduler:
             if ext_error is not None:
                 raise _CycleError(ext_error)
         diagnosis.node_to_status = node_to_status
-        for st in node_to_status.values():
+        for st, _ in distinct_statuses(node_to_status):
             if st.plugin:
                 diagnosis.unschedulable_plugins.add(st.plugin)
         if len(feasible) == 0:
@@ -552,7 +558,7 @@ class Scheduler:
         status = fwk.run_pre_score(state, pod, feasible)
         if status is not None:
             raise _CycleError(status, explain_filter)
-        outcome = fwk.run_score(state, pod, feasible)
+        outcome = fwk.run_score(state, pod, feasible, keep_raw=signature is not None)
         if outcome.error is not None:
             raise _CycleError(outcome.error, explain_filter)
         if not fwk.has_score_plugins():
@@ -568,8 +574,8 @@ class Scheduler:
                 for i in range(len(feasible))
             }
         chosen = feasible.table.names[int(feasible.rows[best])]
-        others = _runners_up(feasible, outcome.totals, wrap, best) if signature is not None else []
-        batch.store(signature, hint, chosen, cycle, others, left=len(feasible) - 1)
+        runners_up = _runners_up(feasible, outcome, wrap, best) if signature is not None else None
+        batch.store(signature, hint, chosen, cycle, runners_up, left=len(feasible) - 1)
         return _ScheduleResult(chosen, evaluated, len(feasible), scores, explain_filter)
 
     def _find_nodes_that_pass_filters(
@@ -623,14 +629,10 @@ class Scheduler:
             rotated_failing = np.concatenate((failing[cut:], failing[:cut]))
             if evaluated < n:
                 rotated_failing = rotated_failing[(rotated_failing - start) % n < evaluated]
-            names, statuses = nodes.table.names, outcome.statuses
-            failed = dict(
-                zip(
-                    [names[r] for r in nodes.rows[rotated_failing].tolist()],
-                    [statuses[j] for j in status_idx[rotated_failing].tolist()],
-                    strict=True,
-                )
+            columns = StatusColumns(
+                nodes.table, nodes.rows[rotated_failing], status_idx[rotated_failing], outcome.statuses
             )
+            failed = NodeStatuses.from_columns(columns)
         if low and readers:
             feasible_pos = np.concatenate((feasible_pos[low:], feasible_pos[:low]))
             low = 0
@@ -667,7 +669,12 @@ class Scheduler:
         self, fwk: Framework, state: CycleState, pi: PodInfo, table: NodeTable, node_name: str
     ) -> Status | None:
         """Filters with higher-or-equal priority nominated pods added, then without them; both must pass."""
-        info = table.infos[table.index[node_name]]
+        return self._filter_info_with_nominated_pods(fwk, state, pi, table.infos[table.index[node_name]])
+
+    def _filter_info_with_nominated_pods(
+        self, fwk: Framework, state: CycleState, pi: PodInfo, info: NodeInfo
+    ) -> Status | None:
+        node_name = info.name
         nominated = self.nominator.nominated_pods_for_filter(node_name, pi)
         if nominated:
             state_with = state.clone()
@@ -1036,16 +1043,19 @@ class _PlainFitError(Exception):
         return fit_error_message(1, self.diagnosis)
 
 
-def _runners_up(
-    feasible: NodeSet, totals: np.ndarray[Any, np.dtype[np.int64]], wrap: int, chosen: int
-) -> list[tuple[int, str]]:
-    """(total, node) of the feasible nodes but the chosen one, best first; equal totals keep the
-    order they were evaluated in (`feasible[wrap:]` then `feasible[:wrap]`)."""
-    n = len(totals)
-    evaluation = np.concatenate((np.arange(wrap, n), np.arange(0, wrap)))
-    ranked = evaluation[np.argsort(-totals[evaluation], kind="stable")]
+def _runners_up(feasible: NodeSet, outcome: ScoreOutcome, wrap: int, chosen: int) -> RunnersUp:
+    """The feasible nodes but the chosen one, with their totals and raw scores; equal totals rank
+    in the order they were evaluated (`feasible[wrap:]` then `feasible[:wrap]`)."""
+    n = len(feasible)
+    keep = np.arange(n) != chosen
+    evaluation_rank = (np.arange(n) - wrap) % n
     names = feasible.names
-    return [(int(totals[i]), names[i]) for i in ranked.tolist() if i != chosen]
+    return RunnersUp(
+        [names[i] for i in np.flatnonzero(keep).tolist()],
+        outcome.totals[keep].copy(),
+        {p: raw[keep] for p, raw in outcome.raw.items()},
+        evaluation_rank[keep],
+    )
 
 
 def _with_node_name(pod: Pod, node: str) -> Pod:

@@ -215,8 +215,10 @@ class _Replay:
             self._apply_node(event)
         elif ref.kind != "Pod":
             assert self.workloads is not None  # made for any scenario with a workload event
-            if not self._as_deleted(lambda: self.workloads is not None and self.workloads.apply(event)):
-                self._skip(f"delete of a {ref.kind} that does not exist")
+            workloads = self.workloads
+            skipped = self._as_deleted(lambda: workloads.apply(event))
+            if skipped is not None:
+                self._skip(skipped)
         elif event.action == "create":
             assert isinstance(event.obj, Pod)
             self._create_pod(event.obj, event.run_for)
@@ -334,7 +336,7 @@ class _Replay:
             if life is not None:
                 self._bound(key, life)
             if self.workloads is not None:
-                self.workloads.touch()  # a rollout or an OrderedReady StatefulSet may move on
+                self.workloads.bound(new)
 
     def on_pod_delete(self, pod: Pod) -> None:
         key = pod_key(pod)
@@ -450,6 +452,7 @@ class _Replay:
             summary=summary,
             timeline=samples,
             heatmaps=self.sampler.heatmaps(),
+            workloads=self.workloads.results(self.cluster.nodes, self.lives) if self.workloads else [],
         )
 
 

@@ -1,7 +1,7 @@
 """The report of a scenario replay: what happened over (virtual) time, as a JSON contract.
 
     {"scenario": str, "pods": [ReplayPod, ...], "nodes": [NodeUsage, ...], "summary": ReplaySummary,
-     "timeline": [Sample, ...], "heatmaps": [HeatMap, ...]}
+     "timeline": [Sample, ...], "heatmaps": [HeatMap, ...], "workloads": [WorkloadResult, ...]}
 
 Fields are documented in docs/scenarios.md; like the simulate report, they are added, never
 renamed. Times are seconds of virtual time since the scenario's start.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
-from kubesched.simulate.report import NodeUsage, PodResult, _Out
+from kubesched.simulate.report import NodeUsage, PodResult, WorkloadResult, _Out
 
 #: How a pod left the cluster (`pods[].ended`).
 ENDINGS = ("Completed", "Deleted", "Preempted", "NodeDeleted")
@@ -97,6 +97,8 @@ class ReplayReport(_Out):
     summary: ReplaySummary
     timeline: list[Sample]
     heatmaps: list[HeatMap]
+    #: The workloads (timeline and PATHs) as they stand at the end, as in the simulate report.
+    workloads: list[WorkloadResult] = []
 
 
 def replay_to_json(report: ReplayReport, *, indent: int = 2) -> bytes:

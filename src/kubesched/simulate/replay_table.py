@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched.simulate.replay_report import ReplayReport, ReplaySummary
+from kubesched.simulate.table import workload_table
 
 #: Pods still pending at the end are listed, up to this many.
 PENDING_ROWS = 20
@@ -62,6 +63,8 @@ def render_replay_table(report: ReplayReport, console: Console) -> None:
         console.print(table)
         if len(left) > PENDING_ROWS:
             console.print(f"... and {len(left) - PENDING_ROWS} more (see --output json)")
+    if report.workloads:
+        console.print(workload_table(report.workloads, title="Workloads at the end"))
     console.print(
         f"[bold]{s.scheduled}/{s.pods}[/] pods bound over {_duration(s.virtual_seconds)} of virtual time; "
         f"{s.events} events replayed in {s.seconds:.2f}s ({s.events_per_second:g} events/s)"

@@ -11,20 +11,35 @@ a replay without workloads costs nothing more.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 import msgspec
 
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import CronJob, Pod
+from kubesched.api.objects import CronJob, Node, Pod
 from kubesched.api.workloads import WORKLOAD_KINDS, WorkloadObject
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.errors import InputError
+from kubesched.framework.node_info import pod_key
+from kubesched.simulate.report import WorkloadResult
+from kubesched.simulate.runner import PodRecord
 from kubesched.simulate.scenario import WORKLOAD_TIMELINE_KINDS, Scenario, TimelineEvent
+from kubesched.simulate.workload_report import workload_results
 from kubesched.simulate.workloads import PodChanges, WorkloadControllers, has_workloads
 from kubesched.simulate.workloads.context import OwnerKey, owner_of
 
 __all__ = ["TimelineControllers", "needs_controllers"]
+
+
+class Life(Protocol):
+    """What `results` reads of the replay's record of one pod instance."""
+
+    @property
+    def record(self) -> PodRecord: ...
+
+    @property
+    def ended(self) -> float | None: ...
 
 
 def needs_controllers(objects: LoadedObjects, scenario: Scenario) -> bool:
@@ -54,20 +69,31 @@ class TimelineControllers:
         """Something a controller watches changed: run a round at the next settle."""
         self._dirty = True
 
-    def apply(self, event: TimelineEvent) -> bool:
-        """A workload event; False when it cannot apply (deleting a workload that does not exist)."""
+    def bound(self, pod: Pod) -> None:
+        """A pod was bound: if a workload owns it, a rollout or an OrderedReady StatefulSet may move on."""
+        if owner_of(pod) is not None:
+            self._dirty = True
+
+    def apply(self, event: TimelineEvent) -> str | None:
+        """A workload event; what did not go as the event says, as a `skippedEvents` reason."""
         self._dirty = True
         ref = event.ref
         key = (ref.kind, ref.namespace, ref.name)
+        exists = self.controllers.find(*key) is not None
         if event.action == "delete":
             self._run_for.pop(key, None)
-            return self.controllers.remove(ref.kind, ref.namespace, ref.name)
+            self.controllers.remove(*key)
+            return None if exists else f"delete of a {ref.kind} that does not exist"
         assert isinstance(event.obj, WORKLOAD_KINDS) and not isinstance(event.obj, CronJob)
         obj: WorkloadObject = event.obj
         if event.run_for is not None:
             self._run_for[key] = event.run_for
-        self.controllers.apply(obj)
-        return True
+        self.controllers.apply(obj)  # as `kubectl apply` would: creates or updates
+        if event.action == "create" and exists:
+            return f"create of a {ref.kind} that exists (applied as an update)"
+        if event.action == "update" and not exists:
+            return f"update of a {ref.kind} that does not exist (applied as a create)"
+        return None
 
     def run_for(self, pod: Pod) -> float | None:
         """How long a pod the controllers created runs (its Job's runFor), None: until deleted."""
@@ -88,6 +114,11 @@ class TimelineControllers:
             self.controllers.record_finished(_succeeded(pod))
         elif evicted and not (node_gone and owner[0] == "DaemonSet"):
             self._owed[owner] += 1  # a DaemonSet does not replace the pod of a node that is gone
+
+    def results(self, nodes: Mapping[str, Node], lives: Iterable[Life]) -> list[WorkloadResult]:
+        """Each workload at the end, with its pending pods' last scheduling messages."""
+        messages = {pod_key(life.record.pod): life.record.message for life in lives if life.ended is None}
+        return workload_results(self.controllers, nodes, {k: m for k, m in messages.items() if m})
 
     def settle(
         self, drain: Callable[[], None], as_deleted: Callable[[Callable[[], PodChanges]], PodChanges]

@@ -51,7 +51,7 @@ def render_table(report: Report, console: Console, options: TableOptions = Table
                 console.print(block)
         console.print()
     if report.workloads:
-        console.print(_workload_table(report.workloads))
+        console.print(workload_table(report.workloads))
     if options.nodes:
         console.print(_node_table(report.nodes))
     s = report.summary
@@ -63,9 +63,9 @@ def render_table(report: Report, console: Console, options: TableOptions = Table
     )
 
 
-def _workload_table(workloads: list[WorkloadResult]) -> Table:
+def workload_table(workloads: list[WorkloadResult], *, title: str = "Workloads") -> Table:
     """Does each workload fit, and where: scheduled/desired, old pods left, zones, why not."""
-    table = Table(title="Workloads", header_style="bold")
+    table = Table(title=title, header_style="bold")
     table.add_column("WORKLOAD", overflow="fold", ratio=2)
     for column in ("SCHEDULED", "PENDING", "OLD"):
         table.add_column(column, justify="right")

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.framework import NodeInfo, NodeTable, PodInfo
-from kubesched.framework.node_table import POD_LOG_LIMIT, NodeSet, PodRowCounts
+from kubesched.framework.node_table import NO_POD_PRIORITY, POD_LOG_LIMIT, NodeSet, PodRowCounts
 from kubesched.testing.builders import make_node, make_pod, make_table
 
 
@@ -68,6 +68,27 @@ def test_row_counts_follow_the_table(ops: list[tuple[int, bool, bool, bool]]) ->
                 _web_pods(table.infos[r]) for r in np.flatnonzero(wanted)
             ]
     assert counter.current().tolist() == [_web_pods(ni) for ni in table.infos]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(-3, 3), st.booleans()), max_size=40))
+def test_lowest_priority_column_follows_the_pods(ops: list[tuple[int, int, bool]]) -> None:
+    table = NodeTable([NodeInfo(make_node(f"n{i}")) for i in range(3)])
+    placed: dict[str, int] = {}
+    for i, (row, priority, remove) in enumerate(ops):
+        if remove and placed:
+            key = sorted(placed)[i % len(placed)]
+            table.remove_pod(placed.pop(key), key)
+        else:
+            pi = PodInfo(make_pod(f"p{i}", priority=priority, node_name=f"n{row}"))
+            table.add_pod(row, pi)
+            placed[pi.key] = row
+        expected = [
+            min((p.priority for p in ni.pods.values()), default=NO_POD_PRIORITY) for ni in table.infos
+        ]
+        assert table.lowest_priority.tolist() == expected
+    rebuilt = NodeTable(table.infos)  # a new table reads the same from the pods
+    assert rebuilt.lowest_priority.tolist() == table.lowest_priority.tolist()
 
 
 def test_row_counts_recount_only_changed_rows() -> None:

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from kubesched.framework import Code, CycleState, NodeInfo, NotFoundError, PodInfo, Status
-from kubesched.framework.types import Diagnosis, FitError, fit_error_message, reason_counts, truncate_note
+from kubesched.framework.types import (
+    Diagnosis,
+    FitError,
+    NodeStatuses,
+    StatusColumns,
+    distinct_statuses,
+    fit_error_message,
+    reason_counts,
+    truncate_note,
+)
 from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
-from kubesched.testing.builders import make_node, make_pod
+from kubesched.testing.builders import make_node, make_pod, make_table
 
 
 @pytest.mark.parametrize(
@@ -164,3 +174,48 @@ def test_lowest_priority_follows_the_pods_on_the_node() -> None:
     assert info.lowest_priority() == clone.lowest_priority() == -5
     clone.remove_pod(PodInfo(make_pod("low")).key)
     assert clone.lowest_priority() == 100 and info.lowest_priority() == -5
+
+
+def test_node_statuses_count_from_columns_as_the_dict_would() -> None:
+    table = make_table([make_node(f"n{i}") for i in range(5)])
+    cpu, taint = (
+        Status(Code.UNSCHEDULABLE, "Insufficient cpu"),
+        Status(Code.UNSCHEDULABLE, "untolerated taint"),
+    )
+    # Rows in rotated order; status 1 is met first, and status 2 is the same object as status 0.
+    columns = StatusColumns(
+        table,
+        np.array([3, 4, 0, 1], dtype=np.intp),
+        np.array([1, 0, 2, 1], dtype=np.int32),
+        [cpu, taint, cpu],
+    )
+    statuses = NodeStatuses.from_columns(columns)
+    assert statuses == {"n3": taint, "n4": cpu, "n0": cpu, "n1": taint}
+    plain = dict(statuses)
+    assert distinct_statuses(statuses) == distinct_statuses(plain) == [(taint, 2), (cpu, 2)]
+    d = Diagnosis(node_to_status=statuses)
+    assert list(reason_counts(5, d).items()) == list(
+        reason_counts(5, Diagnosis(node_to_status=plain)).items()
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: m.__setitem__("n2", Status(Code.UNSCHEDULABLE, "extender")),
+        lambda m: m.pop("n0"),
+        lambda m: m.update({"n2": Status(Code.UNSCHEDULABLE, "x")}),
+        lambda m: m.setdefault("n2", Status(Code.UNSCHEDULABLE, "x")),
+        lambda m: m.__delitem__("n0"),
+    ],
+)
+def test_node_statuses_drop_their_columns_once_changed(change: object) -> None:
+    table = make_table([make_node(f"n{i}") for i in range(3)])
+    cpu = Status(Code.UNSCHEDULABLE, "Insufficient cpu")
+    statuses = NodeStatuses.from_columns(
+        StatusColumns(table, np.array([0, 1], dtype=np.intp), np.array([0, 0], dtype=np.int32), [cpu])
+    )
+    assert statuses.columns is not None
+    change(statuses)  # type: ignore[operator]
+    assert statuses.columns is None
+    assert distinct_statuses(statuses) == distinct_statuses(dict(statuses))

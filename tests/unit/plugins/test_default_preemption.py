@@ -35,6 +35,7 @@ from kubesched.plugins.default_preemption import (
     DefaultPreemptionArgs,
     disruption_budgets,
     pick_one_node_for_preemption,
+    potential_rows,
 )
 from kubesched.plugins.node_resources_fit import NodeResourcesFit
 from kubesched.plugins.priority_sort import PrioritySort
@@ -335,6 +336,31 @@ def test_no_potential_nodes_means_every_node_is_not_helpful() -> None:
     assert h.filter_calls == []  # nothing was dry-run
 
 
+def test_potential_rows_are_the_unschedulable_nodes_in_table_order() -> None:
+    h = FakeHandle(nodes("n1", "n2", "n3", "n4"))
+    shared = Status(U, "Insufficient cpu")
+    nts = {"n4": shared, "n2": Status(UU, "node(s) had untolerated taint"), "n1": shared, "gone": shared}
+    assert potential_rows(h.table, nts).tolist() == [0, 3]
+    assert potential_rows(h.table, {"n1": Status(UU, "x")}).tolist() == []
+
+
+def test_dry_run_visits_only_nodes_with_lower_priority_pods() -> None:
+    # n1 and n3 hold only pods the preemptor may not evict: they are reported, never dry-run.
+    running = [
+        pod("top1", cpu="2", priority=10, node="n1"),
+        pod("low", cpu="2", priority=1, node="n2"),
+        pod("top3", cpu="2", priority=20, node="n3"),
+    ]
+    h = FakeHandle(nodes("n1", "n2", "n3", cpu="2"), running)
+    nominated, victims, _ = preempt(h, pod("p", cpu="2", priority=10))
+    assert nominated == "n2" and victims == ["default/low"]
+    assert set(h.filter_calls) == {"n2"}
+    h = FakeHandle(nodes("n1", "n3", cpu="2"), [running[0], running[2]])
+    _, _, status = preempt(h, pod("p", cpu="2", priority=10))
+    assert status is not None and status.message() == f"preemption: 0/2 nodes are available: 2 {NO_VICTIMS}."
+    assert h.filter_calls == []
+
+
 def test_extension_error_without_candidates_is_an_error_status() -> None:
     h = FakeHandle(nodes("n1"), [pod("low", cpu="2", node="n1")])
     h.fail_remove_pod = True
@@ -427,7 +453,14 @@ def test_dry_run_works_on_clones() -> None:
     plugin = DefaultPreemption(handle=h)
     nts = statuses(h, pod("p", cpu="2", priority=10))
     plugin.dry_run_preemption(
-        h, CycleState(), PodInfo(pod("p", cpu="2", priority=10)), h.table.infos, [], 0, 1
+        h,
+        CycleState(),
+        PodInfo(pod("p", cpu="2", priority=10)),
+        h.table,
+        potential_rows(h.table, nts),
+        [],
+        0,
+        1,
     )
     assert h.table.infos[0].requested == before and len(h.table.infos[0].pods) == 1
     assert nts["n1"].code == U and h.filter_calls == ["n1", "n1"]  # without all, then with "low" back

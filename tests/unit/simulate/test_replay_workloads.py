@@ -9,11 +9,12 @@ completions, and pods recreated after evictions.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
-from tests.unit.simulate.simulate_helpers import Obj, node, taint
+from tests.unit.simulate.simulate_helpers import Obj, node, run_cli, taint, write_yaml
 from tests.unit.simulate.test_workloads import daemon_set, deployment, job, stateful_set
 
 from kubesched.api.loader import LoadedObjects, load_documents
@@ -362,3 +363,158 @@ def test_the_deletion_ranking_rule_by_rule(pods: list[Pod], first: str) -> None:
         return _TIMES.get(p.metadata.name, PodTimes(500.0, 500.0))
 
     assert deletion_order(pods, pods, times, now=1000.0)[0].metadata.name == first
+
+
+def with_image(obj: Obj, image: str, cpu: str | None = None, **spec: Any) -> Obj:
+    changed: Obj = msgspec.json.decode(msgspec.json.encode(obj))
+    container = changed["spec"]["template"]["spec"]["containers"][0]
+    container["image"] = image
+    if cpu is not None:
+        container["resources"] = {"requests": {"cpu": cpu}}
+    changed["spec"].update(spec)
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("strategy", "replaced"),
+    [
+        ({}, ["db-0", "db-1", "db-2"]),  # RollingUpdate: every ordinal, highest first
+        ({"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}, ["db-2"]),
+        ({"type": "OnDelete"}, []),
+    ],
+)
+def test_a_stateful_set_template_change_rolls_out_from_the_highest_ordinal(
+    strategy: Obj, replaced: list[str]
+) -> None:
+    sts = stateful_set("db", replicas=3)
+    report = run(
+        at(0, "create", node("n1")),
+        at(0, "create", sts),
+        at(30, "update", with_image(sts, "db:2", updateStrategy=strategy)),
+    )
+    # The replaced ordinals end at 30 s (Deleted) and come back at 30 s with the new revision.
+    gone = [p.name for p in of(report, "db-") if p.ended == "Deleted"]
+    assert sorted(gone) == replaced
+    again = sorted(p.name for p in of(report, "db-") if p.created_at == 30.0 and p.bound_at == 30.0)
+    assert again == replaced
+    assert alive(report, "db-") == ["db-0", "db-1", "db-2"]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "rolled"),
+    [
+        ({}, 3),  # RollingUpdate, maxUnavailable 1: one node at a time, all at the same instant
+        ({"type": "OnDelete"}, 0),
+    ],
+)
+def test_a_daemon_set_template_change_rolls_out_node_by_node(strategy: Obj, rolled: int) -> None:
+    agent = daemon_set("agent")
+    report = run(
+        *[at(0, "create", node(n)) for n in ("n1", "n2", "n3")],
+        at(0, "create", agent),
+        at(30, "update", with_image(agent, "agent:2", updateStrategy=strategy)),
+    )
+    assert sum(1 for p in of(report, "agent-") if p.ended == "Deleted" and p.ended_at == 30.0) == rolled
+    assert sum(1 for p in of(report, "agent-") if p.created_at == 30.0) == rolled
+    assert sorted(p.node or "" for p in of(report, "agent-") if p.ended is None) == ["n1", "n2", "n3"]
+
+
+def test_a_daemon_set_rollout_never_has_more_than_max_unavailable_nodes_without_a_pod() -> None:
+    # n1 is full: its new daemon pod cannot be bound, so the rollout stops after n1 (maxUnavailable 1).
+    agent = daemon_set("agent", cpu="1")
+    report = run(
+        at(0, "create", node("n1", cpu="2")),
+        at(0, "create", node("n2", cpu="2")),
+        at(0, "create", agent),
+        at(
+            10,
+            "create",
+            {**pod("filler", cpu="1"), "spec": {**pod("filler", cpu="1")["spec"], "nodeName": "n1"}},
+        ),
+        at(30, "update", with_image(agent, "agent:2", cpu="2")),
+    )
+    ended = sorted((p.node, p.ended) for p in of(report, "agent-") if p.ended)
+    assert ended == [("n1", "Deleted")]
+    pending = [p for p in of(report, "agent-") if p.bound_at is None]
+    assert len(pending) == 1
+
+
+def test_a_workload_pod_deleted_by_the_timeline_is_created_again_by_its_controller() -> None:
+    report = run(
+        at(0, "create", node("n1")),
+        at(0, "create", stateful_set("db", replicas=2)),
+        at(40, "delete", {"kind": "Pod", "name": "db-1"}),
+    )
+    assert [(p.name, p.created_at, p.ended) for p in of(report, "db-1")] == [
+        ("db-1", 0.0, "Deleted"),
+        ("db-1", 40.0, None),
+    ]
+    assert report.summary.recreated == 0  # only evictions count as recreations
+
+
+def test_a_create_of_an_existing_workload_or_an_update_of_a_missing_one_applies_and_is_counted() -> None:
+    rs = replica_set("rs", 1)
+    report = run(
+        at(0, "create", node("n1", cpu="8")),
+        at(0, "update", rs),
+        at(10, "create", scaled(rs, 2)),
+    )
+    assert sorted(p.created_at for p in of(report, "rs-")) == [0.0, 10.0]
+    assert report.summary.skipped_events == {
+        "create of a ReplicaSet that exists (applied as an update)": 1,
+        "update of a ReplicaSet that does not exist (applied as a create)": 1,
+    }
+
+
+def test_a_cron_job_among_the_snapshot_paths_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cron = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly"},
+        "spec": {"schedule": "0 2 * * *", "jobTemplate": {"spec": job("j")["spec"]}},
+    }
+    snapshot = write_yaml(tmp_path / "snap.yaml", node("n1"), cron)
+    scenario = tmp_path / "s.json"
+    scenario.write_bytes(
+        msgspec.json.encode({"apiVersion": API_VERSION, "kind": "Scenario", "spec": {"events": []}})
+    )
+    code, out, err = run_cli(capsys, "simulate", "--scenario", str(scenario), str(snapshot))
+    assert (code, out) == (2, "")
+    assert err.startswith("kubesched: CronJob nightly: not replayed"), err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_report_says_where_each_workload_stands_at_the_end() -> None:
+    web = deployment(
+        "web", replicas=3, cpu="1", strategy={"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    )
+    report = run(
+        at(0, "create", node("n1", cpu="3")),
+        at(0, "create", web),
+        at(60, "update", with_image(web, "web:2")),
+    )
+    (result,) = report.workloads
+    assert (result.kind, result.name, result.desired, result.scheduled, result.pending, result.old) == (
+        "Deployment",
+        "web",
+        3,
+        0,
+        1,
+        3,
+    )
+    assert not result.complete
+    assert result.message is not None and "Insufficient cpu" in result.message
+
+
+def test_pods_that_name_a_workload_as_their_controller_are_adopted_not_created_twice() -> None:
+    rs = replica_set("rs", 2, uid="rs-uid")
+    owned = pod("rs-recorded")
+    owned["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": True}
+    ]
+    owned["metadata"]["labels"] = {"app": "rs"}
+    report = run(at(0, "create", node("n1")), at(0, "create", owned), snapshot=[rs])
+    assert sorted(p.name.startswith("rs-recorded") for p in of(report, "rs-")) == [False, True]
+    assert all(p.ended is None for p in of(report, "rs-"))

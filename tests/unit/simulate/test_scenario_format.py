@@ -169,6 +169,18 @@ def test_other_kinds_created_at_zero_become_objects_of_the_cluster() -> None:
             "s.yaml: spec.events[0].create.kind: CronJob objects are not replayed",
         ),
         (
+            document(
+                {
+                    "at": 0,
+                    "update": {
+                        **DEPLOYMENT,
+                        "spec": {**DEPLOYMENT["spec"], "strategy": {"rollingUpdate": {"maxSurge": "1O%"}}},
+                    },
+                }
+            ),
+            "s.yaml: spec.events[0].update.spec.strategy.rollingUpdate.maxSurge: invalid value '1O%'",
+        ),
+        (
             document({"at": 0, "create": {**DEPLOYMENT, "spec": {**DEPLOYMENT["spec"], "replicas": -1}}}),
             "s.yaml: spec.events[0].create.spec.replicas: must be greater than or equal to 0",
         ),

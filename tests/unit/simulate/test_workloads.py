@@ -493,6 +493,33 @@ def test_simulating_does_not_change_the_given_objects() -> None:
             "spec.replicas: at most 1000000 pods",
         ),
         (
+            {
+                **deployment("web"),
+                "spec": {**deployment("web")["spec"], "strategy": {"rollingUpdate": {"maxSurge": "abc"}}},
+            },
+            "spec.strategy.rollingUpdate.maxSurge: invalid value 'abc'",
+        ),
+        (
+            {
+                **daemon_set("agent"),
+                "spec": {
+                    **daemon_set("agent")["spec"],
+                    "updateStrategy": {"rollingUpdate": {"maxUnavailable": -1}},
+                },
+            },
+            "spec.updateStrategy.rollingUpdate.maxUnavailable: must be greater than or equal to 0",
+        ),
+        (
+            {
+                **stateful_set("db"),
+                "spec": {
+                    **stateful_set("db")["spec"],
+                    "updateStrategy": {"rollingUpdate": {"partition": -1}},
+                },
+            },
+            "spec.updateStrategy.rollingUpdate.partition: must be greater than or equal to 0",
+        ),
+        (
             {**job("j"), "spec": {**job("j")["spec"], "parallelism": -2}},
             "spec.parallelism: must be greater than or equal to 0",
         ),

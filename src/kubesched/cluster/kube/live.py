@@ -353,6 +353,15 @@ class LiveCluster:
         if metrics is not None:
             for fwk in self.scheduler.frameworks.values():
                 metrics.instrument(fwk.plugins)
+        if self.extenders is not None:
+            log.info("opportunistic batching off: the configuration has extenders")
+        for fwk in self.scheduler.frameworks.values():
+            if fwk.unsigned_plugins:  # as kube-scheduler says it at start-up
+                log.info(
+                    "profile %s: opportunistic batching off: plugins %s do not sign pods",
+                    fwk.profile_name,
+                    ", ".join(fwk.unsigned_plugins),
+                )
         self.binder = Binder(client)
         self.informers: dict[str, Informer] = {}
         #: VolumeBinding's PreBind writes (PV claimRef, selected-node) and waits through this.

@@ -73,6 +73,7 @@ def replay_html(report: ReplayReport, *, title: str | None = None) -> bytes:
         ("pending at the end", s.pending),
         ("completed", s.completed),
         ("evictions", sum(s.evictions.values())),
+        *([("recreated by controllers", s.recreated)] if s.recreated else []),
         ("wait p50 / p90 / p99", "-" if not lat.count else f"{lat.p50} / {lat.p90} / {lat.p99} s"),
     ]
     cards += [(f"{r} peak", f"{v:.0%}") for r, v in s.utilization_peak.items() if r in ("cpu", "memory")]

@@ -288,11 +288,11 @@ class WorkloadControllers:
         elif isinstance(obj, Job):
             self._add(_job_controller(obj))
 
-    def remove(self, kind: str, namespace: str, name: str) -> bool:
-        """A workload deleted: its pods go (a Deployment's through its ReplicaSets). False if unknown."""
+    def remove(self, kind: str, namespace: str, name: str) -> None:
+        """A workload deleted: its pods go (a Deployment's through its ReplicaSets)."""
         controller = self.find(kind, namespace, name)
         if controller is None:
-            return False
+            return
         self._reported.remove(controller)
         owners = [controller.key]
         if isinstance(controller, DeploymentController):
@@ -314,7 +314,6 @@ class WorkloadControllers:
             for pod in self._ctx.pods_of(owner):
                 self._ctx.delete_pod(owner, pod, why)
             self._ctx.forget(owner)
-        return True
 
     def adopt(self, pod: Pod) -> None:
         """A pod created by the scenario itself that names a workload as its controller."""

@@ -5,13 +5,15 @@ Each pod carries `controller-revision-hash: <set>-<hash>`, `statefulset.kubernet
 `<template>-<set>-<ordinal>` (labelled with the set's selector) mounted under the template's name,
 so VolumeBinding sees what it would see in a cluster. With `OrderedReady` (the default) ordinal N
 is created only once every lower ordinal is available, so an unschedulable pod holds back the
-rest, as in a cluster; `Parallel` creates them all at once. Existing pods keep their template (a
-template change is not rolled out: upstream does that one pod at a time, deleting before creating).
+rest, as in a cluster; `Parallel` creates them all at once. A template change is rolled out as
+`RollingUpdate` does it: the highest ordinal (at or above `partition`) of an old revision is deleted
+and created again from the new template, one pod at a time, each once those above it are ready;
+`OnDelete` leaves existing pods as they are.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -40,6 +42,11 @@ class StatefulSetController:
     key: OwnerKey
     stateful_set: StatefulSet
     reference: OwnerReference
+    #: Revisions this controller has made pods of, first as given (see `_revision_of`).
+    _revisions: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._revision()
 
     @property
     def replicas(self) -> int:
@@ -83,6 +90,42 @@ class StatefulSetController:
         for ordinal in surplus[:1] if ordered else surplus:  # highest ordinal first
             why = f"StatefulSet {self.key[2]} scaled down to {self.replicas}"
             ctx.delete_pod(self.key, existing[ordinal], why)
+        if not surplus:
+            self._roll(ctx, [existing[o] for o in reversed(wanted) if o in existing and o >= self._partition])
+
+    @property
+    def _partition(self) -> int:
+        rolling = self.stateful_set.spec.update_strategy.rolling_update
+        return self._start + (rolling.partition if rolling is not None else 0)
+
+    def _roll(self, ctx: ControllerContext, highest_first: list[Pod]) -> None:
+        """RollingUpdate: replace the highest ordinal of an old revision, once those above are ready.
+
+        The pod is deleted; the next round creates its ordinal again from the current template.
+        """
+        if self.stateful_set.spec.update_strategy.type == "OnDelete":
+            return
+        revision = self._revision()
+        for pod in highest_first:
+            if self._revision_of(pod) != revision:
+                ctx.delete_pod(self.key, pod, f"StatefulSet {self.key[2]} rolling update to {revision}")
+                return
+            if not is_available(pod):
+                return
+
+    def _revision(self) -> str:
+        template = self.stateful_set.spec.template
+        assert template is not None  # checked when the object was loaded
+        revision = f"{self.key[2]}-{template_hash(template)}"
+        if revision not in self._revisions:
+            self._revisions.append(revision)
+        return revision
+
+    def _revision_of(self, pod: Pod) -> str:
+        """The pod's revision; a label the simulation never made (a real cluster's hash, which
+        cannot be reproduced) is taken as the revision of the StatefulSet as first given."""
+        label = pod.metadata.labels.get(REVISION_LABEL, "")
+        return label if label in self._revisions else self._revisions[0]
 
     def _create(self, ctx: ControllerContext, ordinal: int) -> None:
         template = self.stateful_set.spec.template
@@ -90,7 +133,7 @@ class StatefulSetController:
         name = self.key[2]
         pod_name = f"{name}-{ordinal}"
         labels = {
-            REVISION_LABEL: f"{name}-{template_hash(template)}",
+            REVISION_LABEL: self._revision(),
             POD_NAME_LABEL: pod_name,
             POD_INDEX_LABEL: str(ordinal),
         }

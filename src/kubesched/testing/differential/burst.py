@@ -43,13 +43,14 @@ def batching_profile(scheduler_name: str) -> Obj:
     }
 
 
-def _config(scheduler_name: str) -> Obj:
+def _config(scheduler_name: str, batching: bool) -> Obj:
+    profile = batching_profile(scheduler_name) if batching else {"schedulerName": scheduler_name}
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "percentageOfNodesToScore": 100,
         "leaderElection": {"leaderElect": False},
-        "profiles": [batching_profile(scheduler_name)],
+        "profiles": [profile],
     }
 
 
@@ -71,22 +72,27 @@ class Scraper:
         ]
 
 
-def start_upstream(cp: ControlPlane, scheduler_name: str) -> tuple[ManagedProcess, Scraper]:
-    """kube-scheduler v1.37.2 with the batching profile (its /metrics: self-signed HTTPS)."""
-    proc = cp.start_kube_scheduler(_config(scheduler_name))
+def start_upstream(
+    cp: ControlPlane, scheduler_name: str, *, batching: bool = True
+) -> tuple[ManagedProcess, Scraper]:
+    """kube-scheduler v1.37.2 with the batching profile, or the default one (its /metrics:
+    self-signed HTTPS)."""
+    proc = cp.start_kube_scheduler(_config(scheduler_name, batching))
     unverified = ssl.create_default_context()
     unverified.check_hostname = False
     unverified.verify_mode = ssl.CERT_NONE
     return proc, Scraper(f"https://127.0.0.1:{proc.port}/metrics", unverified)
 
 
-def start_kubesched(cp: ControlPlane, workdir: Path, scheduler_name: str) -> tuple[ManagedProcess, Scraper]:
+def start_kubesched(
+    cp: ControlPlane, workdir: Path, scheduler_name: str, *, batching: bool = True
+) -> tuple[ManagedProcess, Scraper]:
     """`kubesched run` with the same profile, metrics on a plain loopback port."""
     from kubesched.testing.differential.live import _free_port
 
     port = _free_port()
     config = workdir / f"{scheduler_name}.yaml"
-    config.write_text(yaml.safe_dump(_config(scheduler_name)))
+    config.write_text(yaml.safe_dump(_config(scheduler_name, batching)))
     proc = ManagedProcess(
         scheduler_name,
         [
