@@ -556,27 +556,20 @@ class DynamicResources(
         sub: np.ndarray[Any, Any] | None = None
         single = len(data.fast) == 1
         for request in data.fast:
-            any_option: np.ndarray[Any, Any] | None = None
-            if single and data.has_subrequests:
-                sub = np.full(n, -1, dtype=np.int64)
-            for index, (cls, selectors, count) in enumerate(request.options):
-                counts, bad = table.row_counts(nodes.table, *table.match(cls, selectors))
-                if not nodes.full:
-                    counts, bad = counts[nodes.rows], bad[nodes.rows]
-                fits = counts >= count
-                unusable = bad if unusable is None else unusable | bad
-                if sub is not None:
-                    sub[(sub < 0) & fits] = index
-                any_option = fits if any_option is None else any_option | fits
-            assert any_option is not None  # a request has at least one option
-            ok = any_option if ok is None else ok & any_option
+            options = [(*table.match(cls, selectors), count) for cls, selectors, count in request.options]
+            fits, first, bad = table.request_rows(nodes.table, options)
+            if not nodes.full:
+                fits, first, bad = fits[nodes.rows], first[nodes.rows], bad[nodes.rows]
+            ok = fits if ok is None else ok & fits
+            unusable = bad if unusable is None else unusable | bad
+            sub = first
         assert ok is not None and unusable is not None
         feasible = undecided & ok & ~unusable
         verify = undecided & unusable
         if not single:
             verify |= feasible  # several requests may compete for the same devices: let the allocator decide
             feasible = np.zeros(n, dtype=np.bool_)
-        elif sub is not None:
+        elif data.has_subrequests and sub is not None:
             if nodes.full:
                 data.fast_sub = np.where(feasible, sub, -1)
             else:
