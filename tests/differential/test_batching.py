@@ -13,11 +13,11 @@ not. The burst is scheduled in consecutive cycles well within the 500 ms a batch
 **batching counters** are fixed too: hints used, rescores of the node just used, flushes by reason,
 one hint lookup and one store per pod.
 
-The cases: bare pods and Job pods; pods so wide most nodes hold one (the node just used leaves the
-list instead of being rescored); pods whose volumes are named per pod (still one signature); nodes
-with PreferNoSchedule taints and pods with preferred node affinity, where a rescored node must be
-normalized together with the nodes kept (TaintToleration and NodeAffinity normalize over the
-nodes scored: normalizing it alone lands pods elsewhere).
+The cases: bare pods and Job pods; pods so wide most nodes hold one (the node just used leaves
+the list instead of being rescored), on plain and on tainted nodes; pods whose volumes are named
+per pod (still one signature); nodes with PreferNoSchedule taints and pods with preferred node
+affinity, where a rescored node must be normalized together with the nodes kept (TaintToleration
+and NodeAffinity normalize over the nodes scored: normalizing it alone lands pods elsewhere).
 """
 
 from __future__ import annotations
@@ -70,6 +70,8 @@ CASES = {
     "volumes": Case(per_pod_volumes=True),
     "prefer-no-schedule-taints": Case(nodes=TAINTED, count=14),
     "preferred-node-affinity": Case(nodes=TAINTED, count=14, spec={"affinity": PREFERRED}),
+    # one pod per node on tainted nodes: a full node leaves the list and the rest keep their ranking
+    "wide-tainted": Case(nodes=((6, 1), (7, 3), (4, 0), (5, 2), (8, 0)), cpu="3", count=6),
     "default-profile": Case(batching=False),
 }
 

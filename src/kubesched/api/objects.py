@@ -640,6 +640,8 @@ class DaemonSet(_Base, frozen=True):
 class JobSpec(_Base, frozen=True):
     parallelism: int | None = None
     completions: int | None = None
+    #: Failed pods the Job tolerates before it fails (the API's default is 6).
+    backoff_limit: int | None = None
     completion_mode: str = "NonIndexed"
     suspend: bool = False
     selector: LabelSelector | None = None

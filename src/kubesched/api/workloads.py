@@ -109,6 +109,8 @@ def _check_selected_template(
 def _check_job(spec: JobSpec, path: str) -> None:
     _check_count(spec.parallelism, f"{path}.parallelism")
     _check_count(spec.completions, f"{path}.completions")
+    if spec.backoff_limit is not None and spec.backoff_limit < 0:
+        raise InputError("must be greater than or equal to 0", path=f"{path}.backoffLimit")
     _required_template(spec.template, f"{path}.template")
     if spec.completion_mode not in ("NonIndexed", "Indexed"):
         raise InputError(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,58 +110,147 @@ class NodeStatuses(dict[str, Status]):
     (preemption's potential nodes); on thousands of nodes, per-node Python work for each of them
     was the bulk of a failed attempt. `columns` holds while the dict is as built: any change
     (extenders and nominated pods add statuses) drops it, and readers fall back to the dict.
+
+    Made `from_columns`, the entries themselves are filled in only when something reads them as a
+    dict (every read method fills first), which on a full cluster is rarely: the column readers
+    above are the usual ones.
     """
 
-    __slots__ = ("columns",)
+    __slots__ = ("_unfilled", "columns")
 
     def __init__(
         self, items: Iterable[tuple[str, Status]] = (), columns: StatusColumns | None = None
     ) -> None:
         super().__init__(items)
         self.columns = columns
+        self._unfilled = False
 
     @classmethod
     def from_columns(cls, columns: StatusColumns) -> NodeStatuses:
-        names, statuses = columns.table.names, columns.statuses
-        return cls(
-            zip(
-                map(names.__getitem__, columns.rows.tolist()),
-                map(statuses.__getitem__, columns.codes.tolist()),
-                strict=True,
-            ),
-            columns,
-        )
+        out = cls((), columns)
+        out._unfilled = True
+        return out
 
+    def _fill(self) -> None:
+        if self._unfilled:
+            self._unfilled = False
+            columns = self.columns
+            assert columns is not None
+            names, statuses = columns.table.names, columns.statuses
+            super().update(
+                zip(
+                    map(names.__getitem__, columns.rows.tolist()),
+                    map(statuses.__getitem__, columns.codes.tolist()),
+                    strict=True,
+                )
+            )
+
+    # ---- reads: fill first
+    def __len__(self) -> int:
+        if self._unfilled and self.columns is not None:
+            return len(self.columns.rows)
+        return super().__len__()
+
+    def __getitem__(self, key: str) -> Status:
+        self._fill()
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self._fill()
+        return super().__contains__(key)
+
+    def __iter__(self) -> Iterator[str]:
+        self._fill()
+        return super().__iter__()
+
+    def __reversed__(self) -> Iterator[str]:
+        self._fill()
+        return super().__reversed__()
+
+    def __eq__(self, other: object) -> bool:
+        self._fill()
+        if isinstance(other, NodeStatuses):
+            other._fill()
+        return super().__eq__(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __repr__(self) -> str:
+        self._fill()
+        return super().__repr__()
+
+    def __or__(self, other: Any) -> dict[str, Status]:  # type: ignore[override]
+        self._fill()
+        return dict(super().items()) | dict(other)
+
+    def __ror__(self, other: Any) -> dict[str, Status]:  # type: ignore[override]
+        self._fill()
+        return dict(other) | dict(super().items())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._fill()
+        return super().get(key, default)
+
+    def keys(self) -> Any:
+        self._fill()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._fill()
+        return super().values()
+
+    def items(self) -> Any:
+        self._fill()
+        return super().items()
+
+    def copy(self) -> dict[str, Status]:
+        self._fill()
+        return dict(super().items())
+
+    def __reduce__(self) -> Any:
+        self._fill()
+        return (dict, (dict(super().items()),))
+
+    # ---- changes: fill, then the columns no longer describe the dict
     def __setitem__(self, key: str, value: Status) -> None:
+        self._fill()
         self.columns = None
         super().__setitem__(key, value)
 
     def __delitem__(self, key: str) -> None:
+        self._fill()
         self.columns = None
         super().__delitem__(key)
 
     def update(self, *args: Any, **kwargs: Any) -> None:
+        self._fill()
         self.columns = None
         super().update(*args, **kwargs)
 
     def pop(self, *args: Any) -> Any:
+        self._fill()
         self.columns = None
         return super().pop(*args)
 
     def popitem(self) -> tuple[str, Status]:
+        self._fill()
         self.columns = None
         return super().popitem()
 
     def setdefault(self, key: str, default: Status) -> Status:
-        if key not in self:
+        self._fill()
+        if not super().__contains__(key):
             self.columns = None
         return super().setdefault(key, default)
 
     def clear(self) -> None:
+        self._fill()
         self.columns = None
         super().clear()
 
-    def __ior__(self, other: Any) -> NodeStatuses:  # type: ignore[override,misc]
+    def __ior__(self, other: Any) -> NodeStatuses:  # type: ignore[override]
+        self._fill()
         self.columns = None
         super().__ior__(other)
         return self

@@ -665,6 +665,10 @@ class NodeResourcesFit(
         return QueueingHint.SKIP
 
 
+#: Up to this many reason columns, distinct reason sets are found with a table of 2**bits entries.
+_COUNTED_KEY_BITS = 12
+
+
 def _unique_rows(matrix: BoolArray) -> tuple[list[list[bool]], npt.NDArray[np.intp]]:
     """Distinct rows of a boolean matrix and, per input row, the index of its distinct row.
 
@@ -675,7 +679,14 @@ def _unique_rows(matrix: BoolArray) -> tuple[list[list[bool]], npt.NDArray[np.in
     if width <= 62:
         weights = np.left_shift(np.int64(1), np.arange(width, dtype=np.int64))
         keys = matrix.astype(np.int64) @ weights
-        uniq, inverse = np.unique(keys, return_inverse=True)
+        if width <= _COUNTED_KEY_BITS:
+            # Few possible keys: a table of them instead of a sort (what np.unique would do).
+            present = np.bincount(keys, minlength=1 << width) > 0
+            uniq = np.flatnonzero(present)
+            position = np.cumsum(present) - 1
+            inverse = position[keys]
+        else:
+            uniq, inverse = np.unique(keys, return_inverse=True)
         combos = [[bool((int(key) >> b) & 1) for b in range(width)] for key in uniq]
         return combos, inverse.reshape(-1)
     uniq_rows, inverse = np.unique(matrix, axis=0, return_inverse=True)

@@ -7,6 +7,9 @@ unschedulable pool's periodic flush, or a Permit deadline. Nothing is forked: ba
 on cluster events (queueing hints) and preemption are the scheduler's own. Scheduling itself takes
 no virtual time, so a pod's wait is the time it spent in the queue and for room to appear.
 
+Workloads in the timeline (or PATHs) are run by the simulated controllers between scheduling
+passes, in zero virtual time (`replay_workloads`).
+
 The replay ends at `spec.until` or, without it, once the timeline is over and nothing has been
 bound for IDLE_HORIZON_SECONDS of retries (as `simulate` does).
 """
@@ -316,14 +319,17 @@ class _Replay:
 
     # ================================================================== what the cluster tells us
     def on_node_add(self, node: Node) -> None:
-        if self.workloads is not None:
-            self.workloads.touch()  # a DaemonSet may run a pod there
+        self._nodes_changed()
 
     def on_node_update(self, old: Node, new: Node) -> None:
-        self.on_node_add(new)
+        self._nodes_changed()
 
     def on_node_delete(self, node: Node) -> None:
-        self.on_node_add(node)
+        self._nodes_changed()
+
+    def _nodes_changed(self) -> None:
+        if self.workloads is not None:
+            self.workloads.touch()  # a DaemonSet may add or drop a pod
 
     def on_pod_add(self, pod: Pod) -> None:
         if self.workloads is not None and pod_key(pod) not in self.current:

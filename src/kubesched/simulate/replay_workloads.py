@@ -51,10 +51,11 @@ class TimelineControllers:
     """The workload controllers, the Jobs' pod run times, and what the replay counts about them."""
 
     def __init__(self, cluster: MemoryCluster, *, seed: int, now: Callable[[], float]) -> None:
-        for cron_job in cluster.objects.cron_jobs:
+        if cluster.objects.cron_jobs:  # given as PATHs (the scenario refuses them itself)
+            name = cluster.objects.cron_jobs[0].metadata.name
             raise InputError(
-                f"CronJob {cron_job.metadata.name}: not replayed (a scenario has no wall clock to run "
-                "its schedule by); create the Jobs it runs in the timeline"
+                f"CronJob {name}: not replayed (a scenario has no wall clock to run its schedule by); "
+                "create the Jobs it runs in the timeline"
             )
         self.controllers = WorkloadControllers(cluster, seed=seed, now=now)
         #: A Job's `runFor`: how long each of its pods runs once bound.
@@ -79,7 +80,7 @@ class TimelineControllers:
         self._dirty = True
         ref = event.ref
         key = (ref.kind, ref.namespace, ref.name)
-        exists = self.controllers.find(*key) is not None
+        exists = self.controllers.lookup(*key) is not None
         if event.action == "delete":
             self._run_for.pop(key, None)
             self.controllers.remove(*key)
@@ -111,9 +112,11 @@ class TimelineControllers:
             return
         self._dirty = True
         if completed:
-            self.controllers.record_finished(_succeeded(pod))
+            self.controllers.record_finished(_ended(pod, "Succeeded"))
         elif evicted and not (node_gone and owner[0] == "DaemonSet"):
             self._owed[owner] += 1  # a DaemonSet does not replace the pod of a node that is gone
+            if owner[0] == "Job":  # counted against backoffLimit, as upstream without a podFailurePolicy
+                self.controllers.record_finished(_ended(pod, "Failed"))
 
     def results(self, nodes: Mapping[str, Node], lives: Iterable[Life]) -> list[WorkloadResult]:
         """Each workload at the end, with its pending pods' last scheduling messages."""
@@ -143,5 +146,5 @@ class TimelineControllers:
                 return
 
 
-def _succeeded(pod: Pod) -> Pod:
-    return msgspec.structs.replace(pod, status=msgspec.structs.replace(pod.status, phase="Succeeded"))
+def _ended(pod: Pod, phase: str) -> Pod:
+    return msgspec.structs.replace(pod, status=msgspec.structs.replace(pod.status, phase=phase))

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import json
+import pickle
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -219,3 +224,41 @@ def test_node_statuses_drop_their_columns_once_changed(change: object) -> None:
     change(statuses)  # type: ignore[operator]
     assert statuses.columns is None
     assert distinct_statuses(statuses) == distinct_statuses(dict(statuses))
+
+
+def _unfilled() -> tuple[NodeStatuses, dict[str, Status]]:
+    table = make_table([make_node(f"n{i}") for i in range(3)])
+    cpu, taint = Status(Code.UNSCHEDULABLE, "Insufficient cpu"), Status(Code.UNSCHEDULABLE, "taint")
+    columns = StatusColumns(
+        table, np.array([2, 0], dtype=np.intp), np.array([1, 0], dtype=np.int32), [cpu, taint]
+    )
+    return NodeStatuses.from_columns(columns), {"n2": taint, "n0": cpu}
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        dict,
+        lambda m: {**m},
+        list,
+        lambda m: list(m.items()),
+        lambda m: list(m.values()),
+        lambda m: list(m.keys()),
+        lambda m: [m.get("n0"), m.get("n1"), "n2" in m, m["n2"]],
+        lambda m: (len(m), bool(m)),
+        lambda m: m.copy(),
+        lambda m: m | {},
+        lambda m: {} | m,
+        lambda m: list(reversed(m)),
+        lambda m: copy.copy(m),
+        lambda m: pickle.loads(pickle.dumps(m)),
+        lambda m: json.loads(json.dumps({k: v.message() for k, v in m.items()})),
+        lambda m: sorted(m),
+        lambda m: m == {"n2": m["n2"], "n0": m["n0"]},
+    ],
+)
+def test_node_statuses_read_as_the_dict_they_stand_for(read: Any) -> None:
+    lazy, plain = _unfilled()
+    assert read(lazy) == read(plain)
+    lazy2, _ = _unfilled()
+    assert (lazy2 == plain) and repr(lazy2) == repr(plain)

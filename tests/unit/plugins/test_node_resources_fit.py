@@ -859,3 +859,18 @@ def test_batch_agrees_with_per_node(
     plugin = NodeResourcesFit(args)
     _filter_both(plugin, pod, nodes)
     _score_both(plugin, pod, nodes)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 16), st.integers(0, 40), st.integers(0, 2**32 - 1))
+def test_reason_sets_are_grouped_as_a_sort_would(width: int, rows: int, seed: int) -> None:
+    from kubesched.plugins.node_resources_fit import _unique_rows
+
+    rng = np.random.default_rng(seed)
+    matrix = rng.random((rows, width)) < 0.3
+    combos, inverse = _unique_rows(matrix)
+    # The sort it replaces: distinct rows ordered by their bits read with column 0 lowest.
+    keys = [sum(1 << b for b in range(width) if row[b]) for row in matrix.tolist()]
+    distinct = sorted(set(keys))
+    assert combos == [[bool(key >> b & 1) for b in range(width)] for key in distinct]
+    assert inverse.tolist() == [distinct.index(key) for key in keys]

@@ -518,3 +518,52 @@ def test_pods_that_name_a_workload_as_their_controller_are_adopted_not_created_t
     report = run(at(0, "create", node("n1")), at(0, "create", owned), snapshot=[rs])
     assert sorted(p.name.startswith("rs-recorded") for p in of(report, "rs-")) == [False, True]
     assert all(p.ended is None for p in of(report, "rs-"))
+
+
+def test_a_deployments_replica_set_is_one_controller_whether_given_before_or_updated_after() -> None:
+    # The Deployment's own ReplicaSet, given first with its ownerReference, is adopted as its
+    # revision; a later update of it is applied to that one controller (no second one fighting it).
+    web = deployment("web", replicas=2, cpu="1")
+    made = run(at(0, "create", node("n1")), at(0, "create", web))
+    rs_name = made.pods[0].name.rsplit("-", 1)[0]
+    rs = replica_set(
+        rs_name, 2, ownerReferences=[{"kind": "Deployment", "name": "web", "uid": "u", "controller": True}]
+    )
+    rs["spec"]["template"] = deployment("web", cpu="1")["spec"]["template"]
+    rs["spec"]["selector"] = {"matchLabels": {"app": "web"}}
+    report = run(
+        at(0, "create", node("n1")),
+        at(0, "create", rs),
+        at(0, "create", web),
+        at(10, "delete", {"kind": "ReplicaSet", "name": rs_name}),
+        at(20, "update", scaled(rs, 5)),
+    )
+    assert sorted(p.created_at for p in of(report, "web-")) == [0.0, 0.0, 10.0, 10.0]
+    assert sum(1 for p in of(report, "web-") if p.ended is None) == 2  # the Deployment keeps 2
+    assert report.summary.skipped_events == {}
+
+
+@pytest.mark.parametrize(
+    ("backoff_limit", "job_pods", "failed"),
+    [
+        (1, 2, True),  # the second failure exceeds backoffLimit 1: the Job fails, no third pod
+        (3, 4, False),  # three failures are within 3: the fourth pod runs
+    ],
+)
+def test_evicted_job_pods_count_against_its_backoff_limit(
+    backoff_limit: int, job_pods: int, failed: bool
+) -> None:
+    urgent = [{**pod(f"urgent-{i}", cpu="2", priority=1000)} for i in range(3)]
+    report = run(
+        at(0, "create", node("n1", cpu="2")),
+        at(0, "create", job("batch", completions=1, backoffLimit=backoff_limit), runFor="1h"),
+        *[at(10 + 20 * i, "create", u, runFor="10s") for i, u in enumerate(urgent)],
+        until=300,
+    )
+    # Each urgent pod preempts the Job's pod (a failure); the Job replaces it until it has failed.
+    pods = of(report, "batch-")
+    assert len(pods) == job_pods
+    assert sum(1 for p in pods if p.ended == "Preempted") == (2 if failed else 3)
+    (status,) = report.workloads
+    assert status.complete is not failed
+    assert (status.message is not None and "the Job failed" in status.message) == failed

@@ -566,3 +566,20 @@ def test_a_job_counts_its_succeeded_pods_towards_completions() -> None:
     finished = [done(0, "Succeeded"), done(1, "Succeeded"), done(2, "Succeeded"), done(3, "Failed")]
     _, pods = first_round(node("n"), batch, *finished)
     assert len(pods) == 2  # 5 completions, 3 already succeeded; a failed pod does not count
+
+
+def test_a_job_past_its_backoff_limit_creates_nothing() -> None:
+    def failed(i: int) -> Obj:
+        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}
+        meta = {"name": f"j-f{i}", "ownerReferences": [owner]}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": meta,
+            "spec": {"containers": []},
+            "status": {"phase": "Failed"},
+        }
+
+    batch = {**job("j", parallelism=2, backoffLimit=2), "metadata": {"name": "j", "uid": "u"}}
+    assert len(first_round(node("n"), batch, failed(0), failed(1))[1]) == 2  # 2 failures: within the limit
+    assert first_round(node("n"), batch, failed(0), failed(1), failed(2))[1] == []  # 3 > 2: the Job failed

@@ -4,6 +4,8 @@ A Job keeps `min(parallelism, completions)` pods active (just `parallelism` with
 nothing completes in a snapshot simulation, so that is the number it creates. In a scenario
 replay, pods that complete (`runFor`) count as succeeded and the Job creates the next ones until
 `completions` have succeeded; lowering `parallelism` or suspending the Job deletes the surplus.
+Failed pods (of the input, or evicted in a replay) count against `backoffLimit` (default 6):
+past it the Job has failed, deletes its active pods and creates no more.
 Pods carry the labels the API server adds to a Job's template (`batch.kubernetes.io/controller-uid`,
 `batch.kubernetes.io/job-name` and their legacy short forms) unless the Job has a manual selector.
 An Indexed Job's pods are `<job>-<index>-<random>` with the `batch.kubernetes.io/job-completion-index`
@@ -37,9 +39,18 @@ LEGACY_JOB_NAME: Final = "job-name"
 SCHEDULED_TIMESTAMP: Final = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
 
-def active_target(spec: JobSpec, succeeded: int = 0) -> int:
-    """How many pods the Job runs at once, `succeeded` pods having completed already."""
-    if spec.suspend:
+#: `backoffLimit` when the Job does not set it, as the API server defaults it.
+DEFAULT_BACKOFF_LIMIT: Final = 6
+
+
+def has_failed(spec: JobSpec, failed: int) -> bool:
+    """Whether `failed` pods exceed the Job's backoffLimit: the Job has failed and runs nothing."""
+    return failed > (DEFAULT_BACKOFF_LIMIT if spec.backoff_limit is None else spec.backoff_limit)
+
+
+def active_target(spec: JobSpec, succeeded: int = 0, failed: int = 0) -> int:
+    """How many pods the Job runs at once, `succeeded` pods having completed and `failed` failed."""
+    if spec.suspend or has_failed(spec, failed):
         return 0
     parallelism = 1 if spec.parallelism is None else spec.parallelism
     if spec.completions is None:
@@ -49,6 +60,10 @@ def active_target(spec: JobSpec, succeeded: int = 0) -> int:
 
 def _succeeded(ctx: ControllerContext, key: OwnerKey) -> int:
     return sum(1 for p in ctx.finished_of(key) if p.status.phase == "Succeeded")
+
+
+def _failed(ctx: ControllerContext, key: OwnerKey) -> int:
+    return sum(1 for p in ctx.finished_of(key) if p.status.phase == "Failed")
 
 
 @dataclass
@@ -72,9 +87,9 @@ class JobController:
                 LEGACY_JOB_NAME: name,
             }
         active = ctx.pods_of(self.key)
-        succeeded = _succeeded(ctx, self.key)
-        missing = active_target(spec, succeeded) - len(active)
-        if spec.completions is None and succeeded and not spec.suspend:
+        succeeded, failed = _succeeded(ctx, self.key), _failed(ctx, self.key)
+        missing = active_target(spec, succeeded, failed) - len(active)
+        if spec.completions is None and succeeded and not spec.suspend and not has_failed(spec, failed):
             missing = max(missing, 0)  # a work queue: once one succeeded, the others finish their work
         if missing < 0:  # parallelism lowered or the Job suspended: the surplus goes, as ranked
             for pod in deletion_order(active, active, ctx.times, ctx.now())[:-missing]:
@@ -111,7 +126,13 @@ class JobController:
 
     def status(self, ctx: ControllerContext) -> WorkloadStatus:
         kind, namespace, name = self.key
-        desired = active_target(self.job.spec, _succeeded(ctx, self.key))
+        spec, succeeded, failed = self.job.spec, _succeeded(ctx, self.key), _failed(ctx, self.key)
+        if has_failed(spec, failed):
+            waiting = f"the Job failed: {failed} pods failed, more than its backoffLimit"
+            return WorkloadStatus(
+                kind, namespace, name, active_target(spec, succeeded), [], waiting_for=waiting
+            )
+        desired = active_target(spec, succeeded, failed)
         return WorkloadStatus(kind, namespace, name, desired, ctx.pods_of(self.key))
 
 

@@ -245,7 +245,7 @@ class WorkloadControllers:
             raise ValueError("a CronJob has no schedule in virtual time")  # refused by the scenario
         key = (str(obj.kind), _namespace(obj.metadata), obj.metadata.name)
         self._list_object(obj)
-        controller = self.find(*key)
+        controller = self.lookup(*key)
         if controller is None:
             self._create(obj)
         elif isinstance(controller, DeploymentController) and isinstance(obj, Deployment):
@@ -265,9 +265,34 @@ class WorkloadControllers:
         elif isinstance(controller, JobController) and isinstance(obj, Job):
             controller.job = obj
 
+    def lookup(self, kind: str, namespace: str, name: str) -> Controller | None:
+        """Like `find`, and also the ReplicaSets of Deployments (one controller per workload, ever)."""
+        found = self.find(kind, namespace, name)
+        if found is None and kind == "ReplicaSet":
+            key = (kind, namespace, name)
+            found = next((rs for d in self._deployments for rs in d.replica_sets if rs.key == key), None)
+        return found
+
     def _create(self, obj: WorkloadObject) -> None:
         if isinstance(obj, Deployment):
             d = _deployment_controller(obj)
+            # ReplicaSets given earlier that name it as their controller are its revisions.
+            ns = d.key[1]
+            for rs in [rs for rs in self._replica_sets if rs.key[0] == "ReplicaSet"]:
+                listed = next(
+                    (
+                        o
+                        for o in self._objects.replica_sets
+                        if (_namespace(o.metadata), o.metadata.name) == rs.key[1:]
+                    ),
+                    None,
+                )
+                if listed is not None and _deployment_owner(listed) == (ns, d.key[2]):
+                    self._replica_sets.remove(rs)
+                    self._reported.remove(rs)
+                    rs.deployment, rs.age = d.key[2], len(d.replica_sets)
+                    d.replica_sets.append(rs)
+            d.find_new()
             self._deployments.append(d)
             self._reported.append(d)
         elif isinstance(obj, ReplicaSet):
@@ -289,9 +314,18 @@ class WorkloadControllers:
             self._add(_job_controller(obj))
 
     def remove(self, kind: str, namespace: str, name: str) -> None:
-        """A workload deleted: its pods go (a Deployment's through its ReplicaSets)."""
-        controller = self.find(kind, namespace, name)
+        """A workload deleted: its pods go (a Deployment's through its ReplicaSets).
+
+        A Deployment's ReplicaSet loses its pods, and its Deployment makes them again (upstream
+        makes the ReplicaSet again first).
+        """
+        controller = self.lookup(kind, namespace, name)
         if controller is None:
+            return
+        why = f"{kind} {name} deleted"
+        if controller not in self._reported:  # a Deployment's ReplicaSet
+            for pod in self._ctx.pods_of(controller.key):
+                self._ctx.delete_pod(controller.key, pod, why)
             return
         self._reported.remove(controller)
         owners = [controller.key]
@@ -309,7 +343,6 @@ class WorkloadControllers:
         else:
             self._others.remove(controller)
         self._unlist_object(kind, namespace, name)
-        why = f"{kind} {name} deleted"
         for owner in owners:
             for pod in self._ctx.pods_of(owner):
                 self._ctx.delete_pod(owner, pod, why)
