@@ -81,6 +81,10 @@ class QueuedPodInfo:
         return self.pod_info.key
 
 
+#: Up to this many distinct statuses, `StatusColumns.counts` finds each one's first node by a scan.
+_FEW_STATUSES = 8
+
+
 @dataclass(slots=True, frozen=True)
 class StatusColumns:
     """The verdicts of a NodeStatuses as arrays: node `table.names[rows[i]]` got `statuses[codes[i]]`."""
@@ -93,10 +97,17 @@ class StatusColumns:
     def counts(self) -> list[tuple[Status, int]]:
         """(status, how many nodes got it) per distinct Status object some node got, in the order
         of their first node (as counting over the dict would, so ties rank alike)."""
-        per_code = np.bincount(self.codes, minlength=len(self.statuses)).tolist()
-        used, first = np.unique(self.codes, return_index=True)
+        codes = self.codes
+        per_code = np.bincount(codes, minlength=len(self.statuses)).tolist()
+        used = [code for code, k in enumerate(per_code) if k]
+        if len(used) <= _FEW_STATUSES:  # one pass per status beats sorting thousands of codes
+            first = [int(np.argmax(codes == code)) for code in used]
+            order = [code for _, code in sorted(zip(first, used, strict=True))]
+        else:
+            distinct, where = np.unique(codes, return_index=True)
+            order = distinct[np.argsort(where, kind="stable")].tolist()
         out: dict[int, tuple[Status, int]] = {}
-        for code in used[np.argsort(first, kind="stable")].tolist():
+        for code in order:
             st = self.statuses[code]
             _, before = out.get(id(st), (st, 0))
             out[id(st)] = (st, before + per_code[code])

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubesched.framework import Code, CycleState, NodeInfo, NotFoundError, PodInfo, Status
 from kubesched.framework.types import (
@@ -262,3 +264,15 @@ def test_node_statuses_read_as_the_dict_they_stand_for(read: Any) -> None:
     assert read(lazy) == read(plain)
     lazy2, _ = _unfilled()
     assert (lazy2 == plain) and repr(lazy2) == repr(plain)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 12), st.lists(st.integers(0, 11), min_size=0, max_size=30))
+def test_column_counts_match_the_dict_for_any_codes(kinds: int, picks: list[int]) -> None:
+    table = make_table([make_node(f"n{i}") for i in range(30)])
+    made = [Status(Code.UNSCHEDULABLE, f"reason {i}") for i in range(kinds)]
+    statuses = [made[i % kinds] for i in range(kinds + 2)]  # the last two repeat earlier objects
+    codes = np.array([p % len(statuses) for p in picks], dtype=np.int32)
+    rows = np.arange(len(picks), dtype=np.intp)[::-1].copy()
+    lazy = NodeStatuses.from_columns(StatusColumns(table, rows, codes, statuses))
+    assert distinct_statuses(lazy) == distinct_statuses(dict(lazy))
