@@ -9,9 +9,10 @@ What is compared, and why it is deterministic: identical pods are interchangeabl
 them is popped first is not (queue timestamps), so per-pod equality would test the queue, not the
 placement. The nodes have different sizes, so the scores of every step differ between nodes: the
 sequence of chosen nodes, hence **how many pods each node got**, is fixed by the scoring, batched or
-not. The burst is scheduled in consecutive cycles well within the 500 ms a batch lives, so the
-**batching counters** are fixed too: hints used, rescores of the node just used, flushes by reason,
-one hint lookup and one store per pod.
+not. The burst is scheduled in consecutive cycles, normally well within the 500 ms a batch lives,
+so the **batching counters** are fixed too: hints used, rescores of the node just used, flushes by
+reason, one hint lookup and one store per pod. A cycle that comes late on a loaded machine expires
+its batch on either side; such an expiry is counted back as the hint it would have been.
 
 The cases: bare pods and Job pods; pods so wide most nodes hold one (the node just used leaves
 the list instead of being rescored), on plain and on tainted nodes; pods whose volumes are named
@@ -23,6 +24,7 @@ and NodeAffinity normalize over the nodes scored: normalizing it alone lands pod
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,16 +184,42 @@ def test_a_burst_batches_and_lands_as_upstream(differential: Harnesses, tmp_path
     else:  # PodTopologySpread's System defaults: no pod is signable, every cycle is a full pass
         assert upstream.attempts == {"no_hint": case.count}, upstream
     assert mine.per_node == upstream.per_node, f"pods per node: kubesched {mine} != upstream {upstream}"
-    for what in ("attempts", "flushes", "rescores", "hint_latencies", "stores"):
+    slack = _expired(mine) + _expired(upstream)
+    assert abs(mine.rescores - upstream.rescores) <= slack, f"rescores: kubesched {mine} != {upstream}"
+    mine, upstream = _as_if_in_time(mine), _as_if_in_time(upstream)
+    for what in ("attempts", "flushes", "hint_latencies", "stores"):
         assert getattr(mine, what) == getattr(upstream, what), (
             f"{what}: kubesched {getattr(mine, what)} != upstream {getattr(upstream, what)}"
         )
 
 
+def _expired(outcome: BurstOutcome) -> int:
+    return outcome.flushes.get("expired", 0)
+
+
+def _as_if_in_time(outcome: BurstOutcome) -> BurstOutcome:
+    """The counters had no cycle come more than 500 ms after the one before.
+
+    The batch's age is wall time: on a loaded machine (CI's two cores running the other tests) a
+    cycle may come late, either side's, and its batch expires: one `expired` flush and one full pass
+    instead of a hint (placement unchanged, since nothing else changed). That is load, not logic, so
+    each expiry is counted back as the hint it would have been; a rescore it skipped is the `slack`.
+    """
+    late = _expired(outcome)
+    if not late:
+        return outcome
+    attempts = dict(outcome.attempts)
+    attempts["no_hint"] = attempts.get("no_hint", 0) - late
+    attempts["hint_used"] = attempts.get("hint_used", 0) + late
+    flushes = {k: v for k, v in outcome.flushes.items() if k != "expired"}
+    return dataclasses.replace(outcome, attempts={k: v for k, v in attempts.items() if v}, flushes=flushes)
+
+
 def _assert_batched(upstream: BurstOutcome, count: int) -> None:
-    """What v1.37.2 did with the burst: one full pass, then hints all the way."""
+    """What v1.37.2 did with the burst: one full pass, then hints all the way (a late cycle aside)."""
     assert sum(upstream.per_node.values()) == count
+    assert upstream.rescores + _expired(upstream) > 0, upstream
+    upstream = _as_if_in_time(upstream)
     assert upstream.attempts.get("no_hint") == 1, upstream
     assert upstream.attempts.get("hint_used") == count - 1, upstream
-    assert upstream.rescores > 0, upstream
     assert upstream.hint_latencies == upstream.stores == count, upstream

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import msgspec
 import numpy as np
@@ -28,6 +28,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import BatchScorePlugin, Handle, PreScorePlugin, ScorePlugin
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import NodeSet
+from kubesched.framework.row_scores import RowScores
 from kubesched.framework.signature import SignFragment, requests_fragment
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE
@@ -129,6 +130,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
             raise FieldErrors(errors)
         self.handle = handle
         self.resources = [r.name for r in self.args.resources]
+        self._row_scores = RowScores()
 
     def _state(self, state: CycleState, pod: Pod) -> _PreScoreState:
         s = state.get(PRE_SCORE_STATE_KEY)
@@ -159,8 +161,17 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
         return balance_change_score(balance_score(with_pod), balance_score(without_pod))
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
-        """`score` for every node at once, with the same float operations in the same order."""
+        """`score` for every node at once, with the same float operations in the same order; rows
+        whose pods did not change since a pod of the same requests are not computed again."""
         s = self._state(state, pod)
+        return self._row_scores.scores(
+            nodes,
+            s.pod_requests,
+            lambda rows: self._score_rows(s, rows),
+            lambda ni: self.score(state, pod, ni),
+        )
+
+    def _score_rows(self, s: _PreScoreState, nodes: NodeSet) -> IntArray:
         n = len(nodes)
         pairs = [
             table_allocatable_requested(nodes, name, pod_request, non_zero=False)
@@ -171,7 +182,15 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, BatchScorePlu
             for (alloc, req), pod_request in zip(pairs, s.pod_requests, strict=True)
         ]
         half = MAX_NODE_SCORE // 2
-        out: IntArray = half + (half + _balance_scores(pairs, n) - _balance_scores(without, n)) // 2
+        if len(pairs) >= 2 and all(bool(alloc.all()) for alloc, _ in pairs):
+            # Both passes divide by the same allocatable: check and convert it once (a float64
+            # divisor gives the same quotients as the int64 one true_divide would convert).
+            floats = [alloc.astype(np.float64) for alloc, _ in pairs]
+            with_pod = _scores_all_valid([(f, r) for f, (_, r) in zip(floats, pairs, strict=True)], n)
+            without_pod = _scores_all_valid([(f, r) for f, (_, r) in zip(floats, without, strict=True)], n)
+        else:
+            with_pod, without_pod = _balance_scores(pairs, n), _balance_scores(without, n)
+        out: IntArray = half + (half + with_pod - without_pod) // 2
         return out
 
 
@@ -211,7 +230,7 @@ def _balance_scores(pairs: Sequence[tuple[IntArray, IntArray]], n: int) -> IntAr
     return out
 
 
-def _scores_all_valid(pairs: Sequence[tuple[IntArray, IntArray]], n: int) -> IntArray:
+def _scores_all_valid(pairs: Sequence[tuple[npt.NDArray[Any], IntArray]], n: int) -> IntArray:
     """`_balance_scores` when every node has every resource (the common case): every fraction counts,
     so no masking is needed. Same float operations, in the same order, as `balance_score`."""
     if len(pairs) < 2:

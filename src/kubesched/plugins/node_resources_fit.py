@@ -49,6 +49,7 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.node_info import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, NodeInfo, node_allocatable
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
+from kubesched.framework.row_scores import RowScores
 from kubesched.framework.signature import SignFragment, requests_fragment
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE
@@ -467,6 +468,7 @@ class NodeResourcesFit(
             raise FieldErrors(errors)
         self.handle = handle
         self.ignored_resources = frozenset(self.args.ignored_resources)
+        self._row_scores = RowScores()
         self.ignored_groups = frozenset(self.args.ignored_resource_groups)
         self.scorer = _Scorer(self.args.scoring_strategy)
 
@@ -602,7 +604,17 @@ class NodeResourcesFit(
         return self.scorer.combine(pairs)
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
+        """`score` for every node; rows whose pods did not change since a pod of the same requests
+        are not computed again (a node's score depends on its row and the pod's requests only)."""
         s = self._pre_score_state(state, pod)
+        return self._row_scores.scores(
+            nodes,
+            s.pod_requests,
+            lambda rows: self._score_rows(s, rows),
+            lambda ni: self.score(state, pod, ni),
+        )
+
+    def _score_rows(self, s: _PreScoreState, nodes: NodeSet) -> IntArray:
         pairs = [
             (*table_allocatable_requested(nodes, name, pod_request, non_zero=True), w)
             for name, w, pod_request in zip(

@@ -47,6 +47,10 @@ def needs_controllers(objects: LoadedObjects, scenario: Scenario) -> bool:
     return has_workloads(objects) or any(e.ref.kind in WORKLOAD_TIMELINE_KINDS for e in scenario.events)
 
 
+#: Controller rounds allowed in one instant per pod and node of the cluster (a rollout takes about two).
+ROUNDS_PER_OBJECT = 4
+
+
 class TimelineControllers:
     """The workload controllers, the Jobs' pod run times, and what the replay counts about them."""
 
@@ -58,6 +62,8 @@ class TimelineControllers:
                 "create the Jobs it runs in the timeline"
             )
         self.controllers = WorkloadControllers(cluster, seed=seed, now=now)
+        self._cluster = cluster
+        self._now = now
         #: A Job's `runFor`: how long each of its pods runs once bound.
         self._run_for: dict[OwnerKey, float] = {}
         #: Per workload, its pods evicted (preempted, node gone) that it has not replaced yet.
@@ -129,9 +135,20 @@ class TimelineControllers:
         """Controller rounds and scheduling until a round changes nothing.
 
         `as_deleted` runs a round so that the pods it deletes end as deleted (not as evictions).
+        Bounded: a round that changes something creates or deletes a pod, and a rollout needs a few
+        rounds per pod or node; far more rounds than that in one instant means controllers that
+        undo each other's work, an input error rather than a replay that never ends.
         """
+        rounds = 0
         while True:
             if self._dirty:
+                rounds += 1
+                limit = ROUNDS_PER_OBJECT * (len(self._cluster.pods) + len(self._cluster.nodes)) + 100
+                if rounds > limit:
+                    raise InputError(
+                        f"the workload controllers did not settle at {self._now():g}s after {rounds - 1} "
+                        "rounds (each changed a pod): two workloads may select the same pods"
+                    )
                 self._dirty = False
                 changes = as_deleted(self.controllers.reconcile)
                 for pod in changes.created:

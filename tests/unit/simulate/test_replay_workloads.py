@@ -15,17 +15,20 @@ from typing import Any
 import msgspec
 import pytest
 from tests.unit.simulate.simulate_helpers import Obj, node, run_cli, taint, write_yaml
-from tests.unit.simulate.test_workloads import daemon_set, deployment, job, stateful_set
+from tests.unit.simulate.test_workloads import daemon_set, deployment, job, loaded, stateful_set
 
 from kubesched.api.loader import LoadedObjects, load_documents
 from kubesched.api.objects import ObjectMeta, Pod, PodSpec
+from kubesched.cluster.memory import MemoryCluster
 from kubesched.config import default_config
+from kubesched.errors import InputError
 from kubesched.plugins import default_registry
 from kubesched.simulate.replay import replay
 from kubesched.simulate.replay_report import ReplayPod, ReplayReport
+from kubesched.simulate.replay_workloads import ROUNDS_PER_OBJECT, TimelineControllers
 from kubesched.simulate.runner import simulate
 from kubesched.simulate.scenario import API_VERSION, parse_scenario
-from kubesched.simulate.workloads.context import PodTimes
+from kubesched.simulate.workloads.context import PodChanges, PodTimes
 from kubesched.simulate.workloads.ranking import DELETION_COST, deletion_order
 
 
@@ -567,3 +570,22 @@ def test_evicted_job_pods_count_against_its_backoff_limit(
     (status,) = report.workloads
     assert status.complete is not failed
     assert (status.message is not None and "the Job failed" in status.message) == failed
+
+
+def test_controllers_that_never_settle_stop_with_an_input_error_instead_of_hanging() -> None:
+    """Every round changing a pod for ever (controllers undoing each other) is bounded per instant."""
+    cluster = MemoryCluster(loaded(node("n1", cpu="4"), node("n2", cpu="4")))
+    timeline = TimelineControllers(cluster, seed=1, now=lambda: 30.0)
+    churn = Pod(metadata=ObjectMeta(name="churn", namespace="default"), spec=PodSpec())
+    rounds = 0
+
+    def reconcile() -> PodChanges:
+        nonlocal rounds
+        rounds += 1
+        return PodChanges(deleted=[(churn, "fighting")])  # a change every round, as fighting controllers make
+
+    timeline.controllers.reconcile = reconcile  # type: ignore[method-assign]
+    with pytest.raises(InputError, match=r"did not settle at 30s after \d+ rounds"):
+        timeline.settle(lambda: None, lambda act: act())
+    limit = ROUNDS_PER_OBJECT * 2 + 100  # no pods, two nodes
+    assert rounds == limit

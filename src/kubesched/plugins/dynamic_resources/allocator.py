@@ -154,6 +154,14 @@ class MatchCache:
             self._devices.append(device)  # keeps id(device) from being reused while cached
         return found
 
+    def remember(self, driver: str, device: Device, found: DeviceInput) -> None:
+        """Record `device`'s variable, found by content elsewhere (the device table), so the
+        allocator's `input` for it is a lookup instead of an encoding of its attributes."""
+        key = (driver, id(device))
+        if key not in self._inputs:
+            self._inputs[key] = found
+            self._devices.append(device)
+
     def matches(self, expression: str, device: DeviceInput) -> bool:
         """True/False, or raises CELError (compile error, runtime error)."""
         key = (expression, device.key)

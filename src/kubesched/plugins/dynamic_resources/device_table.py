@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.resource import DeviceClass, DeviceSelector
+from kubesched.api.resource import Device, DeviceClass, DeviceSelector
 from kubesched.cel import CELError, DeviceInput
 from kubesched.framework.node_table import NodeTable
 from kubesched.plugins.dynamic_resources.allocator import MatchCache, SliceIndex
@@ -32,6 +33,7 @@ BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 #: A request's shape for the selectors: (class name, its and the request's CEL expressions).
 MatchKey = tuple[str, tuple[str, ...]]
+T = TypeVar("T", bound=np.generic)
 
 
 @dataclass(slots=True)
@@ -57,6 +59,7 @@ class DeviceTable:
         node_ids: list[int] = []
         contents: list[int] = []
         content_index: dict[tuple[str, bytes], int] = {}
+        by_slice: dict[tuple[str, bytes], list[int | None]] = {}
         self.inputs: list[DeviceInput] = []
         complex_nodes: set[int] = set()
         counts = index.counts
@@ -79,16 +82,18 @@ class DeviceTable:
                 ):
                     complex_nodes.add(node_id)  # incomplete, mixed generations, counters, ...
                 driver, pool = pool_key
-                for device in spec.devices:
-                    if (
-                        device.consumes_counters
-                        or device.allow_multiple_allocations
-                        or device.binding_conditions
-                        or device.taints
-                        or device.node_name
-                        or device.node_selector is not None
-                        or device.all_nodes
-                    ):
+                devices = spec.devices
+                # Nodes of one model publish the same device list: sort it out once per content.
+                slice_key = (driver, encode(devices))
+                per_device = by_slice.get(slice_key)
+                if per_device is None:
+                    per_device = by_slice[slice_key] = self._contents(driver, devices, content_index)
+                else:
+                    for device, content in zip(devices, per_device, strict=True):
+                        if content is not None:
+                            cache.remember(driver, device, self.inputs[content])
+                for device, content in zip(devices, per_device, strict=True):
+                    if content is None:
                         complex_nodes.add(node_id)
                         continue
                     # a plain tuple: equal to (and hashed as) the DeviceID the ledger looks up
@@ -96,11 +101,6 @@ class DeviceTable:
                     if device_id in position:
                         complex_nodes.add(node_id)  # a duplicate name: the pool is invalid
                         continue
-                    content_key = (driver, encode((device.attributes, device.capacity)))
-                    content = content_index.get(content_key)
-                    if content is None:
-                        content = content_index[content_key] = len(self.inputs)
-                        self.inputs.append(cache.input(driver, device))
                     position[device_id] = len(position)
                     node_ids.append(node_id)
                     contents.append(content)
@@ -119,6 +119,38 @@ class DeviceTable:
         self._rows: tuple[NodeTable, int, npt.NDArray[np.int64]] | None = None
         self._matches: dict[MatchKey, RequestMatch] = {}
         self._counts: dict[MatchKey, tuple[NodeTable, int, int, int, IntArray, BoolArray]] = {}
+        self._requests: dict[
+            tuple[tuple[MatchKey, int], ...], tuple[NodeTable, int, int, int, BoolArray, IntArray, BoolArray]
+        ] = {}
+
+    def _contents(
+        self, driver: str, devices: Sequence[Device], content_index: dict[tuple[str, bytes], int]
+    ) -> list[int | None]:
+        """Per device of a slice: the index of its content in `inputs`, or None for a device the
+        table cannot speak for (counters, sharing, binding conditions, taints, own node selection)."""
+        out: list[int | None] = []
+        encode = _CONTENT.encode
+        for device in devices:
+            if (
+                device.consumes_counters
+                or device.allow_multiple_allocations
+                or device.binding_conditions
+                or device.taints
+                or device.node_name
+                or device.node_selector is not None
+                or device.all_nodes
+            ):
+                out.append(None)
+                continue
+            content_key = (driver, encode((device.attributes, device.capacity)))
+            content = content_index.get(content_key)
+            if content is None:
+                content = content_index[content_key] = len(self.inputs)
+                self.inputs.append(self.cache.input(driver, device))
+            else:
+                self.cache.remember(driver, device, self.inputs[content])
+            out.append(content)
+        return out
 
     # ------------------------------------------------------------------ free devices
     def sync_free(self, ledger: ClaimLedger) -> None:
@@ -227,3 +259,42 @@ class DeviceTable:
             unusable[node_rows[present]] = bad_node[present]
         self._counts[key] = (table, len(table), self._epoch, len(self._changes), counts, unusable)
         return counts, unusable
+
+    def request_rows(
+        self, table: NodeTable, options: Sequence[tuple[MatchKey, RequestMatch, int]]
+    ) -> tuple[BoolArray, IntArray, BoolArray]:
+        """Per row of `table`, for a request whose options are (selectors, count) in order: does
+        some option fit, the first option that fits (-1: none), and whether the table cannot speak
+        for the row. Read-only arrays, kept per request and patched on the rows whose free devices
+        changed since the last call (a pod changes one or two rows, not 5,000)."""
+        per_option = [(*self.row_counts(table, key, match), count) for key, match, count in options]
+        cache_key = tuple((key, count) for key, _, count in options)
+        cached = self._requests.get(cache_key)
+        if cached is not None and cached[0] is table and cached[1] == len(table) and cached[2] == self._epoch:
+            seen, ok, sub, unusable = cached[3], cached[4], cached[5], cached[6]
+            node_rows, node_ids = self.nodes_to_rows(table), self.node_ids
+            for row in {int(node_rows[node_ids[pos]]) for pos, _ in self._changes[seen:]}:
+                if row < 0:
+                    continue
+                first = next(
+                    (i for i, (counts, _, count) in enumerate(per_option) if counts[row] >= count), -1
+                )
+                sub[row] = first
+                ok[row] = first >= 0
+        else:
+            sub = np.full(len(table), -1, dtype=np.int64)
+            ok = np.zeros(len(table), dtype=np.bool_)
+            unusable = np.zeros(len(table), dtype=np.bool_)
+            for index, (counts, bad, count) in enumerate(per_option):
+                fits = counts >= count
+                sub[(sub < 0) & fits] = index
+                ok |= fits
+                unusable |= bad
+        self._requests[cache_key] = (table, len(table), self._epoch, len(self._changes), ok, sub, unusable)
+        return _read_only(ok), _read_only(sub), _read_only(unusable)
+
+
+def _read_only(array: npt.NDArray[T]) -> npt.NDArray[T]:
+    view = array.view()
+    view.flags.writeable = False
+    return view

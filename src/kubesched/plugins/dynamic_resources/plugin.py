@@ -556,30 +556,26 @@ class DynamicResources(
         sub: np.ndarray[Any, Any] | None = None
         single = len(data.fast) == 1
         for request in data.fast:
-            any_option: np.ndarray[Any, Any] | None = None
-            if single and data.has_subrequests:
-                sub = np.full(n, -1, dtype=np.int64)
-            for index, (cls, selectors, count) in enumerate(request.options):
-                counts, bad = table.row_counts(nodes.table, *table.match(cls, selectors))
-                if not nodes.full:
-                    counts, bad = counts[nodes.rows], bad[nodes.rows]
-                fits = counts >= count
-                unusable = bad if unusable is None else unusable | bad
-                if sub is not None:
-                    sub[(sub < 0) & fits] = index
-                any_option = fits if any_option is None else any_option | fits
-            assert any_option is not None  # a request has at least one option
-            ok = any_option if ok is None else ok & any_option
+            options = [(*table.match(cls, selectors), count) for cls, selectors, count in request.options]
+            fits, first, bad = table.request_rows(nodes.table, options)
+            if not nodes.full:
+                fits, first, bad = fits[nodes.rows], first[nodes.rows], bad[nodes.rows]
+            ok = fits if ok is None else ok & fits
+            unusable = bad if unusable is None else unusable | bad
+            sub = first
         assert ok is not None and unusable is not None
         feasible = undecided & ok & ~unusable
         verify = undecided & unusable
         if not single:
             verify |= feasible  # several requests may compete for the same devices: let the allocator decide
             feasible = np.zeros(n, dtype=np.bool_)
-        elif sub is not None:
-            by_row = np.full(len(nodes.table), -1, dtype=np.int64)
-            by_row[nodes.rows[feasible]] = sub[feasible]
-            data.fast_sub = by_row
+        elif data.has_subrequests and sub is not None:
+            if nodes.full:
+                data.fast_sub = np.where(feasible, sub, -1)
+            else:
+                by_row = np.full(len(nodes.table), -1, dtype=np.int64)
+                by_row[nodes.rows[feasible]] = sub[feasible]
+                data.fast_sub = by_row
         return feasible, verify
 
     # ------------------------------------------------------------------ PostFilter
@@ -622,9 +618,11 @@ class DynamicResources(
             return scores
         slow = np.ones(len(nodes), dtype=np.bool_)
         if data.fast_sub is not None and len(data.fast_sub) == len(nodes.table):
-            subs = data.fast_sub[nodes.rows]
+            subs = data.fast_sub if nodes.full else data.fast_sub[nodes.rows]
             known = subs >= 0
-            scores[known] = FIRST_AVAILABLE_MAX_SIZE - subs[known]
+            scores = np.where(known, FIRST_AVAILABLE_MAX_SIZE - subs, 0).astype(np.int64)
+            if known.all():
+                return scores  # the fast filter knew every node's subrequest
             slow = ~known
         infos = nodes.table.infos
         for i in np.flatnonzero(slow).tolist():
