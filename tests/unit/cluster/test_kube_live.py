@@ -180,7 +180,9 @@ def test_a_failed_bind_is_forgotten_and_requeued() -> None:
         wait_until(lambda: cluster.snapshot_counts()["assumed"] == 0)
         kube.fail_binds_with = None
         wait_until(lambda: "default/p" in kube.bound, timeout=15)  # after its error backoff
-        assert cluster.scheduled == 1
+        wait_until(lambda: cluster.scheduled == 1)  # counted once the bind's answer is handled
+        time.sleep(0.2)
+        assert cluster.scheduled == 1 and len(kube.bound) == 1
     finally:
         stop(cluster, source)
 
@@ -228,6 +230,8 @@ def test_the_loop_runs_at_most_depth_pods_ahead_of_completed_binds() -> None:
         assert len(kube.bind_calls) == 0  # the fake records a bind once it is answered
         kube.hold_binds.set()
         wait_until(lambda: len(kube.bound) == 30)
+        wait_until(lambda: cluster.scheduled == 30)  # counted once each bind's answer is handled
+        time.sleep(0.2)
         assert cluster.scheduled == 30
     finally:
         kube.hold_binds.set()
