@@ -46,6 +46,7 @@ from kubesched.api.objects import Node, ObjectMeta, Pod
 from kubesched.errors import InputError
 from kubesched.extender.state import ClusterState
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import BackgroundEvictionPort
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.registry import Registry
@@ -146,6 +147,10 @@ class _Handle:
 
     def record_event(self, pod: Pod, *, type: str, reason: str, action: str, note: str) -> None:
         """kube-scheduler records the scheduling Events."""
+
+    def background_eviction(self) -> BackgroundEvictionPort | None:
+        """kube-scheduler evicts the victims it chose; the extender evicts nothing."""
+        return None
 
 
 class ExtenderEngine:

@@ -15,7 +15,7 @@ I/O: the live scheduler runs them off the scheduling loop.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -95,6 +95,32 @@ class Handle(Protocol):
 
     def record_event(self, pod: Pod, *, type: str, reason: str, action: str, note: str) -> None:
         """An Event about `pod`, reported by this profile's scheduler name."""
+        ...
+
+    def background_eviction(self) -> BackgroundEvictionPort | None:
+        """The cluster's eviction off the scheduling loop (live mode), or None: `delete_pod` evicts
+        within the cycle (the simulator, the extender)."""
+        ...
+
+
+@runtime_checkable
+class BackgroundEvictionPort(Protocol):
+    """Optional: a port that evicts preemption victims off the scheduling loop (live mode).
+
+    kube-scheduler v1.37 preempts asynchronously (SchedulerAsyncPreemption, on by default): the
+    preemptor is nominated at once and the victims are evicted by a goroutine. A port without this
+    capability (the simulator) evicts synchronously through `ClusterPort.delete_pod`.
+    """
+
+    def evict_now(self, pod: Pod, *, reason: str, message: str) -> bool:
+        """Mark `pod` DisruptionTarget, then delete it, on the calling thread (without the state lock).
+
+        False when the pod was already gone (nothing to do, no Event); raise on any other failure.
+        """
+        ...
+
+    def run_in_background(self, work: Callable[[], None], then: Callable[[], None]) -> None:
+        """Run `work` on its own thread, without the scheduler's state lock; then `then` with it held."""
         ...
 
 

@@ -49,7 +49,13 @@ from kubesched.api.selectors import LabelSelectorMatcher, compile_label_selector
 from kubesched.errors import FieldErrors, InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ASSIGNED_POD_DELETE, ClusterEventWithHint, QueueingHint
-from kubesched.framework.interfaces import EnqueueExtensions, Handle, PostFilterPlugin, PreEnqueuePlugin
+from kubesched.framework.interfaces import (
+    BackgroundEvictionPort,
+    EnqueueExtensions,
+    Handle,
+    PostFilterPlugin,
+    PreEnqueuePlugin,
+)
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.node_table import IndexArray, NodeTable
 from kubesched.framework.status import Code, Status
@@ -665,8 +671,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         Where the cluster evicts in the background (live mode, as v1.37's SchedulerAsyncPreemption),
         the evictions run there and this returns at once; the simulator evicts here, in virtual time.
         """
-        background = getattr(handle, "background_eviction", None)
-        port = background() if callable(background) else None
+        port = handle.background_eviction()
         if port is not None:
             self._prepare_in_background(handle, port, candidate, preemptor)
             return None
@@ -684,7 +689,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         self._clear_lower_nominations(handle, preemptor, node)
         return None
 
-    def _prepare_in_background(self, handle: Handle, port: Any, candidate: Candidate, preemptor: Pod) -> None:
+    def _prepare_in_background(
+        self, handle: Handle, port: BackgroundEvictionPort, candidate: Candidate, preemptor: Pod
+    ) -> None:
         """Upstream's prepareCandidateAsync. Victims waiting at Permit are rejected here (in memory,
         under the scheduler's lock); victims already terminating are skipped; the others are evicted
         by a background thread, the last one only after all the others succeeded. Any error other

@@ -7,7 +7,7 @@ binding cycles off the scheduling loop).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from kubesched.api.objects import PersistentVolumeClaim, Pod, PodExtendedResourceClaimStatus
@@ -46,27 +46,6 @@ class ClusterPort(Protocol):
 
     def lister(self, kind: str) -> Sequence[Any]:
         """Objects of `kind` (PersistentVolumeClaim, PodDisruptionBudget, ...) for plugins."""
-        ...
-
-
-@runtime_checkable
-class BackgroundEvictionPort(Protocol):
-    """Optional: a port that evicts preemption victims off the scheduling loop (live mode).
-
-    kube-scheduler v1.37 preempts asynchronously (SchedulerAsyncPreemption, on by default): the
-    preemptor is nominated at once and the victims are evicted by a goroutine. A port without this
-    capability (the simulator) evicts synchronously through `ClusterPort.delete_pod`.
-    """
-
-    def evict_now(self, pod: Pod, *, reason: str, message: str) -> bool:
-        """Mark `pod` DisruptionTarget, then delete it, on the calling thread (without the state lock).
-
-        False when the pod was already gone (nothing to do, no Event); raise on any other failure.
-        """
-        ...
-
-    def run_in_background(self, work: Callable[[], None], then: Callable[[], None]) -> None:
-        """Run `work` on its own thread, without the scheduler's state lock; then `then` with it held."""
         ...
 
 

@@ -26,6 +26,7 @@ from kubesched.framework.events import (
     ClusterEvent,
     Resource,
 )
+from kubesched.framework.interfaces import BackgroundEvictionPort
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.registry import Registry
@@ -47,13 +48,7 @@ from kubesched.scheduler.batch import BatchMetrics, OpportunisticBatch, RunnersU
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
-from kubesched.scheduler.ports import (
-    BackgroundEvictionPort,
-    BindRefused,
-    ClusterPort,
-    ResourceClaimPort,
-    VolumeBinderPort,
-)
+from kubesched.scheduler.ports import BindRefused, ClusterPort, ResourceClaimPort, VolumeBinderPort
 from kubesched.scheduler.queue import SchedulingQueue
 
 if TYPE_CHECKING:

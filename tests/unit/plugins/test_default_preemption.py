@@ -18,6 +18,7 @@ from kubesched.cli import main
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.errors import FieldErrors, InputError
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import BackgroundEvictionPort
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.registry import Registry, decode_args
@@ -199,6 +200,9 @@ class FakeHandle:
 
     def record_event(self, pod: Pod, *, type: str, reason: str, action: str, note: str) -> None:
         self.events.append((pod.key, type, reason, action, note))
+
+    def background_eviction(self) -> BackgroundEvictionPort | None:
+        return None  # evicts within the cycle, as the simulator does
 
 
 def statuses(handle: FakeHandle, preemptor: Pod) -> dict[str, Status]:

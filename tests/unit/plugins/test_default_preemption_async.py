@@ -18,6 +18,7 @@ import pytest
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Node, Pod
 from kubesched.cluster.memory import MemoryCluster
+from kubesched.framework.interfaces import BackgroundEvictionPort
 from kubesched.framework.node_info import pod_key
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import Code
@@ -26,7 +27,6 @@ from kubesched.plugins.default_preemption import WAITING_FOR_PREEMPTION, Default
 from kubesched.plugins.node_resources_fit import NodeResourcesFit
 from kubesched.plugins.priority_sort import PrioritySort
 from kubesched.scheduler.clock import VirtualClock
-from kubesched.scheduler.ports import BackgroundEvictionPort
 from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler, SchedulerOptions
 from kubesched.simulate.runner import run_until_settled
 from kubesched.testing.builders import make_node, make_pod
