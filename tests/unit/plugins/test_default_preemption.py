@@ -740,6 +740,33 @@ class CountingCluster(MemoryCluster):
         super().delete_pod(pod, reason=reason, message=message)
 
 
+def preemption_scheduler(
+    cluster: MemoryCluster, clock: VirtualClock, attempts: list[Attempt], *, pre_enqueue: bool = False
+) -> Scheduler:
+    """A scheduler subscribed to `cluster` with one profile of the real PrioritySort,
+    NodeResourcesFit, DefaultPreemption (also at PreEnqueue: its async-preemption gate) and
+    DefaultBinder, recording every attempt in `attempts`."""
+    points = {
+        "queueSort": [("PrioritySort", 1)],
+        "preFilter": [("NodeResourcesFit", 1)],
+        "filter": [("NodeResourcesFit", 1)],
+        "postFilter": [("DefaultPreemption", 1)],
+        "bind": [("DefaultBinder", 1)],
+    }
+    if pre_enqueue:
+        points["preEnqueue"] = [("DefaultPreemption", 1)]
+    scheduler = Scheduler(
+        [ProfileSpec("default-scheduler", points, {})],
+        Registry([PrioritySort, NodeResourcesFit, DefaultPreemption, DefaultBinder]),
+        cluster,
+        clock,
+        SchedulerOptions(seed=0),
+        observer=attempts.append,
+    )
+    cluster.subscribe(scheduler)
+    return scheduler
+
+
 class Harness:
     """The scheduler on a MemoryCluster with the real PrioritySort, NodeResourcesFit,
     DefaultPreemption and DefaultBinder; counts every deletion the cluster receives."""
@@ -747,23 +774,8 @@ class Harness:
     def __init__(self, node_objs: Sequence[Node], pods: Iterable[Pod]) -> None:
         self.clock = VirtualClock()
         self.cluster = CountingCluster(LoadedObjects(nodes=list(node_objs), pods=list(pods)), self.clock.now)
-        points = {
-            "queueSort": [("PrioritySort", 1)],
-            "preFilter": [("NodeResourcesFit", 1)],
-            "filter": [("NodeResourcesFit", 1)],
-            "postFilter": [("DefaultPreemption", 1)],
-            "bind": [("DefaultBinder", 1)],
-        }
         self.attempts: list[Attempt] = []
-        self.scheduler = Scheduler(
-            [ProfileSpec("default-scheduler", points, {})],
-            Registry([PrioritySort, NodeResourcesFit, DefaultPreemption, DefaultBinder]),
-            self.cluster,
-            self.clock,
-            SchedulerOptions(seed=0),
-            observer=self.attempts.append,
-        )
-        self.cluster.subscribe(self.scheduler)
+        self.scheduler = preemption_scheduler(self.cluster, self.clock, self.attempts)
 
     def run(self) -> None:
         run_until_settled(self.scheduler, self.clock, self.cluster)

@@ -14,20 +14,17 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pytest
+from tests.unit.plugins.test_default_preemption import preemption_scheduler
 
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Node, Pod
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.framework.interfaces import BackgroundEvictionPort
 from kubesched.framework.node_info import pod_key
-from kubesched.framework.registry import Registry
 from kubesched.framework.status import Code
-from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.plugins.default_preemption import WAITING_FOR_PREEMPTION, DefaultPreemption
-from kubesched.plugins.node_resources_fit import NodeResourcesFit
-from kubesched.plugins.priority_sort import PrioritySort
 from kubesched.scheduler.clock import VirtualClock
-from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler, SchedulerOptions
+from kubesched.scheduler.scheduler import Attempt
 from kubesched.simulate.runner import run_until_settled
 from kubesched.testing.builders import make_node, make_pod
 
@@ -73,24 +70,8 @@ class Harness:
         self.cluster = DeferredEvictionCluster(
             LoadedObjects(nodes=list(nodes), pods=list(pods)), self.clock.now
         )
-        points = {
-            "queueSort": [("PrioritySort", 1)],
-            "preEnqueue": [("DefaultPreemption", 1)],
-            "preFilter": [("NodeResourcesFit", 1)],
-            "filter": [("NodeResourcesFit", 1)],
-            "postFilter": [("DefaultPreemption", 1)],
-            "bind": [("DefaultBinder", 1)],
-        }
         self.attempts: list[Attempt] = []
-        self.scheduler = Scheduler(
-            [ProfileSpec("default-scheduler", points, {})],
-            Registry([PrioritySort, NodeResourcesFit, DefaultPreemption, DefaultBinder]),
-            self.cluster,
-            self.clock,
-            SchedulerOptions(seed=0),
-            observer=self.attempts.append,
-        )
-        self.cluster.subscribe(self.scheduler)
+        self.scheduler = preemption_scheduler(self.cluster, self.clock, self.attempts, pre_enqueue=True)
 
     @property
     def plugin(self) -> DefaultPreemption:
