@@ -192,6 +192,8 @@ def test_pod_group_events_reach_the_lister_and_requeue_the_gang() -> None:
         cluster.set_leading(True)
         wait_until(lambda: cluster.snapshot_counts()["unschedulable"] == 2)
         assert kube.bound == {}
+        # Events are sent off the scheduling loop: they may follow the queue's count by a moment.
+        wait_until(lambda: any(e["reason"] == "FailedScheduling" for e in kube.events))
         notes = [e["note"] for e in kube.events if e["reason"] == "FailedScheduling"]
         assert notes and all("pod group default/g not found" in n for n in notes), notes
 
