@@ -3,6 +3,7 @@ and a round trip through the writer `kubesched record` uses."""
 
 from __future__ import annotations
 
+import gc
 import re
 from typing import Any
 
@@ -223,6 +224,24 @@ def test_syntax_errors_and_extra_documents_name_the_file() -> None:
         parse_scenario("a: [1\nb: 2\n", "s.yaml")
     with pytest.raises(InputError, match=r"^s\.yaml: expected one Scenario document, found 2$"):
         parse_scenario(yaml.safe_dump(document()) + "---\n" + yaml.safe_dump(document()), "s.yaml")
+
+
+def test_reading_leaves_the_garbage_collector_as_it_found_it() -> None:
+    """The parser pauses the cyclic collector while it reads; it must not leave it off (or on)."""
+    good = yaml.safe_dump(document({"at": 0, "create": NODE}))
+    bad = yaml.safe_dump(document({"at": -1, "create": NODE}))
+    assert gc.isenabled()
+    parse_scenario(good, "s.yaml")
+    assert gc.isenabled()
+    with pytest.raises(InputError):
+        parse_scenario(bad, "s.yaml")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse_scenario(good, "s.yaml")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("as_json", [True, False])
