@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -70,7 +70,7 @@ from kubesched.api.resource import (
 )
 from kubesched.api.safe_yaml import check_yaml
 from kubesched.api.strict import unknown_field
-from kubesched.api.workloads import check_workload
+from kubesched.api.workloads import WORKLOAD_KINDS, check_workload
 from kubesched.errors import InputError
 
 __all__ = [
@@ -89,8 +89,6 @@ __all__ = [
 LoadedObject = (
     KubeObject | DeviceClass | ResourceClaim | ResourceClaimTemplate | ResourceSlice | DeviceTaintRule
 )
-#: The resource.k8s.io kinds (no workload checks apply to them).
-_RESOURCE_TYPES = (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceTaintRule)
 #: Every kind the loader decodes, by `kind`.
 _KINDS: dict[str, type[msgspec.Struct]] = {**KINDS, **RESOURCE_KINDS}
 
@@ -352,10 +350,7 @@ def _decode_object(
     kind_type = _KINDS.get(kind)
     if kind_type is not None:
         obj = _convert(doc, kind_type)
-        if isinstance(obj, Node):
-            _check_node_quantities(obj)
-        elif not isinstance(obj, _RESOURCE_TYPES):
-            check_workload(obj)
+        _check(obj)
         out.append(obj)
         if where is not None:
             where.append(path)
@@ -377,11 +372,36 @@ def _decode_object(
         skipped[kind] = skipped.get(kind, 0) + 1
 
 
+def _check(obj: LoadedObject) -> None:
+    """What the Structs' types cannot say: a node's quantities, a workload the API server refuses.
+
+    Looked up by exact type (objects are decoded into exactly the `_KINDS` types): isinstance against
+    Struct classes costs about as much as decoding a small pod, and pods, which get neither check,
+    are most of what a big file holds.
+    """
+    check = _CHECKS.get(type(obj))
+    if check is not None:
+        check(obj)
+
+
+#: The checks of each kind that has one (`check_workload` passes kinds other than workloads).
+_CHECKS: dict[type[msgspec.Struct], Callable[[Any], None]] = {
+    Node: _check_node_quantities,
+    **dict.fromkeys(WORKLOAD_KINDS, check_workload),
+}
+
+
 def decode_object(doc: Any) -> LoadedObject | None:
     """One object of a kind the loader knows, or None for another kind (a `List` is not one object).
 
     For documents that embed objects (scenario timelines): `InputError.path` is relative to `doc`.
     """
+    kind = doc.get("kind") if type(doc) is dict else None
+    kind_type = _KINDS.get(kind) if type(kind) is str else None
+    if kind_type is not None:  # a plain object of a known kind (no kind ends in "List"): decoded directly
+        obj = _convert(doc, kind_type)  # a scenario holds 100,000 of them; this skips the general path
+        _check(obj)
+        return obj
     out: list[LoadedObject] = []
     if isinstance(doc, dict) and _is_list(str(doc.get("kind") or ""), doc):
         raise InputError("expected one object, got a list")

@@ -227,21 +227,32 @@ def test_syntax_errors_and_extra_documents_name_the_file() -> None:
 
 
 def test_reading_leaves_the_garbage_collector_as_it_found_it() -> None:
-    """The parser pauses the cyclic collector while it reads; it must not leave it off (or on)."""
+    """The parser pauses the cyclic collector while it reads: it must leave it on or off as it was,
+    nothing frozen by it, and what a caller froze frozen."""
     good = yaml.safe_dump(document({"at": 0, "create": NODE}))
     bad = yaml.safe_dump(document({"at": -1, "create": NODE}))
+    frozen_before = gc.get_freeze_count()
     assert gc.isenabled()
     parse_scenario(good, "s.yaml")
     assert gc.isenabled()
     with pytest.raises(InputError):
         parse_scenario(bad, "s.yaml")
     assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen_before  # what it read was handed back, not left frozen
     gc.disable()
     try:
         parse_scenario(good, "s.yaml")
         assert not gc.isenabled()
     finally:
         gc.enable()
+    gc.freeze()  # a caller's frozen objects stay frozen
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        parse_scenario(good, "s.yaml")
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
 
 
 @pytest.mark.parametrize("as_json", [True, False])
