@@ -16,7 +16,7 @@ I/O: the live scheduler runs them off the scheduling loop.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -162,6 +162,20 @@ class FilterPlugin(Plugin, Protocol):
 @runtime_checkable
 class BatchFilterPlugin(Plugin, Protocol):
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult: ...
+
+
+@runtime_checkable
+class NodeLocalFilterPlugin(Plugin, Protocol):
+    """Optional for Filter plugins: a promise that the verdict on a node depends only on the pod
+    (and PreFilter state made from the pod) and that node's NodeInfo, its Node and its pods.
+
+    A pod that fits nowhere is retried after every change that might help it; when each Filter
+    plugin it meets makes this promise, the retry re-filters only the nodes whose pods changed since
+    (`framework.filter_memo`). Plugins reading other nodes, volumes, claims or any other object
+    must not declare it (a wrong promise keeps a stale verdict).
+    """
+
+    filter_reads_only_the_node: ClassVar[Literal[True]]
 
 
 @runtime_checkable

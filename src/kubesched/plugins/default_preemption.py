@@ -279,9 +279,10 @@ def potential_rows(table: NodeTable, node_to_status: Mapping[str, Status]) -> In
             dtype=np.bool_,
             count=len(columns.statuses),
         )
-        found = columns.rows[helpful_codes[columns.codes]]
-        found.sort()
-        return found
+        # A mask over the table, not a sort: the columns list rows in the filters' rotated order.
+        helpful_rows = np.zeros(len(table), dtype=np.bool_)
+        helpful_rows[columns.rows] = helpful_codes[columns.codes]
+        return np.flatnonzero(helpful_rows)
     statuses = node_to_status.values()
     distinct = dict(zip(map(id, statuses), statuses, strict=True))
     helpful = {key for key, st in distinct.items() if st.code == Code.UNSCHEDULABLE}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import msgspec
 import numpy as np
@@ -212,6 +212,8 @@ class NodeAffinity(
     """
 
     name: ClassVar[str] = "NodeAffinity"
+    #: Its Filter verdict on a node reads only the pod and that node (`NodeLocalFilterPlugin`).
+    filter_reads_only_the_node: ClassVar[Literal[True]] = True
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
     args_type: ClassVar[type[NodeAffinityArgs]] = NodeAffinityArgs

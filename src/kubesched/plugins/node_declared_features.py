@@ -17,7 +17,7 @@ UnschedulableAndUnresolvable `node declared features check failed - unsatisfied 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -64,6 +64,8 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, Enq
     """Filter nodes that do not declare every feature the pod requires."""
 
     name: ClassVar[str] = "NodeDeclaredFeatures"
+    #: Its Filter verdict on a node reads only the pod and that node (`NodeLocalFilterPlugin`).
+    filter_reads_only_the_node: ClassVar[Literal[True]] = True
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
 

@@ -7,7 +7,7 @@ that evaluates every node at once from the NodeTable's label columns, with the s
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import msgspec
 import numpy as np
@@ -66,6 +66,8 @@ class NodeFilterLabel(FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     """
 
     name: ClassVar[str] = "NodeFilterLabel"
+    #: Its Filter verdict on a node reads only the pod and that node (`NodeLocalFilterPlugin`).
+    filter_reads_only_the_node: ClassVar[Literal[True]] = True
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
     args_type: ClassVar[type[NodeFilterLabelArgs]] = NodeFilterLabelArgs

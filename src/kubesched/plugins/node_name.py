@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
@@ -26,6 +26,8 @@ class NodeName(FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     """
 
     name: ClassVar[str] = "NodeName"
+    #: Its Filter verdict on a node reads only the pod and that node (`NodeLocalFilterPlugin`).
+    filter_reads_only_the_node: ClassVar[Literal[True]] = True
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import msgspec
 import numpy as np
@@ -453,6 +453,8 @@ class NodeResourcesFit(
     """Filter nodes without room for the pod's request; score nodes by how allocated they would be."""
 
     name: ClassVar[str] = "NodeResourcesFit"
+    #: Its Filter verdict on a node reads only the pod and that node (`NodeLocalFilterPlugin`).
+    filter_reads_only_the_node: ClassVar[Literal[True]] = True
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ("DeviceClass",)
     args_type: ClassVar[type[NodeResourcesFitArgs]] = NodeResourcesFitArgs

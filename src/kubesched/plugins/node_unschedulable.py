@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from kubesched.api.objects import Pod, Taint
 from kubesched.api.taints import EFFECT_NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, toleration_tolerates
@@ -31,6 +31,8 @@ class NodeUnschedulable(FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     do not tolerate `node.kubernetes.io/unschedulable:NoSchedule` (DaemonSet pods usually do)."""
 
     name: ClassVar[str] = "NodeUnschedulable"
+    #: Its Filter verdict on a node reads only the pod and that node (`NodeLocalFilterPlugin`).
+    filter_reads_only_the_node: ClassVar[Literal[True]] = True
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -80,6 +80,8 @@ class TaintToleration(
     """
 
     name: ClassVar[str] = "TaintToleration"
+    #: Its Filter verdict on a node reads only the pod and that node (`NodeLocalFilterPlugin`).
+    filter_reads_only_the_node: ClassVar[Literal[True]] = True
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
 

@@ -26,6 +26,7 @@ from kubesched.framework.events import (
     ClusterEvent,
     Resource,
 )
+from kubesched.framework.filter_memo import FilterMemo
 from kubesched.framework.interfaces import BackgroundEvictionPort
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.node_table import NodeSet, NodeTable
@@ -371,6 +372,8 @@ class Scheduler:
         self._pending: dict[str, Pod] = {}  # unassigned pods this scheduler is responsible for
         self._parked: dict[str, _Binding] = {}  # pods waiting at Permit
         self._next_start = 0
+        #: Filter verdicts of pods that fit nowhere, patched on their retries (framework/filter_memo).
+        self.filter_memo = FilterMemo()
 
     # ================================================================== cluster events in
     def responsible_for(self, pod: Pod) -> bool:
@@ -397,6 +400,7 @@ class Scheduler:
                 observe = getattr(plugin, "on_cluster_object", None)
                 if observe is not None:
                     observe(resource, old, new)
+        self.filter_memo.forget_all()
         self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)
 
     def on_pod_add(self, pod: Pod) -> None:
@@ -438,6 +442,7 @@ class Scheduler:
         key = pod_key(pod)
         if self._pending.pop(key, None) is not None:
             self.queue.delete(key)
+            self.filter_memo.forget(key)
             self.nominator.delete(key)
             wp = self.waiting.get(key)
             if wp is not None:
@@ -594,7 +599,7 @@ class Scheduler:
         if not fwk.has_score_plugins() and not self.extenders:  # extenders want every feasible node
             to_find = 1
         start = self._next_start % n
-        outcome = fwk.run_filter(state, qpi.pod, nodes)
+        outcome = self.filter_memo.run_filter(fwk, state, qpi.pod, qpi.key, nodes)
         if outcome.error is not None:
             raise _CycleError(outcome.error)
         status_idx = outcome.status_idx

@@ -11,6 +11,8 @@ import pytest
 from kubesched.api.objects import Node, Pod
 from kubesched.api.quantity import parse_quantity
 from kubesched.config import default_config
+from kubesched.framework import filter_memo, runtime
+from kubesched.framework.filter_memo import FilterMemo
 from kubesched.plugins import default_registry
 from kubesched.simulate.replay import replay
 from kubesched.simulate.replay_report import ReplayPod, ReplayReport, replay_to_json
@@ -171,6 +173,44 @@ def test_same_seed_same_replay() -> None:
         return out
 
     assert once() == once()
+
+
+def test_remembered_filter_verdicts_and_per_node_filters_change_no_decision(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Retries that re-filter only the nodes whose pods changed (FilterMemo), and Filter plugins
+    called per node on few nodes, decide exactly as full batch passes do: same report, pod by pod."""
+    doc = synthetic_scenario(nodes=12, events=500, seed=5, hours=1, load=1.3)
+    registry = default_registry()
+
+    def report() -> dict[str, Any]:
+        scenario = parse_scenario(msgspec.json.encode(doc).decode(), "s.json")
+        out: dict[str, Any] = msgspec.json.decode(
+            replay_to_json(replay(scenario, default_config(registry), registry))
+        )
+        out["summary"].pop("seconds")
+        out["summary"].pop("eventsPerSecond")
+        return out
+
+    patched: list[int] = []
+    real_patch = filter_memo._patched
+
+    def counting_patch(*args: Any) -> Any:
+        out = real_patch(*args)
+        patched.append(out is not None)
+        return out
+
+    monkeypatch.setattr(filter_memo, "_patched", counting_patch)
+    remembered = report()
+    assert sum(patched) > 1000  # the full cluster made pods wait and retry
+    assert remembered["summary"]["evictions"]["Preempted"] > 0
+
+    def full_pass(self: FilterMemo, fwk: Any, state: Any, pod: Any, key: str, nodes: Any) -> Any:
+        return fwk.run_filter(state, pod, nodes)
+
+    monkeypatch.setattr(FilterMemo, "run_filter", full_pass)
+    monkeypatch.setattr(runtime, "PER_NODE_FILTER_MAX", 0)
+    assert report() == remembered
 
 
 def test_a_pod_with_a_bad_quantity_is_an_error_and_the_others_go_on() -> None:

@@ -1,0 +1,152 @@
+"""Each waiting pod's last Filter verdicts, so a retry re-filters only the nodes that changed since.
+
+A pod that fits nowhere is retried after any change that might help it: while a cluster is full,
+every pod that finishes sends every waiting pod back to the scheduler (NodeResourcesFit's queueing
+hint does so, as upstream's), and each retry filtered every node again to learn that, on all but
+the one node that changed, nothing had. When every Filter plugin the pod meets reads only the pod
+and the node it judges (`NodeLocalFilterPlugin`), a verdict can change only on nodes whose pods
+changed, which the node table logs (`NodeTable.pod_changes`). The retry then runs the filters on
+those rows alone and keeps the rest: the same outcome as filtering everything, for a fraction of it.
+
+Everything else starts over with a full pass: another pod object (an update), another table (a
+node added or removed), a Node changed in place, any other object changed (`forget_all`: a
+DeviceClass can change what NodeResourcesFit checks), or another set of plugins skipped by PreFilter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.api.objects import Pod
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.node_table import NodeSet, NodeTable
+from kubesched.framework.runtime import FilterOutcome, Framework
+from kubesched.framework.status import Status
+
+__all__ = ["FilterMemo"]
+
+#: About this many status codes are kept per pod in all (4 bytes a node); older pods are dropped.
+MEMORY_CODES = 8_000_000
+#: Keep at most this many statuses nobody points at before compacting a pod's status list.
+SPARE_STATUSES = 32
+
+
+@dataclass(slots=True)
+class _Verdicts:
+    """What a pod's last full-or-patched filter pass found, and the table state it saw."""
+
+    pod: Pod
+    framework: Framework
+    table: NodeTable
+    node_generation: int
+    position: int
+    skipped: frozenset[str]
+    status_idx: npt.NDArray[np.int32]
+    statuses: list[Status]
+
+
+class FilterMemo:
+    """Filter outcomes of pods that fit nowhere, by pod key, patched on their next attempt."""
+
+    def __init__(self, memory_codes: int = MEMORY_CODES) -> None:
+        self._memory_codes = memory_codes
+        self._verdicts: dict[str, _Verdicts] = {}
+
+    def __len__(self) -> int:
+        return len(self._verdicts)
+
+    def run_filter(
+        self, fwk: Framework, state: CycleState, pod: Pod, key: str, nodes: NodeSet
+    ) -> FilterOutcome:
+        """`fwk.run_filter(state, pod, nodes)`, re-filtering only changed rows when it can."""
+        if not nodes.full or not fwk.filters_read_only_the_node(state.skip_filter_plugins):
+            self._verdicts.pop(key, None)
+            return fwk.run_filter(state, pod, nodes)
+        table = nodes.table
+        skipped = frozenset(state.skip_filter_plugins)
+        known = self._verdicts.pop(key, None)
+        outcome: FilterOutcome | None = None
+        if (
+            known is not None
+            and known.pod is pod
+            and known.framework is fwk
+            and known.table is table
+            and known.node_generation == table.node_generation
+            and known.skipped == skipped
+        ):
+            outcome = _patched(fwk, state, pod, nodes, known)
+        if outcome is None:
+            outcome = fwk.run_filter(state, pod, nodes)
+        if outcome.error is None and not (outcome.status_idx < 0).any():
+            self._remember(
+                key,
+                _Verdicts(
+                    pod,
+                    fwk,
+                    table,
+                    table.node_generation,
+                    table.pod_log_position,
+                    skipped,
+                    outcome.status_idx,
+                    outcome.statuses,
+                ),
+            )
+        return outcome
+
+    def forget(self, key: str) -> None:
+        self._verdicts.pop(key, None)
+
+    def forget_all(self) -> None:
+        """Something besides nodes and pods changed: no verdict can be trusted to still hold."""
+        self._verdicts.clear()
+
+    def _remember(self, key: str, verdicts: _Verdicts) -> None:
+        self._verdicts[key] = verdicts
+        limit = max(1, self._memory_codes // max(1, len(verdicts.status_idx)))
+        while len(self._verdicts) > limit:
+            del self._verdicts[next(iter(self._verdicts))]  # the longest unvisited first
+
+
+def _patched(
+    fwk: Framework, state: CycleState, pod: Pod, nodes: NodeSet, known: _Verdicts
+) -> FilterOutcome | None:
+    """`known` with the rows whose pods changed since re-filtered; None when the log is too short."""
+    changes = nodes.table.pod_changes(known.position)
+    if changes is None:
+        return None
+    status_idx = known.status_idx.copy()
+    statuses = list(known.statuses)
+    if changes:
+        rows = np.unique(np.fromiter((row for row, _, _ in changes), dtype=np.intp, count=len(changes)))
+        fresh = fwk.run_filter(state, pod, NodeSet(nodes.table, rows))
+        if fresh.error is not None:
+            return FilterOutcome(nodes, status_idx, statuses, fresh.error)
+        # An equal verdict from the same plugin reuses the known Status, as a full pass shares one
+        # Status among the nodes a plugin rejects alike: the list stays short, and so do counts.
+        where = {(st, st.plugin): i for i, st in enumerate(statuses)}
+        renumber = np.empty(len(fresh.statuses), dtype=np.int32)
+        for j, st in enumerate(fresh.statuses):
+            renumber[j] = where.setdefault((st, st.plugin), len(statuses))
+            if renumber[j] == len(statuses):
+                statuses.append(st)
+        codes = fresh.status_idx
+        status_idx[rows] = np.where(codes < 0, -1, renumber[np.maximum(codes, 0)]) if len(renumber) else -1
+        if len(statuses) > SPARE_STATUSES:
+            status_idx, statuses = _compacted(status_idx, statuses)
+    return FilterOutcome(nodes, status_idx, statuses)
+
+
+def _compacted(
+    status_idx: npt.NDArray[np.int32], statuses: list[Status]
+) -> tuple[npt.NDArray[np.int32], list[Status]]:
+    """Drop statuses no node points at any more (each patch appends the changed rows' statuses)."""
+    used = np.unique(status_idx[status_idx >= 0])
+    if len(statuses) - len(used) <= SPARE_STATUSES:
+        return status_idx, statuses
+    renumber = np.full(len(statuses), -1, dtype=np.int32)
+    renumber[used] = np.arange(len(used), dtype=np.int32)
+    compact = np.where(status_idx < 0, -1, renumber[np.maximum(status_idx, 0)]).astype(np.int32)
+    return compact, [statuses[int(i)] for i in used]
