@@ -8,9 +8,12 @@ and the node it judges (`NodeLocalFilterPlugin`), a verdict can change only on n
 changed, which the node table logs (`NodeTable.pod_changes`). The retry then runs the filters on
 those rows alone and keeps the rest: the same outcome as filtering everything, for a fraction of it.
 
-Everything else starts over with a full pass: another pod object (an update), another table (a
-node added or removed), a Node changed in place, any other object changed (`forget_all`: a
-DeviceClass can change what NodeResourcesFit checks), or another set of plugins skipped by PreFilter.
+Verdicts are kept per pod *shape*: what those plugins read from a pod (their `sign_pod` fragments,
+`Framework.filter_shape`), so the dozens of waiting pods of one shape retried after the same
+change share one re-filtering; a pod without a shape keeps its own. Everything else starts over with
+a full pass: another pod object (an update) for a pod's own verdicts, another table (a node added
+or removed), a Node changed in place, any other object changed (`forget_all`: a DeviceClass can
+change what NodeResourcesFit checks), or another set of plugins skipped by PreFilter.
 """
 
 from __future__ import annotations
@@ -32,28 +35,34 @@ __all__ = ["FilterMemo"]
 MEMORY_CODES = 8_000_000
 #: Keep at most this many statuses nobody points at before compacting a pod's status list.
 SPARE_STATUSES = 32
+#: Pods whose shape is remembered (each a reference and a few hundred bytes); oldest dropped first.
+MAX_SHAPES = 65_536
+
+#: Verdicts are found by (profile, plugins PreFilter skipped, the pod's shape or its key).
+_Key = tuple[int, frozenset[str], bytes | str]
 
 
 @dataclass(slots=True)
 class _Verdicts:
-    """What a pod's last full-or-patched filter pass found, and the table state it saw."""
+    """What the last full-or-patched filter pass found, and the table state it saw. `pod` is set
+    for a pod's own verdicts (no shape), which hold only for that very pod object."""
 
-    pod: Pod
+    pod: Pod | None
     framework: Framework
     table: NodeTable
     node_generation: int
     position: int
-    skipped: frozenset[str]
     status_idx: npt.NDArray[np.int32]
     statuses: list[Status]
 
 
 class FilterMemo:
-    """Filter outcomes of pods that fit nowhere, by pod key, patched on their next attempt."""
+    """Filter outcomes of pods that fit nowhere, by pod shape (or pod), patched on their next attempt."""
 
     def __init__(self, memory_codes: int = MEMORY_CODES) -> None:
         self._memory_codes = memory_codes
-        self._verdicts: dict[str, _Verdicts] = {}
+        self._verdicts: dict[_Key, _Verdicts] = {}
+        self._shapes: dict[str, tuple[Pod, bytes | None]] = {}  # pod key -> (pod object, its shape)
 
     def __len__(self) -> int:
         return len(self._verdicts)
@@ -63,33 +72,33 @@ class FilterMemo:
     ) -> FilterOutcome:
         """`fwk.run_filter(state, pod, nodes)`, re-filtering only changed rows when it can."""
         if not nodes.full or not fwk.filters_read_only_the_node(state.skip_filter_plugins):
-            self._verdicts.pop(key, None)
             return fwk.run_filter(state, pod, nodes)
         table = nodes.table
         skipped = frozenset(state.skip_filter_plugins)
-        known = self._verdicts.pop(key, None)
+        shape = self._shape(fwk, pod, key)
+        memo_key: _Key = (id(fwk), skipped, key if shape is None else shape)
+        own = None if shape is not None else pod
+        known = self._verdicts.pop(memo_key, None)
         outcome: FilterOutcome | None = None
         if (
             known is not None
-            and known.pod is pod
+            and known.pod is own
             and known.framework is fwk
             and known.table is table
             and known.node_generation == table.node_generation
-            and known.skipped == skipped
         ):
             outcome = _patched(fwk, state, pod, nodes, known)
         if outcome is None:
             outcome = fwk.run_filter(state, pod, nodes)
         if outcome.error is None and not (outcome.status_idx < 0).any():
             self._remember(
-                key,
+                memo_key,
                 _Verdicts(
-                    pod,
+                    own,
                     fwk,
                     table,
                     table.node_generation,
                     table.pod_log_position,
-                    skipped,
                     outcome.status_idx,
                     outcome.statuses,
                 ),
@@ -97,13 +106,27 @@ class FilterMemo:
         return outcome
 
     def forget(self, key: str) -> None:
-        self._verdicts.pop(key, None)
+        """The pod left the queue: drop what is kept for it alone."""
+        self._shapes.pop(key, None)
+        for memo_key in [k for k in self._verdicts if k[2] == key]:
+            del self._verdicts[memo_key]
 
     def forget_all(self) -> None:
         """Something besides nodes and pods changed: no verdict can be trusted to still hold."""
         self._verdicts.clear()
 
-    def _remember(self, key: str, verdicts: _Verdicts) -> None:
+    def _shape(self, fwk: Framework, pod: Pod, key: str) -> bytes | None:
+        """The pod's shape, computed once per pod object (a retry asks again for the same one)."""
+        cached = self._shapes.get(key)
+        if cached is not None and cached[0] is pod:
+            return cached[1]
+        shape = fwk.filter_shape(pod)
+        self._shapes[key] = (pod, shape)
+        if len(self._shapes) > MAX_SHAPES:
+            del self._shapes[next(iter(self._shapes))]
+        return shape
+
+    def _remember(self, key: _Key, verdicts: _Verdicts) -> None:
         self._verdicts[key] = verdicts
         limit = max(1, self._memory_codes // max(1, len(verdicts.status_idx)))
         while len(self._verdicts) > limit:

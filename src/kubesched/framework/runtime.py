@@ -200,6 +200,10 @@ class Framework:
             for _, p in self._points.get("preBind", [])
         ]
         self._signers, self.unsigned_plugins = _signers(self._points)
+        local = [p for _, p, _ in self._filters if isinstance(p, NodeLocalFilterPlugin)]
+        self._local_filter_signers: list[Any] | None = (
+            local if all(defines(type(p), "sign_pod") for p in local) else None
+        )
 
     # ------------------------------------------------------------------ signatures (KEP-5598)
     @property
@@ -227,6 +231,25 @@ class Framework:
                 for key, value in out:
                     parts.setdefault(key, value)
             # Sorted keys: the bytes do not depend on the order the plugins were asked in.
+            return msgspec.json.encode(parts, order="sorted")
+        except Exception:
+            return None
+
+    def filter_shape(self, pod: Pod) -> bytes | None:
+        """What the node-local Filter plugins read from `pod`, as bytes (their `sign_pod`
+        fragments): pods of one shape get the same node-local verdicts on the same nodes. None
+        when one of them cannot say (no `sign_pod`, or the pod is unsignable to it)."""
+        signers = self._local_filter_signers
+        if signers is None:
+            return None
+        parts: dict[str, Any] = {SCHEDULER_NAME: pod.spec.scheduler_name}
+        try:
+            for plugin in signers:
+                out = plugin.sign_pod(pod)
+                if isinstance(out, Status):
+                    return None
+                for key, value in out:
+                    parts.setdefault(key, value)
             return msgspec.json.encode(parts, order="sorted")
         except Exception:
             return None

@@ -179,10 +179,8 @@ def test_a_plugin_without_the_promise_means_full_passes() -> None:
     assert len(memo) == 0
 
 
-def test_only_the_same_pod_object_on_the_same_table_and_node_generation_is_patched() -> None:
-    fwk = framework(LOCAL)
-    table = full_table()
-    memo = FilterMemo()
+def counted(fwk: Framework) -> list[int]:
+    """The sizes of the node sets `fwk.run_filter` is called with from now on."""
     calls: list[int] = []
     real = fwk.run_filter
 
@@ -191,6 +189,34 @@ def test_only_the_same_pod_object_on_the_same_table_and_node_generation_is_patch
         return real(state, pod, nodes)
 
     fwk.run_filter = counting  # type: ignore[method-assign]
+    return calls
+
+
+def test_pods_of_one_shape_share_verdicts_and_others_do_not() -> None:
+    fwk = framework(LOCAL)
+    table = full_table()
+    memo = FilterMemo()
+    calls = counted(fwk)
+
+    def retry(pod: Pod) -> None:
+        memo.run_filter(fwk, pre_filtered(fwk, pod, table), pod, pod_key(pod), table.all())
+
+    retry(WAITING)
+    retry(make_pod("twin", cpu="1", memory="1Gi", labels={"other": "labels"}))  # same shape: no pass
+    table.remove_pod(0, pod_key(make_pod("fill-n0", node_name="n0")))
+    table.add_pod(0, PodInfo(make_pod("again", cpu="1500m", node_name="n0")))
+    retry(WAITING)  # one row re-filtered, for both
+    retry(make_pod("twin", cpu="1", memory="1Gi"))
+    retry(make_pod("bigger", cpu="2", memory="1Gi"))  # another shape: its own full pass
+    assert calls == [6, 1, 6]
+
+
+def test_without_a_shape_only_the_same_pod_object_on_the_same_table_is_patched() -> None:
+    fwk = framework([*LOCAL, "BothForms"])  # BothForms cannot sign pods: verdicts are per pod
+    assert fwk.filter_shape(WAITING) is None
+    table = full_table()
+    memo = FilterMemo()
+    calls = counted(fwk)
 
     def retry(pod: Pod, on: NodeTable) -> None:
         memo.run_filter(fwk, pre_filtered(fwk, pod, on), pod, "default/waiting", on.all())
@@ -211,15 +237,17 @@ def test_only_the_same_pod_object_on_the_same_table_and_node_generation_is_patch
     retry(updated, other)
     memo.forget_all()  # another kind of object changed: full pass
     retry(updated, other)
+    memo.forget("default/waiting")  # the pod left the queue
+    assert len(memo) == 0
     assert calls == [6, 6, 6, 6]
 
 
 def test_memory_is_bounded_by_remembered_status_codes() -> None:
     fwk = framework(LOCAL)
     table = full_table(nodes=10)
-    memo = FilterMemo(memory_codes=30)  # three pods' worth of 10 nodes
+    memo = FilterMemo(memory_codes=30)  # three shapes' worth of 10 nodes
     for i in range(8):
-        pod = make_pod(f"w{i}", cpu="1")
+        pod = make_pod(f"w{i}", cpu=f"{600 + i}m")  # eight shapes, none fits
         memo.run_filter(fwk, pre_filtered(fwk, pod, table), pod, f"default/w{i}", table.all())
     assert len(memo) == 3
 
