@@ -179,6 +179,7 @@ class Framework:
         self._filters: list[tuple[str, Any, int]] = [
             (n, p, _filter_form(type(p))) for n, p in self._points.get("filter", [])
         ]
+        self._all_filters_per_node = all(form != _BATCH for _, _, form in self._filters)
         #: Filter plugins that do not promise node-local verdicts (see `filters_read_only_the_node`).
         self._non_local_filters = frozenset(
             n for n, p, _ in self._filters if not isinstance(p, NodeLocalFilterPlugin)
@@ -462,13 +463,37 @@ class Framework:
         return BatchFilterResult(codes, list(distinct))
 
     def run_filter_on_node(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        """All Filter plugins on one (possibly cloned) NodeInfo: for nominated pods and preemption."""
+        """All Filter plugins on one (possibly cloned) NodeInfo: for nominated pods and preemption.
+
+        Preemption asks this for every victim it tries to spare: when every plugin has a per-node
+        form they are called directly, without building a one-row NodeTable for the batch forms.
+        """
+        if self._all_filters_per_node:
+            return self._run_per_node_filters(state, pod, node_info)
         table = NodeTable([node_info])
         outcome = self.run_filter(state, pod, table.all())
         if outcome.error is not None:
             return outcome.error
         if outcome.status_idx[0] >= 0:
             return outcome.statuses[int(outcome.status_idx[0])]
+        return None
+
+    def _run_per_node_filters(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """`run_filter` on one node through the per-node forms: the same statuses and errors."""
+        skip = state.skip_filter_plugins
+        for name, plugin, _ in self._filters:
+            if skip and name in skip:
+                continue
+            try:
+                status = _status(cast(FilterPlugin, plugin).filter(state, pod, node_info), "Filter")
+            except Exception as exc:
+                return _crashed(f'running "{name}" filter plugin', name, exc, node_info.name)
+            if status is None or status.is_success():
+                continue
+            status.with_plugin(name)
+            if not status.is_rejected():
+                return _error(f'running "{name}" filter plugin: {status.message()}', name)
+            return status
         return None
 
     # ------------------------------------------------------------------ PostFilter
