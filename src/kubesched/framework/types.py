@@ -93,10 +93,19 @@ class StatusColumns:
     rows: IndexArray
     codes: npt.NDArray[np.int32]
     statuses: list[Status]
+    #: `counts()` once computed: a failed attempt asks for them twice (the plugins that rejected,
+    #: then the FailedScheduling message).
+    _counted: list[tuple[Status, int]] | None = field(default=None, compare=False, repr=False)
 
     def counts(self) -> list[tuple[Status, int]]:
         """(status, how many nodes got it) per distinct Status object some node got, in the order
         of their first node (as counting over the dict would, so ties rank alike)."""
+        if self._counted is None:
+            object.__setattr__(self, "_counted", self._count())
+        assert self._counted is not None
+        return list(self._counted)
+
+    def _count(self) -> list[tuple[Status, int]]:
         codes = self.codes
         per_code = np.bincount(codes, minlength=len(self.statuses)).tolist()
         used = [code for code, k in enumerate(per_code) if k]

@@ -57,12 +57,13 @@ from kubesched.framework.interfaces import (
     PreEnqueuePlugin,
 )
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
-from kubesched.framework.node_table import IndexArray, NodeTable
+from kubesched.framework.node_table import BoolArray, IndexArray, NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
     Diagnosis,
     NodeStatuses,
     PostFilterResult,
+    StatusColumns,
     fit_error_message,
     reason_counts,
 )
@@ -272,13 +273,9 @@ def filter_pods_with_pdb_violation(
 def potential_rows(table: NodeTable, node_to_status: Mapping[str, Status]) -> IndexArray:
     """Rows (in table order) of the nodes the filters rejected as `Unschedulable`: the only nodes
     evicting pods can help. Statuses are shared among nodes, so each distinct one is read once."""
-    columns = node_to_status.columns if isinstance(node_to_status, NodeStatuses) else None
-    if columns is not None and columns.table is table:
-        helpful_codes = np.fromiter(
-            (st.code == Code.UNSCHEDULABLE for st in columns.statuses),
-            dtype=np.bool_,
-            count=len(columns.statuses),
-        )
+    columns = _columns_of(table, node_to_status)
+    if columns is not None:
+        helpful_codes = _helpful_codes(columns)
         # A mask over the table, not a sort: the columns list rows in the filters' rotated order.
         helpful_rows = np.zeros(len(table), dtype=np.bool_)
         helpful_rows[columns.rows] = helpful_codes[columns.codes]
@@ -294,6 +291,28 @@ def potential_rows(table: NodeTable, node_to_status: Mapping[str, Status]) -> In
     rows = rows[wanted & (rows >= 0)]
     rows.sort()
     return rows
+
+
+def potential_count(table: NodeTable, node_to_status: Mapping[str, Status]) -> int:
+    """`len(potential_rows(...))`, without listing them when the verdicts are columns."""
+    columns = _columns_of(table, node_to_status)
+    if columns is None:
+        return len(potential_rows(table, node_to_status))
+    return int(np.count_nonzero(_helpful_codes(columns)[columns.codes]))
+
+
+def _columns_of(table: NodeTable, node_to_status: Mapping[str, Status]) -> StatusColumns | None:
+    columns = node_to_status.columns if isinstance(node_to_status, NodeStatuses) else None
+    return columns if columns is not None and columns.table is table else None
+
+
+def _helpful_codes(columns: StatusColumns) -> BoolArray:
+    """Per status of `columns`: is it `Unschedulable` (evicting pods may help)?"""
+    return np.fromiter(
+        (st.code == Code.UNSCHEDULABLE for st in columns.statuses),
+        dtype=np.bool_,
+        count=len(columns.statuses),
+    )
 
 
 # --------------------------------------------------------------------------- node choice
@@ -428,9 +447,15 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if why_not:
             return None, Status(Code.UNSCHEDULABLE, why_not)
 
-        potential = potential_rows(snapshot, node_to_status)
         dry = _DryRun()
-        if len(potential):
+        if not len(snapshot) or snapshot.lowest_priority.min() >= preemptor.priority:
+            # Nobody anywhere has a lower priority (every pod of a full cluster is as important):
+            # every potential node is one without victims. The offset is still drawn, as the dry
+            # run would, so later preemptions pick their nodes as they always did.
+            dry.without_victims = potential_count(snapshot, node_to_status)
+            if dry.without_victims:
+                self.offset_and_num_candidates(dry.without_victims)
+        elif len(potential := potential_rows(snapshot, node_to_status)):
             budgets = disruption_budgets(handle.lister("PodDisruptionBudget"))
             offset, num_candidates = self.offset_and_num_candidates(len(potential))
             dry = self.dry_run_preemption(

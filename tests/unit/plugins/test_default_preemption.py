@@ -5,6 +5,7 @@ nominations), args validation, and the whole flow through the scheduler and `kub
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -814,6 +815,34 @@ def test_high_priority_pod_preempts_then_binds_to_its_nominated_node() -> None:
     assert h.cluster.bind_count == {"default-vip": 1}
     assert h.scheduler.nominator.nominated_node("default-vip") is None  # cleared once bound
     assert sum(1 for a in h.attempts if a.victims) == 1
+
+
+def test_without_lower_priority_pods_anywhere_no_node_is_dry_run_and_the_offset_is_still_drawn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A full cluster of equally important pods: every Unschedulable node is counted as without
+    victims at once, and the random offset a dry run would take is drawn all the same, so the
+    preemptions that follow choose their nodes as before."""
+    running = [pod(f"r{i}", cpu="3", priority=5, node=f"n{i}") for i in range(3)]
+    h = Harness(nodes("n0", "n1", "n2", cpu="4"), [*running, pod("late", cpu="2", priority=5)])
+    plugin = next(
+        p
+        for p in h.scheduler.frameworks["default-scheduler"].plugins.values()
+        if isinstance(p, DefaultPreemption)
+    )
+    dry_runs: list[int] = []
+    monkeypatch.setattr(plugin, "dry_run_preemption", lambda *a: dry_runs.append(1))
+    expected = random.Random()
+    expected.setstate(plugin.rng.getstate())
+    h.run()
+    assert {a.message for a in h.of("late")} == {
+        "0/3 nodes are available: 3 Insufficient cpu. "
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+    }
+    assert dry_runs == []
+    for _ in h.of("late"):
+        expected.randrange(3)
+    assert plugin.rng.getstate() == expected.getstate()
 
 
 def test_lower_priority_pod_cannot_take_the_room_freed_for_the_preemptor() -> None:
