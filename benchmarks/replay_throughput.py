@@ -7,11 +7,11 @@ later, 5% of the pods have a high priority and preempt). The file is written as 
 end to end: reading and validating the file, and the replay with the full default profile. One JSON
 object per case:
 
-    {"case": "2000Nodes_40000Events", "nodes": 2000, "events": 40000, "parseSeconds": 24.6,
-     "replaySeconds": 749.9, "seconds": 774.5, "cpuSeconds": 240.3, "eventsPerSecond": 51.6,
-     "attempts": 141776, "scheduled": 27114, "pendingPeak": 87, "evictions": {...}, "maxRssMiB": 318.5}
+    {"case": "2000Nodes_40000Events", "nodes": 2000, "events": 40000, "parseSeconds": 0.64,
+     "replaySeconds": 99.3, "seconds": 100.0, "cpuSeconds": 99.2, "eventsPerSecond": 400.1,
+     "attempts": 141776, "scheduled": 27114, "pendingPeak": 87, "evictions": {...}, "maxRssMiB": 337.9}
 
-(measured on a loaded shared machine; docs/scenarios.md keeps the figures per case).
+(measured on the shared 2-core machine; docs/scenarios.md keeps the figures per case).
 
 `seconds` is wall time; `cpuSeconds` is this process's CPU time, the figure to compare on a shared
 machine. Run: `.venv/bin/python benchmarks/replay_throughput.py [--quick | --nodes N --events N]`.
