@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.unit.framework.test_runtime import Binder, Sort
 
 from kubesched.api.objects import Pod
-from kubesched.framework import CycleState, NodeInfo, NodeSet, PodInfo, QueuedPodInfo, Status
+from kubesched.framework import CycleState, NodeInfo, NodeSet, PodInfo, Status
 from kubesched.framework.filter_memo import FilterMemo
 from kubesched.framework.node_info import pod_key
 from kubesched.framework.node_table import NodeTable
@@ -23,20 +24,6 @@ from kubesched.plugins.taint_toleration import TaintToleration
 from kubesched.testing.builders import make_node, make_pod, make_table
 
 SEEN: list[int] = []  # how many nodes each call of the counting plugins was given
-
-
-class Sort:
-    name = "Sort"
-
-    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-        return a.timestamp < b.timestamp
-
-
-class Binder:
-    name = "Binder"
-
-    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        return None
 
 
 class Spread:
@@ -104,7 +91,8 @@ def full_table(nodes: int = 6) -> NodeTable:
     names = [f"n{i}" for i in range(nodes)]
     ns = [make_node(n, cpu="2", memory="4Gi", pods=3) for n in names]
     fill = [make_pod(f"fill-{n}", cpu="1500m", memory="1Gi", node_name=n) for n in names]
-    return make_table(ns, fill)
+    table: NodeTable = make_table(ns, fill)
+    return table
 
 
 WAITING = make_pod("waiting", cpu="1", memory="1Gi")
