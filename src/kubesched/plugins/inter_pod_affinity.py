@@ -776,6 +776,11 @@ class InterPodAffinity(
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: NodeSet
     ) -> tuple[PreFilterResult | None, Status | None]:
+        if not nodes.table.required_anti_affinity_pods.any():
+            # Nobody has required anti-affinity: only the pod's own required terms could reject.
+            terms = self.terms_of(pod)
+            if not terms.errors and not terms.has_required:
+                return None, Status.skip()
         computed = self._compute_pre_filter(pod, nodes.table)
         if isinstance(computed, Status):
             return None, computed
