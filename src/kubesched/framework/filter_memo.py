@@ -75,14 +75,15 @@ class FilterMemo:
             return fwk.run_filter(state, pod, nodes)
         table = nodes.table
         skipped = frozenset(state.skip_filter_plugins)
-        shape = self._shape(fwk, pod, key)
-        memo_key: _Key = (id(fwk), skipped, key if shape is None else shape)
-        own = None if shape is not None else pod
-        known = self._verdicts.pop(memo_key, None)
+        # The shape is worked out only when something is kept to look up, or to keep: a cluster
+        # with room (nothing kept, every pod fits) pays nothing for it.
+        found = self._key(fwk, pod, key, skipped) if self._verdicts else None
+        known = self._verdicts.pop(found[0], None) if found is not None else None
         outcome: FilterOutcome | None = None
         if (
             known is not None
-            and known.pod is own
+            and found is not None
+            and known.pod is found[1]
             and known.framework is fwk
             and known.table is table
             and known.node_generation == table.node_generation
@@ -91,6 +92,7 @@ class FilterMemo:
         if outcome is None:
             outcome = fwk.run_filter(state, pod, nodes)
         if outcome.error is None and not (outcome.status_idx < 0).any():
+            memo_key, own = found if found is not None else self._key(fwk, pod, key, skipped)
             self._remember(
                 memo_key,
                 _Verdicts(
@@ -104,6 +106,13 @@ class FilterMemo:
                 ),
             )
         return outcome
+
+    def _key(self, fwk: Framework, pod: Pod, key: str, skipped: frozenset[str]) -> tuple[_Key, Pod | None]:
+        """Where the pod's verdicts are kept, and the pod object they hold for (None: its shape)."""
+        shape = self._shape(fwk, pod, key)
+        if shape is None:
+            return (id(fwk), skipped, key), pod
+        return (id(fwk), skipped, shape), None
 
     def forget(self, key: str) -> None:
         """The pod left the queue: drop what is kept for it alone."""
