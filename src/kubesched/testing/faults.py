@@ -71,6 +71,14 @@ __all__ = [
 
 #: Seconds after a loss during which a replica's binds count as "already on the wire".
 ON_THE_WIRE = 0.5
+#: A replica that died (SIGKILL, exit) sent its Bindings before it died, but on a loaded machine the
+#: API server may log one as received a while later: its binds this long after the death still
+#: count as sent by a process that could not send their Events. (Each replica binds as its own user,
+#: so no later replica's bind is mistaken for one of these.)
+DEAD_SENDER_LAG = 5.0
+#: After the last bind, how long the Scheduled Events may keep arriving (they go out through the
+#: replica's rate-limited client after its Bindings), and how long their count must stay unchanged.
+EVENTS_SETTLE = (15.0, 2.0)
 #: A node deleted or shrunk more than this long before a bind made that bind stale.
 STALE_AFTER = 1.0
 
@@ -405,7 +413,30 @@ class Run:
             if len(unbound) <= expected_unbound:
                 break
             time.sleep(0.5)
-        time.sleep(1.0)  # the last Events
+        self._wait_for_events()
+
+    def _wait_for_events(self) -> None:
+        """Until the Scheduled Events stop arriving (bounded): they trail the Bindings."""
+        limit, quiet = EVENTS_SETTLE
+        deadline = time.monotonic() + limit
+        seen, since = -1, time.monotonic()
+        while time.monotonic() < deadline:
+            count = sum(self._scheduled_events().values())
+            if count != seen:
+                seen, since = count, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return
+            time.sleep(0.25)
+
+    def _scheduled_events(self) -> dict[str, int]:
+        """Pod name -> how many Scheduled Events it got (an Event series counts its repeats)."""
+        events = self.api.list_all(f"/apis/events.k8s.io/v1/namespaces/{self.namespace}/events")
+        scheduled: dict[str, int] = {}
+        for e in events:
+            if e.get("reason") == "Scheduled":
+                name = (e.get("regarding") or {}).get("name", "")
+                scheduled[name] = scheduled.get(name, 0) + int((e.get("series") or {}).get("count", 1))
+        return scheduled
 
     def judge(self) -> Figures:
         f = self.figures
@@ -429,12 +460,7 @@ class Run:
             if b.node in self.deleted_nodes and b.received > self.deleted_nodes[b.node] + STALE_AFTER
         )
         f.overfilled_nodes = self._overfilled(ok)
-        events = self.api.list_all(f"/apis/events.k8s.io/v1/namespaces/{self.namespace}/events")
-        scheduled: dict[str, int] = {}
-        for e in events:
-            if e.get("reason") == "Scheduled":
-                name = (e.get("regarding") or {}).get("name", "")
-                scheduled[name] = scheduled.get(name, 0) + int((e.get("series") or {}).get("count", 1))
+        scheduled = self._scheduled_events()
         f.duplicate_scheduled_events = sum(1 for n in scheduled.values() if n > 1)
         bound_by = {b.pod: b for b in ok}
         for name, p in pods.items():
@@ -442,7 +468,7 @@ class Run:
                 continue
             bind = bound_by.get(name)
             died = self.died_unsent.get(bind.user) if bind is not None else None
-            if bind is not None and died is not None and bind.received <= died + ON_THE_WIRE:
+            if bind is not None and died is not None and bind.received <= died + DEAD_SENDER_LAG:
                 f.events_lost_with_process += 1
             else:
                 f.bound_without_event += 1
