@@ -5,7 +5,7 @@ every pod that finishes sends every waiting pod back to the scheduler (NodeResou
 hint does so, as upstream's), and each retry filtered every node again to learn that, on all but
 the one node that changed, nothing had. When every Filter plugin the pod meets reads only the pod
 and the node it judges (`NodeLocalFilterPlugin`), a verdict can change only on nodes whose pods
-changed, which the node table logs (`NodeTable.pod_changes`). The retry then runs the filters on
+changed, which the node table logs (`NodeTable.rows_changed_since`). The retry then runs the filters on
 those rows alone and keeps the rest: the same outcome as filtering everything, for a fraction of it.
 
 Verdicts are kept per pod *shape*: what those plugins read from a pod (their `sign_pod` fragments,
@@ -146,13 +146,13 @@ def _patched(
     fwk: Framework, state: CycleState, pod: Pod, nodes: NodeSet, known: _Verdicts
 ) -> FilterOutcome | None:
     """`known` with the rows whose pods changed since re-filtered; None when the log is too short."""
-    changes = nodes.table.pod_changes(known.position)
-    if changes is None:
+    changed = nodes.table.rows_changed_since(known.position)
+    if changed is None:
         return None
     status_idx = known.status_idx.copy()
     statuses = list(known.statuses)
-    if changes:
-        rows = np.unique(np.fromiter((row for row, _, _ in changes), dtype=np.intp, count=len(changes)))
+    if changed:
+        rows = np.asarray(changed, dtype=np.intp)
         fresh = fwk.run_filter(state, pod, NodeSet(nodes.table, rows))
         if fresh.error is not None:
             return FilterOutcome(nodes, status_idx, statuses, fresh.error)

@@ -250,6 +250,12 @@ class NodeTable:
             return None
         return self._pod_log[since - self._pod_log_start :]
 
+    def rows_changed_since(self, since: int) -> list[int] | None:
+        """The rows (ascending, each once) whose pods changed since log position `since`; None when
+        part of that log was already dropped (the caller then treats every row as changed)."""
+        changes = self.pod_changes(since)
+        return None if changes is None else sorted({row for row, _, _ in changes})
+
     def update_node(self, node: Node) -> bool:
         """Refresh a row in place when only status/allocatable changed; False if a rebuild is needed."""
         row = self.index.get(node.metadata.name)
@@ -341,9 +347,9 @@ class PodRowCounts:
         table = self.table
         if self._position == table.pod_log_position:
             return []
-        changes = table.pod_changes(self._position)
+        changed = table.rows_changed_since(self._position)
         self._position = table.pod_log_position
-        return None if changes is None else [row for row, _, _ in changes]
+        return changed
 
     def current(self, wanted: BoolArray | None = None) -> IntArray:
         """The counts, current at every row where `wanted` is set (every row when None).

@@ -70,11 +70,10 @@ class RowScores:
         if entry is None or not entry.current_for(table):
             entry = self._compute_all(table, key, compute)
         elif entry.position != table.pod_log_position:
-            changes = table.pod_changes(entry.position)
-            if changes is None:
+            changed = table.rows_changed_since(entry.position)
+            if changed is None:
                 entry = self._compute_all(table, key, compute)
             else:
-                changed = sorted({row for row, _, _ in changes})
                 if compute_one is not None and len(changed) <= _ONE_BY_ONE:
                     infos, values = table.infos, entry.values
                     for row in changed:
