@@ -201,9 +201,9 @@ class Framework:
             for _, p in self._points.get("preBind", [])
         ]
         self._signers, self.unsigned_plugins = _signers(self._points)
-        local = [p for _, p, _ in self._filters if isinstance(p, NodeLocalFilterPlugin)]
-        self._local_filter_signers: list[Any] | None = (
-            local if all(defines(type(p), "sign_pod") for p in local) else None
+        local = [(n, p) for n, p, _ in self._filters if isinstance(p, NodeLocalFilterPlugin)]
+        self._local_filter_signers: list[tuple[str, Any]] | None = (
+            local if all(defines(type(p), "sign_pod") for _, p in local) else None
         )
 
     # ------------------------------------------------------------------ signatures (KEP-5598)
@@ -219,41 +219,17 @@ class Framework:
         signers = self._signers
         if signers is None:
             return None
-        parts: dict[str, Any] = {SCHEDULER_NAME: pod.spec.scheduler_name}
-        try:
-            for i, (_name, plugin) in enumerate(signers):
-                out = plugin.sign_pod(pod)
-                if isinstance(out, Status):
-                    if not out.is_success():
-                        if i:  # ask the refusing plugin first next time: unsignable pods stay cheap
-                            signers.insert(0, signers.pop(i))
-                        return None
-                    continue
-                for key, value in out:
-                    parts.setdefault(key, value)
-            # Sorted keys: the bytes do not depend on the order the plugins were asked in.
-            return msgspec.json.encode(parts, order="sorted")
-        except Exception:
-            return None
+        signature, refused = _signature(pod, signers)
+        if refused > 0:  # ask the refusing plugin first next time: unsignable pods stay cheap
+            signers.insert(0, signers.pop(refused))
+        return signature
 
     def filter_shape(self, pod: Pod) -> bytes | None:
         """What the node-local Filter plugins read from `pod`, as bytes (their `sign_pod`
         fragments): pods of one shape get the same node-local verdicts on the same nodes. None
         when one of them cannot say (no `sign_pod`, or the pod is unsignable to it)."""
         signers = self._local_filter_signers
-        if signers is None:
-            return None
-        parts: dict[str, Any] = {SCHEDULER_NAME: pod.spec.scheduler_name}
-        try:
-            for plugin in signers:
-                out = plugin.sign_pod(pod)
-                if isinstance(out, Status):
-                    return None
-                for key, value in out:
-                    parts.setdefault(key, value)
-            return msgspec.json.encode(parts, order="sorted")
-        except Exception:
-            return None
+        return None if signers is None else _signature(pod, signers)[0]
 
     # ------------------------------------------------------------------ introspection
     def plugins_at(self, point: str) -> list[str]:
@@ -821,6 +797,25 @@ def num_feasible_nodes_to_find(profile_pct: int | None, global_pct: int, num_all
 
 #: The extension points whose plugins must all sign pods for a profile to sign any (upstream's rule).
 SIGNED_POINTS = ("preFilter", "filter", "preScore", "score")
+
+
+def _signature(pod: Pod, signers: Sequence[tuple[str, Any]]) -> tuple[bytes | None, int]:
+    """(the pod's signature from these plugins' `sign_pod` fragments, -1), or (None, the position of
+    the plugin that found it unsignable; -1 when one failed)."""
+    parts: dict[str, Any] = {SCHEDULER_NAME: pod.spec.scheduler_name}
+    try:
+        for i, (_name, plugin) in enumerate(signers):
+            out = plugin.sign_pod(pod)
+            if isinstance(out, Status):
+                if not out.is_success():
+                    return None, i
+                continue
+            for key, value in out:
+                parts.setdefault(key, value)
+        # Sorted keys: the bytes do not depend on the order the plugins were asked in.
+        return msgspec.json.encode(parts, order="sorted"), -1
+    except Exception:
+        return None, -1
 
 
 def _signers(points: Mapping[str, list[tuple[str, Any]]]) -> tuple[list[tuple[str, Any]] | None, list[str]]:
