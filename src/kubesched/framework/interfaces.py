@@ -179,6 +179,40 @@ class NodeLocalFilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class RepeatableFailurePlugin(Plugin, Protocol):
+    """Optional for PreFilter, Filter and PostFilter plugins: a promise about attempts that fail.
+
+    While the cluster is full, every change that might help sends all waiting pods back, and most
+    fail again exactly as the pod before them did. When every such plugin of the profile keeps this
+    promise, the scheduler repeats the first pod's failed attempt for the next pods with the same
+    content (all but name, uid and status) while nothing changed: no node, pod, nomination or other
+    object (`scheduler.failure_memo`).
+
+    `failure_repeats(state, pod)` is asked after an attempt in which no node fit, with its
+    CycleState: True when the plugin would answer such a pod the same at each of its points up to
+    PostFilter, and the attempt changed nothing it keeps but what `repeat_failure` redoes. Answer
+    False for anything read by the pod's name or uid (ephemeral volumes, claims made from
+    templates) or kept across attempts. `repeat_failure(state)` redoes, for the repeated pod, what
+    the failed attempt changed (DefaultPreemption draws its random offset again).
+    """
+
+    def failure_repeats(self, state: CycleState, pod: Pod) -> bool: ...
+
+    def repeat_failure(self, state: CycleState) -> None: ...
+
+
+class RepeatsFailures:
+    """`RepeatableFailurePlugin` for plugins whose PreFilter/Filter/PostFilter read only the pod's
+    content and the cluster, and change nothing."""
+
+    def failure_repeats(self, state: CycleState, pod: Pod) -> bool:
+        return True
+
+    def repeat_failure(self, state: CycleState) -> None:
+        return None
+
+
+@runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
         self, state: CycleState, pod: Pod, node_to_status: dict[str, Status]

@@ -36,6 +36,7 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreScorePlugin,
     QueueSortPlugin,
+    RepeatableFailurePlugin,
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
@@ -201,10 +202,36 @@ class Framework:
             for _, p in self._points.get("preBind", [])
         ]
         self._signers, self.unsigned_plugins = _signers(self._points)
+        #: The PreFilter, Filter and PostFilter plugins, when each promises repeatable failures
+        #: (`RepeatableFailurePlugin`); None when one does not.
+        self._failure_plugins = _failure_plugins(self._points)
         local = [(n, p) for n, p, _ in self._filters if isinstance(p, NodeLocalFilterPlugin)]
         self._local_filter_signers: list[tuple[str, Any]] | None = (
             local if all(defines(type(p), "sign_pod") for _, p in local) else None
         )
+
+    # ------------------------------------------------------------------ repeated failures
+    @property
+    def repeats_failures(self) -> bool:
+        """Whether each PreFilter, Filter and PostFilter plugin may let a failed attempt repeat."""
+        return self._failure_plugins is not None
+
+    def failure_repeats(self, state: CycleState, pod: Pod) -> bool:
+        """After an attempt in which no node fit: whether the next pod with `pod`'s content would
+        fail the same way on the unchanged cluster (every plugin says so, see
+        `RepeatableFailurePlugin`). A plugin that raises says no."""
+        plugins = self._failure_plugins
+        if plugins is None:
+            return False
+        try:
+            return all(p.failure_repeats(state, pod) for p in plugins)
+        except Exception:  # a promise is an optimisation, never a reason to fail
+            return False
+
+    def repeat_failure(self, state: CycleState) -> None:
+        """Redo what the failed attempt with `state` changed (random draws), for a repeat of it."""
+        for plugin in self._failure_plugins or ():
+            plugin.repeat_failure(state)
 
     # ------------------------------------------------------------------ signatures (KEP-5598)
     @property
@@ -816,6 +843,17 @@ def _signature(pod: Pod, signers: Sequence[tuple[str, Any]]) -> tuple[bytes | No
         return msgspec.json.encode(parts, order="sorted"), -1
     except Exception:
         return None, -1
+
+
+def _failure_plugins(points: Mapping[str, list[tuple[str, Any]]]) -> list[RepeatableFailurePlugin] | None:
+    """Each plugin at PreFilter, Filter or PostFilter once, or None when one of them does not
+    promise repeatable failures."""
+    plugins: dict[str, Any] = {}
+    for point in ("preFilter", "filter", "postFilter"):
+        plugins.update(points.get(point, []))
+    if not all(isinstance(p, RepeatableFailurePlugin) for p in plugins.values()):
+        return None
+    return list(plugins.values())
 
 
 def _signers(points: Mapping[str, list[tuple[str, Any]]]) -> tuple[list[tuple[str, Any]] | None, list[str]]:

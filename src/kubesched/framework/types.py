@@ -306,11 +306,14 @@ class Diagnosis:
 class FitError(Exception):
     """The pod fits no node; `str()` is the FailedScheduling message, built exactly as upstream."""
 
-    def __init__(self, pod: Pod, num_all_nodes: int, diagnosis: Diagnosis) -> None:
+    def __init__(
+        self, pod: Pod, num_all_nodes: int, diagnosis: Diagnosis, counts: Counter[str] | None = None
+    ) -> None:
         self.pod = pod
         self.num_all_nodes = num_all_nodes
         self.diagnosis = diagnosis
-        self._counts: Counter[str] | None = None
+        #: `reason_counts()` when already counted (a repeated failure passes the first one's).
+        self._counts = counts
         super().__init__()
 
     def __str__(self) -> str:

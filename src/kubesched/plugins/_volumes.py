@@ -23,6 +23,7 @@ from kubesched.api.objects import (
 )
 
 if TYPE_CHECKING:
+    from kubesched.framework.cycle_state import CycleState
     from kubesched.framework.node_table import NodeTable
 
 #: The kinds the volume plugins read through the listers.
@@ -37,6 +38,7 @@ __all__ = [
     "VOLUME_KINDS",
     "WAIT_FOR_FIRST_CONSUMER",
     "ListerSource",
+    "RepeatsFailuresWithoutClaims",
     "VolumeHandle",
     "VolumeObjects",
     "binding_mode",
@@ -139,6 +141,18 @@ def pod_claims(pod: Pod) -> Iterator[tuple[Volume, str, bool]]:
             yield volume, volume.persistent_volume_claim.claim_name, False
         elif volume.ephemeral is not None:
             yield volume, ephemeral_claim_name(pod, volume), True
+
+
+class RepeatsFailuresWithoutClaims:
+    """`RepeatableFailurePlugin` for the volume plugins. A pod without claims they answer from its
+    content and the cluster alone; a pod with claims depends on claims named after it (ephemeral
+    volumes) and on bindings in flight, so its failures are not repeated."""
+
+    def failure_repeats(self, state: CycleState, pod: Pod) -> bool:
+        return next(pod_claims(pod), None) is None
+
+    def repeat_failure(self, state: CycleState) -> None:
+        return None
 
 
 class VolumeObjects:

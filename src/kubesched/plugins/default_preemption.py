@@ -55,6 +55,7 @@ from kubesched.framework.interfaces import (
     Handle,
     PostFilterPlugin,
     PreEnqueuePlugin,
+    RepeatableFailurePlugin,
 )
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.node_table import BoolArray, IndexArray, NodeTable
@@ -184,6 +185,21 @@ class _DryRun:
     #: full cluster, so they are counted rather than listed.
     without_victims: int = 0
     errors: list[Status] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Repeatable:
+    """CycleState mark of a preemption that failed without touching anything: `draw` is the size
+    of the random offset it drew (0: none), which a repeat of the attempt draws again."""
+
+    draw: int
+
+    def clone(self) -> _Repeatable:
+        return self
+
+
+#: CycleState key of `_Repeatable`.
+_REPEATABLE_KEY = "DefaultPreemption/repeatable"
 
 
 class _ExtensionError(Exception):
@@ -353,7 +369,7 @@ def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate |
 # --------------------------------------------------------------------------- the plugin
 
 
-class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
+class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, RepeatableFailurePlugin):
     """PostFilter: nominate the pod to a node after evicting the fewest, least important pods there.
 
     PreEnqueue: hold the pod back while its victims are being evicted in the background.
@@ -378,6 +394,18 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         #: lock by PreEnqueue, written by the eviction thread too: guarded by its own lock.
         self._preempting: dict[str, _Preempting] = {}
         self._preempting_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ repeated failures
+    def failure_repeats(self, state: CycleState, pod: Pod) -> bool:
+        """`RepeatableFailurePlugin`: when this attempt's preemption found the pod not eligible or
+        found no candidate anywhere, and the pod was not nominated (nothing was changed)."""
+        return isinstance(state.get(_REPEATABLE_KEY), _Repeatable)
+
+    def repeat_failure(self, state: CycleState) -> None:
+        """Draw the random offset again, as the repeated attempt would have."""
+        mark = state.get(_REPEATABLE_KEY)
+        if isinstance(mark, _Repeatable) and mark.draw:
+            self.offset_and_num_candidates(mark.draw)
 
     # ------------------------------------------------------------------ PreEnqueue
     def pre_enqueue(self, pod: Pod) -> Status | None:
@@ -445,9 +473,12 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         nominated = self._nominated_node(handle, preemptor)
         why_not = self.pod_eligible_to_preempt_others(handle, preemptor, node_to_status, nominated)
         if why_not:
+            if not nominated:
+                state.write(_REPEATABLE_KEY, _Repeatable(0))
             return None, Status(Code.UNSCHEDULABLE, why_not)
 
         dry = _DryRun()
+        drawn = 0
         if not len(snapshot) or snapshot.lowest_priority.min() >= preemptor.priority:
             # Nobody anywhere has a lower priority (every pod of a full cluster is as important):
             # every potential node is one without victims. The offset is still drawn, as the dry
@@ -455,9 +486,11 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             dry.without_victims = potential_count(snapshot, node_to_status)
             if dry.without_victims:
                 self.offset_and_num_candidates(dry.without_victims)
+                drawn = dry.without_victims
         elif len(potential := potential_rows(snapshot, node_to_status)):
             budgets = disruption_budgets(handle.lister("PodDisruptionBudget"))
             offset, num_candidates = self.offset_and_num_candidates(len(potential))
+            drawn = len(potential)
             dry = self.dry_run_preemption(
                 handle, state, preemptor, snapshot, potential, budgets, offset, num_candidates
             )
@@ -478,6 +511,10 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             # framework keeps a PostFilter result only when the plugin succeeds.
             if nominated:
                 handle.set_nominated_node(pod, "")
+            else:
+                # Every potential node was tried (none became a candidate), so the outcome does
+                # not depend on the offset: the next pod of this content fails the same way.
+                state.write(_REPEATABLE_KEY, _Repeatable(drawn))
             self._nominations.pop(preemptor.key, None)
             return PostFilterResult(nominated_node_name=""), Status(Code.UNSCHEDULABLE, message)
 

@@ -51,6 +51,7 @@ from kubesched.framework.interfaces import (
     PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
+    RepeatsFailures,
     ScoreExtensions,
     ScorePlugin,
     Scores,
@@ -656,6 +657,7 @@ class InterPodAffinity(
     BatchScorePlugin,
     ScoreExtensions,
     EnqueueExtensions,
+    RepeatsFailures,
 ):
     """Pod affinity and anti-affinity, required (Filter) and preferred (Score).
 

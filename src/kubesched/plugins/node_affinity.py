@@ -21,6 +21,7 @@ from kubesched.framework.interfaces import (
     FilterPlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    RepeatsFailures,
     ScoreExtensions,
     ScorePlugin,
     Scores,
@@ -200,6 +201,7 @@ class NodeAffinity(
     BatchScorePlugin,
     ScoreExtensions,
     EnqueueExtensions,
+    RepeatsFailures,
 ):
     """Filter and score nodes by the pod's `nodeSelector` and node affinity.
 

@@ -24,7 +24,13 @@ import numpy as np
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
-from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin, PreFilterPlugin
+from kubesched.framework.interfaces import (
+    BatchFilterPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    PreFilterPlugin,
+    RepeatsFailures,
+)
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
 from kubesched.framework.signature import REQUIRED_FEATURES, SignFragment
@@ -60,7 +66,9 @@ class _Required:
         return self
 
 
-class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+class NodeDeclaredFeatures(
+    PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensions, RepeatsFailures
+):
     """Filter nodes that do not declare every feature the pod requires."""
 
     name: ClassVar[str] = "NodeDeclaredFeatures"

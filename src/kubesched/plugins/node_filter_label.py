@@ -17,7 +17,7 @@ from kubesched.api.selectors import label_value_error, qualified_name_error
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
-from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin
+from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin, RepeatsFailures
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
 from kubesched.framework.status import Status
@@ -56,7 +56,7 @@ def _reason(key: str, value: str | None = None) -> Status:
     return Status.unschedulable_and_unresolvable(text)
 
 
-class NodeFilterLabel(FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+class NodeFilterLabel(FilterPlugin, BatchFilterPlugin, EnqueueExtensions, RepeatsFailures):
     """Filter: reject nodes labelled with a configured key=value (default `node=hello`).
 
     Args map label keys to values to reject (`{"node": ["hello"]}` by default); an empty value list

@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
-from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin
+from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin, RepeatsFailures
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
 from kubesched.framework.signature import SignFragment, node_name_fragment
@@ -18,7 +18,7 @@ __all__ = ["ERR_REASON", "NodeName"]
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName(FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+class NodeName(FilterPlugin, BatchFilterPlugin, EnqueueExtensions, RepeatsFailures):
     """Filter: when `spec.nodeName` is set, every other node is UnschedulableAndUnresolvable.
 
     A pod created with `nodeName` normally bypasses the scheduler; this covers a pod that sets it and

@@ -20,7 +20,13 @@ import numpy.typing as npt
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
-from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin, PreFilterPlugin
+from kubesched.framework.interfaces import (
+    BatchFilterPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    PreFilterPlugin,
+    RepeatsFailures,
+)
 from kubesched.framework.node_info import HostPort, NodeInfo, pod_host_ports, ports_conflict
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
 from kubesched.framework.signature import SignFragment, host_ports_fragment
@@ -42,7 +48,7 @@ class _PreFilterState:
         return self
 
 
-class NodePorts(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+class NodePorts(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensions, RepeatsFailures):
     """Filter out nodes where one of the pod's host ports is already taken."""
 
     name: ClassVar[str] = "NodePorts"

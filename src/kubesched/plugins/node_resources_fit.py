@@ -45,6 +45,7 @@ from kubesched.framework.interfaces import (
     Handle,
     PreFilterPlugin,
     PreScorePlugin,
+    RepeatsFailures,
     ScorePlugin,
 )
 from kubesched.framework.node_info import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, NodeInfo, node_allocatable
@@ -449,6 +450,7 @@ class NodeResourcesFit(
     ScorePlugin,
     BatchScorePlugin,
     EnqueueExtensions,
+    RepeatsFailures,
 ):
     """Filter nodes without room for the pod's request; score nodes by how allocated they would be."""
 

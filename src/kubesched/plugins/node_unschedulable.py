@@ -8,7 +8,7 @@ from kubesched.api.objects import Pod, Taint
 from kubesched.api.taints import EFFECT_NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, toleration_tolerates
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
-from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin
+from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin, RepeatsFailures
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
 from kubesched.framework.signature import SignFragment, tolerations_fragment
@@ -26,7 +26,7 @@ def _tolerates_unschedulable(pod: Pod) -> bool:
     return any(toleration_tolerates(t, _UNSCHEDULABLE_TAINT) for t in pod.spec.tolerations)
 
 
-class NodeUnschedulable(FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+class NodeUnschedulable(FilterPlugin, BatchFilterPlugin, EnqueueExtensions, RepeatsFailures):
     """Filter: a node with `spec.unschedulable: true` is UnschedulableAndUnresolvable for pods that
     do not tolerate `node.kubernetes.io/unschedulable:NoSchedule` (DaemonSet pods usually do)."""
 

@@ -52,6 +52,7 @@ from kubesched.framework.signature import SignFragment, volumes_fragment
 from kubesched.framework.status import Code, Status
 from kubesched.plugins._volumes import (
     VOLUME_KINDS,
+    RepeatsFailuresWithoutClaims,
     VolumeHandle,
     VolumeObjects,
     claim_class,
@@ -206,7 +207,9 @@ def _may_use_csi(pod: Pod) -> bool:
     )
 
 
-class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+class NodeVolumeLimits(
+    PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensions, RepeatsFailuresWithoutClaims
+):
     """Keep each node's CSI volumes per driver within its CSINode's attach limits."""
 
     name: ClassVar[str] = "NodeVolumeLimits"

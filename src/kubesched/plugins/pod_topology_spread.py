@@ -55,6 +55,7 @@ from kubesched.framework.interfaces import (
     PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
+    RepeatsFailures,
     ScoreExtensions,
     ScorePlugin,
     Scores,
@@ -568,6 +569,7 @@ class PodTopologySpread(
     BatchScorePlugin,
     ScoreExtensions,
     EnqueueExtensions,
+    RepeatsFailures,
 ):
     """Filter nodes by the pod's DoNotSchedule spread constraints and score them by its
     ScheduleAnyway ones (or by the profile's default constraints when the pod has none).

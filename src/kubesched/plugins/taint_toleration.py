@@ -19,6 +19,7 @@ from kubesched.framework.interfaces import (
     EnqueueExtensions,
     FilterPlugin,
     PreScorePlugin,
+    RepeatsFailures,
     ScoreExtensions,
     ScorePlugin,
     Scores,
@@ -70,6 +71,7 @@ class TaintToleration(
     BatchScorePlugin,
     ScoreExtensions,
     EnqueueExtensions,
+    RepeatsFailures,
 ):
     """Filter: a node with a NoSchedule or NoExecute taint the pod does not tolerate is
     UnschedulableAndUnresolvable (PreferNoSchedule taints never filter).

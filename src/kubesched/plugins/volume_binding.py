@@ -93,6 +93,7 @@ from kubesched.plugins._volumes import (
     NOT_SUPPORTED_PROVISIONER,
     VOLUME_KINDS,
     WAIT_FOR_FIRST_CONSUMER,
+    RepeatsFailuresWithoutClaims,
     VolumeHandle,
     VolumeObjects,
     binding_mode,
@@ -382,6 +383,7 @@ class VolumeBinding(
     ReservePlugin,
     PreBindPlugin,
     EnqueueExtensions,
+    RepeatsFailuresWithoutClaims,
 ):
     """Check that the pod's claims are bound or bindable on the node; assume and bind them."""
 

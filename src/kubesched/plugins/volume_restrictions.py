@@ -46,7 +46,14 @@ from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import BatchFilterResult, BoolArray, NodeSet, NodeTable, PodRowCounts
 from kubesched.framework.signature import SignFragment, volumes_fragment
 from kubesched.framework.status import Code, Status
-from kubesched.plugins._volumes import VOLUME_KINDS, VolumeHandle, VolumeObjects, claim_key, pvc_not_found
+from kubesched.plugins._volumes import (
+    VOLUME_KINDS,
+    RepeatsFailuresWithoutClaims,
+    VolumeHandle,
+    VolumeObjects,
+    claim_key,
+    pvc_not_found,
+)
 
 __all__ = [
     "ERR_REASON_DISK_CONFLICT",
@@ -141,7 +148,12 @@ class _PreFilterState:
 
 
 class VolumeRestrictions(
-    PreFilterPlugin, PreFilterExtensions, FilterPlugin, BatchFilterPlugin, EnqueueExtensions
+    PreFilterPlugin,
+    PreFilterExtensions,
+    FilterPlugin,
+    BatchFilterPlugin,
+    EnqueueExtensions,
+    RepeatsFailuresWithoutClaims,
 ):
     """Reject nodes where the pod's disks are already used, and any node while its RWOP claim is."""
 

@@ -40,6 +40,7 @@ from kubesched.framework.status import Code, Status
 from kubesched.plugins._volumes import (
     VOLUME_KINDS,
     WAIT_FOR_FIRST_CONSUMER,
+    RepeatsFailuresWithoutClaims,
     VolumeHandle,
     VolumeObjects,
     binding_mode,
@@ -124,7 +125,9 @@ class _PreFilterState:
         return self
 
 
-class VolumeZone(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+class VolumeZone(
+    PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensions, RepeatsFailuresWithoutClaims
+):
     """Keep pods on nodes in the zones/regions of their bound volumes."""
 
     name: ClassVar[str] = "VolumeZone"

@@ -125,6 +125,11 @@ class OpportunisticBatch:
     rescores: int = 0
 
     # ------------------------------------------------------------------ the cycle asks
+    @property
+    def idle(self) -> bool:
+        """No node list to offer: the next `node_hint` gives no hint whatever the pod."""
+        return self.stored is None or not self.stored.alive.any()
+
     def node_hint(
         self, state: CycleState, pod: Pod, cycle: int, table: NodeTable
     ) -> tuple[str, bytes | None]:

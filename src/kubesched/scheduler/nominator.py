@@ -14,11 +14,13 @@ from kubesched.framework.node_info import PodInfo
 class Nominator:
     """Pod -> nominated node and node -> nominated pods, kept in nomination order."""
 
-    __slots__ = ("_node_of", "_pods_on")
+    __slots__ = ("_node_of", "_pods_on", "version")
 
     def __init__(self) -> None:
         self._node_of: dict[str, str] = {}
         self._pods_on: dict[str, dict[str, PodInfo]] = {}
+        #: Counts the changes: equal versions, equal nominations.
+        self.version = 0
 
     def add(self, pod_info: PodInfo, node_name: str | None = None) -> None:
         """Nominate the pod, replacing any earlier nomination.
@@ -33,12 +35,14 @@ class Nominator:
             return
         self._node_of[pod_info.key] = name
         self._pods_on.setdefault(name, {})[pod_info.key] = pod_info
+        self.version += 1
 
     def delete(self, pod_key: str) -> None:
         """Forget the pod's nomination (bound, deleted, or re-nominated); unknown keys are ignored."""
         name = self._node_of.pop(pod_key, None)
         if name is None:
             return
+        self.version += 1
         pods = self._pods_on[name]
         del pods[pod_key]
         if not pods:

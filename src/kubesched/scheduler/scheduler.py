@@ -48,6 +48,7 @@ from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
 from kubesched.scheduler.batch import BatchMetrics, OpportunisticBatch, RunnersUp
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
+from kubesched.scheduler.failure_memo import FailureMemo, RepeatableFailure, pod_content
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.ports import BindRefused, ClusterPort, ResourceClaimPort, VolumeBinderPort
 from kubesched.scheduler.queue import SchedulingQueue
@@ -374,6 +375,10 @@ class Scheduler:
         self._next_start = 0
         #: Filter verdicts of pods that fit nowhere, patched on their retries (framework/filter_memo).
         self.filter_memo = FilterMemo()
+        #: Failed attempts repeated for pods of the same content while nothing changes
+        #: (scheduler/failure_memo); `_objects_version` counts the other objects' events for it.
+        self.failure_memo = FailureMemo()
+        self._objects_version = 0
 
     # ================================================================== cluster events in
     def responsible_for(self, pod: Pod) -> bool:
@@ -401,6 +406,7 @@ class Scheduler:
                 if observe is not None:
                     observe(resource, old, new)
         self.filter_memo.forget_all()
+        self._objects_version += 1
         self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)
 
     def on_pod_add(self, pod: Pod) -> None:
@@ -478,11 +484,22 @@ class Scheduler:
             self.queue.done(qpi.key)
             return True
         started = self.clock.now()
+        content = self._repeatable_content(fwk, qpi)
+        before: tuple[Any, ...] = ()
+        start = self._next_start
+        if content is not None:
+            before = self._cluster_state()
+            failure = self.failure_memo.get(before, fwk.profile_name, content)
+            if failure is not None and failure.start_before == start:
+                self._repeat_failure(fwk, qpi, failure, started)
+                return True
         state = CycleState()
         try:
             result = self._schedule_pod(fwk, state, qpi)
         except FitError as fit:
-            self._after_fit_error(fwk, state, qpi, fit, started)
+            nominated, victims = self._after_fit_error(fwk, state, qpi, fit, started)
+            if content is not None and not nominated and not victims and self._cluster_state() == before:
+                self._keep_failure(fwk, state, qpi, fit, content, start, nominated)
             return True
         except _CycleError as err:
             self._fail(fwk, qpi, err.status, started, filter_=err.filter)
@@ -916,9 +933,77 @@ class Scheduler:
         self._fail(b.fwk, b.qpi, status, started, filter_=None, nominated=nominated)
 
     # ================================================================== failures
+    # ================================================================== repeated failures
+    def _repeatable_content(self, fwk: Framework, qpi: QueuedPodInfo) -> bytes | None:
+        """The pod's content (`pod_content`) when a failure of its attempt may be kept or repeated:
+        every plugin up to PostFilter promises it, no extender takes part, the pod is not
+        nominated (its nominated node is tried first) and batching has no node list to offer."""
+        if not fwk.repeats_failures or self.extenders is not None:
+            return None
+        pod = qpi.pod
+        if pod.status.nominated_node_name or self.nominator.nominated_node(qpi.key) is not None:
+            return None
+        if not self.batches[fwk.profile_name].idle:
+            return None
+        return pod_content(pod)
+
+    def _cluster_state(self) -> tuple[Any, ...]:
+        """Everything a promised plugin reads besides the pod: the node table (its nodes and their
+        pods), the nominations and the other objects."""
+        table = self.cache.snapshot()
+        return (
+            table,
+            table.generation,
+            table.node_generation,
+            self.nominator.version,
+            self._objects_version,
+        )
+
+    def _keep_failure(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        fit: FitError,
+        content: bytes,
+        start: int,
+        nominated: str | None,
+    ) -> None:
+        """Keep a failed attempt, which nominated and evicted nobody and changed nothing, for the
+        next pods of the same content, if every plugin says a repeat would fail the same way."""
+        if not fwk.failure_repeats(state, qpi.pod):
+            return
+        failure = RepeatableFailure(
+            diagnosis=fit.diagnosis,
+            num_all_nodes=fit.num_all_nodes,
+            counts=fit.reason_counts(),
+            state=state,
+            nominated=nominated,
+            asked_for_hint=fit.diagnosis.pre_filter_status is None,
+            start_before=start,
+            start_after=self._next_start,
+        )
+        self.failure_memo.put(self._cluster_state(), fwk.profile_name, content, failure)
+
+    def _repeat_failure(
+        self, fwk: Framework, qpi: QueuedPodInfo, failure: RepeatableFailure, started: float
+    ) -> None:
+        """Fail the pod as the kept attempt failed, redoing what that attempt changed besides the
+        plugins' answers: their random draws, batching's count of cycles without a hint, the
+        rotating start, then the requeue, event and condition of any failure."""
+        fwk.repeat_failure(failure.state)
+        if failure.asked_for_hint:
+            self.batches[fwk.profile_name].node_hint(
+                failure.state, qpi.pod, self.queue.scheduling_cycle, self.cache.snapshot()
+            )
+        self._next_start = failure.start_after
+        fit = FitError(qpi.pod, failure.num_all_nodes, failure.diagnosis, failure.counts)
+        self._fail_fit(fwk, qpi, fit, started, nominated=failure.nominated, victims=[])
+
     def _after_fit_error(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, fit: FitError, started: float
-    ) -> None:
+    ) -> tuple[str | None, list[str]]:
+        """PostFilter, then the failure; returns the PostFilter's nomination and victims."""
         nominated: str | None = None
         victims: list[str] = []
         if fwk.plugins_at("postFilter"):
@@ -928,6 +1013,20 @@ class Scheduler:
                 # None keeps the pod's nomination, "" clears it, a name nominates (preemption).
                 nominated = result.nominated_node_name
                 victims = list(result.victims)
+        self._fail_fit(fwk, qpi, fit, started, nominated=nominated, victims=victims)
+        return nominated, victims
+
+    def _fail_fit(
+        self,
+        fwk: Framework,
+        qpi: QueuedPodInfo,
+        fit: FitError,
+        started: float,
+        *,
+        nominated: str | None,
+        victims: list[str],
+    ) -> None:
+        """The failure of an attempt in which no node fit (its own or a repeated one)."""
         qpi.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
         qpi.pending_plugins = set(fit.diagnosis.pending_plugins)
         explain = fit.diagnosis.node_to_status if self.options.explain else None

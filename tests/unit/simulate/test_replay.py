@@ -14,6 +14,7 @@ from kubesched.config import default_config
 from kubesched.framework import filter_memo, runtime
 from kubesched.framework.filter_memo import FilterMemo
 from kubesched.plugins import default_registry
+from kubesched.scheduler.scheduler import Scheduler
 from kubesched.simulate.replay import replay
 from kubesched.simulate.replay_report import ReplayPod, ReplayReport, replay_to_json
 from kubesched.simulate.scenario import ObjectRef, Scenario, TimelineEvent, parse_scenario
@@ -201,6 +202,8 @@ def test_remembered_filter_verdicts_and_per_node_filters_change_no_decision(
         return out
 
     monkeypatch.setattr(filter_memo, "_patched", counting_patch)
+    # Every retry runs its own Filter pass here (no failure repeated for a sibling pod).
+    monkeypatch.setattr(Scheduler, "_repeatable_content", lambda self, fwk, qpi: None)
     remembered = report()
     assert sum(patched) > 1000  # the full cluster made pods wait and retry
     assert remembered["summary"]["evictions"]["Preempted"] > 0

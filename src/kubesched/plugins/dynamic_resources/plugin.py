@@ -610,6 +610,16 @@ class DynamicResources(
             return None, Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed")
         return None, Status(Code.UNSCHEDULABLE)
 
+    # ------------------------------------------------------------------ repeated failures
+    def failure_repeats(self, state: CycleState, pod: Pod) -> bool:
+        """`RepeatableFailurePlugin`: only when the plugin had nothing to do (no PreFilter run, or
+        it skipped: no claims, no extended resource backed by devices). Claims made from templates
+        are named after the pod, and allocations in flight belong to one pod."""
+        return state.get(STATE_KEY) is None or NAME in state.skip_filter_plugins
+
+    def repeat_failure(self, state: CycleState) -> None:
+        return None
+
     # ------------------------------------------------------------------ Score
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Scores:
         data = state.get(STATE_KEY)

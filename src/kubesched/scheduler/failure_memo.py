@@ -1,0 +1,89 @@
+"""Failed attempts repeated for pods of the same content while the cluster stands still.
+
+While the cluster is full, every change that might help (a pod deleted anywhere) sends every
+waiting pod back to the active queue, as kube-scheduler's queueing hints do. The first of them
+takes the room, if any; the rest fail again, and pods created from one template fail in exactly the
+same way: same PreFilter verdicts, same per-node Filter statuses, same preemption outcome, same
+FailedScheduling message. `FailureMemo` keeps such a failure, keyed by the profile and the pod's
+content (`pod_content`: all of it but name, uid and status), and gives it back for the next pod of
+that content as long as nothing the plugins read has changed since: the node table (nodes and the
+pods on them, assumed ones included), the nominations, any other object, and the filter pass's
+rotating start. Any change starts a new, empty memo.
+
+The scheduler keeps a failure only when every PreFilter, Filter and PostFilter plugin of the
+profile promises that it repeats (`RepeatableFailurePlugin`), the pod was not nominated, no
+extender took part, and the attempt nominated nobody and evicted nobody. A repeat still does what
+the attempt did outside the plugins: it requeues the pod with the same rejecting plugins, records
+the FailedScheduling event and condition, and redoes the plugins' random draws.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from kubesched.api.objects import Pod
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.types import Diagnosis
+
+__all__ = ["FailureMemo", "RepeatableFailure", "pod_content"]
+
+#: Failures kept at one cluster state; past this the memo forgets them all (memory stays bounded).
+MAX_FAILURES = 4096
+
+_encode = msgspec.msgpack.Encoder().encode
+
+
+def pod_content(pod: Pod) -> bytes:
+    """The pod without what tells it from its siblings (name, uid, status, timestamps): two pods
+    with equal content get the same answer from plugins that read only content and cluster."""
+    meta = pod.metadata
+    return _encode((meta.namespace, meta.labels, meta.annotations, meta.owner_references, pod.spec))
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatableFailure:
+    """What a repeat of a failed attempt needs: the diagnosis (shared, never changed after the
+    attempt), the reasons as counted, the PostFilter outcome and the attempt's own CycleState (for
+    `Framework.repeat_failure`)."""
+
+    diagnosis: Diagnosis
+    num_all_nodes: int
+    counts: Counter[str]
+    state: CycleState
+    #: The PostFilter result's nomination: None keeps the pod's (it had none), "" clears it.
+    nominated: str | None
+    #: Whether the attempt passed PreFilter and asked opportunistic batching for a hint.
+    asked_for_hint: bool
+    #: The filter pass's rotating start before the attempt (a repeat needs the same) and after it.
+    start_before: int
+    start_after: int
+
+
+class FailureMemo:
+    """Failures kept for the one cluster state they were made in (see the module docstring)."""
+
+    __slots__ = ("_failures", "_state")
+
+    def __init__(self) -> None:
+        self._state: tuple[Any, ...] = ()
+        self._failures: dict[tuple[str, bytes], RepeatableFailure] = {}
+
+    def get(self, state: tuple[Any, ...], profile: str, content: bytes) -> RepeatableFailure | None:
+        """The failure kept for pods of `content` in `profile`, if the cluster is still at `state`."""
+        if state != self._state:
+            return None
+        return self._failures.get((profile, content))
+
+    def put(self, state: tuple[Any, ...], profile: str, content: bytes, failure: RepeatableFailure) -> None:
+        """Keep a failure made at cluster `state`; failures kept at any other state are dropped."""
+        if state != self._state or len(self._failures) >= MAX_FAILURES:
+            self._failures = {}
+            self._state = state
+        self._failures[(profile, content)] = failure
+
+    def __len__(self) -> int:
+        return len(self._failures)
