@@ -194,22 +194,34 @@ class RepeatableFailurePlugin(Plugin, Protocol):
     False for anything read by the pod's name or uid (ephemeral volumes, claims made from
     templates) or kept across attempts. `repeat_failure(state)` redoes, for the repeated pod, what
     the failed attempt changed (DefaultPreemption draws its random offset again).
+
+    `failure_survives_pod_changes(state, pod, table)` is asked when pods came or went on some
+    nodes since (and nothing else changed): True when the plugin's PreFilter answer in `state`
+    still holds on `table`, its Filter verdict on a node reads only that node (the scheduler
+    filters the changed nodes again and repeats the failure only if each gives the same status),
+    and its PostFilter would answer the same on the same statuses.
     """
 
     def failure_repeats(self, state: CycleState, pod: Pod) -> bool: ...
 
     def repeat_failure(self, state: CycleState) -> None: ...
 
+    def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool: ...
+
 
 class RepeatsFailures:
-    """`RepeatableFailurePlugin` for plugins whose PreFilter/Filter/PostFilter read only the pod's
-    content and the cluster, and change nothing."""
+    """`RepeatableFailurePlugin` for plugins whose PreFilter reads only the pod's content (and
+    objects), whose Filter verdict on a node reads only the pod and that node, and which change
+    nothing. A plugin reading other nodes' pods overrides `failure_survives_pod_changes`."""
 
     def failure_repeats(self, state: CycleState, pod: Pod) -> bool:
         return True
 
     def repeat_failure(self, state: CycleState) -> None:
         return None
+
+    def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool:
+        return True
 
 
 @runtime_checkable

@@ -233,6 +233,17 @@ class Framework:
         for plugin in self._failure_plugins or ():
             plugin.repeat_failure(state)
 
+    def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool:
+        """Whether a failure with `state` may be repeated after pods changed on some nodes of
+        `table` once those nodes, filtered again, give the same statuses (`RepeatableFailurePlugin`)."""
+        plugins = self._failure_plugins
+        if plugins is None:
+            return False
+        try:
+            return all(p.failure_survives_pod_changes(state, pod, table) for p in plugins)
+        except Exception:  # a promise is an optimisation, never a reason to fail
+            return False
+
     # ------------------------------------------------------------------ signatures (KEP-5598)
     @property
     def signs_pods(self) -> bool:

@@ -154,6 +154,10 @@ class RepeatsFailuresWithoutClaims:
     def repeat_failure(self, state: CycleState) -> None:
         return None
 
+    def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool:
+        # Without claims their Filters read only the node's own pods (inline volumes, attach counts).
+        return next(pod_claims(pod), None) is None
+
 
 class VolumeObjects:
     """Claims, volumes, classes and CSI objects from the listers, indexed by name on first use."""

@@ -190,9 +190,11 @@ class _DryRun:
 @dataclass(frozen=True, slots=True)
 class _Repeatable:
     """CycleState mark of a preemption that failed without touching anything: `draw` is the size
-    of the random offset it drew (0: none), which a repeat of the attempt draws again."""
+    of the random offset it drew (0: none), which a repeat of the attempt draws again; `fast` when
+    it was decided without a dry run (the pod may not preempt, or nobody has a lower priority)."""
 
     draw: int
+    fast: bool
 
     def clone(self) -> _Repeatable:
         return self
@@ -407,6 +409,17 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, R
         if isinstance(mark, _Repeatable) and mark.draw:
             self.offset_and_num_candidates(mark.draw)
 
+    def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool:
+        """When the preemption needed no dry run and still needs none: the pod may not preempt,
+        or nobody on `table` has a lower priority (the outcome then reads only the statuses)."""
+        mark = state.get(_REPEATABLE_KEY)
+        if not isinstance(mark, _Repeatable) or not mark.fast:
+            return False
+        priority = pod.spec.priority or 0
+        return (
+            pod.spec.preemption_policy == "Never" or not len(table) or table.lowest_priority.min() >= priority
+        )
+
     # ------------------------------------------------------------------ PreEnqueue
     def pre_enqueue(self, pod: Pod) -> Status | None:
         """Upstream's async preemption gate: a pod whose victims are still being evicted waits.
@@ -474,11 +487,12 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, R
         why_not = self.pod_eligible_to_preempt_others(handle, preemptor, node_to_status, nominated)
         if why_not:
             if not nominated:
-                state.write(_REPEATABLE_KEY, _Repeatable(0))
+                state.write(_REPEATABLE_KEY, _Repeatable(0, fast=True))
             return None, Status(Code.UNSCHEDULABLE, why_not)
 
         dry = _DryRun()
         drawn = 0
+        fast = False
         if not len(snapshot) or snapshot.lowest_priority.min() >= preemptor.priority:
             # Nobody anywhere has a lower priority (every pod of a full cluster is as important):
             # every potential node is one without victims. The offset is still drawn, as the dry
@@ -487,6 +501,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, R
             if dry.without_victims:
                 self.offset_and_num_candidates(dry.without_victims)
                 drawn = dry.without_victims
+            fast = True
         elif len(potential := potential_rows(snapshot, node_to_status)):
             budgets = disruption_budgets(handle.lister("PodDisruptionBudget"))
             offset, num_candidates = self.offset_and_num_candidates(len(potential))
@@ -514,7 +529,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, R
             else:
                 # Every potential node was tried (none became a candidate), so the outcome does
                 # not depend on the offset: the next pod of this content fails the same way.
-                state.write(_REPEATABLE_KEY, _Repeatable(drawn))
+                state.write(_REPEATABLE_KEY, _Repeatable(drawn, fast))
             self._nominations.pop(preemptor.key, None)
             return PostFilterResult(nominated_node_name=""), Status(Code.UNSCHEDULABLE, message)
 

@@ -775,6 +775,15 @@ class InterPodAffinity(
                 existing.add_rows(t.topology_key, groups.per_row(key, group))
         return _PreFilterState(pod, terms, ns_labels, affinity, anti, existing, _all_match(req, pod))
 
+    def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool:
+        """`RepeatableFailurePlugin`: only when PreFilter would still skip at once on `table` (nobody
+        has required anti-affinity and the pod has no required terms); otherwise the verdicts
+        depend on pods on other nodes."""
+        if self.name not in state.skip_filter_plugins or table.required_anti_affinity_pods.any():
+            return False
+        terms = self.terms_of(pod)
+        return not terms.errors and not terms.has_required
+
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: NodeSet
     ) -> tuple[PreFilterResult | None, Status | None]:

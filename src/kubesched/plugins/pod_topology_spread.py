@@ -739,6 +739,11 @@ class PodTopologySpread(
         return [counted.get(c.selector_key, zeros) if c.counts_pods else zeros for c in constraints]
 
     # ------------------------------------------------------------------ PreFilter
+    def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool:
+        """`RepeatableFailurePlugin`: only when PreFilter skipped (no DoNotSchedule constraint, which
+        the pod and the objects decide); otherwise the verdicts count pods on other nodes."""
+        return self.name in state.skip_filter_plugins
+
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: NodeSet
     ) -> tuple[PreFilterResult | None, Status | None]:

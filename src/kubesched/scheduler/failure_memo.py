@@ -5,10 +5,15 @@ waiting pod back to the active queue, as kube-scheduler's queueing hints do. The
 takes the room, if any; the rest fail again, and pods created from one template fail in exactly the
 same way: same PreFilter verdicts, same per-node Filter statuses, same preemption outcome, same
 FailedScheduling message. `FailureMemo` keeps such a failure, keyed by the profile and the pod's
-content (`pod_content`: all of it but name, uid and status), and gives it back for the next pod of
-that content as long as nothing the plugins read has changed since: the node table (nodes and the
-pods on them, assumed ones included), the nominations, any other object, and the filter pass's
-rotating start. Any change starts a new, empty memo.
+content (`pod_content`: all of it but name, uid and status), for as long as the *frame* stands:
+the node table's nodes, the nominations and every other object. A change of frame starts a new,
+empty memo.
+
+Pods coming and going on nodes do not change the frame; the scheduler repeats a kept failure
+after such changes only when no pod changed since it was made, or when every plugin says its part
+survives pod changes (its PreFilter answer still holds, its Filter reads only the node, its
+PostFilter reads only the statuses) and each node whose pods changed, filtered again, gives the
+status it gave before. The filter pass's rotating start must be where it was, too.
 
 The scheduler keeps a failure only when every PreFilter, Filter and PostFilter plugin of the
 profile promises that it repeats (`RepeatableFailurePlugin`), the pod was not nominated, no
@@ -44,7 +49,7 @@ def pod_content(pod: Pod) -> bytes:
     return _encode((meta.namespace, meta.labels, meta.annotations, meta.owner_references, pod.spec))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RepeatableFailure:
     """What a repeat of a failed attempt needs: the diagnosis (shared, never changed after the
     attempt), the reasons as counted, the PostFilter outcome and the attempt's own CycleState (for
@@ -61,28 +66,31 @@ class RepeatableFailure:
     #: The filter pass's rotating start before the attempt (a repeat needs the same) and after it.
     start_before: int
     start_after: int
+    #: The node table's pod log position the failure holds at (moved on when it is found to
+    #: hold after later pod changes).
+    position: int
 
 
 class FailureMemo:
-    """Failures kept for the one cluster state they were made in (see the module docstring)."""
+    """Failures kept for the one frame they were made in (see the module docstring)."""
 
-    __slots__ = ("_failures", "_state")
+    __slots__ = ("_failures", "_frame")
 
     def __init__(self) -> None:
-        self._state: tuple[Any, ...] = ()
+        self._frame: tuple[Any, ...] = ()
         self._failures: dict[tuple[str, bytes], RepeatableFailure] = {}
 
-    def get(self, state: tuple[Any, ...], profile: str, content: bytes) -> RepeatableFailure | None:
-        """The failure kept for pods of `content` in `profile`, if the cluster is still at `state`."""
-        if state != self._state:
+    def get(self, frame: tuple[Any, ...], profile: str, content: bytes) -> RepeatableFailure | None:
+        """The failure kept for pods of `content` in `profile`, if the cluster is still in `frame`."""
+        if frame != self._frame:
             return None
         return self._failures.get((profile, content))
 
-    def put(self, state: tuple[Any, ...], profile: str, content: bytes, failure: RepeatableFailure) -> None:
-        """Keep a failure made at cluster `state`; failures kept at any other state are dropped."""
-        if state != self._state or len(self._failures) >= MAX_FAILURES:
+    def put(self, frame: tuple[Any, ...], profile: str, content: bytes, failure: RepeatableFailure) -> None:
+        """Keep a failure made in `frame`; failures kept in any other frame are dropped."""
+        if frame != self._frame or len(self._failures) >= MAX_FAILURES:
             self._failures = {}
-            self._state = state
+            self._frame = frame
         self._failures[(profile, content)] = failure
 
     def __len__(self) -> int:

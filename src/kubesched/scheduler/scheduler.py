@@ -61,6 +61,9 @@ T = TypeVar("T")
 
 #: Filter reasons an Attempt keeps for logs (the message has them all).
 TOP_REASONS = 3
+#: A kept failure is checked against at most this many nodes whose pods changed since; past
+#: that, a full attempt is about as cheap.
+MAX_REFILTERED_ROWS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,12 +488,13 @@ class Scheduler:
             return True
         started = self.clock.now()
         content = self._repeatable_content(fwk, qpi)
-        before: tuple[Any, ...] = ()
+        frame: tuple[Any, ...] = ()
         start = self._next_start
+        position = self.cache.snapshot().pod_log_position
         if content is not None:
-            before = self._cluster_state()
-            failure = self.failure_memo.get(before, fwk.profile_name, content)
-            if failure is not None and failure.start_before == start:
+            frame = self._cluster_frame()
+            failure = self.failure_memo.get(frame, fwk.profile_name, content)
+            if failure is not None and self._still_fails(fwk, qpi, failure):
                 self._repeat_failure(fwk, qpi, failure, started)
                 return True
         state = CycleState()
@@ -498,7 +502,13 @@ class Scheduler:
             result = self._schedule_pod(fwk, state, qpi)
         except FitError as fit:
             nominated, victims = self._after_fit_error(fwk, state, qpi, fit, started)
-            if content is not None and not nominated and not victims and self._cluster_state() == before:
+            if (
+                content is not None
+                and not nominated
+                and not victims
+                and self._cluster_frame() == frame
+                and self.cache.snapshot().pod_log_position == position
+            ):
                 self._keep_failure(fwk, state, qpi, fit, content, start, nominated)
             return True
         except _CycleError as err:
@@ -947,17 +957,44 @@ class Scheduler:
             return None
         return pod_content(pod)
 
-    def _cluster_state(self) -> tuple[Any, ...]:
-        """Everything a promised plugin reads besides the pod: the node table (its nodes and their
-        pods), the nominations and the other objects."""
+    def _cluster_frame(self) -> tuple[Any, ...]:
+        """What a promised plugin reads besides the pod and the pods on nodes (which the node
+        table's pod log follows): the nodes, the nominations and the other objects."""
         table = self.cache.snapshot()
-        return (
-            table,
-            table.generation,
-            table.node_generation,
-            self.nominator.version,
-            self._objects_version,
-        )
+        return (table, table.node_generation, self.nominator.version, self._objects_version)
+
+    def _still_fails(self, fwk: Framework, qpi: QueuedPodInfo, failure: RepeatableFailure) -> bool:
+        """Whether the kept failure holds now: the rotating start is where it was, and no pod
+        changed since, or every plugin's part survives pod changes and each node whose pods
+        changed, filtered again with the failed attempt's state, gives the status it gave."""
+        if failure.start_before != self._next_start:
+            return False
+        table = self.cache.snapshot()
+        position = table.pod_log_position
+        if failure.position == position:
+            return True
+        if self.nominator.has_nominated_pods():  # nominated pods take part in filtering a node
+            return False
+        rows = table.rows_changed_since(failure.position)
+        if rows is None or len(rows) > MAX_REFILTERED_ROWS:
+            return False
+        if not fwk.failure_survives_pod_changes(failure.state, qpi.pod, table):
+            return False
+        diagnosis = failure.diagnosis
+        if diagnosis.pre_filter_status is None:  # else no node was filtered: PreFilter still says no
+            statuses = diagnosis.node_to_status
+            for row in rows:
+                info = table.infos[row]
+                was = statuses.get(info.name)
+                if was is None:
+                    if diagnosis.absent_nodes_status is None:
+                        return False
+                    continue  # left out by PreFilter, which still answers the same
+                now = fwk.run_filter_on_node(failure.state, qpi.pod, info)
+                if now is None or now != was or now.plugin != was.plugin:
+                    return False
+        failure.position = position
+        return True
 
     def _keep_failure(
         self,
@@ -982,8 +1019,9 @@ class Scheduler:
             asked_for_hint=fit.diagnosis.pre_filter_status is None,
             start_before=start,
             start_after=self._next_start,
+            position=self.cache.snapshot().pod_log_position,
         )
-        self.failure_memo.put(self._cluster_state(), fwk.profile_name, content, failure)
+        self.failure_memo.put(self._cluster_frame(), fwk.profile_name, content, failure)
 
     def _repeat_failure(
         self, fwk: Framework, qpi: QueuedPodInfo, failure: RepeatableFailure, started: float

@@ -102,33 +102,51 @@ def test_content_other_than_name_makes_its_own_attempt() -> None:
     assert pod_content(make_pod("a", cpu="500m")) != pod_content(make_pod("a", cpu="500m", namespace="other"))
 
 
-def test_a_changed_cluster_gets_a_full_attempt() -> None:
+def test_a_failure_outlives_pod_changes_that_leave_each_changed_node_as_it_failed() -> None:
     c = Cluster([*_full_nodes(), *(make_pod(f"w{i}", cpu="600m") for i in range(3))])
     c.run()
     assert c.full == 1
     s = c.scheduler
-    # A pod deleted: its node has room for one; the second waiting pod fails on the new table.
+    # big0 leaves: w0 takes n0 (a full attempt); n0 is the only node whose pods changed, and
+    # filtered again for w1 and w2 it still says "Insufficient cpu": both repeat the failure.
     big = next(p for p in c.cluster.pods.values() if p.metadata.name == "big0")
     c.cluster.delete_pod(big, reason="test", message="")
     c.run()
-    assert c.full == 3  # the first fits (full attempt), the second fails anew, the third repeats
+    assert c.full == 2
     assert sorted(p.metadata.name for p in c.cluster.pods.values() if p.spec.node_name) == [
         "big1",
         "big2",
         "w0",
     ]
+    assert c.failures()[-1] == c.failures()[0]
     waiting = [q.key for q in s.queue.pending_pods()]
     assert len(waiting) == 2
     # Retried with nothing changed: both repeat the kept failure.
-    before = c.full
     s.queue.activate(waiting)
     c.run()
-    assert c.full == before
+    assert c.full == 2
     # Another object changed (any kind may matter to some plugin): the next one runs in full.
     s.on_object_event(Resource.STORAGE_CLASS, ActionType.ADD, None, None)
     s.queue.activate(waiting)
     c.run()
-    assert c.full == before + 1
+    assert c.full == 3
+
+
+def test_a_changed_node_that_fails_differently_means_a_full_attempt() -> None:
+    waiting = [make_pod(f"w{i}", cpu="600m", host_ports=[80]) for i in range(2)]
+    c = Cluster([*_full_nodes(), *waiting])
+    c.run()
+    assert c.full == 1
+    # n0 now has room but its port is taken: a new reason on a changed node, a new message.
+    big = next(p for p in c.cluster.pods.values() if p.metadata.name == "big0")
+    c.cluster.delete_pod(big, reason="test", message="")
+    c.cluster.create_pod(make_pod("porty", cpu="100m", node_name="n0", host_ports=[80]))
+    c.run()
+    assert c.full == 2
+    assert c.failures()[-1].startswith(
+        "0/3 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, "
+        "2 Insufficient cpu."
+    )
 
 
 def test_a_nomination_or_a_nominated_pod_means_full_attempts() -> None:

@@ -620,6 +620,9 @@ class DynamicResources(
     def repeat_failure(self, state: CycleState) -> None:
         return None
 
+    def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool:
+        return self.failure_repeats(state, pod)
+
     # ------------------------------------------------------------------ Score
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Scores:
         data = state.get(STATE_KEY)
