@@ -25,14 +25,18 @@ the FailedScheduling event and condition, and redoes the plugins' random draws.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.types import Diagnosis
+from kubesched.framework.node_table import NodeTable
+from kubesched.framework.status import Status
+from kubesched.framework.types import Diagnosis, StatusColumns
 
 __all__ = ["FailureMemo", "RepeatableFailure", "pod_content"]
 
@@ -69,6 +73,23 @@ class RepeatableFailure:
     #: The node table's pod log position the failure holds at (moved on when it is found to
     #: hold after later pod changes).
     position: int
+    #: Per table row, the index of its status in the diagnosis' status columns (-1: none);
+    #: built on first use, so that looking up a few nodes does not turn the columns into a dict.
+    _codes_by_row: npt.NDArray[np.int32] | None = field(default=None, repr=False)
+
+    def status_on(self, table: NodeTable, row: int) -> Status | None:
+        """The status the failed attempt gave node `row` of `table` (None: not filtered)."""
+        statuses = self.diagnosis.node_to_status
+        columns: StatusColumns | None = getattr(statuses, "columns", None)
+        if columns is None or columns.table is not table:
+            found: Status | None = statuses.get(table.names[row])
+            return found
+        if self._codes_by_row is None:
+            codes = np.full(len(table), -1, dtype=np.int32)
+            codes[columns.rows] = columns.codes
+            self._codes_by_row = codes
+        code = int(self._codes_by_row[row])
+        return None if code < 0 else columns.statuses[code]
 
 
 class FailureMemo:

@@ -982,10 +982,9 @@ class Scheduler:
             return False
         diagnosis = failure.diagnosis
         if diagnosis.pre_filter_status is None:  # else no node was filtered: PreFilter still says no
-            statuses = diagnosis.node_to_status
             for row in rows:
+                was = failure.status_on(table, row)
                 info = table.infos[row]
-                was = statuses.get(info.name)
                 if was is None:
                     if diagnosis.absent_nodes_status is None:
                         return False
