@@ -13,7 +13,8 @@ Pods coming and going on nodes do not change the frame; the scheduler repeats a 
 after such changes only when no pod changed since it was made, or when every plugin says its part
 survives pod changes (its PreFilter answer still holds, its Filter reads only the node, its
 PostFilter reads only the statuses) and each node whose pods changed, filtered again, gives the
-status it gave before. The filter pass's rotating start must be where it was, too.
+status it gave before. A failure that filtered only some nodes (PreFilter named them) moved the
+filter pass's rotating start and is repeated only from the same start.
 
 The scheduler keeps a failure only when every PreFilter, Filter and PostFilter plugin of the
 profile promises that it repeats (`RepeatableFailurePlugin`), the pod was not nominated, no

@@ -964,10 +964,15 @@ class Scheduler:
         return (table, table.node_generation, self.nominator.version, self._objects_version)
 
     def _still_fails(self, fwk: Framework, qpi: QueuedPodInfo, failure: RepeatableFailure) -> bool:
-        """Whether the kept failure holds now: the rotating start is where it was, and no pod
-        changed since, or every plugin's part survives pod changes and each node whose pods
-        changed, filtered again with the failed attempt's state, gives the status it gave."""
-        if failure.start_before != self._next_start:
+        """Whether the kept failure holds now: no pod changed since, or every plugin's part survives
+        pod changes and each node whose pods changed, filtered again with the failed attempt's
+        state, gives the status it gave.
+
+        A failure that filtered every node left the rotating start where it was and does not depend
+        on it (only the order of its per-node statuses, a map upstream, follows the start); one that
+        filtered fewer (PreFilter named the nodes) moved it, and is repeated only from the same start.
+        """
+        if failure.start_after != failure.start_before and failure.start_before != self._next_start:
             return False
         table = self.cache.snapshot()
         position = table.pod_log_position
@@ -1033,7 +1038,8 @@ class Scheduler:
             self.batches[fwk.profile_name].node_hint(
                 failure.state, qpi.pod, self.queue.scheduling_cycle, self.cache.snapshot()
             )
-        self._next_start = failure.start_after
+        if failure.start_after != failure.start_before:
+            self._next_start = failure.start_after
         fit = FitError(qpi.pod, failure.num_all_nodes, failure.diagnosis, failure.counts)
         self._fail_fit(fwk, qpi, fit, started, nominated=failure.nominated, victims=[])
 
