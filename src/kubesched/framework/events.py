@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, IntFlag, StrEnum
+from functools import cache
 from typing import Any
 
 
@@ -27,12 +28,7 @@ class ActionType(IntFlag):
 
     def label(self) -> str:
         """Upstream's spelling, e.g. `Add`, `UpdateNodeTaint`, `Add|Delete`."""
-        if self == ActionType.ALL:
-            return "*"
-        if self == ActionType.UPDATE:
-            return "Update"
-        names = [_ACTION_LABELS[a] for a in _ACTION_LABELS if a & self]
-        return "|".join(names)
+        return _action_label(int(self))
 
 
 _ACTION_LABELS = {
@@ -74,6 +70,22 @@ class Resource(StrEnum):
 _POD_KINDS = frozenset({Resource.POD, Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD})
 
 
+@cache
+def _action_label(action: int) -> str:
+    """`ActionType.label`, spelled once per value: the queue labels every pod an event moves, and
+    flag arithmetic on enum members is slow."""
+    if action == ActionType.ALL:
+        return "*"
+    if action == ActionType.UPDATE:
+        return "Update"
+    return "|".join(label for a, label in _ACTION_LABELS.items() if int(a) & action)
+
+
+@cache
+def _event_label(resource: Resource, action: int, override: str) -> str:
+    return override or f"{resource.value.rsplit('/', 1)[-1]}{_action_label(action)}"
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
     resource: Resource
@@ -83,7 +95,7 @@ class ClusterEvent:
     @property
     def label(self) -> str:
         """Metric/event label, e.g. `NodeAdd`, `AssignedPodDelete`, `UnschedulableTimeout`."""
-        return self.label_override or f"{self.resource.value.rsplit('/', 1)[-1]}{self.action.label()}"
+        return _event_label(self.resource, int(self.action), self.label_override)
 
     def matches(self, incoming: ClusterEvent) -> bool:
         """Does this registered event cover `incoming`? (resource equal or wildcard, action bits)."""
@@ -93,7 +105,7 @@ class ClusterEvent:
             resource_ok = incoming.resource in _POD_KINDS
         else:
             resource_ok = self.resource == incoming.resource
-        return resource_ok and bool(self.action & incoming.action)
+        return resource_ok and bool(int(self.action) & int(incoming.action))
 
 
 class QueueingHint(Enum):

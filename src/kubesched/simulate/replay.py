@@ -16,6 +16,7 @@ bound for IDLE_HORIZON_SECONDS of retries (as `simulate` does).
 
 from __future__ import annotations
 
+import gc
 import heapq
 import time
 from collections.abc import Callable
@@ -51,6 +52,11 @@ from kubesched.simulate.timeline import Counters, Sampler, default_interval, lat
 __all__ = ["replay"]
 
 _T = TypeVar("_T")
+
+#: Every this many timeline events, what the replay built so far is frozen out of the cyclic GC's
+#: sight (`gc.freeze`); `long_lived_heap` hands it all back when the replay ends. Garbage cycles
+#: made just before a freeze are kept until then: a few hundred objects at most each time.
+FREEZE_EVERY_EVENTS = 10_000
 
 #: Why a pod left the cluster, as `pods[].ended` reports it.
 COMPLETED, DELETED, PREEMPTED, NODE_DELETED = "Completed", "Deleted", "Preempted", "NodeDeleted"
@@ -146,13 +152,16 @@ class _Replay:
             finally:
                 if self.scheduler.extenders is not None:
                     self.scheduler.extenders.close()
-        return self._report(time.perf_counter() - started, applied)
+            seconds = time.perf_counter() - started
+            # Still frozen: the report's own objects do not make a full collection walk the rest.
+            return self._report(seconds, applied)
 
     def _loop(self) -> int:
         """Apply the timeline and schedule in virtual time; returns how many events were applied."""
         until = self.scenario.until
         events = self.events
         i = 0
+        frozen_at = 0
         last_progress = 0.0
         bound_before = -1
         while True:
@@ -161,6 +170,11 @@ class _Replay:
                 self._apply(events[i])
                 i += 1
                 last_progress = now
+            if i - frozen_at >= FREEZE_EVERY_EVENTS:
+                # What the replay has built so far (pods' records, the cluster's objects) mostly
+                # lives to the end: keep full collections from walking it again and again.
+                gc.freeze()
+                frozen_at = i
             if self.progress is not None:
                 self.progress(i, len(events))
             self._complete_due(now)
