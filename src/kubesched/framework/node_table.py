@@ -91,6 +91,8 @@ class NodeTable:
         #: affinity plugins visit only the nodes that can matter.
         self.affinity_pods: IntArray = np.zeros(n, dtype=np.int64)
         self.required_anti_affinity_pods: IntArray = np.zeros(n, dtype=np.int64)
+        #: Their sum: whether anyone at all has required anti-affinity, without a scan.
+        self.required_anti_affinity_total = 0
         #: Per node: pods holding host ports, so NodePorts checks only those nodes.
         self.host_port_pods: IntArray = np.zeros(n, dtype=np.int64)
         self.allowed_pods: IntArray = np.zeros(n, dtype=np.int64)
@@ -98,8 +100,7 @@ class NodeTable:
         #: preemption finds the nodes with anyone to evict in one comparison instead of a visit each.
         self.lowest_priority: IntArray = np.full(n, NO_POD_PRIORITY, dtype=np.int64)
         self.unschedulable: BoolArray = np.zeros(n, dtype=np.bool_)
-        for i, ni in enumerate(self.infos):
-            self._load_row(i, ni)
+        self._load_rows()
         self.taint_sets: list[tuple[Taint, ...]] = []
         self.taint_set_ids: npt.NDArray[np.int32] = np.zeros(n, dtype=np.int32)
         self._intern_taints()
@@ -116,6 +117,34 @@ class NodeTable:
         self.node_generation = 0
 
     # ------------------------------------------------------------------ construction helpers
+    def _load_rows(self) -> None:
+        """`_load_row` for every row at once, a column at a time: a write per cell cost ~90 ms
+        for 5000 nodes, paid whenever a node comes or goes."""
+        infos, names = self.infos, self.resources
+        n = len(infos)
+        if n == 0:
+            return
+        width = len(names)
+        self.allocatable[:] = np.array(
+            [[ni.allocatable.get(r, 0) for r in names] for ni in infos], dtype=np.int64
+        ).reshape(n, width)
+        self.requested[:] = np.array(
+            [[ni.requested.get(r, 0) for r in names] for ni in infos], dtype=np.int64
+        ).reshape(n, width)
+        self.non_zero_requested[:] = np.array(
+            [(ni.non_zero_cpu, ni.non_zero_memory) for ni in infos], dtype=np.int64
+        ).reshape(n, 2)
+        self.pod_count[:] = [len(ni.pods) for ni in infos]
+        self.affinity_pods[:] = [ni.pods_with_affinity for ni in infos]
+        anti = [ni.pods_with_required_anti_affinity for ni in infos]
+        self.required_anti_affinity_pods[:] = anti
+        self.required_anti_affinity_total = sum(anti)
+        self.host_port_pods[:] = [sum(1 for pi in ni.pods.values() if pi.host_ports) for ni in infos]
+        self.allowed_pods[:] = [ni.allowed_pod_number for ni in infos]
+        lowest = (ni.lowest_priority() for ni in infos)
+        self.lowest_priority[:] = [NO_POD_PRIORITY if v is None else v for v in lowest]
+        self.unschedulable[:] = [bool(ni.node.spec.unschedulable) for ni in infos]
+
     def _load_row(self, i: int, ni: NodeInfo) -> None:
         ri = self.resource_index
         self.allocatable[i, :] = 0
@@ -129,6 +158,9 @@ class NodeTable:
         self.non_zero_requested[i] = (ni.non_zero_cpu, ni.non_zero_memory)
         self.pod_count[i] = len(ni.pods)
         self.affinity_pods[i] = ni.pods_with_affinity
+        self.required_anti_affinity_total += ni.pods_with_required_anti_affinity - int(
+            self.required_anti_affinity_pods[i]
+        )
         self.required_anti_affinity_pods[i] = ni.pods_with_required_anti_affinity
         self.host_port_pods[i] = sum(1 for pi in ni.pods.values() if pi.host_ports)
         self.allowed_pods[i] = ni.allowed_pod_number
@@ -222,6 +254,7 @@ class NodeTable:
         self.pod_count[row] += sign
         self.affinity_pods[row] += sign * pi.has_affinity
         self.required_anti_affinity_pods[row] += sign * pi.has_required_anti_affinity
+        self.required_anti_affinity_total += sign * pi.has_required_anti_affinity
         self.host_port_pods[row] += sign * bool(pi.host_ports)
         if sign > 0:
             if pi.priority < self.lowest_priority[row]:

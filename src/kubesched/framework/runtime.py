@@ -37,6 +37,7 @@ from kubesched.framework.interfaces import (
     PreScorePlugin,
     QueueSortPlugin,
     RepeatableFailurePlugin,
+    RepeatsFailures,
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
@@ -205,6 +206,10 @@ class Framework:
         #: The PreFilter, Filter and PostFilter plugins, when each promises repeatable failures
         #: (`RepeatableFailurePlugin`); None when one does not.
         self._failure_plugins = _failure_plugins(self._points)
+        # Those with something to redo or check on a repeat (the others inherit RepeatsFailures'
+        # answers): a repeat asks only them, since it must cost far less than an attempt.
+        self._failure_redrawers = _overriding(self._failure_plugins, "repeat_failure")
+        self._failure_survival_checks = _overriding(self._failure_plugins, "failure_survives_pod_changes")
         local = [(n, p) for n, p, _ in self._filters if isinstance(p, NodeLocalFilterPlugin)]
         self._local_filter_signers: list[tuple[str, Any]] | None = (
             local if all(defines(type(p), "sign_pod") for _, p in local) else None
@@ -230,17 +235,18 @@ class Framework:
 
     def repeat_failure(self, state: CycleState) -> None:
         """Redo what the failed attempt with `state` changed (random draws), for a repeat of it."""
-        for plugin in self._failure_plugins or ():
+        for plugin in self._failure_redrawers:
             plugin.repeat_failure(state)
 
     def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool:
         """Whether a failure with `state` may be repeated after pods changed on some nodes of
         `table` once those nodes, filtered again, give the same statuses (`RepeatableFailurePlugin`)."""
-        plugins = self._failure_plugins
-        if plugins is None:
+        if self._failure_plugins is None:
             return False
         try:
-            return all(p.failure_survives_pod_changes(state, pod, table) for p in plugins)
+            return all(
+                p.failure_survives_pod_changes(state, pod, table) for p in self._failure_survival_checks
+            )
         except Exception:  # a promise is an optimisation, never a reason to fail
             return False
 
@@ -854,6 +860,12 @@ def _signature(pod: Pod, signers: Sequence[tuple[str, Any]]) -> tuple[bytes | No
         return msgspec.json.encode(parts, order="sorted"), -1
     except Exception:
         return None, -1
+
+
+def _overriding(plugins: list[RepeatableFailurePlugin] | None, method: str) -> list[RepeatableFailurePlugin]:
+    """The plugins whose `method` is their own rather than `RepeatsFailures`' default."""
+    default = getattr(RepeatsFailures, method)
+    return [p for p in plugins or () if getattr(type(p), method, None) is not default]
 
 
 def _failure_plugins(points: Mapping[str, list[tuple[str, Any]]]) -> list[RepeatableFailurePlugin] | None:

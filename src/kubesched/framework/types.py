@@ -307,16 +307,25 @@ class FitError(Exception):
     """The pod fits no node; `str()` is the FailedScheduling message, built exactly as upstream."""
 
     def __init__(
-        self, pod: Pod, num_all_nodes: int, diagnosis: Diagnosis, counts: Counter[str] | None = None
+        self,
+        pod: Pod,
+        num_all_nodes: int,
+        diagnosis: Diagnosis,
+        counts: Counter[str] | None = None,
+        message: str | None = None,
     ) -> None:
         self.pod = pod
         self.num_all_nodes = num_all_nodes
         self.diagnosis = diagnosis
-        #: `reason_counts()` when already counted (a repeated failure passes the first one's).
+        #: `reason_counts()` and the message when already known (a repeated failure passes the
+        #: first one's; the message is complete only once PostFilter has run).
         self._counts = counts
+        self._message = message
         super().__init__()
 
     def __str__(self) -> str:
+        if self._message is not None:
+            return self._message
         return fit_error_message(self.num_all_nodes, self.diagnosis, self.reason_counts())
 
     def reason_counts(self) -> Counter[str]:

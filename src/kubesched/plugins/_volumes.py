@@ -21,6 +21,7 @@ from kubesched.api.objects import (
     StorageClass,
     Volume,
 )
+from kubesched.framework.interfaces import RepeatsFailures
 
 if TYPE_CHECKING:
     from kubesched.framework.cycle_state import CycleState
@@ -143,16 +144,13 @@ def pod_claims(pod: Pod) -> Iterator[tuple[Volume, str, bool]]:
             yield volume, ephemeral_claim_name(pod, volume), True
 
 
-class RepeatsFailuresWithoutClaims:
+class RepeatsFailuresWithoutClaims(RepeatsFailures):
     """`RepeatableFailurePlugin` for the volume plugins. A pod without claims they answer from its
     content and the cluster alone; a pod with claims depends on claims named after it (ephemeral
     volumes) and on bindings in flight, so its failures are not repeated."""
 
     def failure_repeats(self, state: CycleState, pod: Pod) -> bool:
         return next(pod_claims(pod), None) is None
-
-    def repeat_failure(self, state: CycleState) -> None:
-        return None
 
     def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool:
         # Without claims their Filters read only the node's own pods (inline volumes, attach counts).

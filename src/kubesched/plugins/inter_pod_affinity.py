@@ -779,7 +779,7 @@ class InterPodAffinity(
         """`RepeatableFailurePlugin`: only when PreFilter would still skip at once on `table` (nobody
         has required anti-affinity and the pod has no required terms); otherwise the verdicts
         depend on pods on other nodes."""
-        if self.name not in state.skip_filter_plugins or table.required_anti_affinity_pods.any():
+        if self.name not in state.skip_filter_plugins or table.required_anti_affinity_total:
             return False
         terms = self.terms_of(pod)
         return not terms.errors and not terms.has_required
@@ -787,7 +787,7 @@ class InterPodAffinity(
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: NodeSet
     ) -> tuple[PreFilterResult | None, Status | None]:
-        if not nodes.table.required_anti_affinity_pods.any():
+        if not nodes.table.required_anti_affinity_total:
             # Nobody has required anti-affinity: only the pod's own required terms could reject.
             terms = self.terms_of(pod)
             if not terms.errors and not terms.has_required:

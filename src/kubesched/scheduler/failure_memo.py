@@ -63,6 +63,8 @@ class RepeatableFailure:
     diagnosis: Diagnosis
     num_all_nodes: int
     counts: Counter[str]
+    #: The FailedScheduling message, PostFilter's part included.
+    message: str
     state: CycleState
     #: The PostFilter result's nomination: None keeps the pod's (it had none), "" clears it.
     nominated: str | None

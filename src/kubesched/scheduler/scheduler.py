@@ -1018,6 +1018,7 @@ class Scheduler:
             diagnosis=fit.diagnosis,
             num_all_nodes=fit.num_all_nodes,
             counts=fit.reason_counts(),
+            message=str(fit),
             state=state,
             nominated=nominated,
             asked_for_hint=fit.diagnosis.pre_filter_status is None,
@@ -1040,7 +1041,7 @@ class Scheduler:
             )
         if failure.start_after != failure.start_before:
             self._next_start = failure.start_after
-        fit = FitError(qpi.pod, failure.num_all_nodes, failure.diagnosis, failure.counts)
+        fit = FitError(qpi.pod, failure.num_all_nodes, failure.diagnosis, failure.counts, failure.message)
         self._fail_fit(fwk, qpi, fit, started, nominated=failure.nominated, victims=[])
 
     def _after_fit_error(

@@ -59,6 +59,7 @@ from kubesched.framework.interfaces import (
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
+    RepeatsFailures,
     ReservePlugin,
     ScoreExtensions,
     Scores,
@@ -275,6 +276,7 @@ class DynamicResources(
     ReservePlugin,
     PreBindPlugin,
     EnqueueExtensions,
+    RepeatsFailures,
 ):
     """Allocate devices for a pod's ResourceClaims from ResourceSlices."""
 
@@ -616,9 +618,6 @@ class DynamicResources(
         it skipped: no claims, no extended resource backed by devices). Claims made from templates
         are named after the pod, and allocations in flight belong to one pod."""
         return state.get(STATE_KEY) is None or NAME in state.skip_filter_plugins
-
-    def repeat_failure(self, state: CycleState) -> None:
-        return None
 
     def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool:
         return self.failure_repeats(state, pod)
