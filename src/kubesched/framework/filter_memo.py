@@ -91,7 +91,9 @@ class FilterMemo:
             outcome = _patched(fwk, state, pod, nodes, known)
         if outcome is None:
             outcome = fwk.run_filter(state, pod, nodes)
-        if outcome.error is None and not (outcome.status_idx < 0).any():
+        if outcome.error is None:
+            # Kept whether or not a node fit: the next pod of this shape (a sibling replica, or
+            # this one retried) re-filters only what changed since.
             memo_key, own = found if found is not None else self._key(fwk, pod, key, skipped)
             self._remember(
                 memo_key,

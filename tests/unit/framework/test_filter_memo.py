@@ -148,7 +148,7 @@ def test_a_retry_refilters_only_the_rows_that_changed() -> None:
     outcome = memo.run_filter(fwk, pre_filtered(fwk, WAITING, table), WAITING, "default/waiting", table.all())
     assert SEEN == [-1]  # BothForms saw n3 alone, through its per-node form
     assert np.flatnonzero(outcome.status_idx < 0).tolist() == [3]
-    assert len(memo) == 0  # it fits somewhere now: nothing to remember
+    assert len(memo) == 1  # kept though it fits: the next pod of this shape patches it too
 
 
 # ------------------------------------------------------------------ when it must filter everything
