@@ -1,4 +1,5 @@
-"""Each waiting pod's last Filter verdicts, so a retry re-filters only the nodes that changed since.
+"""Each pod shape's last Filter verdicts, so a retry (or the next replica) re-filters only the nodes
+that changed since.
 
 A pod that fits nowhere is retried after any change that might help it: while a cluster is full,
 every pod that finishes sends every waiting pod back to the scheduler (NodeResourcesFit's queueing
@@ -10,7 +11,8 @@ those rows alone and keeps the rest: the same outcome as filtering everything, f
 
 Verdicts are kept per pod *shape*: what those plugins read from a pod (their `sign_pod` fragments,
 `Framework.filter_shape`), so the dozens of waiting pods of one shape retried after the same
-change share one re-filtering; a pod without a shape keeps its own. Everything else starts over with
+change share one re-filtering, and so do a workload's replicas created one after another (the
+verdicts are kept whether or not a node fit); a pod without a shape keeps its own. Everything else starts over with
 a full pass: another pod object (an update) for a pod's own verdicts, another table (a node added
 or removed), a Node changed in place, any other object changed (`forget_all`: a DeviceClass can
 change what NodeResourcesFit checks), or another set of plugins skipped by PreFilter.
@@ -57,7 +59,7 @@ class _Verdicts:
 
 
 class FilterMemo:
-    """Filter outcomes of pods that fit nowhere, by pod shape (or pod), patched on their next attempt."""
+    """Filter outcomes by pod shape (or pod), patched for the next pod of that shape."""
 
     def __init__(self, memory_codes: int = MEMORY_CODES) -> None:
         self._memory_codes = memory_codes
