@@ -233,8 +233,12 @@ class MemoryCluster:
         current = self.pods.get(key)
         if current is None:
             return
+        wanted = PodCondition(type="PodScheduled", status="False", reason=reason, message=message)
+        unchanged_nomination = nominated_node_name in (None, current.status.nominated_node_name)
+        if unchanged_nomination and wanted in current.status.conditions:
+            return  # nothing to patch (kube-scheduler sends no patch either)
         conditions = [c for c in current.status.conditions if c.type != "PodScheduled"]
-        conditions.append(PodCondition(type="PodScheduled", status="False", reason=reason, message=message))
+        conditions.append(wanted)
         status = msgspec.structs.replace(current.status, conditions=conditions)
         if nominated_node_name is not None:
             status = msgspec.structs.replace(status, nominated_node_name=nominated_node_name)
