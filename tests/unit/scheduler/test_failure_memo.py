@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 import pytest
+from tests.unit.simulate.test_replay import replay_json
 
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Pod
@@ -24,10 +24,7 @@ from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.failure_memo import MAX_FAILURES, FailureMemo, pod_content
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler, SchedulerOptions
-from kubesched.simulate.replay import replay
-from kubesched.simulate.replay_report import replay_to_json
 from kubesched.simulate.runner import run_until_settled
-from kubesched.simulate.scenario import parse_scenario
 from kubesched.testing.builders import make_node, make_pod
 from kubesched.testing.scenarios import synthetic_scenario
 
@@ -246,16 +243,9 @@ def test_repeated_failures_change_no_decision(monkeypatch: pytest.MonkeyPatch) -
     """A replay that fills a cluster (waiting pods, preemption) gives the same report, pod by pod,
     with failures repeated as with every attempt run in full."""
     doc = synthetic_scenario(nodes=12, events=500, seed=5, hours=1, load=1.3)
-    registry = default_registry()
 
     def report() -> dict[str, Any]:
-        scenario = parse_scenario(msgspec.json.encode(doc).decode(), "s.json")
-        out: dict[str, Any] = msgspec.json.decode(
-            replay_to_json(replay(scenario, default_config(registry), registry))
-        )
-        out["summary"].pop("seconds")
-        out["summary"].pop("eventsPerSecond")
-        return out
+        return replay_json(doc)
 
     repeats: list[int] = []
     real = Scheduler._repeat_failure

@@ -176,22 +176,27 @@ def test_same_seed_same_replay() -> None:
     assert once() == once()
 
 
+def replay_json(doc: dict[str, Any]) -> dict[str, Any]:
+    """The replay report of scenario `doc` with the default profile, as JSON data, timings aside."""
+    registry = default_registry()
+    scenario = parse_scenario(msgspec.json.encode(doc).decode(), "s.json")
+    out: dict[str, Any] = msgspec.json.decode(
+        replay_to_json(replay(scenario, default_config(registry), registry))
+    )
+    out["summary"].pop("seconds")
+    out["summary"].pop("eventsPerSecond")
+    return out
+
+
 def test_remembered_filter_verdicts_and_per_node_filters_change_no_decision(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Retries that re-filter only the nodes whose pods changed (FilterMemo), and Filter plugins
     called per node on few nodes, decide exactly as full batch passes do: same report, pod by pod."""
     doc = synthetic_scenario(nodes=12, events=500, seed=5, hours=1, load=1.3)
-    registry = default_registry()
 
     def report() -> dict[str, Any]:
-        scenario = parse_scenario(msgspec.json.encode(doc).decode(), "s.json")
-        out: dict[str, Any] = msgspec.json.decode(
-            replay_to_json(replay(scenario, default_config(registry), registry))
-        )
-        out["summary"].pop("seconds")
-        out["summary"].pop("eventsPerSecond")
-        return out
+        return replay_json(doc)
 
     patched: list[int] = []
     real_patch = filter_memo._patched
