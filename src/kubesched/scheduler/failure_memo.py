@@ -41,8 +41,10 @@ from kubesched.framework.types import Diagnosis, StatusColumns
 
 __all__ = ["FailureMemo", "RepeatableFailure", "pod_content"]
 
-#: Failures kept at one cluster state; past this the memo forgets them all (memory stays bounded).
+#: Failures kept in one frame; past this the memo forgets them all (memory stays bounded).
 MAX_FAILURES = 4096
+#: ...and at most about this many per-node status codes in all (two int32 arrays a failure).
+MEMORY_CODES = 4_000_000
 
 _encode = msgspec.msgpack.Encoder().encode
 
@@ -112,7 +114,8 @@ class FailureMemo:
 
     def put(self, frame: tuple[Any, ...], profile: str, content: bytes, failure: RepeatableFailure) -> None:
         """Keep a failure made in `frame`; failures kept in any other frame are dropped."""
-        if frame != self._frame or len(self._failures) >= MAX_FAILURES:
+        limit = min(MAX_FAILURES, max(1, MEMORY_CODES // max(1, failure.num_all_nodes)))
+        if frame != self._frame or len(self._failures) >= limit:
             self._failures = {}
             self._frame = frame
         self._failures[(profile, content)] = failure

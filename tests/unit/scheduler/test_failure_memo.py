@@ -5,6 +5,7 @@ makes the next pod run a full attempt."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from kubesched.plugins.default_preemption import DefaultPreemption
 from kubesched.plugins.dynamic_resources.plugin import DynamicResources
 from kubesched.plugins.volume_binding import VolumeBinding
 from kubesched.scheduler.clock import VirtualClock
-from kubesched.scheduler.failure_memo import MAX_FAILURES, FailureMemo, pod_content
+from kubesched.scheduler.failure_memo import MAX_FAILURES, MEMORY_CODES, FailureMemo, pod_content
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler, SchedulerOptions
 from kubesched.simulate.runner import run_until_settled
@@ -227,7 +228,7 @@ def test_a_repeated_preemption_draws_its_offset_again() -> None:
 
 def test_memo_keeps_one_cluster_state_and_a_bounded_number_of_failures() -> None:
     memo = FailureMemo()
-    failure: Any = object()
+    failure: Any = SimpleNamespace(num_all_nodes=3)
     memo.put((1,), "p", b"a", failure)
     assert memo.get((1,), "p", b"a") is failure
     assert memo.get((2,), "p", b"a") is None
@@ -236,7 +237,12 @@ def test_memo_keeps_one_cluster_state_and_a_bounded_number_of_failures() -> None
     assert len(memo) == 1 and memo.get((2,), "p", b"a") is None
     for i in range(MAX_FAILURES + 5):
         memo.put((2,), "p", str(i).encode(), failure)
-    assert len(memo) <= MAX_FAILURES
+    assert 0 < len(memo) <= MAX_FAILURES
+    # On a big cluster each failure holds per-node arrays: fewer are kept.
+    big: Any = SimpleNamespace(num_all_nodes=MEMORY_CODES // 10)
+    for i in range(25):
+        memo.put((2,), "p", str(i).encode(), big)
+    assert 0 < len(memo) <= 10
 
 
 def test_repeated_failures_change_no_decision(monkeypatch: pytest.MonkeyPatch) -> None:
