@@ -83,6 +83,7 @@ def _action_label(action: int) -> str:
 
 @cache
 def _event_label(resource: Resource, action: int, override: str) -> str:
+    """`ClusterEvent.label`, spelled once per event."""
     return override or f"{resource.value.rsplit('/', 1)[-1]}{_action_label(action)}"
 
 

@@ -154,7 +154,7 @@ class RepeatsFailuresWithoutClaims(RepeatsFailures):
 
     def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool:
         # Without claims their Filters read only the node's own pods (inline volumes, attach counts).
-        return next(pod_claims(pod), None) is None
+        return self.failure_repeats(state, pod)
 
 
 class VolumeObjects:

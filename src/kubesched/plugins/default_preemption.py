@@ -319,6 +319,11 @@ def potential_count(table: NodeTable, node_to_status: Mapping[str, Status]) -> i
     return int(np.count_nonzero(_helpful_codes(columns)[columns.codes]))
 
 
+def _nobody_below(table: NodeTable, priority: int) -> bool:
+    """No pod on `table` has a lower priority than `priority`: there is no one to evict anywhere."""
+    return not len(table) or bool(table.lowest_priority.min() >= priority)
+
+
 def _columns_of(table: NodeTable, node_to_status: Mapping[str, Status]) -> StatusColumns | None:
     columns = node_to_status.columns if isinstance(node_to_status, NodeStatuses) else None
     return columns if columns is not None and columns.table is table else None
@@ -415,10 +420,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, R
         mark = state.get(_REPEATABLE_KEY)
         if not isinstance(mark, _Repeatable) or not mark.fast:
             return False
-        priority = pod.spec.priority or 0
-        return (
-            pod.spec.preemption_policy == "Never" or not len(table) or table.lowest_priority.min() >= priority
-        )
+        return pod.spec.preemption_policy == "Never" or _nobody_below(table, pod.spec.priority or 0)
 
     # ------------------------------------------------------------------ PreEnqueue
     def pre_enqueue(self, pod: Pod) -> Status | None:
@@ -493,7 +495,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, R
         dry = _DryRun()
         drawn = 0
         fast = False
-        if not len(snapshot) or snapshot.lowest_priority.min() >= preemptor.priority:
+        if _nobody_below(snapshot, preemptor.priority):
             # Nobody anywhere has a lower priority (every pod of a full cluster is as important):
             # every potential node is one without victims. The offset is still drawn, as the dry
             # run would, so later preemptions pick their nodes as they always did.

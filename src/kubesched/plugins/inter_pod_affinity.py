@@ -776,10 +776,14 @@ class InterPodAffinity(
         return _PreFilterState(pod, terms, ns_labels, affinity, anti, existing, _all_match(req, pod))
 
     def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool:
-        """`RepeatableFailurePlugin`: only when PreFilter would still skip at once on `table` (nobody
-        has required anti-affinity and the pod has no required terms); otherwise the verdicts
-        depend on pods on other nodes."""
-        if self.name not in state.skip_filter_plugins or table.required_anti_affinity_total:
+        """`RepeatableFailurePlugin`: only when PreFilter skipped and would still skip at once on
+        `table`; otherwise the verdicts depend on pods on other nodes."""
+        return self.name in state.skip_filter_plugins and self._skips_at_once(pod, table)
+
+    def _skips_at_once(self, pod: Pod, table: NodeTable) -> bool:
+        """Nobody has required anti-affinity and the pod has no required terms (nor bad ones): no
+        node can be rejected, which is what the full PreFilter computation would conclude."""
+        if table.required_anti_affinity_total:
             return False
         terms = self.terms_of(pod)
         return not terms.errors and not terms.has_required
@@ -787,11 +791,8 @@ class InterPodAffinity(
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: NodeSet
     ) -> tuple[PreFilterResult | None, Status | None]:
-        if not nodes.table.required_anti_affinity_total:
-            # Nobody has required anti-affinity: only the pod's own required terms could reject.
-            terms = self.terms_of(pod)
-            if not terms.errors and not terms.has_required:
-                return None, Status.skip()
+        if self._skips_at_once(pod, nodes.table):
+            return None, Status.skip()
         computed = self._compute_pre_filter(pod, nodes.table)
         if isinstance(computed, Status):
             return None, computed
