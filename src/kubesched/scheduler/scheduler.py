@@ -376,7 +376,7 @@ class Scheduler:
         self._pending: dict[str, Pod] = {}  # unassigned pods this scheduler is responsible for
         self._parked: dict[str, _Binding] = {}  # pods waiting at Permit
         self._next_start = 0
-        #: Filter verdicts of pods that fit nowhere, patched on their retries (framework/filter_memo).
+        #: Filter verdicts per pod shape, patched for the next pod of the shape (framework/filter_memo).
         self.filter_memo = FilterMemo()
         #: Failed attempts repeated for pods of the same content while nothing changes
         #: (scheduler/failure_memo); `_objects_version` counts the other objects' events for it.
@@ -489,10 +489,9 @@ class Scheduler:
         started = self.clock.now()
         content = self._repeatable_content(fwk, qpi)
         frame: tuple[Any, ...] = ()
-        start = self._next_start
-        position = self.cache.snapshot().pod_log_position
+        start, position = self._next_start, -1
         if content is not None:
-            frame = self._cluster_frame()
+            frame, position = self._cluster_frame(), self.cache.snapshot().pod_log_position
             failure = self.failure_memo.get(frame, fwk.profile_name, content)
             if failure is not None and self._still_fails(fwk, qpi, failure):
                 self._repeat_failure(fwk, qpi, failure, started)
@@ -942,7 +941,6 @@ class Scheduler:
         self.queue.move_all_to_active_or_backoff(freed, b.assumed, None)
         self._fail(b.fwk, b.qpi, status, started, filter_=None, nominated=nominated)
 
-    # ================================================================== failures
     # ================================================================== repeated failures
     def _repeatable_content(self, fwk: Framework, qpi: QueuedPodInfo) -> bytes | None:
         """The pod's content (`pod_content`) when a failure of its attempt may be kept or repeated:
@@ -1044,6 +1042,7 @@ class Scheduler:
         fit = FitError(qpi.pod, failure.num_all_nodes, failure.diagnosis, failure.counts, failure.message)
         self._fail_fit(fwk, qpi, fit, started, nominated=failure.nominated, victims=[])
 
+    # ================================================================== failures
     def _after_fit_error(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, fit: FitError, started: float
     ) -> tuple[str | None, list[str]]:
