@@ -12,11 +12,11 @@ those rows alone and keeps the rest: the same outcome as filtering everything, f
 Verdicts are kept per pod *shape*: what those plugins read from a pod (their `sign_pod` fragments,
 `Framework.filter_shape`), so the dozens of waiting pods of one shape retried after the same
 change share one re-filtering, and so do a workload's replicas created one after another (the
-verdicts are kept whether or not a node fit); a pod without a shape keeps its own. Everything else
-starts over with a full pass: another pod object (an update) for a pod's own verdicts, another
-table (a node added or removed), a Node changed in place, any other object changed (`forget_all`:
-a DeviceClass can change what NodeResourcesFit checks), or another set of plugins skipped by
-PreFilter.
+verdicts are kept whether or not a node fit); a pod without a shape keeps its own while it fits
+nowhere. Everything else starts over with a full pass: another pod object (an update) for a pod's
+own verdicts, another table (a node added or removed), a Node changed in place, any other object
+changed (`forget_all`: a DeviceClass can change what NodeResourcesFit checks), or another set of
+plugins skipped by PreFilter.
 """
 
 from __future__ import annotations
@@ -95,9 +95,12 @@ class FilterMemo:
         if outcome is None:
             outcome = fwk.run_filter(state, pod, nodes)
         if outcome.error is None:
-            # Kept whether or not a node fit: the next pod of this shape (a sibling replica, or
-            # this one retried) re-filters only what changed since.
             memo_key, own = found if found is not None else self._key(fwk, pod, key, skipped)
+            # A shape's verdicts are kept whether or not a node fit: the next pod of the shape (a
+            # sibling replica, or this one retried) re-filters only what changed since. A pod's
+            # own verdicts serve only its retries: none is coming once it fits somewhere.
+            if own is not None and (outcome.status_idx < 0).any():
+                return outcome
             self._remember(
                 memo_key,
                 _Verdicts(

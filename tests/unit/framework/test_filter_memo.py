@@ -148,7 +148,7 @@ def test_a_retry_refilters_only_the_rows_that_changed() -> None:
     outcome = memo.run_filter(fwk, pre_filtered(fwk, WAITING, table), WAITING, "default/waiting", table.all())
     assert SEEN == [-1]  # BothForms saw n3 alone, through its per-node form
     assert np.flatnonzero(outcome.status_idx < 0).tolist() == [3]
-    assert len(memo) == 1  # kept though it fits: the next pod of this shape patches it too
+    assert len(memo) == 0  # its own verdicts (BothForms cannot sign: no shape) serve no one once it fits
 
 
 # ------------------------------------------------------------------ when it must filter everything
@@ -197,6 +197,10 @@ def test_pods_of_one_shape_share_verdicts_and_others_do_not() -> None:
     retry(make_pod("twin", cpu="1", memory="1Gi"))
     retry(make_pod("bigger", cpu="2", memory="1Gi"))  # another shape: its own full pass
     assert calls == [6, 1, 6]
+    table.remove_pod(1, pod_key(make_pod("fill-n1", node_name="n1")))  # room on n1: the shape fits
+    retry(WAITING)  # n1 re-filtered
+    retry(make_pod("replica", cpu="1", memory="1Gi"))  # kept though it fit: nothing to re-filter
+    assert calls == [6, 1, 6, 1]
 
 
 def test_without_a_shape_only_the_same_pod_object_on_the_same_table_is_patched() -> None:
