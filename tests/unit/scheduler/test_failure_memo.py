@@ -5,6 +5,7 @@ makes the next pod run a full attempt."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -15,25 +16,27 @@ from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Pod
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config import default_config
-from kubesched.framework import CycleState, NodeInfo, Status
+from kubesched.framework import CycleState, NodeInfo, PodInfo, Status
 from kubesched.framework.events import ActionType, Resource
 from kubesched.plugins import default_registry
 from kubesched.plugins.default_preemption import DefaultPreemption
 from kubesched.plugins.dynamic_resources.plugin import DynamicResources
+from kubesched.plugins.inter_pod_affinity import InterPodAffinity
+from kubesched.plugins.pod_topology_spread import PodTopologySpread
 from kubesched.plugins.volume_binding import VolumeBinding
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.failure_memo import MAX_FAILURES, MEMORY_CODES, FailureMemo, pod_content
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler, SchedulerOptions
 from kubesched.simulate.runner import run_until_settled
-from kubesched.testing.builders import make_node, make_pod
+from kubesched.testing.builders import make_node, make_pod, make_table
 from kubesched.testing.scenarios import synthetic_scenario
 
 
 class Cluster:
     """The default profile on a MemoryCluster, counting full attempts (NodeResourcesFit PreFilter)."""
 
-    def __init__(self, pods: list[Pod], nodes: int = 3, *, explain: bool = False) -> None:
+    def __init__(self, pods: list[Pod], nodes: int = 3) -> None:
         self.clock = VirtualClock()
         objects = LoadedObjects(nodes=[make_node(f"n{i}", cpu="1") for i in range(nodes)], pods=pods)
         self.cluster = MemoryCluster(objects, self.clock.now)
@@ -44,7 +47,7 @@ class Cluster:
             registry,
             self.cluster,
             self.clock,
-            SchedulerOptions(seed=7, explain=explain),
+            SchedulerOptions(seed=7),
             observer=self.attempts.append,
         )
         self.cluster.subscribe(self.scheduler)
@@ -152,8 +155,6 @@ def test_a_nomination_or_a_nominated_pod_means_full_attempts() -> None:
     s = c.scheduler
     version = s.nominator.version
     waiting = next(p for p in c.cluster.pods.values() if p.metadata.name == "w0")
-    from kubesched.framework import PodInfo
-
     s.nominator.add(PodInfo(waiting), "n0")
     assert s.nominator.version == version + 1
     c.run()
@@ -174,8 +175,6 @@ def test_a_plugin_without_the_promise_turns_repeats_off() -> None:
     specs = profiles_from_config(config, registry)
     points = {k: list(v) for k, v in specs[0].points.items()}
     points["filter"] = [*points["filter"], ("Opinionated", 1)]
-    from dataclasses import replace
-
     spec = replace(specs[0], points=points)
     clock = VirtualClock()
     objects = LoadedObjects(nodes=[make_node("n0")], pods=[make_pod(f"w{i}") for i in range(3)])
@@ -200,6 +199,34 @@ def test_claims_and_failed_preemptions_decide_whether_a_failure_repeats() -> Non
     state.skip_filter_plugins.add("DynamicResources")
     assert dra.failure_repeats(state, plain)
     assert not DefaultPreemption().failure_repeats(CycleState(), plain)  # never said it may
+
+
+def test_which_failures_outlive_pod_changes() -> None:
+    """Plugins reading other nodes' pods let a failure outlive pod changes only when they did not
+    take part, and InterPodAffinity only while nobody has required anti-affinity."""
+    table = make_table([make_node("n0")])
+    pod = make_pod("p")
+    state = CycleState()
+    spread, affinity = PodTopologySpread(), InterPodAffinity()
+    assert not spread.failure_survives_pod_changes(state, pod, table)  # it took part
+    assert not affinity.failure_survives_pod_changes(state, pod, table)
+    state.skip_filter_plugins |= {"PodTopologySpread", "InterPodAffinity"}
+    assert spread.failure_survives_pod_changes(state, pod, table)
+    assert affinity.failure_survives_pod_changes(state, pod, table)
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    table.add_pod(0, PodInfo(make_pod("loner", node_name="n0", spec={"affinity": anti})))
+    assert not affinity.failure_survives_pod_changes(state, pod, table)  # its PreFilter would now compute
+    with_pvc = make_pod("v", spec={"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]})
+    binding = VolumeBinding.__new__(VolumeBinding)
+    assert binding.failure_survives_pod_changes(state, pod, table)
+    assert not binding.failure_survives_pod_changes(state, with_pvc, table)
+    assert not DefaultPreemption().failure_survives_pod_changes(state, pod, table)  # no preemption mark
 
 
 def test_a_repeated_preemption_draws_its_offset_again() -> None:
