@@ -321,7 +321,7 @@ def potential_count(table: NodeTable, node_to_status: Mapping[str, Status]) -> i
 
 def _nobody_below(table: NodeTable, priority: int) -> bool:
     """No pod on `table` has a lower priority than `priority`: there is no one to evict anywhere."""
-    return not len(table) or bool(table.lowest_priority.min() >= priority)
+    return table.lowest_pod_priority >= priority
 
 
 def _columns_of(table: NodeTable, node_to_status: Mapping[str, Status]) -> StatusColumns | None:

@@ -3,7 +3,7 @@
 An assumed pod is placed on its node as soon as the scheduling cycle picks it, before the bind
 completes, so the next cycle sees the capacity as used and a pod is never placed twice. The
 snapshot handed to plugins is the NodeTable, kept current incrementally; it is rebuilt only when
-the set of nodes, their labels or their taints change.
+the set of nodes, their labels or their taints change, from the rows of the table it replaces.
 """
 
 from __future__ import annotations
@@ -55,6 +55,10 @@ class Cache:
         self._assumed: set[str] = set()
         self._binding_finished: set[str] = set()
         self._table: NodeTable | None = None
+        #: The last table built, for the next one to copy rows from; its rows of `_stale` nodes
+        #: (whose NodeInfo changed while no table was kept current) are not copied.
+        self._previous: NodeTable | None = None
+        self._stale: set[str] = set()
 
     # ------------------------------------------------------------------ nodes
     def add_node(self, node: Node) -> None:
@@ -79,6 +83,7 @@ class Cache:
         if self._table is not None and self._table.update_node(node):
             return
         self._infos[name].set_node(node)
+        self._stale.add(name)
         self._table = None
 
     def remove_node(self, name: str) -> None:
@@ -106,6 +111,7 @@ class Cache:
             self._table.add_pod(self._table.index[node_name], pi)
         else:
             self._infos[node_name].add_pod(pi)
+            self._stale.add(node_name)
 
     def _unplace(self, key: str) -> tuple[str, PodInfo]:
         node_name, pi = self._pods.pop(key)
@@ -114,6 +120,7 @@ class Cache:
                 self._table.remove_pod(self._table.index[node_name], key)
             else:
                 self._infos[node_name].remove_pod(key)
+                self._stale.add(node_name)
         return node_name, pi
 
     def assume_pod(self, pi: PodInfo, node_name: str) -> None:
@@ -185,5 +192,8 @@ class Cache:
         """The NodeTable for the next cycle (zone-interleaved node order)."""
         if self._table is None:
             order = interleave_zones(self._nodes.values())
-            self._table = NodeTable([self._infos[n.metadata.name] for n in order])
+            infos = [self._infos[n.metadata.name] for n in order]
+            self._table = NodeTable(infos, previous=self._previous, stale=self._stale)
+            self._previous = self._table
+            self._stale = set()
         return self._table

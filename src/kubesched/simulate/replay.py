@@ -280,7 +280,7 @@ class _Replay:
         admitted = self.cluster.admit(pod)
         key = pod_key(admitted)
         life = self._track(admitted, run_for)
-        stored = self.cluster.create_pod(pod, on_error=self._refuse)
+        stored = self.cluster.create_pod(admitted, on_error=self._refuse)  # admitting again changes nothing
         if self.workloads is not None:
             self.workloads.adopt(stored)
         if stored.spec.node_name and key in self.current:

@@ -87,6 +87,8 @@ def test_lowest_priority_column_follows_the_pods(ops: list[tuple[int, int, bool]
             min((p.priority for p in ni.pods.values()), default=NO_POD_PRIORITY) for ni in table.infos
         ]
         assert table.lowest_priority.tolist() == expected
+        if i % 2:  # read now and then, so that a remembered minimum has to follow the changes
+            assert table.lowest_pod_priority == min(expected)
     rebuilt = NodeTable(table.infos)  # a new table reads the same from the pods
     assert rebuilt.lowest_priority.tolist() == table.lowest_priority.tolist()
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Sequence
 
-from kubesched.framework import PodInfo
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubesched.framework import NodeTable, PodInfo
+from kubesched.framework.node_table import _ROW_COLUMNS
 from kubesched.scheduler.cache import Cache, CacheError, interleave_zones
 from kubesched.testing.builders import make_node, make_pod
 
@@ -60,3 +65,101 @@ def test_node_update_keeps_the_table_when_only_allocatable_changes() -> None:
     assert cache.snapshot() is before and before.allocatable[0, before.resource_index["cpu"]] == 4000
     cache.update_node(make_node("n1", cpu="4", labels={"x": "y"}))
     assert cache.snapshot() is not before
+
+
+_ANTI_AFFINITY = {
+    "affinity": {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+}
+
+
+def _assert_same_rows(table: NodeTable, fresh: NodeTable) -> None:
+    assert table.names == fresh.names and table.resources[:3] == fresh.resources[:3]
+    for r in set(table.resources) | set(fresh.resources):
+        for matrix in ("allocatable", "requested"):
+            mine, theirs = getattr(table, matrix), getattr(fresh, matrix)
+            a = table.resource_index.get(r)
+            b = fresh.resource_index.get(r)
+            got = mine[:, a].tolist() if a is not None else [0] * len(table)
+            want = theirs[:, b].tolist() if b is not None else [0] * len(fresh)
+            assert got == want, (matrix, r)
+    for column in _ROW_COLUMNS:
+        assert getattr(table, column).tolist() == getattr(fresh, column).tolist(), column
+    assert table.required_anti_affinity_total == fresh.required_anti_affinity_total
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["node+", "node-", "relabel", "grow", "pod+", "pod-", "look"]), st.integers(0, 5)
+        ),
+        max_size=60,
+    )
+)
+def test_a_rebuilt_table_copies_rows_as_a_fresh_load_would_give_them(ops: list[tuple[str, int]]) -> None:
+    """A table rebuilt after nodes come, go or change copies the rows the last table kept current;
+    whatever happened while none was kept (pods placed, nodes relabelled) is loaded again."""
+    cache = Cache()
+    pods: dict[str, str] = {}
+    for step, (op, i) in enumerate(ops):
+        name = f"n{i}"
+        zone = {"topology.kubernetes.io/zone": f"z{i % 2}"}
+        if op == "node+":
+            cache.add_node(make_node(name, labels=zone, extra={"example.com/gpu": 2} if i % 3 == 0 else None))
+        elif op == "node-":
+            cache.remove_node(name)
+        elif op in ("relabel", "grow") and cache.node(name) is not None:
+            labels = {**zone, "step": str(step)} if op == "relabel" else zone
+            cache.update_node(make_node(name, cpu=str(4 + step), labels=labels, unschedulable=step % 2 == 0))
+        elif op == "pod+":
+            pod = make_pod(
+                f"p{step}",
+                cpu="100m",
+                extra={"example.com/fpga": 1} if i == 4 else None,
+                node_name=name,
+                priority=step % 4,
+                host_ports=[8000 + step] if i % 2 else (),
+                spec=_ANTI_AFFINITY if i == 1 else None,
+            )
+            cache.add_pod(PodInfo(pod))
+            pods[PodInfo(pod).key] = name
+        elif op == "pod-" and pods:
+            key = sorted(pods)[i % len(pods)]
+            del pods[key]
+            cache.remove_pod(key)
+        elif op == "look":
+            table = cache.snapshot()
+            _assert_same_rows(table, NodeTable(list(table.infos)))
+    table = cache.snapshot()
+    _assert_same_rows(table, NodeTable(list(table.infos)))
+
+
+def test_a_rebuilt_table_copies_the_rows_it_can() -> None:
+    cache = Cache()
+    for i in range(3):
+        cache.add_node(make_node(f"n{i}"))
+    cache.add_pod(PodInfo(make_pod("p", cpu="1", node_name="n0")))
+    first = cache.snapshot()
+    cache.add_node(make_node("n3"))
+    cache.add_pod(PodInfo(make_pod("q", cpu="1", node_name="n1")))  # while no table is kept
+    loaded: list[list[int]] = []
+    real = NodeTable._load_rows
+
+    def spy(self: NodeTable, rows: Sequence[int]) -> None:
+        loaded.append(list(rows))
+        real(self, rows)
+
+    NodeTable._load_rows = spy  # type: ignore[method-assign]
+    try:
+        second = cache.snapshot()
+    finally:
+        NodeTable._load_rows = real  # type: ignore[method-assign]
+    assert second is not first and loaded == [[1, 3]]  # n1 (a pod came) and n3 (new); n0, n2 copied
+    cpu = second.resource_index["cpu"]
+    assert second.requested[:, cpu].tolist() == [1000, 1000, 0, 0]
