@@ -71,6 +71,9 @@ class QueuedPodInfo:
     unschedulable_plugins: set[str] = field(default_factory=set)
     pending_plugins: set[str] = field(default_factory=set)
     gating_plugin: str = ""
+    #: (pod, a key of its content) as the scheduler last computed it for this pod object, so that a
+    #: pod tried again and again is not encoded again each time.
+    content_key: tuple[Pod, bytes] | None = None
 
     @property
     def pod(self) -> Pod:

@@ -149,6 +149,15 @@ class OpportunisticBatch:
             self.metrics.observe_node_hint(self.fwk.profile_name, bool(hint), time.perf_counter() - started)
         return hint, signature
 
+    def no_hint(self) -> None:
+        """What `node_hint` does while `idle` (no hint, whatever the pod), without signing the pod:
+        for a repeated failure, which is repeated only while the batch is idle."""
+        assert self.idle
+        started = time.perf_counter()
+        self._attempt(NO_HINT)
+        if self.metrics is not None:
+            self.metrics.observe_node_hint(self.fwk.profile_name, False, time.perf_counter() - started)
+
     def store(
         self,
         signature: bytes | None,

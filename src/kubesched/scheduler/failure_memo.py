@@ -65,6 +65,8 @@ class RepeatableFailure:
     diagnosis: Diagnosis
     num_all_nodes: int
     counts: Counter[str]
+    #: The most common of them, as the attempt reported them.
+    reasons: list[tuple[str, int]]
     #: The FailedScheduling message, PostFilter's part included.
     message: str
     state: CycleState

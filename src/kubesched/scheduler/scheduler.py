@@ -953,7 +953,12 @@ class Scheduler:
             return None
         if not self.batches[fwk.profile_name].idle:
             return None
-        return pod_content(pod)
+        known = qpi.content_key
+        if known is not None and known[0] is pod:
+            return known[1]
+        content = pod_content(pod)
+        qpi.content_key = (pod, content)
+        return content
 
     def _cluster_frame(self) -> tuple[Any, ...]:
         """What a promised plugin reads besides the pod and the pods on nodes (which the node
@@ -1016,6 +1021,7 @@ class Scheduler:
             diagnosis=fit.diagnosis,
             num_all_nodes=fit.num_all_nodes,
             counts=fit.reason_counts(),
+            reasons=fit.reason_counts().most_common(TOP_REASONS),
             message=str(fit),
             state=state,
             nominated=nominated,
@@ -1034,13 +1040,13 @@ class Scheduler:
         rotating start, then the requeue, event and condition of any failure."""
         fwk.repeat_failure(failure.state)
         if failure.asked_for_hint:
-            self.batches[fwk.profile_name].node_hint(
-                failure.state, qpi.pod, self.queue.scheduling_cycle, self.cache.snapshot()
-            )
+            self.batches[fwk.profile_name].no_hint()  # idle, or the failure would not be repeated
         if failure.start_after != failure.start_before:
             self._next_start = failure.start_after
         fit = FitError(qpi.pod, failure.num_all_nodes, failure.diagnosis, failure.counts, failure.message)
-        self._fail_fit(fwk, qpi, fit, started, nominated=failure.nominated, victims=[])
+        self._fail_fit(
+            fwk, qpi, fit, started, nominated=failure.nominated, victims=[], reasons=failure.reasons
+        )
 
     # ================================================================== failures
     def _after_fit_error(
@@ -1068,8 +1074,10 @@ class Scheduler:
         *,
         nominated: str | None,
         victims: list[str],
+        reasons: list[tuple[str, int]] | None = None,
     ) -> None:
-        """The failure of an attempt in which no node fit (its own or a repeated one)."""
+        """The failure of an attempt in which no node fit (its own or a repeated one, which passes
+        the `reasons` the first one counted)."""
         qpi.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
         qpi.pending_plugins = set(fit.diagnosis.pending_plugins)
         explain = fit.diagnosis.node_to_status if self.options.explain else None
@@ -1089,7 +1097,7 @@ class Scheduler:
             victims=victims,
             pre_filter=fit.diagnosis.pre_filter_status,
             post_filter=fit.diagnosis.post_filter_msg,
-            reasons=fit.reason_counts().most_common(TOP_REASONS),
+            reasons=fit.reason_counts().most_common(TOP_REASONS) if reasons is None else reasons,
         )
 
     def _fail(

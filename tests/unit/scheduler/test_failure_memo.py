@@ -24,6 +24,7 @@ from kubesched.plugins.dynamic_resources.plugin import DynamicResources
 from kubesched.plugins.inter_pod_affinity import InterPodAffinity
 from kubesched.plugins.pod_topology_spread import PodTopologySpread
 from kubesched.plugins.volume_binding import VolumeBinding
+from kubesched.scheduler.batch import NO_HINT
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.failure_memo import MAX_FAILURES, MEMORY_CODES, FailureMemo, pod_content
 from kubesched.scheduler.profiles import profiles_from_config
@@ -85,6 +86,7 @@ def test_pods_of_one_content_fail_once_and_repeat_the_failure() -> None:
         * 5
     )
     assert all(a.result == "Unschedulable" and a.reasons == [("Insufficient cpu", 3)] for a in c.attempts)
+    assert c.scheduler.batches["default-scheduler"].attempts == {NO_HINT: 5}  # repeats count theirs
     for p in c.cluster.pods.values():
         if not p.spec.node_name:
             assert p.status.conditions[-1].reason == "Unschedulable"
