@@ -175,7 +175,8 @@ class NodeTable:
     def _copy_rows(self, previous: NodeTable, stale: AbstractSet[str]) -> list[int]:
         """Copy every row `previous` holds current (the same NodeInfo, not `stale`), resource
         columns matched by name; return the rows left to load. Loading walks each node's pods
-        (host ports, lowest priority): ~50 ms for 5000 nodes, paid whenever a node comes or goes."""
+        (host ports, lowest priority): ~30 ms for 5000 nodes of 13 pods, ~12 ms copied, paid
+        whenever a node comes or goes."""
         to_rows: list[int] = []
         from_rows: list[int] = []
         to_load: list[int] = []
