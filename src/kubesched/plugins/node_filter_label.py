@@ -2,7 +2,8 @@
 
 This is the worked example of the plugin-writing guide (docs/plugins/NodeFilterLabel.md). The
 per-node `filter` is what a plugin author writes first; `filter_nodes` is the optional batch form
-that evaluates every node at once from the NodeTable's label columns, with the same verdicts.
+that evaluates every node at once from the NodeTable's label columns, with the same verdicts;
+`sign_pod` says which parts of the pod the verdicts read (none).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWit
 from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin, RepeatsFailures
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
+from kubesched.framework.signature import SignFragment
 from kubesched.framework.status import Status
 
 __all__ = ["NodeFilterLabel", "NodeFilterLabelArgs"]
@@ -74,6 +76,12 @@ class NodeFilterLabel(FilterPlugin, BatchFilterPlugin, EnqueueExtensions, Repeat
 
     def __init__(self, args: NodeFilterLabelArgs | None = None) -> None:
         self.labels = (args if args is not None else NodeFilterLabelArgs()).labels
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment]:
+        """KEP-5598: no part of the pod, which its verdict never reads. Without `sign_pod` the
+        plugin would keep every pod of its profile out of batching and out of the filter memo's
+        sharing of verdicts between pods of one shape."""
+        return []
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         for key, rejected in self.labels.items():

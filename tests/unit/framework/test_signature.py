@@ -31,8 +31,8 @@ profiles:
 - schedulerName: default-scheduler
 - schedulerName: with-custom
   plugins:
-    filter:
-      enabled: [{name: NodeFilterLabel}]
+    multiPoint:
+      enabled: [{name: NodeFilterLabel}, {name: SpotScheduler}]
 """
 
 
@@ -112,7 +112,7 @@ def test_a_plugin_without_sign_pod_turns_signatures_off_for_its_profile(
     frameworks: dict[str, Framework],
 ) -> None:
     custom = frameworks["with-custom"]
-    assert not custom.signs_pods and custom.unsigned_plugins == ["NodeFilterLabel"]
+    assert not custom.signs_pods and custom.unsigned_plugins == ["SpotScheduler"]  # NodeFilterLabel signs
     assert custom.sign_pod(pod()) is None
     assert frameworks["batch"].signs_pods and frameworks["batch"].unsigned_plugins == []
 

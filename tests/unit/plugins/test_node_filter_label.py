@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -10,15 +11,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubesched.config import load_config
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, Resource
 from kubesched.framework.interfaces import extension_points_of
 from kubesched.framework.node_table import NodeSet
 from kubesched.framework.registry import decode_args, instantiate
+from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
+from kubesched.plugins import default_registry
 from kubesched.plugins.node_filter_label import NodeFilterLabel, NodeFilterLabelArgs
+from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.testing.builders import make_node, make_pod, make_table
+
+DEMO_CONFIG = Path(__file__).resolve().parents[3] / "examples" / "demo" / "scheduler-config.yaml"
 
 
 def _verdicts(plugin: NodeFilterLabel, node_labels: list[dict[str, str]]) -> tuple[list[Any], list[Any]]:
@@ -158,3 +165,18 @@ def test_batch_agrees_with_per_node(
     res = plugin.filter_nodes(CycleState(), pod, nodes)
     batch: list[Status | None] = [None if c < 0 else res.statuses[c] for c in res.codes]
     assert batch == [plugin.filter(CycleState(), pod, ni) for ni in nodes]
+
+
+def test_signs_pods_by_nothing_so_its_profile_still_signs() -> None:
+    """Its verdict reads no part of the pod: it signs with no fragment, and a profile with it signs
+    pods (batching) and gives them filter shapes (the filter memo) as the default profile does."""
+    pods = [make_pod("a", cpu="1", labels={"app": "x"}), make_pod("b", cpu="1", labels={"app": "y"})]
+    assert [NodeFilterLabel().sign_pod(p) for p in pods] == [[], []]
+    registry = default_registry()
+    config = load_config(DEMO_CONFIG, registry)
+    spec = next(s for s in profiles_from_config(config, registry) if s.scheduler_name == "nodelabelfilter")
+    fwk = Framework(spec.scheduler_name, spec.points, spec.plugin_args, registry, None)
+    assert "NodeFilterLabel" in fwk.plugins_at("filter") and fwk.unsigned_plugins == []
+    shapes = [fwk.filter_shape(p) for p in pods]
+    assert shapes[0] is not None and shapes[0] == shapes[1]  # labels are no part of a filter shape
+    assert fwk.filter_shape(make_pod("c", cpu="2")) != shapes[0]
