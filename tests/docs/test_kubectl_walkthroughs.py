@@ -191,7 +191,12 @@ def make_cluster(tmp_path: Path, *args: str) -> Iterator[Reader]:
         if reader is not None:
             reader.stop()
         proc.send_signal(signal.SIGINT)  # what Ctrl-C does: it stops etcd and the API server
-        proc.wait(60)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # its servers die with it (parent-death signal): nothing outlives the test
+            proc.wait(10)
+            raise
 
 
 def test_readme_live_tour_and_a_snapshot_of_it(tmp_path: Path) -> None:

@@ -9,6 +9,9 @@ same pin schedules onto our fake nodes.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable
@@ -169,3 +172,35 @@ def test_failed_start_reports_log_and_leaves_nothing_behind(tmp_path: Path) -> N
     assert "no-such-flag" in str(err.value)  # the tail of the apiserver log is in the message
     assert os.listdir(tmp_path) == []  # temp dir removed
     assert _processes_mentioning(str(tmp_path)) == []  # etcd stopped too
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+def test_ctrl_c_stops_the_helper_even_when_started_with_sigint_ignored() -> None:
+    """`python -m kubesched.testing.controlplane` run as a background job of a script inherits an
+    ignored SIGINT (POSIX shells do that without job control); Ctrl-C / SIGINT must still stop it
+    and its servers, or they outlive whoever started them."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubesched.testing.controlplane"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        while not lines or lines[-1] != "Ctrl-C to stop.":
+            line = proc.stdout.readline()
+            assert line, "the control plane exited:\n" + "\n".join(lines)
+            lines.append(line.rstrip("\n"))
+        workdir = next(line.split()[-1] for line in lines if line.strip().startswith("logs:"))
+        workdir = str(Path(workdir).parent)  # etcd's and the API server's command lines name it
+        assert len(_processes_mentioning(workdir)) >= 2
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 0 and proc.stdout.read().strip() == "stopped"
+        assert _processes_mentioning(workdir) == [] and not Path(workdir).exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)

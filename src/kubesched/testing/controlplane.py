@@ -860,6 +860,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
         stop_requested = True
 
     signal.signal(signal.SIGTERM, on_signal)
+    # Ctrl-C (SIGINT) stops it, also when started from a shell that ignores SIGINT in background
+    # jobs: Python keeps an inherited "ignore", and the control plane would then outlive its user.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with ControlPlane(keep_workdir=args.keep) as cp:
             if args.nodes:
