@@ -92,6 +92,8 @@ class Recorder:
         self._started: float | None = None
         self._stopped = False
         self._entries: list[_Entry] = []
+        #: How many entries were made before `start()`: the state at 0s.
+        self._initial_entries = 0
         self._nodes: dict[str, Node] = {}  # name -> what the timeline last said about it
         self._deleted_nodes: set[str] = set()
         self._pods: dict[str, PodObservation] = {}  # uid -> the pod's life
@@ -107,6 +109,7 @@ class Recorder:
         """From now on changes are stamped with the seconds since this call."""
         with self._lock:
             self._started = self._clock()
+            self._initial_entries = len(self._entries)
         self.started.set()
 
     def now(self) -> float:
@@ -210,15 +213,22 @@ class Recorder:
     # ------------------------------------------------------------------ result
 
     def timeline(self) -> list[TimelineEvent]:
-        """The recorded timeline: PriorityClasses at 0s, then every entry in the order seen."""
+        """The recorded timeline: PriorityClasses at 0s, the state at 0s with its nodes before its
+        pods (the node and pod informers list concurrently; which finishes first is chance), then
+        every later entry in the order seen."""
         with self._lock:
             static = [
                 TimelineEvent(0.0, "create", ObjectRef("PriorityClass", pc.metadata.name), obj=pc)
                 for pc in self.priority_classes
             ]
+            initial = self._entries[: self._initial_entries]
+            entries = [
+                *sorted(initial, key=lambda e: e.ref.kind != "Node"),
+                *self._entries[self._initial_entries :],
+            ]
             return static + [
                 TimelineEvent(e.at, e.action, e.ref, obj=e.obj, run_for=e.run_for, index=i)
-                for i, e in enumerate(self._entries)
+                for i, e in enumerate(entries)
             ]
 
 

@@ -71,6 +71,21 @@ def test_the_state_before_start_is_at_0s_and_later_changes_carry_their_time() ->
     assert len(recorder.timeline()) == 3
 
 
+def test_the_state_at_0s_lists_nodes_before_pods_whichever_informer_was_first() -> None:
+    clock = Clock()
+    recorder = Recorder(clock)
+    recorder.pod_added(pod("old", node="n1"))  # the pod informer finished its list first
+    recorder.pod_added(pod("pending"))
+    recorder.node_added(make_node("n1"))
+    recorder.node_added(make_node("n2"))
+    recorder.start()
+    recorder.pod_added(pod("web"))
+    clock.t += 1
+    recorder.node_added(make_node("n3"))  # after the start: in the order seen
+    assert [name for _, _, name, _ in steps(recorder)] == ["n1", "n2", "old", "pending", "web", "n3"]
+    assert [e.index for e in recorder.timeline()] == list(range(6))
+
+
 def test_a_finished_pod_gets_run_for_from_its_bind_and_no_delete() -> None:
     recorder, clock = started()
     clock.t += 1
