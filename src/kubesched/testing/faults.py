@@ -416,17 +416,38 @@ class Run:
         self._wait_for_events()
 
     def _wait_for_events(self) -> None:
-        """Until the Scheduled Events stop arriving (bounded): they trail the Bindings."""
+        """Until the Scheduled Events stop arriving (bounded): they trail the Bindings. Quiet is
+        not enough while a bound pod still has no Event that no dead replica explains: on a loaded
+        machine a live replica's rate-limited Events can pause longer than the quiet period."""
         limit, quiet = EVENTS_SETTLE
         deadline = time.monotonic() + limit
         seen, since = -1, time.monotonic()
         while time.monotonic() < deadline:
-            count = sum(self._scheduled_events().values())
+            scheduled = self._scheduled_events()
+            count = sum(scheduled.values())
             if count != seen:
                 seen, since = count, time.monotonic()
-            elif time.monotonic() - since >= quiet:
+            elif time.monotonic() - since >= quiet and not self._events_missing(scheduled)[1]:
                 return
             time.sleep(0.25)
+
+    def _events_missing(self, scheduled: dict[str, int]) -> tuple[int, int]:
+        """(bound pods without a Scheduled Event that a replica which died took with it, the other
+        bound pods without one)."""
+        ok = [b for b in read_binds(self.cp.audit_log_path, self.namespace) if 200 <= b.code < 300]
+        bound_by = {b.pod: b for b in ok}
+        lost = unexplained = 0
+        for p in self.pods():
+            name = p["metadata"]["name"]
+            if not p["spec"].get("nodeName") or scheduled.get(name):
+                continue
+            bind = bound_by.get(name)
+            died = self.died_unsent.get(bind.user) if bind is not None else None
+            if bind is not None and died is not None and bind.received <= died + DEAD_SENDER_LAG:
+                lost += 1
+            else:
+                unexplained += 1
+        return lost, unexplained
 
     def _scheduled_events(self) -> dict[str, int]:
         """Pod name -> how many Scheduled Events it got (an Event series counts its repeats)."""
@@ -462,16 +483,7 @@ class Run:
         f.overfilled_nodes = self._overfilled(ok)
         scheduled = self._scheduled_events()
         f.duplicate_scheduled_events = sum(1 for n in scheduled.values() if n > 1)
-        bound_by = {b.pod: b for b in ok}
-        for name, p in pods.items():
-            if not p["spec"].get("nodeName") or scheduled.get(name):
-                continue
-            bind = bound_by.get(name)
-            died = self.died_unsent.get(bind.user) if bind is not None else None
-            if bind is not None and died is not None and bind.received <= died + DEAD_SENDER_LAG:
-                f.events_lost_with_process += 1
-            else:
-                f.bound_without_event += 1
+        f.events_lost_with_process, f.bound_without_event = self._events_missing(scheduled)
         for r in self.replicas:
             r.note_rss()
             f.peak_rss_mib = max(f.peak_rss_mib, r.rss)
