@@ -136,24 +136,25 @@ class OpportunisticBatch:
         """(hint or "", the pod's signature). Called after PreFilter, whose state Filter reads."""
         started = time.perf_counter()
         signature = self.fwk.sign_pod(pod) if self.signs else None
-        hint = ""
-        if self._usable(state, pod, signature, cycle, table):
-            assert self.stored is not None
-            best = self.stored.best()
-            assert best is not None
-            self.stored.alive[best] = False
-            hint = self.stored.nodes.names[best]
-        else:
-            self._attempt(NO_HINT)
+        if not self._usable(state, pod, signature, cycle, table):
+            self._no_hint(started)
+            return "", signature
+        assert self.stored is not None
+        best = self.stored.best()
+        assert best is not None
+        self.stored.alive[best] = False
+        hint = self.stored.nodes.names[best]
         if self.metrics is not None:
-            self.metrics.observe_node_hint(self.fwk.profile_name, bool(hint), time.perf_counter() - started)
+            self.metrics.observe_node_hint(self.fwk.profile_name, True, time.perf_counter() - started)
         return hint, signature
 
     def no_hint(self) -> None:
         """What `node_hint` does while `idle` (no hint, whatever the pod), without signing the pod:
         for a repeated failure, which is repeated only while the batch is idle."""
         assert self.idle
-        started = time.perf_counter()
+        self._no_hint(time.perf_counter())
+
+    def _no_hint(self, started: float) -> None:
         self._attempt(NO_HINT)
         if self.metrics is not None:
             self.metrics.observe_node_hint(self.fwk.profile_name, False, time.perf_counter() - started)
