@@ -144,8 +144,9 @@ class NodeTable:
 
     # ------------------------------------------------------------------ construction helpers
     def _load_rows(self, rows: Sequence[int]) -> None:
-        """Fill `rows` from their NodeInfos, a column at a time: one write per cell cost ~90 ms for
-        5000 nodes, paid whenever a node comes or goes. (A Node changed in place reloads its row.)"""
+        """Fill `rows` from their NodeInfos, a column at a time (numpy writes cell by cell cost more
+        than the values): every row of a first table, the rows `_copy_rows` cannot copy, and the
+        row of a Node changed in place."""
         infos = [self.infos[i] for i in rows]
         if not infos:
             return
