@@ -279,9 +279,6 @@ def test_repeated_failures_change_no_decision(monkeypatch: pytest.MonkeyPatch) -
     with failures repeated as with every attempt run in full."""
     doc = synthetic_scenario(nodes=12, events=500, seed=5, hours=1, load=1.3)
 
-    def report() -> dict[str, Any]:
-        return replay_json(doc)
-
     repeats: list[int] = []
     real = Scheduler._repeat_failure
 
@@ -290,8 +287,8 @@ def test_repeated_failures_change_no_decision(monkeypatch: pytest.MonkeyPatch) -
         real(self, *args)
 
     monkeypatch.setattr(Scheduler, "_repeat_failure", counting)
-    repeated = report()
+    repeated = replay_json(doc)
     assert len(repeats) > 300
     assert repeated["summary"]["evictions"]["Preempted"] > 0
     monkeypatch.setattr(Scheduler, "_repeatable_content", lambda self, fwk, qpi: None)
-    assert report() == repeated
+    assert replay_json(doc) == repeated

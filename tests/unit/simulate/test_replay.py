@@ -195,9 +195,6 @@ def test_remembered_filter_verdicts_and_per_node_filters_change_no_decision(
     called per node on few nodes, decide exactly as full batch passes do: same report, pod by pod."""
     doc = synthetic_scenario(nodes=12, events=500, seed=5, hours=1, load=1.3)
 
-    def report() -> dict[str, Any]:
-        return replay_json(doc)
-
     patched: list[int] = []
     real_patch = filter_memo._patched
 
@@ -209,7 +206,7 @@ def test_remembered_filter_verdicts_and_per_node_filters_change_no_decision(
     monkeypatch.setattr(filter_memo, "_patched", counting_patch)
     # Every retry runs its own Filter pass here (no failure repeated for a sibling pod).
     monkeypatch.setattr(Scheduler, "_repeatable_content", lambda self, fwk, qpi: None)
-    remembered = report()
+    remembered = replay_json(doc)
     assert sum(patched) > 1000  # the full cluster made pods wait and retry
     assert remembered["summary"]["evictions"]["Preempted"] > 0
 
@@ -218,7 +215,7 @@ def test_remembered_filter_verdicts_and_per_node_filters_change_no_decision(
 
     monkeypatch.setattr(FilterMemo, "run_filter", full_pass)
     monkeypatch.setattr(runtime, "PER_NODE_FILTER_MAX", 0)
-    assert report() == remembered
+    assert replay_json(doc) == remembered
 
 
 def test_a_pod_with_a_bad_quantity_is_an_error_and_the_others_go_on() -> None:
