@@ -508,7 +508,7 @@ class Scheduler:
                 and self._cluster_frame() == frame
                 and self.cache.snapshot().pod_log_position == position
             ):
-                self._keep_failure(fwk, state, qpi, fit, content, start, nominated)
+                self._keep_failure(fwk, state, qpi, fit, content, start, nominated, frame, position)
             return True
         except _CycleError as err:
             self._fail(fwk, qpi, err.status, started, filter_=err.filter)
@@ -1012,9 +1012,12 @@ class Scheduler:
         content: bytes,
         start: int,
         nominated: str | None,
+        frame: tuple[Any, ...],
+        position: int,
     ) -> None:
-        """Keep a failed attempt, which nominated and evicted nobody and changed nothing, for the
-        next pods of the same content, if every plugin says a repeat would fail the same way."""
+        """Keep a failed attempt, which nominated and evicted nobody and changed nothing (the
+        cluster is still in `frame`, the pod log at `position`), for the next pods of the same
+        content, if every plugin says a repeat would fail the same way."""
         if not fwk.failure_repeats(state, qpi.pod):
             return
         failure = RepeatableFailure(
@@ -1028,9 +1031,9 @@ class Scheduler:
             asked_for_hint=fit.diagnosis.pre_filter_status is None,
             start_before=start,
             start_after=self._next_start,
-            position=self.cache.snapshot().pod_log_position,
+            position=position,
         )
-        self.failure_memo.put(self._cluster_frame(), fwk.profile_name, content, failure)
+        self.failure_memo.put(frame, fwk.profile_name, content, failure)
 
     def _repeat_failure(
         self, fwk: Framework, qpi: QueuedPodInfo, failure: RepeatableFailure, started: float
