@@ -23,7 +23,8 @@ the times of the faults are the ones this module noted when it caused them. From
   bound pods with none, except those bound by a replica that died before it could send the Event
   (killed by SIGKILL, or exited on losing the Lease while the API server was down, as kube-scheduler
   does too): those are `events_lost_with_process`. Events that fail during an outage are retried, so
-  an outage alone loses none;
+  an outage alone loses none; the ledger waits out the retry schedule for them. `without_event`
+  names the first few unexplained pods (who bound them, when) and the replicas' complaints;
 * `exit_code`, `exit_seconds`: how the replica that lost the Lease or got SIGTERM ended;
 * `peak_rss_mib`: the largest resident set of the replicas.
 
@@ -49,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.cluster.kube.client import KubeClient
+from kubesched.cluster.kube.workers import RETRY_DELAYS
 from kubesched.testing.controlplane import ControlPlane, ManagedProcess
 from kubesched.testing.fake_nodes import (
     ApiClient,
@@ -76,9 +78,11 @@ ON_THE_WIRE = 0.5
 #: count as sent by a process that could not send their Events. (Each replica binds as its own user,
 #: so no later replica's bind is mistaken for one of these.)
 DEAD_SENDER_LAG = 5.0
-#: After the last bind, how long the Scheduled Events may keep arriving (they go out through the
-#: replica's rate-limited client after its Bindings), and how long their count must stay unchanged.
-EVENTS_SETTLE = (15.0, 2.0)
+#: After the last bind, how long the Scheduled Events may keep arriving, and how long their count
+#: must stay unchanged. They go out through the replica's rate-limited client after its Bindings,
+#: and one that fails for a passing reason is tried again on the `RETRY_DELAYS` schedule (45.5 s
+#: in all), so the wait covers that schedule while a bound pod still lacks an Event.
+EVENTS_SETTLE = (sum(RETRY_DELAYS) + 5.0, 2.0)
 #: A node deleted or shrunk more than this long before a bind made that bind stale.
 STALE_AFTER = 1.0
 
@@ -109,6 +113,8 @@ class Figures:
     duplicate_scheduled_events: int = 0
     bound_without_event: int = 0
     events_lost_with_process: int = 0
+    #: The first few `bound_without_event` pods: who bound them, and when, against any death.
+    without_event: list[str] = field(default_factory=list)
     exit_code: int | None = None
     exit_seconds: float | None = None
     peak_rss_mib: float = 0.0
@@ -325,6 +331,7 @@ class Run:
         self.died_unsent: dict[str, float] = {}
         self.selector: dict[str, str] | None = None
         self.started = time.monotonic()
+        self.started_epoch = time.time()
         create_namespace(api, self.namespace)
 
     # -- set-up
@@ -431,12 +438,12 @@ class Run:
                 return
             time.sleep(0.25)
 
-    def _events_missing(self, scheduled: dict[str, int]) -> tuple[int, int]:
-        """(bound pods without a Scheduled Event that a replica which died took with it, the other
-        bound pods without one)."""
+    def _events_missing(self, scheduled: dict[str, int]) -> tuple[int, list[str]]:
+        """(how many bound pods lack a Scheduled Event that a replica which died took with it, the
+        other bound pods without one: pod, who bound it and when, against that replica's death)."""
         ok = [b for b in read_binds(self.cp.audit_log_path, self.namespace) if 200 <= b.code < 300]
         bound_by = {b.pod: b for b in ok}
-        lost = unexplained = 0
+        lost, unexplained = 0, []
         for p in self.pods():
             name = p["metadata"]["name"]
             if not p["spec"].get("nodeName") or scheduled.get(name):
@@ -445,9 +452,32 @@ class Run:
             died = self.died_unsent.get(bind.user) if bind is not None else None
             if bind is not None and died is not None and bind.received <= died + DEAD_SENDER_LAG:
                 lost += 1
+            elif bind is None:
+                unexplained.append(f"{name}: no successful Binding in the audit log")
             else:
-                unexplained += 1
+                when = f"{bind.received - self.started_epoch:.1f} s into the run"
+                if died is not None:
+                    when += f", {bind.received - died:+.1f} s from its death"
+                unexplained.append(f"{name}: bound by {bind.user} {when}")
         return lost, unexplained
+
+    def _event_complaints(self, most: int = 5) -> list[str]:
+        """The replicas' last log lines about Events that failed or were dropped (for a verdict
+        that counts bound pods without one)."""
+        lines: list[str] = []
+        for r in self.replicas:
+            try:
+                text = r.proc.log_path.read_text(errors="replace")
+            except OSError:
+                continue
+            said = [
+                line.strip()
+                for line in text.splitlines()
+                if ("event" in line and "not recorded" in line) or "dropping a call" in line
+                or "events: call failed" in line
+            ]  # fmt: skip
+            lines += [f"{r.user}: {line}" for line in said[-most:]]
+        return lines
 
     def _scheduled_events(self) -> dict[str, int]:
         """Pod name -> how many Scheduled Events it got (an Event series counts its repeats)."""
@@ -483,7 +513,10 @@ class Run:
         f.overfilled_nodes = self._overfilled(ok)
         scheduled = self._scheduled_events()
         f.duplicate_scheduled_events = sum(1 for n in scheduled.values() if n > 1)
-        f.events_lost_with_process, f.bound_without_event = self._events_missing(scheduled)
+        f.events_lost_with_process, unexplained = self._events_missing(scheduled)
+        f.bound_without_event = len(unexplained)
+        if unexplained:
+            f.without_event = unexplained[:10] + self._event_complaints()
         for r in self.replicas:
             r.note_rss()
             f.peak_rss_mib = max(f.peak_rss_mib, r.rss)
