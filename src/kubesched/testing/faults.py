@@ -9,7 +9,10 @@ shrunk, pods deleted, SIGTERM), waits for the cluster to settle, and returns `Fi
 The ledger is not the schedulers' word: every `pods/binding` request is in the API server's audit
 log (`ControlPlane(audit_bindings=True)`) with its user (each replica has its own), the time the
 server received it, the node and the answer; the pods and `Scheduled` Events are listed at the end;
-the times of the faults are the ones this module noted when it caused them. From that:
+the times of the faults are the ones this module noted when it caused them. A Binding counts as
+successful when answered 2xx, or when its pod is bound to its node and no Binding of the pod was
+answered 2xx: a replica killed mid-request gets its Binding logged as 504 although the write can
+already be in etcd (`binds_that_took`). From that:
 
 * `double_binds`: pods with two successful Bindings;
 * `lost_pods`: pods not deleted by the scenario and still unbound when it settled;
@@ -67,6 +70,7 @@ __all__ = [
     "SCENARIOS",
     "Figures",
     "Scale",
+    "binds_that_took",
     "read_binds",
     "run_scenario",
 ]
@@ -171,6 +175,20 @@ def read_binds(path: Path, namespace: str) -> list[Bind]:
         )
     binds.sort(key=lambda b: b.received)
     return binds
+
+
+def binds_that_took(binds: list[Bind], bound_to: dict[str, str]) -> list[Bind]:
+    """The Bindings that bound their pod: every 2xx one, and for a pod bound (`bound_to`: pod ->
+    node) with no 2xx Binding, its last Binding to that node whatever the answer. A client that dies
+    mid-request gets its Binding logged as 504 although the write may already be in etcd; the
+    server's answer is not the last word on what happened."""
+    took = [b for b in binds if 200 <= b.code < 300]
+    answered = {b.pod for b in took}
+    unanswered: dict[str, Bind] = {}
+    for b in binds:
+        if b.pod not in answered and bound_to.get(b.pod) == b.node:
+            unanswered[b.pod] = b
+    return sorted(took + list(unanswered.values()), key=lambda b: b.received)
 
 
 # --------------------------------------------------------------------------- replicas
@@ -441,24 +459,26 @@ class Run:
     def _events_missing(self, scheduled: dict[str, int]) -> tuple[int, list[str]]:
         """(how many bound pods lack a Scheduled Event that a replica which died took with it, the
         other bound pods without one: pod, who bound it and when, against that replica's death)."""
-        ok = [b for b in read_binds(self.cp.audit_log_path, self.namespace) if 200 <= b.code < 300]
-        bound_by = {b.pod: b for b in ok}
+        pods = self.pods()
+        bound_to = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName")}
+        took = binds_that_took(read_binds(self.cp.audit_log_path, self.namespace), bound_to)
+        bound_by = {b.pod: b for b in took}
         lost, unexplained = 0, []
-        for p in self.pods():
-            name = p["metadata"]["name"]
-            if not p["spec"].get("nodeName") or scheduled.get(name):
+        for name in bound_to:
+            if scheduled.get(name):
                 continue
             bind = bound_by.get(name)
-            died = self.died_unsent.get(bind.user) if bind is not None else None
-            if bind is not None and died is not None and bind.received <= died + DEAD_SENDER_LAG:
+            if bind is None:
+                unexplained.append(f"{name}: no Binding to its node in the audit log")
+                continue
+            died = self.died_unsent.get(bind.user)
+            if died is not None and bind.received <= died + DEAD_SENDER_LAG:
                 lost += 1
-            elif bind is None:
-                unexplained.append(f"{name}: no successful Binding in the audit log")
-            else:
-                when = f"{bind.received - self.started_epoch:.1f} s into the run"
-                if died is not None:
-                    when += f", {bind.received - died:+.1f} s from its death"
-                unexplained.append(f"{name}: bound by {bind.user} {when}")
+                continue
+            when = f"{bind.received - self.started_epoch:.1f} s into the run (answer {bind.code})"
+            if died is not None:
+                when += f", {bind.received - died:+.1f} s from its death"
+            unexplained.append(f"{name}: bound by {bind.user} {when}")
         return lost, unexplained
 
     def _event_complaints(self, most: int = 5) -> list[str]:
@@ -492,9 +512,9 @@ class Run:
     def judge(self) -> Figures:
         f = self.figures
         f.seconds = round(time.monotonic() - self.started, 1)
-        binds = read_binds(self.cp.audit_log_path, self.namespace)
         pods = {p["metadata"]["name"]: p for p in self.pods()}
-        ok = [b for b in binds if 200 <= b.code < 300]
+        bound_to = {name: p["spec"]["nodeName"] for name, p in pods.items() if p["spec"].get("nodeName")}
+        ok = binds_that_took(read_binds(self.cp.audit_log_path, self.namespace), bound_to)
         per_pod: dict[str, int] = {}
         for b in ok:
             per_pod[b.pod] = per_pod.get(b.pod, 0) + 1
