@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from tests.unit.simulate.test_replay import replay_json
+from tests.unit.simulate.simulate_helpers import replay_json
 
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Pod

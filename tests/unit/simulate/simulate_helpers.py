@@ -9,10 +9,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 
 from kubesched.cli import main
+from kubesched.config import default_config
+from kubesched.plugins import default_registry
+from kubesched.simulate.replay import replay
+from kubesched.simulate.replay_report import replay_to_json
+from kubesched.simulate.scenario import parse_scenario
 
 Obj = dict[str, Any]
 
@@ -166,3 +172,15 @@ def without_timing(raw: str) -> Obj:
     for key in TIMING_KEYS:
         report["summary"].pop(key)
     return report
+
+
+def replay_json(doc: dict[str, Any]) -> dict[str, Any]:
+    """The replay report of scenario `doc` with the default profile, as JSON data, timings aside."""
+    registry = default_registry()
+    scenario = parse_scenario(msgspec.json.encode(doc).decode(), "s.json")
+    out: dict[str, Any] = msgspec.json.decode(
+        replay_to_json(replay(scenario, default_config(registry), registry))
+    )
+    out["summary"].pop("seconds")
+    out["summary"].pop("eventsPerSecond")
+    return out

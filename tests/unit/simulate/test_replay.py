@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from tests.unit.simulate.simulate_helpers import replay_json
 
 from kubesched.api.objects import Node, Pod
 from kubesched.api.quantity import parse_quantity
@@ -16,7 +17,7 @@ from kubesched.framework.filter_memo import FilterMemo
 from kubesched.plugins import default_registry
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.simulate.replay import replay
-from kubesched.simulate.replay_report import ReplayPod, ReplayReport, replay_to_json
+from kubesched.simulate.replay_report import ReplayPod, ReplayReport
 from kubesched.simulate.scenario import ObjectRef, Scenario, TimelineEvent, parse_scenario
 from kubesched.simulate.timeline import MAX_SAMPLES, latency, nearest_rank
 from kubesched.testing.builders import make_node, make_pod
@@ -162,30 +163,7 @@ def test_the_heat_map_follows_each_node_over_time() -> None:
 
 def test_same_seed_same_replay() -> None:
     doc = synthetic_scenario(nodes=10, events=150, seed=3, hours=1)
-    registry = default_registry()
-
-    def once() -> dict[str, Any]:
-        report = replay(
-            parse_scenario(msgspec.json.encode(doc).decode(), "s.json"), default_config(registry), registry
-        )
-        out: dict[str, Any] = msgspec.json.decode(replay_to_json(report))
-        out["summary"].pop("seconds")
-        out["summary"].pop("eventsPerSecond")
-        return out
-
-    assert once() == once()
-
-
-def replay_json(doc: dict[str, Any]) -> dict[str, Any]:
-    """The replay report of scenario `doc` with the default profile, as JSON data, timings aside."""
-    registry = default_registry()
-    scenario = parse_scenario(msgspec.json.encode(doc).decode(), "s.json")
-    out: dict[str, Any] = msgspec.json.decode(
-        replay_to_json(replay(scenario, default_config(registry), registry))
-    )
-    out["summary"].pop("seconds")
-    out["summary"].pop("eventsPerSecond")
-    return out
+    assert replay_json(doc) == replay_json(doc)
 
 
 def test_remembered_filter_verdicts_and_per_node_filters_change_no_decision(
