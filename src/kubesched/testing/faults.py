@@ -452,16 +452,23 @@ class Run:
             count = sum(scheduled.values())
             if count != seen:
                 seen, since = count, time.monotonic()
-            elif time.monotonic() - since >= quiet and not self._events_missing(scheduled)[1]:
-                return
+            elif time.monotonic() - since >= quiet:
+                _, bound_to, took = self._ledger()
+                if not self._events_missing(scheduled, bound_to, took)[1]:
+                    return
             time.sleep(0.25)
 
-    def _events_missing(self, scheduled: dict[str, int]) -> tuple[int, list[str]]:
+    def _ledger(self) -> tuple[dict[str, dict[str, Any]], dict[str, str], list[Bind]]:
+        """The run's pods by name, the bound ones' nodes, and the Bindings that bound them."""
+        pods = {p["metadata"]["name"]: p for p in self.pods()}
+        bound_to = {name: p["spec"]["nodeName"] for name, p in pods.items() if p["spec"].get("nodeName")}
+        return pods, bound_to, binds_that_took(read_binds(self.cp.audit_log_path, self.namespace), bound_to)
+
+    def _events_missing(
+        self, scheduled: dict[str, int], bound_to: dict[str, str], took: list[Bind]
+    ) -> tuple[int, list[str]]:
         """(how many bound pods lack a Scheduled Event that a replica which died took with it, the
         other bound pods without one: pod, who bound it and when, against that replica's death)."""
-        pods = self.pods()
-        bound_to = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName")}
-        took = binds_that_took(read_binds(self.cp.audit_log_path, self.namespace), bound_to)
         bound_by = {b.pod: b for b in took}
         lost, unexplained = 0, []
         for name in bound_to:
@@ -493,7 +500,7 @@ class Run:
             said = [
                 line.strip()
                 for line in text.splitlines()
-                if ("event" in line and "not recorded" in line) or "dropping a call" in line
+                if ("event" in line and "not recorded" in line) or "events: queue full" in line
                 or "events: call failed" in line
             ]  # fmt: skip
             lines += [f"{r.user}: {line}" for line in said[-most:]]
@@ -512,14 +519,12 @@ class Run:
     def judge(self) -> Figures:
         f = self.figures
         f.seconds = round(time.monotonic() - self.started, 1)
-        pods = {p["metadata"]["name"]: p for p in self.pods()}
-        bound_to = {name: p["spec"]["nodeName"] for name, p in pods.items() if p["spec"].get("nodeName")}
-        ok = binds_that_took(read_binds(self.cp.audit_log_path, self.namespace), bound_to)
+        pods, bound_to, ok = self._ledger()
         per_pod: dict[str, int] = {}
         for b in ok:
             per_pod[b.pod] = per_pod.get(b.pod, 0) + 1
         f.double_binds = sum(1 for n in per_pod.values() if n > 1)
-        f.bound = sum(1 for p in pods.values() if p["spec"].get("nodeName"))
+        f.bound = len(bound_to)
         f.lost_pods = sum(
             1 for name, p in pods.items() if not p["spec"].get("nodeName") and name not in self.deleted_pods
         )
@@ -533,7 +538,7 @@ class Run:
         f.overfilled_nodes = self._overfilled(ok)
         scheduled = self._scheduled_events()
         f.duplicate_scheduled_events = sum(1 for n in scheduled.values() if n > 1)
-        f.events_lost_with_process, unexplained = self._events_missing(scheduled)
+        f.events_lost_with_process, unexplained = self._events_missing(scheduled, bound_to, ok)
         f.bound_without_event = len(unexplained)
         if unexplained:
             f.without_event = unexplained[:10] + self._event_complaints()
