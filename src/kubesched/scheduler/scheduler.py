@@ -1020,11 +1020,12 @@ class Scheduler:
         content, if every plugin says a repeat would fail the same way."""
         if not fwk.failure_repeats(state, qpi.pod):
             return
+        counts = fit.reason_counts()
         failure = RepeatableFailure(
             diagnosis=fit.diagnosis,
             num_all_nodes=fit.num_all_nodes,
-            counts=fit.reason_counts(),
-            reasons=fit.reason_counts().most_common(TOP_REASONS),
+            counts=counts,
+            reasons=counts.most_common(TOP_REASONS),
             message=str(fit),
             state=state,
             nominated=nominated,
