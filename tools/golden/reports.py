@@ -3,7 +3,7 @@
 
     tools/golden/reports.py inputs INPUT_DIR           # once, on the base tree: generated scenarios
     tools/golden/reports.py run INPUT_DIR OUT_DIR      # on each tree (PYTHONPATH picks the tree)
-    diff -r OUT_A OUT_B                                # a refactor must leave this empty
+    tools/golden/reports.py compare OUT_A OUT_B        # a refactor must show "0 differ"
 
 A refactor that claims "behaviour unchanged" shows it with this: the simulate, explain, capacity,
 compare and replay reports of every example, the JSON report (per-node verdicts and scores) of 200
@@ -24,14 +24,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 #: What differs from run to run: durations, rates, and the temporary paths of inputs.
 MASKS = (
-    (re.compile(r"\b\d+(?:\.\d+)?(?:e[+-]?\d+)?\s?pods/s"), "<rate>"),
+    (re.compile(r"\b\d+(?:\.\d+)?(?:e[+-]?\d+)?\s?(?:pods|events)/s"), "<rate>"),
     (re.compile(r"\b\d+\.\d+s\b"), "<secs>"),
-    (
-        re.compile(r'"(seconds|wallSeconds|cpuSeconds|elapsedSeconds|durationSeconds)":\s*[\d.e+-]+'),
-        r'"\1":0',
-    ),
+    (re.compile(r'"(\w*(?:[sS]econds|PerSecond))":\s*[\d.e+-]+'), r'"\1":0'),
+    (re.compile(r"(?m)^(\s*)(\w*(?:[sS]econds|PerSecond)): [\d.e+-]+$"), r"\1\2: 0"),
     (re.compile(r'"generatedAt":\s*"[^"]*"'), '"generatedAt":""'),
+    # compare's "seconds" figure: the last cell of each column of its HTML table
+    (re.compile(r'"\d+\.\d\d"\]'), '"<secs>"]'),
 )
+#: Lines naming seconds or rates keep their words, not their decimals (compare's table rows).
+_TIMED_LINE = re.compile(r"seconds|per second|/s\b", re.I)
+_DECIMAL = re.compile(r"\b\d+\.\d+\b")
 DIFFERENTIAL_SEEDS = range(1, 201)
 
 
@@ -202,7 +205,32 @@ def _commands(inputs: Path) -> list[tuple[str, list[str]]]:
 def _mask(text: str) -> str:
     for pattern, replacement in MASKS:
         text = pattern.sub(replacement, text)
-    return text
+    return "".join(
+        _DECIMAL.sub("<n>", line) if _TIMED_LINE.search(line) else line for line in text.splitlines(True)
+    )
+
+
+def compare(a: Path, b: Path) -> int:
+    """Mask both sides again (reports written by an older copy of this tool) and list what differs."""
+    import difflib
+
+    names = sorted({p.name for p in a.glob("*.out")} | {p.name for p in b.glob("*.out")})
+    differing = 0
+    for name in names:
+        left, right = a / name, b / name
+        if not (left.exists() and right.exists()):
+            print(f"only in {'b' if right.exists() else 'a'}: {name}")
+            differing += 1
+            continue
+        la, lb = _mask(left.read_text()), _mask(right.read_text())
+        if la != lb:
+            differing += 1
+            diff = difflib.unified_diff(
+                la.splitlines(), lb.splitlines(), str(left), str(right), lineterm="", n=1
+            )
+            print("\n".join(list(diff)[:40]))
+    print(f"{len(names)} reports, {differing} differ")
+    return 1 if differing else 0
 
 
 def run(inputs: Path, out: Path) -> int:
@@ -226,6 +254,8 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "inputs":
         write_inputs(Path(argv[1]).resolve())
         return 0
+    if len(argv) == 3 and argv[0] == "compare":
+        return compare(Path(argv[1]), Path(argv[2]))
     if len(argv) == 3 and argv[0] == "run":
         return run(Path(argv[1]).resolve(), Path(argv[2]).resolve())
     print(__doc__, file=sys.stderr)
