@@ -55,6 +55,35 @@ immutable". Argument: (dict "root" $ "name" NAME "selector" (include "kubesched.
 {{- .Values.profiles | default (list (dict "schedulerName" .Release.Name)) | toYaml }}
 {{- end }}
 
+{{/*
+The extender's TLS material when the chart makes it (no existingSecret, no cert-manager), as JSON of
+base64 strings {caCrt, tlsCrt, tlsKey, clientCrt, clientKey}. Made once per install: the Secrets of an
+earlier release are read back (lookup) and kept, so upgrades never change the CA kube-scheduler's
+client certificate chains to. Without a cluster to read (`helm template`, `--dry-run=client`) lookup
+finds nothing and new ones are generated. Computed once per render and kept on the root context,
+since the Secrets and the Deployment's checksum annotation must see the same keys.
+*/}}
+{{- define "kubesched.extenderCerts" -}}
+{{- if not (hasKey . "kubeschedExtenderCerts") }}
+{{- $name := include "kubesched.extenderName" . }}
+{{- $ns := .Release.Namespace }}
+{{- $server := get (lookup "v1" "Secret" $ns (printf "%s-tls" $name)) "data" | default dict }}
+{{- $client := get (lookup "v1" "Secret" $ns (printf "%s-client" $name)) "data" | default dict }}
+{{- $certs := dict }}
+{{- if and (get $server "tls.crt") (get $server "tls.key") (get $server "ca.crt") (get $client "tls.crt") (get $client "tls.key") }}
+{{- $certs = dict "caCrt" (get $server "ca.crt") "tlsCrt" (get $server "tls.crt") "tlsKey" (get $server "tls.key") "clientCrt" (get $client "tls.crt") "clientKey" (get $client "tls.key") }}
+{{- else }}
+{{- $host := printf "%s.%s.svc" $name $ns }}
+{{- $ca := genCA (printf "%s-ca" $name) 3650 }}
+{{- $serving := genSignedCert $host nil (list $host (printf "%s.cluster.local" $host)) 3650 $ca }}
+{{- $kubeScheduler := genSignedCert "kube-scheduler" nil nil 3650 $ca }}
+{{- $certs = dict "caCrt" ($ca.Cert | b64enc) "tlsCrt" ($serving.Cert | b64enc) "tlsKey" ($serving.Key | b64enc) "clientCrt" ($kubeScheduler.Cert | b64enc) "clientKey" ($kubeScheduler.Key | b64enc) }}
+{{- end }}
+{{- $_ := set . "kubeschedExtenderCerts" $certs }}
+{{- end }}
+{{- get . "kubeschedExtenderCerts" | toJson }}
+{{- end }}
+
 {{- define "kubesched.podSecurity" -}}
 securityContext:
   runAsNonRoot: true
