@@ -102,7 +102,8 @@ NOT_RUNNABLE: dict[tuple[str, str], str] = {
         for c in (
             "docker build -f deploy/Dockerfile -t kubesched:0.1.0 .",
             "kubectl apply -f deploy/rbac.yaml -f deploy/configmap.yaml -f deploy/deployment.yaml",
-            "kubectl apply -f deploy/example-pod.yaml     # schedulerName: nodelabelfilter",
+            "kubectl run hello-kubesched --image=registry.k8s.io/pause:3.10.1 "
+            '--overrides=\'{"spec": {"schedulerName": "kubesched"}}\'',
             "kubectl get pod hello-kubesched -o wide      # NODE: the node kubesched bound it to",
         )
     },

@@ -1,6 +1,6 @@
 """Every manifest in deploy/ is accepted by the real API server (server-side dry run: full decoding,
-defaulting, validation and admission, nothing stored), and the ConfigMap's configuration is one
-kubesched accepts with the profiles the example pod names."""
+defaulting, validation and admission, nothing stored), the ConfigMap's configuration is one kubesched
+accepts, and the example pod names a profile of the node-label-filter example it is shown with."""
 
 from __future__ import annotations
 
@@ -58,16 +58,28 @@ def test_manifest_applies_with_server_side_dry_run(api: ApiClient, label: str, d
     assert created["metadata"]["name"] == doc["metadata"]["name"]
 
 
-def test_configmap_config_is_valid_and_serves_the_example_pod() -> None:
+def test_configmap_config_is_valid_with_one_default_profile() -> None:
     (cm,) = [doc for _, doc in MANIFESTS if doc["kind"] == "ConfigMap"]
     cfg = decode_config(cm["data"]["config.yaml"], "configmap.yaml", default_registry())
-    names = {p.scheduler_name for p in cfg.profiles}
-    assert names == {"kubesched", "nodelabelfilter"}
+    defaults = decode_config(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles: [{schedulerName: kubesched}]\n",
+        "defaults",
+        default_registry(),
+    )
+    assert cfg.profiles == defaults.profiles  # kube-scheduler's default plugins, named kubesched
     assert cfg.leader_election is not None and cfg.leader_election.resource_name == "kubesched"
-    (pod,) = [doc for _, doc in MANIFESTS if doc["kind"] == "Pod"]
-    assert pod["spec"]["schedulerName"] in names
     # The Role lets kubesched manage exactly the Lease the config names.
     (role,) = [doc for _, doc in MANIFESTS if doc["kind"] == "Role"]
     named = [r for r in role["rules"] if r.get("resourceNames")]
     assert named and named[0]["resourceNames"] == [cfg.leader_election.resource_name]
     assert cfg.leader_election.resource_namespace == role["metadata"]["namespace"]
+
+
+def test_the_example_pod_names_the_node_label_filter_profile() -> None:
+    """deploy/example-pod.yaml is the pod of the README's live tour and docs/live-scheduler.md §1,
+    which run examples/node-label-filter/scheduler-config.yaml."""
+    example = DEPLOY.parent / "examples" / "node-label-filter" / "scheduler-config.yaml"
+    cfg = decode_config(example.read_text(), str(example), default_registry())
+    (pod,) = [doc for _, doc in MANIFESTS if doc["kind"] == "Pod"]
+    assert pod["spec"]["schedulerName"] in {p.scheduler_name for p in cfg.profiles}
