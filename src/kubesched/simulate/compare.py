@@ -141,7 +141,7 @@ def measure(
     by_reason: Counter[str] = Counter()
     for result in report.pods:
         if result.result == "Unschedulable" and result.message:
-            by_reason.update(set(reasons_of(result.message)))
+            by_reason.update(sorted(set(reasons_of(result.message))))
     pods = list(cluster.pods.values())
     usage = _node_usage(cluster.nodes.values(), pods)
     placed = {(r.namespace, r.name) for r in report.pods if r.result == "Scheduled"}
@@ -161,7 +161,7 @@ def measure(
         unschedulable=report.summary.unschedulable,
         errors=report.summary.errors,
         ignored=report.summary.ignored,
-        unschedulable_by_reason=dict(by_reason.most_common()),
+        unschedulable_by_reason=dict(sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0]))),
         evicted=sum(len(r.victims) for r in report.pods),
         preemptors=sum(1 for r in report.pods if r.victims),
         utilization=_utilization(usage),

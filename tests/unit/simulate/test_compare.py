@@ -171,3 +171,28 @@ def test_pods_of_workloads_count_like_any_other(tmp_path: Path, capsys: pytest.C
     assert [r["name"] for r in runs] == ["default", "default-2"]
     assert [(r["scheduled"], r["unschedulable"]) for r in runs] == [(2, 1), (2, 1)]
     assert json.loads(out)["pods"] == 3
+
+
+def test_reasons_with_equal_counts_are_listed_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ties are ordered by reason, so two runs of one comparison print the same report."""
+    cluster = write_yaml(
+        tmp_path / "cluster.yaml",
+        node("small-cpu", cpu="1", memory="64Gi"),
+        node("small-memory", cpu="64", memory="1Gi"),
+        *(pod(f"big-{i}", requests={"memory": "8Gi", "cpu": "8"}) for i in range(3)),
+    )
+    configs = [
+        "--config",
+        str(fit_config(tmp_path / "spread.yaml", "LeastAllocated")),
+        "--config",
+        str(fit_config(tmp_path / "pack.yaml", "MostAllocated")),
+    ]
+    code, out, err = run_cli(capsys, "compare", str(cluster), *configs, "--output", "json")
+    assert (code, err) == (0, ""), err
+    for run in json.loads(out)["runs"]:
+        assert list(run["unschedulableByReason"].items()) == [
+            ("Insufficient cpu", 3),
+            ("Insufficient memory", 3),
+        ]
