@@ -22,7 +22,7 @@ from collections import Counter
 from kubesched.api.loader import LoadedObjects
 from kubesched.config import decode_config
 from kubesched.plugins import default_registry
-from kubesched.simulate.runner import simulate
+from kubesched.simulate.snapshot.run import simulate
 from kubesched.testing.builders import make_node, make_pod
 
 CONFIG = """

@@ -33,7 +33,7 @@ from kubesched.api.objects import Node, Pod
 from kubesched.api.resource import DeviceClass, ResourceClaimTemplate, ResourceSlice
 from kubesched.config import default_config
 from kubesched.plugins import default_registry
-from kubesched.simulate.runner import simulate
+from kubesched.simulate.snapshot.run import simulate
 
 DRIVER = "gpu.nvidia.com"
 GPUS_PER_NODE = 8

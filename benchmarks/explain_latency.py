@@ -116,7 +116,7 @@ def phases(kubeconfig: str) -> dict[str, float]:
     from kubesched.cluster.kube.snapshot import read_snapshot
     from kubesched.config import default_config
     from kubesched.plugins import default_registry
-    from kubesched.simulate.explain import explain_pod, find_pod, kinds_read
+    from kubesched.simulate.explain.run import explain_pod, find_pod, kinds_read
 
     imports = "import kubesched.cli, kubesched.cli.explain, kubesched.simulate.explain"
     imports += ", kubesched.cluster.kube.snapshot"

@@ -31,7 +31,7 @@ import msgspec
 
 from kubesched.config import default_config
 from kubesched.plugins import default_registry
-from kubesched.simulate.replay import replay
+from kubesched.simulate.replay.run import replay
 from kubesched.simulate.scenario import load_scenario
 from kubesched.testing.scenarios import synthetic_scenario
 

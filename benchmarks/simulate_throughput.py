@@ -27,7 +27,7 @@ from kubesched.api.loader import LoadedObjects
 from kubesched.config import default_config
 from kubesched.plugins import default_registry
 from kubesched.scheduler.profiles import profiles_from_config
-from kubesched.simulate.runner import simulate
+from kubesched.simulate.snapshot.run import simulate
 from kubesched.testing.builders import make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"

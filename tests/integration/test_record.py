@@ -23,8 +23,8 @@ from kubesched.cli import main
 from kubesched.cluster.kube.client import KubeClient
 from kubesched.config import load_config
 from kubesched.plugins import default_registry
-from kubesched.simulate.recording import Recorder, record_cluster
-from kubesched.simulate.replay import replay
+from kubesched.simulate.record.run import Recorder, record_cluster
+from kubesched.simulate.replay.run import replay
 from kubesched.simulate.scenario import dump_scenario, load_scenario, parse_scenario, scenario_document
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.fake_nodes import (

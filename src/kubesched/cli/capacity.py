@@ -47,8 +47,8 @@ def _capacity(args: argparse.Namespace) -> int:
 
     from kubesched.api.loader import load_paths
     from kubesched.plugins import default_registry
-    from kubesched.simulate.capacity import DEFAULT_LIMIT, capacity, shapes_of
-    from kubesched.simulate.capacity_table import render_capacity
+    from kubesched.simulate.capacity.run import DEFAULT_LIMIT, capacity, shapes_of
+    from kubesched.simulate.capacity.table import render_capacity
     from kubesched.simulate.progress import progress_reporter
     from kubesched.simulate.report import to_json
 

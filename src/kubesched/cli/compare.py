@@ -45,8 +45,8 @@ def _compare(args: argparse.Namespace) -> int:
 
     from kubesched.api.loader import load_paths
     from kubesched.plugins import default_registry
-    from kubesched.simulate.compare import compare
-    from kubesched.simulate.compare_table import render_comparison
+    from kubesched.simulate.compare.run import compare
+    from kubesched.simulate.compare.table import render_comparison
     from kubesched.simulate.report import to_json
 
     if len(args.configs) < 2:
@@ -59,7 +59,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.output == "json":
         sys.stdout.buffer.write(to_json(comparison) + b"\n")
     elif args.output == "html":
-        from kubesched.simulate.html import compare_html
+        from kubesched.simulate.compare.html import compare_html
 
         sys.stdout.buffer.write(compare_html(comparison))
     else:

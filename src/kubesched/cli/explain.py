@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from kubesched.cluster.kube.snapshot import Snapshot
     from kubesched.config.types import KubeSchedulerConfiguration
     from kubesched.framework.registry import Registry
-    from kubesched.simulate.report import PodExplanation
+    from kubesched.simulate.explain.model import PodExplanation
 
 __all__ = ["add_explain_command"]
 
@@ -74,7 +74,7 @@ def _explain(args: argparse.Namespace) -> int:
     from kubesched.api.loader import load_paths
     from kubesched.config import default_config, load_config
     from kubesched.plugins import default_registry
-    from kubesched.simulate.explain import explain_pod, find_pod
+    from kubesched.simulate.explain.run import explain_pod, find_pod
 
     if (args.pod is None) == (args.filename is None):
         raise InputError("name a pod (NAMESPACE/POD) or give a manifest with -f, not both")
@@ -118,7 +118,7 @@ def _read_cluster(
     from kubesched.cluster.kube.client import ApiError, KubeClient, load_connection, where_from
     from kubesched.cluster.kube.informer import KINDS
     from kubesched.cluster.kube.snapshot import read_snapshot
-    from kubesched.simulate.explain import kinds_read
+    from kubesched.simulate.explain.run import kinds_read
 
     kinds = kinds_read(config, registry)
     connection = load_connection(args.kubeconfig, context=args.context)
@@ -173,6 +173,6 @@ def _print(report: PodExplanation, output: str) -> None:
         sys.stdout.write(yaml.safe_dump(msgspec.to_builtins(report), sort_keys=False))
     else:
         from kubesched.cli._console import stdout_console
-        from kubesched.simulate.explain_view import render_explanation
+        from kubesched.simulate.explain.table import render_explanation
 
         render_explanation(report, stdout_console())

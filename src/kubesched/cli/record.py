@@ -3,7 +3,7 @@
 The scenario replays with `kubesched simulate --scenario FILE`, under any profile, so yesterday's
 traffic can be tried on a new configuration. Only GET/LIST/WATCH requests on nodes, pods and
 PriorityClasses are made (a read-only user is enough); what is written is described in
-`kubesched.simulate.recording` and docs/scenarios.md. Ctrl-C (or SIGTERM) ends the recording early
+`kubesched.simulate.record` and docs/scenarios.md. Ctrl-C (or SIGTERM) ends the recording early
 and still writes the file.
 """
 
@@ -63,7 +63,7 @@ def add_record_command(subparsers: argparse._SubParsersAction[argparse.ArgumentP
 def _record(args: argparse.Namespace) -> int:
     from kubesched.cluster.kube.client import KubeClient, load_connection
     from kubesched.config import format_duration
-    from kubesched.simulate.recording import Recorder, record_cluster
+    from kubesched.simulate.record.run import Recorder, record_cluster
     from kubesched.simulate.scenario import dump_scenario, scenario_document
 
     if args.duration is not None and args.duration <= 0:

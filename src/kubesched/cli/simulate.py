@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from kubesched.cli.inputs import DEMO_DIR, input_notes, load_inputs, refuse_html_on_terminal
 from kubesched.errors import InputError, did_you_mean
 from kubesched.framework.registry import Registry
-from kubesched.simulate.report import POD_SELECTIONS
+from kubesched.simulate.snapshot.model import POD_SELECTIONS
 
 if TYPE_CHECKING:
     from kubesched.scheduler.scheduler import Attempt
@@ -95,9 +95,10 @@ def _simulate(args: argparse.Namespace) -> int:
     from kubesched.cli._console import stdout_console
     from kubesched.plugins import default_registry
     from kubesched.simulate.progress import progress_reporter
-    from kubesched.simulate.report import select, to_json
-    from kubesched.simulate.runner import simulate
-    from kubesched.simulate.table import TableOptions, render_table
+    from kubesched.simulate.report import to_json
+    from kubesched.simulate.snapshot.model import select
+    from kubesched.simulate.snapshot.run import simulate
+    from kubesched.simulate.snapshot.table import TableOptions, render_table
 
     registry = default_registry()
     refuse_html_on_terminal(args.output)
@@ -128,7 +129,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.output == "json":
         sys.stdout.buffer.write(to_json(report) + b"\n")
     elif args.output == "html":
-        from kubesched.simulate.html import snapshot_html
+        from kubesched.simulate.snapshot.html import snapshot_html
 
         sys.stdout.buffer.write(snapshot_html(report))
     else:
@@ -176,9 +177,9 @@ def _replay(args: argparse.Namespace, registry: Registry) -> int:
     from kubesched.cli._console import stdout_console
     from kubesched.config import default_config, load_config
     from kubesched.simulate.progress import progress_reporter
-    from kubesched.simulate.replay import replay
-    from kubesched.simulate.replay_report import replay_to_json
-    from kubesched.simulate.replay_table import render_replay_table
+    from kubesched.simulate.replay.run import replay
+    from kubesched.simulate.replay.table import render_replay_table
+    from kubesched.simulate.report import to_json
     from kubesched.simulate.scenario import load_scenario
 
     config = load_config(args.config, registry) if args.config else default_config(registry)
@@ -195,9 +196,9 @@ def _replay(args: argparse.Namespace, registry: Registry) -> int:
             progress=progress,
         )
     if args.output == "json":
-        sys.stdout.buffer.write(replay_to_json(report) + b"\n")
+        sys.stdout.buffer.write(to_json(report) + b"\n")
     elif args.output == "html":
-        from kubesched.simulate.html import replay_html
+        from kubesched.simulate.replay.html import replay_html
 
         sys.stdout.buffer.write(replay_html(report))
     else:

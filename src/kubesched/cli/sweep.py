@@ -65,7 +65,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
     from kubesched.config.types import KubeSchedulerConfiguration
     from kubesched.plugins import default_registry
-    from kubesched.simulate.compare import run_name
+    from kubesched.simulate.compare.run import run_name
     from kubesched.simulate.progress import progress_reporter
     from kubesched.simulate.report import to_json
     from kubesched.simulate.sweep.backends import default_workers, run_here, run_on_processes, run_on_ray

@@ -30,7 +30,7 @@ from kubesched.framework.runtime import ScoreOutcome
 from kubesched.framework.types import Diagnosis
 from kubesched.plugins import default_registry
 from kubesched.scheduler.extenders import ExtenderError, Extenders, HTTPExtender
-from kubesched.simulate.runner import simulate
+from kubesched.simulate.snapshot.run import simulate
 
 NODES = [node_json("n1"), node_json("n2"), node_json("hello", labels={"node": "hello"})]
 

@@ -43,7 +43,7 @@ from kubesched.plugins.node_resources_fit import NodeResourcesFit
 from kubesched.plugins.priority_sort import PrioritySort
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler, SchedulerOptions
-from kubesched.simulate.runner import run_until_settled
+from kubesched.simulate.virtual_time import run_until_settled
 from kubesched.testing.builders import make_node, make_pod, make_table
 
 U = Code.UNSCHEDULABLE

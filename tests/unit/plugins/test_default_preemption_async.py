@@ -25,7 +25,7 @@ from kubesched.framework.status import Code
 from kubesched.plugins.default_preemption import WAITING_FOR_PREEMPTION, DefaultPreemption
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.scheduler import Attempt
-from kubesched.simulate.runner import run_until_settled
+from kubesched.simulate.virtual_time import run_until_settled
 from kubesched.testing.builders import make_node, make_pod
 
 WHY = "default-scheduler: preempting to accommodate a higher priority pod"

@@ -14,7 +14,7 @@ from kubesched.api.resource import DeviceClass
 from kubesched.config import default_config
 from kubesched.plugins import default_registry
 from kubesched.plugins.dynamic_resources.extended import backing_classes, requests_and_mappings
-from kubesched.simulate.runner import simulate_cluster
+from kubesched.simulate.snapshot.run import simulate_cluster
 
 CLASS = """
 apiVersion: resource.k8s.io/v1

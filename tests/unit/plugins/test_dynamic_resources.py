@@ -13,8 +13,8 @@ from kubesched.api.resource import AllocationResult
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config import default_config
 from kubesched.plugins import default_registry
-from kubesched.simulate.report import Report
-from kubesched.simulate.runner import simulate
+from kubesched.simulate.snapshot.model import Report
+from kubesched.simulate.snapshot.run import simulate
 
 CLASS = """
 apiVersion: resource.k8s.io/v1

@@ -214,7 +214,7 @@ def test_simulate_batches_a_burst_in_virtual_time() -> None:
     """`simulate` schedules the pods pending at the start back to back while its clock stands still:
     after the first, each pod takes the hint, so --explain has no scores for it (none were computed,
     as upstream computes none); the placements are a full pass's."""
-    from kubesched.simulate.runner import simulate
+    from kubesched.simulate.snapshot.run import simulate
 
     registry = default_registry(entry_points=False)
     cfg = decode_config(CONFIG, "sched.yaml", registry)

@@ -22,7 +22,7 @@ from kubesched.framework.node_info import pod_key
 from kubesched.framework.registry import Registry
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler, SchedulerOptions
-from kubesched.simulate.runner import run_until_settled
+from kubesched.simulate.virtual_time import run_until_settled
 from kubesched.testing.builders import make_node, make_pod
 
 

@@ -29,7 +29,7 @@ from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.failure_memo import MAX_FAILURES, MEMORY_CODES, FailureMemo, pod_content
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler, SchedulerOptions
-from kubesched.simulate.runner import run_until_settled
+from kubesched.simulate.virtual_time import run_until_settled
 from kubesched.testing.builders import make_node, make_pod, make_table
 from kubesched.testing.scenarios import synthetic_scenario
 

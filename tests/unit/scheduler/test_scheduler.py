@@ -13,7 +13,7 @@ from kubesched.framework import CycleState, NodeInfo, PreFilterResult, QueuedPod
 from kubesched.framework.registry import Registry
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler, SchedulerOptions
-from kubesched.simulate.runner import run_until_settled
+from kubesched.simulate.virtual_time import run_until_settled
 from kubesched.testing.builders import make_node, make_pod
 
 

@@ -16,8 +16,8 @@ import yaml
 from kubesched.cli import main
 from kubesched.config import default_config
 from kubesched.plugins import default_registry
-from kubesched.simulate.replay import replay
-from kubesched.simulate.replay_report import replay_to_json
+from kubesched.simulate.replay.run import replay
+from kubesched.simulate.report import to_json
 from kubesched.simulate.scenario import parse_scenario
 
 Obj = dict[str, Any]
@@ -178,9 +178,7 @@ def replay_json(doc: dict[str, Any]) -> dict[str, Any]:
     """The replay report of scenario `doc` with the default profile, as JSON data, timings aside."""
     registry = default_registry()
     scenario = parse_scenario(msgspec.json.encode(doc).decode(), "s.json")
-    out: dict[str, Any] = msgspec.json.decode(
-        replay_to_json(replay(scenario, default_config(registry), registry))
-    )
+    out: dict[str, Any] = msgspec.json.decode(to_json(replay(scenario, default_config(registry), registry)))
     out["summary"].pop("seconds")
     out["summary"].pop("eventsPerSecond")
     return out

@@ -10,8 +10,8 @@ import pytest
 from tests.unit.simulate.simulate_helpers import node, pod, run_cli, write_config, write_yaml
 
 from kubesched.api.objects import Pod, PodGroup
-from kubesched.simulate.compare import reasons_of
-from kubesched.simulate.gangs import count_gangs
+from kubesched.simulate.compare.gangs import count_gangs
+from kubesched.simulate.compare.run import reasons_of
 
 ZONE = "topology.kubernetes.io/zone"
 GPU = "nvidia.com/gpu"

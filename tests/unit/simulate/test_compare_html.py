@@ -13,9 +13,9 @@ from tests.unit.simulate import test_compare as compare_cases
 from tests.unit.simulate.simulate_helpers import run_cli
 from tests.unit.simulate.test_html_page import embedded_data
 
-from kubesched.simulate.compare import Comparison, ConfigRun, Spread
-from kubesched.simulate.gangs import GangCounts
-from kubesched.simulate.html import compare_html
+from kubesched.simulate.compare.gangs import GangCounts
+from kubesched.simulate.compare.html import compare_html
+from kubesched.simulate.compare.run import Comparison, ConfigRun, Spread
 
 GPU = compare_cases.GPU
 #: Spread (LeastAllocated) and pack (MostAllocated) on two 4-GPU nodes: the fixture test_compare uses.

@@ -18,7 +18,7 @@ from simulate_helpers import node, pod, run_cli, taint, wide_columns, write_conf
 from kubesched.config import default_config
 from kubesched.config.loader import decode_config
 from kubesched.plugins import default_registry
-from kubesched.simulate.explain import kinds_read
+from kubesched.simulate.explain.run import kinds_read
 
 Capsys = pytest.CaptureFixture[str]
 Obj = dict[str, Any]

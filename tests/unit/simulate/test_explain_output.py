@@ -9,7 +9,7 @@ from simulate_helpers import by_name, node, pod, run_cli, simulate_json, taint, 
 from test_report_contract import UNTOLERATED, mixed_cluster, scoring_cluster
 from test_table_output import rows, table
 
-from kubesched.simulate.runner import PER_NODE_MAX_NODES
+from kubesched.simulate.snapshot.run import PER_NODE_MAX_NODES
 
 Capsys = pytest.CaptureFixture[str]
 __all__ = ["wide_columns"]  # autouse: tables 200 columns wide

@@ -10,10 +10,11 @@ import pytest
 from tests.unit.simulate.test_replay import create, run
 
 from kubesched.cli import main
-from kubesched.simulate.html.figures import snapshot_figures
-from kubesched.simulate.html.page import render_page, replay_html
-from kubesched.simulate.report import NodeUsage, Report, Summary
-from kubesched.simulate.timeline import MAX_HEATMAP_ROWS
+from kubesched.simulate.html.figures import MAX_HEATMAP_ROWS
+from kubesched.simulate.html.page import render_page
+from kubesched.simulate.replay.html import replay_html
+from kubesched.simulate.snapshot.html import snapshot_figures
+from kubesched.simulate.snapshot.model import NodeUsage, Report, Summary
 from kubesched.testing.builders import make_node, make_pod
 
 REPO = Path(__file__).resolve().parents[3]

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Node, Pod
-from kubesched.simulate.recording import Recorder
+from kubesched.simulate.record.run import Recorder
 from kubesched.simulate.scenario import dump_scenario, parse_scenario, scenario_document
 from kubesched.testing.builders import make_node
 

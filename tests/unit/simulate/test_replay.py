@@ -16,10 +16,10 @@ from kubesched.framework import filter_memo, runtime
 from kubesched.framework.filter_memo import FilterMemo
 from kubesched.plugins import default_registry
 from kubesched.scheduler.scheduler import Scheduler
-from kubesched.simulate.replay import replay
-from kubesched.simulate.replay_report import ReplayPod, ReplayReport
+from kubesched.simulate.replay.model import ReplayPod, ReplayReport
+from kubesched.simulate.replay.run import replay
+from kubesched.simulate.replay.timeline import MAX_SAMPLES, latency, nearest_rank
 from kubesched.simulate.scenario import ObjectRef, Scenario, TimelineEvent, parse_scenario
-from kubesched.simulate.timeline import MAX_SAMPLES, latency, nearest_rank
 from kubesched.testing.builders import make_node, make_pod
 from kubesched.testing.scenarios import synthetic_scenario
 

@@ -23,11 +23,11 @@ from kubesched.cluster.memory import MemoryCluster
 from kubesched.config import default_config
 from kubesched.errors import InputError
 from kubesched.plugins import default_registry
-from kubesched.simulate.replay import replay
-from kubesched.simulate.replay_report import ReplayPod, ReplayReport
-from kubesched.simulate.replay_workloads import ROUNDS_PER_OBJECT, TimelineControllers
-from kubesched.simulate.runner import simulate
+from kubesched.simulate.replay.model import ReplayPod, ReplayReport
+from kubesched.simulate.replay.run import replay
+from kubesched.simulate.replay.workloads import ROUNDS_PER_OBJECT, TimelineControllers
 from kubesched.simulate.scenario import API_VERSION, parse_scenario
+from kubesched.simulate.snapshot.run import simulate
 from kubesched.simulate.workloads.context import PodChanges, PodTimes
 from kubesched.simulate.workloads.ranking import DELETION_COST, deletion_order
 

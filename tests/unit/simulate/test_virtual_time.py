@@ -20,8 +20,8 @@ from simulate_helpers import node, pod, write_config, write_yaml
 from kubesched.api.loader import load_paths
 from kubesched.config import load_config
 from kubesched.plugins import default_registry
-from kubesched.simulate.report import Report
-from kubesched.simulate.runner import simulate
+from kubesched.simulate.snapshot.model import Report
+from kubesched.simulate.snapshot.run import simulate
 
 MODULE = "kubesched_virtual_time_plugins"
 

@@ -19,7 +19,7 @@ from kubesched.api.objects import Pod, PodTemplateSpec
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config import default_config
 from kubesched.plugins import default_registry
-from kubesched.simulate.runner import simulate
+from kubesched.simulate.snapshot.run import simulate
 from kubesched.simulate.workloads import WorkloadControllers
 from kubesched.simulate.workloads.naming import template_hash
 

@@ -14,9 +14,9 @@ from kubesched.api.loader import LoadedObjects, load_documents
 from kubesched.config.loader import decode_config
 from kubesched.errors import InputError
 from kubesched.plugins import default_registry
-from kubesched.simulate.compare import ConfigRun, measure
-from kubesched.simulate.report import _Out
-from kubesched.simulate.runner import simulate_cluster
+from kubesched.simulate.compare.run import ConfigRun, measure
+from kubesched.simulate.report import ReportStruct
+from kubesched.simulate.snapshot.run import simulate_cluster
 from kubesched.simulate.sweep.grid import Cell, Scenario
 
 __all__ = ["CellResult", "run_cell"]
@@ -25,7 +25,7 @@ _KEPT_SCENARIOS: Final = 4
 _decoded: OrderedDict[Scenario, LoadedObjects] = OrderedDict()
 
 
-class CellResult(_Out):
+class CellResult(ReportStruct):
     variant: str
     scenario: str
     seed: int

@@ -5,19 +5,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from kubesched.simulate.compare import ConfigRun
-from kubesched.simulate.report import _Out
+from kubesched.simulate.compare.run import ConfigRun
+from kubesched.simulate.report import ReportStruct
 from kubesched.simulate.sweep.cell import CellResult
 
 __all__ = ["FIGURES", "Group", "Stat", "SweepResult", "summarize"]
 
 
-class Stat(_Out):
+class Stat(ReportStruct):
     mean: float
     stddev: float
 
 
-class Group(_Out):
+class Group(ReportStruct):
     """One configuration on one scenario, over its seeds."""
 
     variant: str
@@ -28,7 +28,7 @@ class Group(_Out):
     figures: dict[str, Stat]
 
 
-class SweepResult(_Out):
+class SweepResult(ReportStruct):
     groups: list[Group]
     cells: list[CellResult]
     #: `here`, `processes` or `ray`; the workers (processes, or the Ray cluster's CPUs).

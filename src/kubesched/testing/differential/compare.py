@@ -27,8 +27,8 @@ from kubesched.config import load_config
 from kubesched.plugins import default_registry
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt
-from kubesched.simulate.report import PodResult
-from kubesched.simulate.runner import simulate
+from kubesched.simulate.snapshot.model import PodResult
+from kubesched.simulate.snapshot.run import simulate
 from kubesched.testing.differential.upstream import PodOutcome
 
 __all__ = [

@@ -50,13 +50,10 @@ from kubesched.scheduler.cache import ZONE_LABEL
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler
-from kubesched.simulate.report import _Out
-from kubesched.simulate.runner import (
-    check_node_quantities,
-    new_scheduler,
-    run_until_settled,
-    run_with_controllers,
-)
+from kubesched.simulate.node_quantities import check_node_quantities
+from kubesched.simulate.report import ReportStruct
+from kubesched.simulate.snapshot.run import run_with_controllers
+from kubesched.simulate.virtual_time import new_scheduler, run_until_settled
 from kubesched.simulate.workloads import (
     PodChanges,
     WorkloadControllers,
@@ -83,7 +80,7 @@ _LISTS: dict[type, str] = {
 }
 
 
-class ShapeCapacity(_Out):
+class ShapeCapacity(ReportStruct):
     """The answer for one shape."""
 
     #: `Pod default/web` or `Deployment shop/api`.
@@ -105,7 +102,7 @@ class ShapeCapacity(_Out):
     zones: dict[str, int]
 
 
-class CapacityReport(_Out):
+class CapacityReport(ReportStruct):
     shapes: list[ShapeCapacity]
     #: Nodes in the cluster.
     nodes: int

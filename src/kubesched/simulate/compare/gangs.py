@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kubesched.api.objects import Pod, PodGroup
 from kubesched.plugins.coscheduling import MIN_AVAILABLE_ANNOTATION, POD_GROUP_API_VERSION, POD_GROUP_LABEL
-from kubesched.simulate.report import _Out
+from kubesched.simulate.report import ReportStruct
 
 __all__ = ["Gang", "GangCounts", "count_gangs", "gangs_of"]
 
@@ -23,7 +23,7 @@ class Gang:
     min_member: int
 
 
-class GangCounts(_Out):
+class GangCounts(ReportStruct):
     total: int = 0
     #: At least minMember members bound.
     placed: int = 0

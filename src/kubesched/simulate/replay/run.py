@@ -1,6 +1,6 @@
 """Replay a scenario's timeline in virtual time through the real scheduler, queue and MemoryCluster.
 
-The loop is the simulator's (`runner.run_until_settled`) with a timeline in front of it: apply the
+The loop is the simulator's (`virtual_time.run_until_settled`) with a timeline in front of it: apply the
 events due now, let the scheduler drain its active queue, then jump the virtual clock to whatever
 comes first — the next timeline event, a pod finishing its `runFor`, a backoff expiring, the
 unschedulable pool's periodic flush, or a Permit deadline. Nothing is forked: backoff, requeueing
@@ -34,20 +34,13 @@ from kubesched.framework.registry import Registry
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt
-from kubesched.simulate.replay_report import ReplayPod, ReplayReport, ReplaySummary
-from kubesched.simulate.replay_workloads import TimelineControllers, needs_controllers
-from kubesched.simulate.runner import (
-    IDLE_HORIZON_SECONDS,
-    PER_NODE_MAX_NODES,
-    PodRecord,
-    check_node_quantities,
-    long_lived_heap,
-    new_scheduler,
-    node_usage,
-    pod_result,
-)
+from kubesched.simulate.node_quantities import check_node_quantities
+from kubesched.simulate.replay.model import ReplayPod, ReplayReport, ReplaySummary
+from kubesched.simulate.replay.timeline import Counters, Sampler, default_interval, latency
+from kubesched.simulate.replay.workloads import TimelineControllers, needs_controllers
 from kubesched.simulate.scenario import ObjectRef, Scenario, TimelineEvent
-from kubesched.simulate.timeline import Counters, Sampler, default_interval, latency
+from kubesched.simulate.snapshot.run import PER_NODE_MAX_NODES, PodRecord, node_usage, pod_result
+from kubesched.simulate.virtual_time import IDLE_HORIZON_SECONDS, drain, long_lived_heap, new_scheduler
 
 __all__ = ["replay"]
 
@@ -223,14 +216,7 @@ class _Replay:
             self._ending = None
 
     def _drain(self) -> None:
-        """Schedule until the active queue is empty and no Permit wait has been resolved."""
-        scheduler = self.scheduler
-        while True:
-            while scheduler.schedule_one():
-                pass
-            scheduler.release_waiting_pods()
-            if not scheduler.queue.pending_counts().get("active", 0):
-                return
+        drain(self.scheduler)
 
     # ================================================================== timeline events
     def _apply(self, event: TimelineEvent) -> None:

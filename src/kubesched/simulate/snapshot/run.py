@@ -2,38 +2,35 @@
 
 from __future__ import annotations
 
-import contextlib
 import gc
-import re
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import Node, Pod
-from kubesched.api.quantity import QuantityError, format_quantity, resource_amount
+from kubesched.api.objects import Pod
+from kubesched.api.quantity import format_quantity
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config.types import KubeSchedulerConfiguration
-from kubesched.errors import InputError
 from kubesched.framework.node_info import PODS, NodeInfo, pod_key
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status
 from kubesched.scheduler.clock import VirtualClock
-from kubesched.scheduler.extenders import Extenders
-from kubesched.scheduler.profiles import options_from_config, profiles_from_config
-from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
-from kubesched.simulate.explanation import explain_attempt, verdict
-from kubesched.simulate.report import (
+from kubesched.scheduler.profiles import profiles_from_config
+from kubesched.scheduler.scheduler import Attempt, Scheduler
+from kubesched.simulate.explain.model import Explanation, NodeScores
+from kubesched.simulate.explain.verdicts import explain_attempt, verdict
+from kubesched.simulate.node_quantities import check_node_quantities
+from kubesched.simulate.snapshot.model import (
     AllocatedDevice,
-    Explanation,
-    NodeScores,
     NodeUsage,
     PodResult,
     ProfileWeights,
     Report,
     Summary,
 )
-from kubesched.simulate.workload_report import workload_results
+from kubesched.simulate.snapshot.workloads import workload_results
+from kubesched.simulate.virtual_time import long_lived_heap, new_scheduler, run_until_settled
 from kubesched.simulate.workloads import (
     PodChanges,
     WorkloadControllers,
@@ -41,8 +38,6 @@ from kubesched.simulate.workloads import (
     with_room_for_controllers,
 )
 
-#: Stop once this much virtual time passed without a pod being bound (covers Permit's 15 min cap).
-IDLE_HORIZON_SECONDS = 16 * 60.0
 #: With --explain, every pod keeps its per-node filter verdicts and scores on clusters up to this
 #: size; on bigger ones only the per-reason summary is kept (unless asked for), so memory stays bounded.
 PER_NODE_MAX_NODES = 100
@@ -237,30 +232,6 @@ def simulate_cluster(
     return report, cluster
 
 
-def new_scheduler(
-    profiles: list[ProfileSpec],
-    config: KubeSchedulerConfiguration,
-    registry: Registry,
-    cluster: MemoryCluster,
-    clock: VirtualClock,
-    *,
-    seed: int,
-    explain: bool = False,
-    observer: Callable[[Attempt], None] | None = None,
-) -> Scheduler:
-    """The scheduler a simulation runs: `config`'s profiles and extenders over the in-memory cluster."""
-    return Scheduler(
-        profiles,
-        registry,
-        cluster,
-        clock,
-        options_from_config(config, seed=seed, explain=explain),
-        observer=observer,
-        # The config's HTTP extenders; one that binds leaves the in-memory cluster to record it.
-        extenders=Extenders.from_config(config.extenders, after_bind=cluster.bind),
-    )
-
-
 def run_with_controllers(
     scheduler: Scheduler,
     clock: VirtualClock,
@@ -289,74 +260,6 @@ def profile_weights(scheduler: Scheduler) -> list[ProfileWeights]:
         ProfileWeights(scheduler_name=name, score_weights=dict(fwk.score_weights))
         for name, fwk in scheduler.frameworks.items()
     ]
-
-
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def check_node_quantities(node: Node) -> None:
-    """Raise InputError naming the node and field of an invalid allocatable (or capacity) quantity.
-
-    A bad node is bad input, not one bad pod. The loader already checks nodes read from files (and
-    names the file); this covers LoadedObjects built in code, whose bad quantity would otherwise
-    surface from the scheduler's cache without naming the node or the field.
-    """
-    field_name = "allocatable" if node.status.allocatable else "capacity"
-    for resource, value in node.effective_allocatable().items():
-        try:
-            resource_amount(resource, value)
-        except QuantityError as err:
-            key = f".{resource}" if _PLAIN_KEY.fullmatch(resource) else f"[{resource}]"
-            where = f'node "{node.metadata.name}": status.{field_name}{key}'
-            raise InputError(err.message, path=where) from None
-
-
-@contextlib.contextmanager
-def long_lived_heap() -> Iterator[None]:
-    """Keep the cyclic garbage collector off the objects that exist when a run starts (the input,
-    the cluster): they live as long as the run, yet every full collection walked all of them again
-    (5,000 nodes with 8 devices each: ~20 % of a DRA run's CPU). They are handed back to the
-    collector when the run ends, so nothing a long-lived caller drops later is kept."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
-def run_until_settled(
-    scheduler: Scheduler, clock: VirtualClock, cluster: MemoryCluster, *, retry_unschedulable: bool = False
-) -> None:
-    """Schedule until nothing can progress: queues drained, waits resolved, no backoff left.
-
-    With `retry_unschedulable` (what `simulate` does), pods parked as unschedulable are also retried
-    each time they have waited podMaxInUnschedulablePodsDuration (5 min), as kube-scheduler's leftover
-    flush does, until IDLE_HORIZON_SECONDS pass without a bind. Without it, the loop stops once only
-    such pods are left, so a failing pod is tried once unless a cluster event requeues it.
-    """
-    last_progress = clock.now()
-    binds = 0
-    while True:
-        while scheduler.schedule_one():
-            pass
-        scheduler.release_waiting_pods()
-        total_binds = sum(cluster.bind_count.values())
-        if total_binds != binds:
-            binds = total_binds
-            last_progress = clock.now()
-        if scheduler.queue.pending_counts().get("active", 0):
-            continue
-        queue_wakeup = (
-            scheduler.queue.next_wakeup() if retry_unschedulable else scheduler.queue.next_backoff_expiry()
-        )
-        wakeups = [t for t in (queue_wakeup, scheduler.next_permit_deadline()) if t]
-        if not wakeups or min(wakeups) - last_progress > IDLE_HORIZON_SECONDS:
-            return
-        clock.advance_to(min(wakeups))
-        if retry_unschedulable:
-            scheduler.queue.run_periodic()
-        else:
-            scheduler.queue.flush_backoff_completed()
 
 
 def _build_report(

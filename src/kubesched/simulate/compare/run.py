@@ -37,9 +37,10 @@ from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.framework.node_info import PODS
 from kubesched.framework.registry import Registry
 from kubesched.scheduler.cache import ZONE_LABEL
-from kubesched.simulate.gangs import GangCounts, count_gangs
-from kubesched.simulate.report import Report, _Out
-from kubesched.simulate.runner import simulate_cluster
+from kubesched.simulate.compare.gangs import GangCounts, count_gangs
+from kubesched.simulate.report import ReportStruct
+from kubesched.simulate.snapshot.model import Report
+from kubesched.simulate.snapshot.run import simulate_cluster
 
 __all__ = ["Comparison", "ConfigRun", "Spread", "compare", "measure", "reasons_of", "run_name"]
 
@@ -49,7 +50,7 @@ _PARTS = re.compile(r", (?=\d+ )")
 _COUNTED = re.compile(r"^\d+ (?P<reason>.+)$")
 
 
-class Spread(_Out):
+class Spread(ReportStruct):
     """A per-node fraction (0..1) over the nodes that have the resource."""
 
     mean: float
@@ -58,7 +59,7 @@ class Spread(_Out):
     max: float
 
 
-class ConfigRun(_Out):
+class ConfigRun(ReportStruct):
     """One configuration's figures."""
 
     name: str
@@ -87,7 +88,7 @@ class ConfigRun(_Out):
     seconds: float
 
 
-class Comparison(_Out):
+class Comparison(ReportStruct):
     runs: list[ConfigRun]
     #: Pods to schedule (those of the input's workloads included).
     pods: int

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from kubesched.api.objects import Node
 from kubesched.framework.node_info import pod_key
 from kubesched.scheduler.cache import ZONE_LABEL
-from kubesched.simulate.report import WorkloadResult
+from kubesched.simulate.snapshot.model import WorkloadResult
 from kubesched.simulate.workloads import WorkloadControllers, WorkloadStatus
 
 __all__ = ["workload_results"]

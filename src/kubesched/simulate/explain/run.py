@@ -31,13 +31,13 @@ from kubesched.framework.node_table import NodeTable
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework
 from kubesched.scheduler.clock import VirtualClock
-from kubesched.scheduler.extenders import Extenders
-from kubesched.scheduler.profiles import options_from_config, profiles_from_config
+from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
-from kubesched.simulate.explanation import summarize_rejections, top_nodes, verdict
-from kubesched.simulate.nearest import find_obstacles, nearest_nodes
-from kubesched.simulate.report import NearNode, PodExplanation, Preemption
-from kubesched.simulate.runner import check_node_quantities
+from kubesched.simulate.explain.model import NearNode, PodExplanation, Preemption
+from kubesched.simulate.explain.nearest import find_obstacles, nearest_nodes
+from kubesched.simulate.explain.verdicts import summarize_rejections, top_nodes, verdict
+from kubesched.simulate.node_quantities import check_node_quantities
+from kubesched.simulate.virtual_time import drain, new_scheduler
 
 __all__ = ["explain_pod", "find_pod", "kinds_read"]
 
@@ -102,15 +102,8 @@ def explain_pod(
     clock = VirtualClock()
     cluster = MemoryCluster(pending, clock.now)
     attempts: list[Attempt] = []
-    options = dataclasses.replace(options_from_config(config, explain=True), percentage_of_nodes_to_score=100)
-    scheduler = Scheduler(
-        specs,
-        registry,
-        cluster,
-        clock,
-        options,
-        observer=attempts.append,
-        extenders=Extenders.from_config(config.extenders, after_bind=cluster.bind),
+    scheduler = new_scheduler(
+        specs, config, registry, cluster, clock, explain=True, every_node=True, observer=attempts.append
     )
     refused: list[Exception] = []
     try:
@@ -150,8 +143,7 @@ def explain_pod(
             return _done(base, started, verdict="Gated", message=message)
         # Before the cycle: preemption may evict pods (in memory) and change the nodes.
         nearest = _nearest(fwk, admitted, table, cluster)
-        while not attempts and scheduler.schedule_one():
-            pass
+        drain(scheduler, stop=lambda: bool(attempts))
     finally:
         if scheduler.extenders is not None:
             scheduler.extenders.close()

@@ -16,11 +16,11 @@ import numpy.typing as npt
 
 from kubesched.framework.node_info import PODS
 from kubesched.framework.node_table import NodeTable
-from kubesched.simulate.replay_report import HeatMap, Latency, Sample
+from kubesched.simulate.html.figures import MAX_HEATMAP_ROWS
+from kubesched.simulate.replay.model import HeatMap, Latency, Sample
 
 __all__ = [
     "HEATMAP_RESOURCES",
-    "MAX_HEATMAP_ROWS",
     "MAX_SAMPLES",
     "Counters",
     "Sampler",
@@ -30,8 +30,6 @@ __all__ = [
 ]
 
 MAX_SAMPLES = 1000
-#: Rows of a heat map; bigger clusters are shown as this many groups of nodes (sorted by name).
-MAX_HEATMAP_ROWS = 200
 HEATMAP_RESOURCES = ("cpu", "memory")
 #: Grid steps the default interval is rounded up to, in seconds.
 _NICE_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)

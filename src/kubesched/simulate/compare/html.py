@@ -1,4 +1,4 @@
-"""Plotly figures for `kubesched compare --output html`: each configuration side by side.
+"""`kubesched compare --output html`: the configurations side by side: each configuration side by side.
 
 Every chart gives each configuration the same color (one trace per configuration, named after it)
 so a reader can follow one configuration across the page; the full table of figures closes it.
@@ -10,14 +10,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.simulate.compare import Comparison, ConfigRun
-from kubesched.simulate.compare_table import comparison_rows, unschedulable_reasons
-from kubesched.simulate.html.figures import RESULT_COLORS, Figure, _figure, _layout
+from kubesched.simulate.compare.run import Comparison, ConfigRun
+from kubesched.simulate.compare.table import comparison_rows, unschedulable_reasons
+from kubesched.simulate.html.figures import RESULT_COLORS, Figure, chart_layout, new_figure
+from kubesched.simulate.html.page import render_page
 
-__all__ = ["CONFIG_COLORS", "compare_figures"]
+__all__ = ["CONFIG_COLORS", "compare_figures", "compare_html"]
 
 #: One color per configuration, in --config order, the same in every chart.
 CONFIG_COLORS = ["#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a", "#00838f", "#c62828", "#5d4037", "#546e7a"]
+
+
+def compare_html(comparison: Comparison, *, title: str = "kubesched compare") -> bytes:
+    """The configurations side by side; no pods table (each pod has one explanation per configuration)."""
+    runs = comparison.runs
+    cards: list[tuple[str, Any]] = [
+        ("pods", comparison.pods),
+        ("nodes", comparison.nodes),
+        ("configurations", len(runs)),
+    ]
+    cards += [(f"scheduled by {r.name}", f"{r.scheduled}/{comparison.pods}") for r in runs]
+    subtitle = (
+        f"{comparison.pods} pods on {comparison.nodes} nodes under "
+        + ", ".join(f"{r.name} ({r.config})" for r in runs)
+        + f"; seed {comparison.seed}"
+    )
+    figures = compare_figures(comparison)
+    for figure in figures:
+        figure["wide"] = figure["id"] in ("chart-compare-table", "chart-compare-reasons")
+    return render_page(title, subtitle, cards, figures, [], [])
 
 
 def compare_figures(comparison: Comparison) -> list[Figure]:
@@ -75,10 +96,10 @@ def _results(runs: list[ConfigRun]) -> Figure:
         }
         for result, field in columns
     ]
-    layout = _layout(
+    layout = chart_layout(
         "Pods by result", barmode="group", hovermode="closest", yaxis={"title": {"text": "pods"}}
     )
-    return _figure("chart-compare-results", data, layout)
+    return new_figure("chart-compare-results", data, layout)
 
 
 def _reasons(runs: list[ConfigRun]) -> Figure:
@@ -96,21 +117,23 @@ def _reasons(runs: list[ConfigRun]) -> Figure:
         }
         for i, run in enumerate(runs)
     ]
-    layout = _layout(
+    layout = chart_layout(
         "Unschedulable pods by reason (a pod counts under each of its reasons)",
         barmode="group",
         hovermode="closest",
         xaxis={"title": {"text": "pods"}},
         yaxis={"autorange": "reversed", "automargin": True},
     )
-    return _figure("chart-compare-reasons", data, layout, height=120 + 26 * len(labels) * max(1, len(runs)))
+    return new_figure(
+        "chart-compare-reasons", data, layout, height=120 + 26 * len(labels) * max(1, len(runs))
+    )
 
 
 def _preemptions(runs: list[ConfigRun]) -> Figure:
     x = ["pods evicted", "pods that preempted"]
     data = _per_config(runs, x, [[r.evicted, r.preemptors] for r in runs], "%{y}")
-    layout = _layout("Preemptions", barmode="group", hovermode="closest", yaxis={"rangemode": "tozero"})
-    return _figure("chart-compare-preemptions", data, layout)
+    layout = chart_layout("Preemptions", barmode="group", hovermode="closest", yaxis={"rangemode": "tozero"})
+    return new_figure("chart-compare-preemptions", data, layout)
 
 
 def _utilization(runs: list[ConfigRun]) -> Figure:
@@ -143,26 +166,26 @@ def _utilization(runs: list[ConfigRun]) -> Figure:
                 ),
             }
         )
-    layout = _layout(
+    layout = chart_layout(
         "Utilization: mean over nodes ± spread (requested / allocatable)",
         barmode="group",
         hovermode="closest",
         yaxis={"title": {"text": "%"}, "rangemode": "tozero"},
     )
-    return _figure("chart-compare-utilization", data, layout)
+    return new_figure("chart-compare-utilization", data, layout)
 
 
 def _stranded(runs: list[ConfigRun]) -> Figure:
     resources = list(dict.fromkeys(res for run in runs for res in run.stranded))
     y = [[r.stranded.get(res, 0) for res in resources] for r in runs]
     data = _per_config(runs, resources, y, "%{y} free units stranded")
-    layout = _layout(
+    layout = chart_layout(
         "Stranded extended resources (too few free on a node for any pending pod)",
         barmode="group",
         hovermode="closest",
         yaxis={"title": {"text": "units"}, "rangemode": "tozero"},
     )
-    return _figure("chart-compare-stranded", data, layout)
+    return new_figure("chart-compare-stranded", data, layout)
 
 
 def _zones(runs: list[ConfigRun]) -> Figure:
@@ -170,14 +193,14 @@ def _zones(runs: list[ConfigRun]) -> Figure:
     y = [[r.zones.get(z, 0) for z in zones] for r in runs]
     data = _per_config(runs, zones, y, "%{y} pods placed")
     skews = ", ".join(f"{r.name} {r.zone_skew}" for r in runs)
-    layout = _layout(
+    layout = chart_layout(
         "Pods placed per zone",
         barmode="group",
         hovermode="closest",
         xaxis={"title": {"text": f"zone skew (max - min): {skews}"}},
         yaxis={"title": {"text": "pods"}, "rangemode": "tozero"},
     )
-    return _figure("chart-compare-zones", data, layout)
+    return new_figure("chart-compare-zones", data, layout)
 
 
 def _gangs(runs: list[ConfigRun]) -> Figure:
@@ -198,10 +221,10 @@ def _gangs(runs: list[ConfigRun]) -> Figure:
         }
         for label, field, color in parts
     ]
-    layout = _layout(
+    layout = chart_layout(
         "Gangs (pod groups)", barmode="stack", hovermode="closest", yaxis={"title": {"text": "gangs"}}
     )
-    return _figure("chart-compare-gangs", data, layout)
+    return new_figure("chart-compare-gangs", data, layout)
 
 
 def _table(comparison: Comparison) -> Figure:
@@ -223,5 +246,5 @@ def _table(comparison: Comparison) -> Figure:
             "cells": {"values": columns, "align": ["left"] + ["right"] * len(comparison.runs)},
         }
     ]
-    layout = _layout("Every figure", margin={"l": 10, "r": 10, "t": 40, "b": 10})
-    return _figure("chart-compare-table", data, layout, height=90 + 22 * len(rows))
+    layout = chart_layout("Every figure", margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    return new_figure("chart-compare-table", data, layout, height=90 + 22 * len(rows))

@@ -13,7 +13,7 @@ import heapq
 from collections.abc import Mapping
 
 from kubesched.framework.status import Status
-from kubesched.simulate.report import Explanation, FilterVerdict, RankedNode, Rejection
+from kubesched.simulate.explain.model import Explanation, FilterVerdict, RankedNode, Rejection
 
 #: Node names kept per reason in a summary (the count says how many there are in all).
 NODE_NAMES_PER_REASON = 10

@@ -22,10 +22,10 @@ from kubesched.api.workloads import WORKLOAD_KINDS, WorkloadObject
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.errors import InputError
 from kubesched.framework.node_info import pod_key
-from kubesched.simulate.report import WorkloadResult
-from kubesched.simulate.runner import PodRecord
 from kubesched.simulate.scenario import WORKLOAD_TIMELINE_KINDS, Scenario, TimelineEvent
-from kubesched.simulate.workload_report import workload_results
+from kubesched.simulate.snapshot.model import WorkloadResult
+from kubesched.simulate.snapshot.run import PodRecord
+from kubesched.simulate.snapshot.workloads import workload_results
 from kubesched.simulate.workloads import PodChanges, WorkloadControllers, has_workloads
 from kubesched.simulate.workloads.context import OwnerKey, owner_of
 

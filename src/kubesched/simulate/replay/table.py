@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kubesched.simulate.replay_report import ReplayReport, ReplaySummary
-from kubesched.simulate.table import workload_table
+from kubesched.simulate.replay.model import ReplayReport, ReplaySummary
+from kubesched.simulate.snapshot.table import workload_table
 
 #: Pods still pending at the end are listed, up to this many.
 PENDING_ROWS = 20

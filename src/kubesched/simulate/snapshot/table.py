@@ -14,8 +14,8 @@ from rich.padding import Padding
 from rich.table import Table
 
 from kubesched.api.quantity import parse_quantity
-from kubesched.simulate.explain_tables import pre_filter_line, rejection_table, score_table
-from kubesched.simulate.report import NodeUsage, PodResult, Report, WorkloadResult
+from kubesched.simulate.explain.table import pre_filter_line, rejection_table, score_table
+from kubesched.simulate.snapshot.model import NodeUsage, PodResult, Report, WorkloadResult
 
 _STYLE = {
     "Scheduled": "green",

@@ -9,9 +9,8 @@ renamed. Times are seconds of virtual time since the scenario's start.
 
 from __future__ import annotations
 
-import msgspec
-
-from kubesched.simulate.report import NodeUsage, PodResult, WorkloadResult, _Out
+from kubesched.simulate.report import ReportStruct
+from kubesched.simulate.snapshot.model import NodeUsage, PodResult, WorkloadResult
 
 #: How a pod left the cluster (`pods[].ended`).
 ENDINGS = ("Completed", "Deleted", "Preempted", "NodeDeleted")
@@ -28,7 +27,7 @@ class ReplayPod(PodResult, kw_only=True):
     ended: str | None = None
 
 
-class Latency(_Out):
+class Latency(ReportStruct):
     """Creation-to-bind seconds over the pods that were bound (nearest-rank percentiles)."""
 
     count: int
@@ -39,7 +38,7 @@ class Latency(_Out):
     mean: float | None
 
 
-class Sample(_Out):
+class Sample(ReportStruct):
     """The cluster at time `t` (after that instant's events and scheduling); counters are cumulative."""
 
     t: float
@@ -56,7 +55,7 @@ class Sample(_Out):
     wait_p90: float | None = None
 
 
-class HeatMap(_Out):
+class HeatMap(ReportStruct):
     """Per-node utilization over time in percent; `rows` are nodes, or groups of nodes on big clusters."""
 
     resource: str
@@ -66,7 +65,7 @@ class HeatMap(_Out):
     values: list[list[int | None]]
 
 
-class ReplaySummary(_Out):
+class ReplaySummary(ReportStruct):
     scenario: str
     events: int
     virtual_seconds: float
@@ -91,7 +90,7 @@ class ReplaySummary(_Out):
     recreated: int = 0
 
 
-class ReplayReport(_Out):
+class ReplayReport(ReportStruct):
     pods: list[ReplayPod]
     nodes: list[NodeUsage]
     summary: ReplaySummary
@@ -99,8 +98,3 @@ class ReplayReport(_Out):
     heatmaps: list[HeatMap]
     #: The workloads (timeline and PATHs) as they stand at the end, as in the simulate report.
     workloads: list[WorkloadResult] = []
-
-
-def replay_to_json(report: ReplayReport, *, indent: int = 2) -> bytes:
-    raw = msgspec.json.encode(report)
-    return msgspec.json.format(raw, indent=indent) if indent else raw

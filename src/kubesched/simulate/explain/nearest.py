@@ -33,7 +33,7 @@ from kubesched.plugins.inter_pod_affinity import (
     AffinityTerm,
     compile_pod_terms,
 )
-from kubesched.simulate.report import NearNode
+from kubesched.simulate.explain.model import NearNode
 
 __all__ = ["find_obstacles", "nearest_nodes"]
 

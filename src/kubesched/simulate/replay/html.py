@@ -1,0 +1,229 @@
+"""`kubesched simulate --scenario --output html`: pending pods, utilization and waits over virtual time,
+node heat maps over time, and every pod's life."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kubesched.simulate.html.figures import HEAT_COLORSCALE, Figure, chart_layout, new_figure
+from kubesched.simulate.html.page import duration, render_page
+from kubesched.simulate.replay.model import HeatMap, ReplayPod, ReplayReport
+from kubesched.simulate.snapshot.html import pod_row
+
+__all__ = ["replay_figures", "replay_html"]
+
+_REPLAY_COLUMNS = [
+    ("pod", "POD"),
+    ("result", "RESULT"),
+    ("node", "NODE"),
+    ("created", "CREATED (s)"),
+    ("wait", "WAITED (s)"),
+    ("ended", "ENDED"),
+    ("attempts", "ATTEMPTS"),
+    ("message", "REASON"),
+]
+
+
+def replay_html(report: ReplayReport, *, title: str | None = None) -> bytes:
+    s = report.summary
+    lat = s.latency
+    cards: list[tuple[str, Any]] = [
+        ("virtual time", duration(s.virtual_seconds)),
+        ("timeline events", s.events),
+        ("pods bound", f"{s.scheduled}/{s.pods}"),
+        ("pending at the end", s.pending),
+        ("completed", s.completed),
+        ("evictions", sum(s.evictions.values())),
+        *([("recreated by controllers", s.recreated)] if s.recreated else []),
+        ("wait p50 / p90 / p99", "-" if not lat.count else f"{lat.p50} / {lat.p90} / {lat.p99} s"),
+    ]
+    cards += [(f"{r} peak", f"{v:.0%}") for r, v in s.utilization_peak.items() if r in ("cpu", "memory")]
+    subtitle = (
+        f"{s.events} events over {duration(s.virtual_seconds)} of virtual time, replayed in {s.seconds:.1f} s"
+    )
+    figures = replay_figures(report)
+    for figure in figures:
+        figure["wide"] = figure["id"].startswith("chart-heatmap") or figure["id"] == "chart-latency"
+    return render_page(
+        title or f"Replay of {s.scenario or 'a scenario'}",
+        subtitle,
+        cards,
+        figures,
+        _REPLAY_COLUMNS,
+        [_pod(p) for p in report.pods],
+    )
+
+
+def _pod(pod: ReplayPod) -> dict[str, Any]:
+    """The snapshot's pod row, with when the pod was created, bound and ended."""
+    times = {
+        "created": pod.created_at,
+        "bound": pod.bound_at,
+        "wait": pod.wait_seconds,
+        "ended": pod.ended,
+        "endedAt": pod.ended_at,
+    }
+    return pod_row(pod) | {k: v for k, v in times.items() if v is not None}
+
+
+def replay_figures(report: ReplayReport) -> list[Figure]:
+    """Pending over time, utilization over time, waits until bound, evictions, node heat maps."""
+    figures = [
+        _pending_figure(report),
+        _utilization_figure(report),
+        _latency_figure(report),
+    ]
+    figures += [_time_heatmap(h) for h in report.heatmaps]
+    return figures
+
+
+def _minutes(times: Sequence[float]) -> list[float]:
+    return [round(t / 60, 3) for t in times]
+
+
+_TIME_AXIS = {"title": {"text": "virtual time (minutes)"}}
+
+
+def _pending_figure(report: ReplayReport) -> Figure:
+    t = _minutes([s.t for s in report.timeline])
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "pending pods",
+            "x": t,
+            "y": [s.pending for s in report.timeline],
+            "line": {"color": "#c62828", "shape": "hv"},
+            "fill": "tozeroy",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "running pods",
+            "x": t,
+            "y": [s.running for s in report.timeline],
+            "line": {"color": "#1565c0", "shape": "hv"},
+            "yaxis": "y2",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "evictions (cumulative)",
+            "x": t,
+            "y": [s.evicted for s in report.timeline],
+            "line": {"color": "#6a1b9a", "dash": "dot", "shape": "hv"},
+        },
+    ]
+    layout = chart_layout(
+        "Pending pods over time",
+        xaxis=_TIME_AXIS,
+        yaxis={"title": {"text": "pending / evicted"}, "rangemode": "tozero"},
+        yaxis2={"title": {"text": "running"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        margin={"l": 60, "r": 60, "t": 40, "b": 50},
+    )
+    return new_figure("chart-pending", data, layout)
+
+
+def _utilization_figure(report: ReplayReport) -> Figure:
+    t = _minutes([s.t for s in report.timeline])
+    resources = sorted({r for s in report.timeline for r in s.utilization}, key=lambda r: (r != "cpu", r))
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": resource,
+            "x": t,
+            "y": [round(s.utilization.get(resource, 0.0) * 100, 2) for s in report.timeline],
+            "line": {"shape": "hv"},
+        }
+        for resource in resources
+    ]
+    layout = chart_layout(
+        "Cluster utilization (requested / allocatable)",
+        xaxis=_TIME_AXIS,
+        yaxis={"title": {"text": "%"}, "range": [0, 100]},
+    )
+    return new_figure("chart-utilization", data, layout)
+
+
+def _latency_figure(report: ReplayReport) -> Figure:
+    """Histogram of creation-to-bind waits, with the per-sample p90 over time beside it."""
+    waits = [p.wait_seconds for p in report.pods if p.wait_seconds is not None]
+    lat = report.summary.latency
+    data: list[dict[str, Any]] = [
+        {
+            "type": "histogram",
+            "name": "pods",
+            "x": waits,
+            "marker": {"color": "#1565c0"},
+            "hovertemplate": "waited %{x} s: %{y} pods<extra></extra>",
+            "xaxis": "x",
+            "yaxis": "y",
+        },
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "p90 of the pods bound in each interval",
+            "x": _minutes([s.t for s in report.timeline if s.wait_p90 is not None]),
+            "y": [s.wait_p90 for s in report.timeline if s.wait_p90 is not None],
+            "marker": {"color": "#ef6c00", "size": 5},
+            "xaxis": "x2",
+            "yaxis": "y2",
+        },
+    ]
+    shapes = [
+        {
+            "type": "line",
+            "xref": "x",
+            "yref": "paper",
+            "x0": value,
+            "x1": value,
+            "y0": 0,
+            "y1": 1,
+            "line": {"color": color, "dash": "dash"},
+        }
+        for value, color in ((lat.p50, "#2e7d32"), (lat.p90, "#ef6c00"), (lat.p99, "#c62828"))
+        if value is not None
+    ]
+    title = "Wait from creation to bind"
+    if lat.count:
+        title += f" — p50 {lat.p50} s, p90 {lat.p90} s, p99 {lat.p99} s over {lat.count} pods"
+    layout = chart_layout(
+        title,
+        hovermode="closest",
+        grid={"rows": 1, "columns": 2, "pattern": "independent"},
+        xaxis={"title": {"text": "seconds waited"}, "domain": [0, 0.47]},
+        yaxis={"title": {"text": "pods"}, "type": "log" if len(waits) > 100 else "linear"},
+        xaxis2={**_TIME_AXIS, "domain": [0.55, 1], "anchor": "y2"},
+        yaxis2={"title": {"text": "p90 wait (s)"}, "anchor": "x2", "rangemode": "tozero"},
+        shapes=shapes,
+    )
+    return new_figure("chart-latency", data, layout)
+
+
+def _time_heatmap(heat: HeatMap) -> Figure:
+    data = [
+        {
+            "type": "heatmap",
+            "x": _minutes(heat.times),
+            "y": heat.rows,
+            "z": heat.values,
+            "zmin": 0,
+            "zmax": 100,
+            "colorscale": HEAT_COLORSCALE,
+            "reversescale": True,
+            "colorbar": {"title": {"text": "% requested"}},
+            "hovertemplate": "%{y}<br>minute %{x}: %{z}% " + heat.resource + "<extra></extra>",
+            "hoverongaps": False,
+        }
+    ]
+    layout = chart_layout(
+        f"Node {heat.resource} utilization over time",
+        hovermode="closest",
+        xaxis=_TIME_AXIS,
+        yaxis={"autorange": "reversed", "automargin": True, "showticklabels": len(heat.rows) <= 80},
+    )
+    return new_figure(
+        f"chart-heatmap-{heat.resource}", data, layout, height=min(900, 160 + 12 * len(heat.rows))
+    )
