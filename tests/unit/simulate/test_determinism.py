@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from simulate_helpers import Obj, by_name, node, pod, run_cli, without_timing, write_yaml
+from tests.unit.simulate.simulate_helpers import Obj, by_name, node, pod, run_cli, without_timing, write_yaml
 
 Capsys = pytest.CaptureFixture[str]
 

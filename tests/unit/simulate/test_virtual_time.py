@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol, cast
 
 import pytest
-from simulate_helpers import node, pod, write_config, write_yaml
+from tests.unit.simulate.simulate_helpers import node, pod, write_config, write_yaml
 
 from kubesched.api.loader import load_paths
 from kubesched.config import load_config

@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from simulate_helpers import node, pod, run_cli, wide_columns, write_yaml
-from test_report_contract import NOT_HELPFUL, UNTOLERATED, mixed_cluster
+from tests.unit.simulate.simulate_helpers import node, pod, run_cli, wide_columns, write_yaml
+from tests.unit.simulate.snapshot.test_report_contract import NOT_HELPFUL, UNTOLERATED, mixed_cluster
 
 Capsys = pytest.CaptureFixture[str]
 __all__ = ["wide_columns"]  # autouse: tables 200 columns wide

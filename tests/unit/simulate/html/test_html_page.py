@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.unit.simulate.test_replay import create, run
+from tests.unit.simulate.replay.test_replay import create, run
 
 from kubesched.cli import main
 from kubesched.simulate.html.figures import MAX_HEATMAP_ROWS
@@ -17,7 +17,7 @@ from kubesched.simulate.snapshot.html import snapshot_figures
 from kubesched.simulate.snapshot.model import NodeUsage, Report, Summary
 from kubesched.testing.builders import make_node, make_pod
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 
 
 def embedded_data(page: bytes) -> dict[str, object]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from simulate_helpers import (
+from tests.unit.simulate.simulate_helpers import (
     NODE_KEYS,
     POD_EXTRA_KEYS,
     POD_KEYS,

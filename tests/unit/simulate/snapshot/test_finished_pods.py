@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simulate_helpers import by_name, node, pod, simulate_json, write_yaml
+from tests.unit.simulate.simulate_helpers import by_name, node, pod, simulate_json, write_yaml
 
 Obj = dict[str, Any]
 

@@ -5,9 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from simulate_helpers import by_name, node, pod, run_cli, simulate_json, taint, wide_columns, write_yaml
-from test_report_contract import UNTOLERATED, mixed_cluster, scoring_cluster
-from test_table_output import rows, table
+from tests.unit.simulate.simulate_helpers import (
+    by_name,
+    node,
+    pod,
+    run_cli,
+    simulate_json,
+    taint,
+    wide_columns,
+    write_yaml,
+)
+from tests.unit.simulate.snapshot.test_report_contract import UNTOLERATED, mixed_cluster, scoring_cluster
+from tests.unit.simulate.snapshot.test_table_output import rows, table
 
 from kubesched.simulate.snapshot.run import PER_NODE_MAX_NODES
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.unit.simulate import test_compare as compare_cases
+from tests.unit.simulate.compare import test_compare as compare_cases
+from tests.unit.simulate.html.test_html_page import embedded_data
 from tests.unit.simulate.simulate_helpers import run_cli
-from tests.unit.simulate.test_html_page import embedded_data
 
 from kubesched.simulate.compare.gangs import GangCounts
 from kubesched.simulate.compare.html import compare_html

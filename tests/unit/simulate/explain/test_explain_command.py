@@ -13,7 +13,15 @@ from typing import Any
 
 import pytest
 import yaml
-from simulate_helpers import node, pod, run_cli, taint, wide_columns, write_config, write_yaml
+from tests.unit.simulate.simulate_helpers import (
+    node,
+    pod,
+    run_cli,
+    taint,
+    wide_columns,
+    write_config,
+    write_yaml,
+)
 
 from kubesched.config import default_config
 from kubesched.config.loader import decode_config

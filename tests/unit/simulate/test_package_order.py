@@ -1,0 +1,69 @@
+"""Inside simulate/, the rooms import only downward, as the layers of DESIGN.md do.
+
+A room is a top-level module (report.py) or a package (replay/). The commands sit above the shared
+pieces they reuse, and a command may reuse a command below it (replay reuses snapshot's pod
+records, sweep runs compare), never one above.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SIMULATE = Path(__file__).resolve().parents[3] / "src" / "kubesched" / "simulate"
+PREFIX = "kubesched.simulate."
+
+#: Top to bottom.
+ROOMS = [
+    "record",
+    "sweep",
+    "capacity",
+    "compare",
+    "replay",
+    "snapshot",
+    "explain",
+    "html",
+    "virtual_time",
+    "workloads",
+    "scenario",
+    "node_quantities",
+    "progress",
+    "report",
+]
+
+
+def _room(path: Path) -> str:
+    return path.relative_to(SIMULATE).parts[0].removesuffix(".py")
+
+
+def _rooms_imported(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module)
+        elif isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+    return {m.removeprefix(PREFIX).split(".")[0] for m in modules if m.startswith(PREFIX)}
+
+
+def _sources() -> list[Path]:
+    return [p for p in sorted(SIMULATE.rglob("*.py")) if p.parent != SIMULATE or p.name != "__init__.py"]
+
+
+def test_every_room_is_placed() -> None:
+    assert sorted({_room(p) for p in _sources()}) == sorted(ROOMS)
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_a_room_imports_nothing_from_above(room: str) -> None:
+    above = set(ROOMS[: ROOMS.index(room)])
+    bad = [
+        f"{path.relative_to(SIMULATE)}: {imported}"
+        for path in _sources()
+        if _room(path) == room
+        for imported in sorted(_rooms_imported(path) & above)
+    ]
+    assert bad == []
