@@ -50,8 +50,8 @@ from kubesched.scheduler.cache import ZONE_LABEL
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler
+from kubesched.simulate.capacity.model import CapacityReport, ShapeCapacity
 from kubesched.simulate.node_quantities import check_node_quantities
-from kubesched.simulate.report import ReportStruct
 from kubesched.simulate.snapshot.run import run_with_controllers
 from kubesched.simulate.virtual_time import new_scheduler, run_until_settled
 from kubesched.simulate.workloads import (
@@ -61,7 +61,7 @@ from kubesched.simulate.workloads import (
     with_room_for_controllers,
 )
 
-__all__ = ["DEFAULT_LIMIT", "CapacityReport", "ShapeCapacity", "capacity", "shapes_of"]
+__all__ = ["DEFAULT_LIMIT", "capacity", "shapes_of"]
 
 #: Copies tried per shape unless told otherwise: the answer is then "at least this many".
 DEFAULT_LIMIT = 10_000
@@ -78,36 +78,6 @@ _LISTS: dict[type, str] = {
     CronJob: "cron_jobs",
     ReplicationController: "replication_controllers",
 }
-
-
-class ShapeCapacity(ReportStruct):
-    """The answer for one shape."""
-
-    #: `Pod default/web` or `Deployment shop/api`.
-    shape: str
-    #: What one copy requests (cpu in cores or millicores, memory in bytes with a binary suffix, ...).
-    requests: dict[str, str]
-    #: A workload's own pods (`replicas`, a Job's parallel pods), placed before counting (0 for a
-    #: pod), and how many of them were scheduled.
-    replicas: int
-    replicas_scheduled: int
-    #: Copies that fit beyond those (for a DaemonSet: its pods that fit).
-    fits: int
-    #: True when the count stopped at the limit: at least `fits` fit.
-    limited: bool
-    #: Why the next copy does not fit: its FailedScheduling message; null when `limited`.
-    reason: str | None
-    #: Where the copies went: node -> count and `topology.kubernetes.io/zone` -> count.
-    nodes: dict[str, int]
-    zones: dict[str, int]
-
-
-class CapacityReport(ReportStruct):
-    shapes: list[ShapeCapacity]
-    #: Nodes in the cluster.
-    nodes: int
-    #: Wall-clock seconds for every shape (loading files not included).
-    seconds: float
 
 
 def capacity(

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kubesched.simulate.capacity.run import CapacityReport
+from kubesched.simulate.capacity.model import CapacityReport
 
 #: Nodes named per shape in the table; the JSON report has them all.
 _NODES_SHOWN = 6

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.simulate.compare.run import Comparison, ConfigRun
+from kubesched.simulate.compare.model import Comparison, ConfigRun
 from kubesched.simulate.compare.table import comparison_rows, unschedulable_reasons
 from kubesched.simulate.html.figures import RESULT_COLORS, Figure, chart_layout, new_figure
 from kubesched.simulate.html.page import render_page

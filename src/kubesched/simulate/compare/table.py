@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kubesched.simulate.compare.run import Comparison, ConfigRun
+from kubesched.simulate.compare.model import Comparison, ConfigRun
 
 #: Reasons listed one per row; the rest are summed into one row.
 _REASONS_SHOWN = 8

@@ -12,9 +12,6 @@ from __future__ import annotations
 from kubesched.simulate.report import ReportStruct
 from kubesched.simulate.snapshot.model import NodeUsage, PodResult, WorkloadResult
 
-#: How a pod left the cluster (`pods[].ended`).
-ENDINGS = ("Completed", "Deleted", "Preempted", "NodeDeleted")
-
 
 class ReplayPod(PodResult, kw_only=True):
     """A pod's simulate result plus its life in the replay."""
@@ -24,6 +21,7 @@ class ReplayPod(PodResult, kw_only=True):
     #: From creation to bind (the pod's time in the queue); null when never bound.
     wait_seconds: float | None = None
     ended_at: float | None = None
+    #: How the pod left the cluster: Completed | Deleted | Preempted | NodeDeleted; null while it runs.
     ended: str | None = None
 
 

@@ -14,7 +14,8 @@ from kubesched.api.loader import LoadedObjects, load_documents
 from kubesched.config.loader import decode_config
 from kubesched.errors import InputError
 from kubesched.plugins import default_registry
-from kubesched.simulate.compare.run import ConfigRun, measure
+from kubesched.simulate.compare.model import ConfigRun
+from kubesched.simulate.compare.run import measure
 from kubesched.simulate.report import ReportStruct
 from kubesched.simulate.snapshot.run import simulate_cluster
 from kubesched.simulate.sweep.grid import Cell, Scenario

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from kubesched.simulate.compare.run import ConfigRun
+from kubesched.simulate.compare.model import ConfigRun
 from kubesched.simulate.report import ReportStruct
 from kubesched.simulate.sweep.cell import CellResult
 

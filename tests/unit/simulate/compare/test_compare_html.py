@@ -15,7 +15,7 @@ from tests.unit.simulate.simulate_helpers import run_cli
 
 from kubesched.simulate.compare.gangs import GangCounts
 from kubesched.simulate.compare.html import compare_html
-from kubesched.simulate.compare.run import Comparison, ConfigRun, Spread
+from kubesched.simulate.compare.model import Comparison, ConfigRun, Spread
 
 GPU = compare_cases.GPU
 #: Spread (LeastAllocated) and pack (MostAllocated) on two 4-GPU nodes: the fixture test_compare uses.

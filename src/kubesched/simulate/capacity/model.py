@@ -1,0 +1,35 @@
+"""The `kubesched capacity` report: how many more copies of each shape fit, and where (docs/what-if.md)."""
+
+from __future__ import annotations
+
+from kubesched.simulate.report import ReportStruct
+
+
+class ShapeCapacity(ReportStruct):
+    """The answer for one shape."""
+
+    #: `Pod default/web` or `Deployment shop/api`.
+    shape: str
+    #: What one copy requests (cpu in cores or millicores, memory in bytes with a binary suffix, ...).
+    requests: dict[str, str]
+    #: A workload's own pods (`replicas`, a Job's parallel pods), placed before counting (0 for a
+    #: pod), and how many of them were scheduled.
+    replicas: int
+    replicas_scheduled: int
+    #: Copies that fit beyond those (for a DaemonSet: its pods that fit).
+    fits: int
+    #: True when the count stopped at the limit: at least `fits` fit.
+    limited: bool
+    #: Why the next copy does not fit: its FailedScheduling message; null when `limited`.
+    reason: str | None
+    #: Where the copies went: node -> count and `topology.kubernetes.io/zone` -> count.
+    nodes: dict[str, int]
+    zones: dict[str, int]
+
+
+class CapacityReport(ReportStruct):
+    shapes: list[ShapeCapacity]
+    #: Nodes in the cluster.
+    nodes: int
+    #: Wall-clock seconds for every shape (loading files not included).
+    seconds: float
