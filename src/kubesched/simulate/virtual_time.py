@@ -2,9 +2,9 @@
 jump the virtual clock to the next thing that can change something (a backoff expiring, the
 unschedulable pool's periodic flush, a Permit deadline).
 
-`simulate` and `capacity` run `run_until_settled`; a replay puts its timeline in front of `drain`
-(replay/run.py); `explain` drains until its one pod has had its cycle. Scheduling itself takes no
-virtual time.
+`simulate` and `capacity` run `run_until_settled`; a replay runs the same loop with its timeline
+in front (`run_timeline`, replay/run.py); `explain` drains until its one pod has had its cycle.
+Scheduling itself takes no virtual time.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import gc
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config.types import KubeSchedulerConfiguration
@@ -22,7 +23,15 @@ from kubesched.scheduler.extenders import Extenders
 from kubesched.scheduler.profiles import options_from_config
 from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
 
-__all__ = ["IDLE_HORIZON_SECONDS", "drain", "long_lived_heap", "new_scheduler", "run_until_settled"]
+__all__ = [
+    "IDLE_HORIZON_SECONDS",
+    "Timeline",
+    "drain",
+    "long_lived_heap",
+    "new_scheduler",
+    "run_timeline",
+    "run_until_settled",
+]
 
 #: Stop once this much virtual time passed without a pod being bound (covers Permit's 15 min cap).
 IDLE_HORIZON_SECONDS = 16 * 60.0
@@ -74,6 +83,95 @@ def drain(scheduler: Scheduler, *, stop: Callable[[], bool] | None = None) -> No
             return
 
 
+class Timeline(Protocol):
+    """What a run puts in front of the scheduler: its own happenings in virtual time (a replay's
+    events and pod completions). `run_timeline` asks it what is due and when it next acts."""
+
+    def step(self, now: float) -> bool:
+        """Apply what is due at `now` and schedule until settled; True if anything moved (something
+        applied, or a pod bound)."""
+        ...
+
+    def next_at(self) -> float | None:
+        """When the timeline next acts on its own, or None."""
+        ...
+
+    def over(self) -> bool:
+        """Nothing of the timeline's own is left to come."""
+        ...
+
+    def advancing(self, to: float, *, last: bool) -> None:
+        """The clock is about to move to `to` (`last`: the run ends there)."""
+        ...
+
+
+class _Settle:
+    """No timeline: the run is the input's pods, scheduled until nothing moves."""
+
+    def __init__(self, scheduler: Scheduler, cluster: MemoryCluster) -> None:
+        self.scheduler = scheduler
+        self.cluster = cluster
+        self.binds = 0
+
+    def step(self, now: float) -> bool:
+        drain(self.scheduler)
+        binds = sum(self.cluster.bind_count.values())
+        moved, self.binds = binds != self.binds, binds
+        return moved
+
+    def next_at(self) -> float | None:
+        return None
+
+    def over(self) -> bool:
+        return True
+
+    def advancing(self, to: float, *, last: bool) -> None:
+        pass
+
+
+def run_timeline(
+    scheduler: Scheduler,
+    clock: VirtualClock,
+    timeline: Timeline,
+    *,
+    until: float | None = None,
+    retry_unschedulable: bool = True,
+) -> None:
+    """The virtual-time loop: let `timeline` act and the scheduler drain, then jump the clock to
+    whatever comes first (the timeline's next act, a backoff expiring, the unschedulable pool's
+    periodic flush, a Permit deadline).
+
+    It ends at `until`, or, without it, once the timeline is over and nothing has moved for
+    IDLE_HORIZON_SECONDS. Without `retry_unschedulable` only backoffs wake the queue, so a pod
+    parked as unschedulable is not tried again unless a cluster event requeues it.
+    """
+    last_progress = clock.now()
+    queue = scheduler.queue
+    while True:
+        now = clock.now()
+        if timeline.step(now):
+            last_progress = now
+        queue_wakeup = queue.next_wakeup() if retry_unschedulable else queue.next_backoff_expiry()
+        wakeups = [
+            t for t in (timeline.next_at(), queue_wakeup, scheduler.next_permit_deadline()) if t is not None
+        ]
+        following = min(wakeups) if wakeups else None
+        if until is not None:
+            if following is None or following > until:
+                timeline.advancing(until, last=True)
+                clock.advance_to(until)
+                return
+        elif following is None or (timeline.over() and following - last_progress > IDLE_HORIZON_SECONDS):
+            timeline.advancing(now, last=True)
+            return
+        timeline.advancing(following, last=False)
+        clock.advance_to(following)
+        if retry_unschedulable:
+            queue.run_periodic()
+        else:
+            queue.flush_backoff_completed()
+
+
 def run_until_settled(
     scheduler: Scheduler, clock: VirtualClock, cluster: MemoryCluster, *, retry_unschedulable: bool = False
 ) -> None:
@@ -84,25 +182,7 @@ def run_until_settled(
     flush does, until IDLE_HORIZON_SECONDS pass without a bind. Without it, the loop stops once only
     such pods are left, so a failing pod is tried once unless a cluster event requeues it.
     """
-    last_progress = clock.now()
-    binds = 0
-    while True:
-        drain(scheduler)
-        total_binds = sum(cluster.bind_count.values())
-        if total_binds != binds:
-            binds = total_binds
-            last_progress = clock.now()
-        queue_wakeup = (
-            scheduler.queue.next_wakeup() if retry_unschedulable else scheduler.queue.next_backoff_expiry()
-        )
-        wakeups = [t for t in (queue_wakeup, scheduler.next_permit_deadline()) if t]
-        if not wakeups or min(wakeups) - last_progress > IDLE_HORIZON_SECONDS:
-            return
-        clock.advance_to(min(wakeups))
-        if retry_unschedulable:
-            scheduler.queue.run_periodic()
-        else:
-            scheduler.queue.flush_backoff_completed()
+    run_timeline(scheduler, clock, _Settle(scheduler, cluster), retry_unschedulable=retry_unschedulable)
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """Replay a scenario's timeline in virtual time through the real scheduler, queue and MemoryCluster.
 
-The loop is the simulator's (`virtual_time.run_until_settled`) with a timeline in front of it: apply the
+The loop is the simulator's (`virtual_time.run_timeline`) with this timeline in front of it: apply the
 events due now, let the scheduler drain its active queue, then jump the virtual clock to whatever
 comes first — the next timeline event, a pod finishing its `runFor`, a backoff expiring, the
 unschedulable pool's periodic flush, or a Permit deadline. Nothing is forked: backoff, requeueing
@@ -8,7 +8,7 @@ on cluster events (queueing hints) and preemption are the scheduler's own. Sched
 no virtual time, so a pod's wait is the time it spent in the queue and for room to appear.
 
 Workloads in the timeline (or PATHs) are run by the simulated controllers between scheduling
-passes, in zero virtual time (`replay_workloads`).
+passes, in zero virtual time (`replay/workloads.py`).
 
 The replay ends at `spec.until` or, without it, once the timeline is over and nothing has been
 bound for IDLE_HORIZON_SECONDS of retries (as `simulate` does).
@@ -40,7 +40,7 @@ from kubesched.simulate.replay.timeline import Counters, Sampler, default_interv
 from kubesched.simulate.replay.workloads import TimelineControllers, needs_controllers
 from kubesched.simulate.scenario import ObjectRef, Scenario, TimelineEvent
 from kubesched.simulate.snapshot.run import PER_NODE_MAX_NODES, PodRecord, node_usage, pod_result
-from kubesched.simulate.virtual_time import IDLE_HORIZON_SECONDS, drain, long_lived_heap, new_scheduler
+from kubesched.simulate.virtual_time import drain, long_lived_heap, new_scheduler, run_timeline
 
 __all__ = ["replay"]
 
@@ -133,6 +133,9 @@ class _Replay:
         last = self.events[-1].at if self.events else 0.0
         interval = scenario.sample_interval or default_interval(scenario.until or last)
         self.sampler = Sampler(interval, self.scheduler.cache.snapshot, self.counters)
+        self.applied = 0  # timeline events applied so far
+        self.frozen_at = 0  # events applied at the last gc.freeze
+        self.bound_before = -1
 
     # ================================================================== the loop
     def run(self) -> ReplayReport:
@@ -151,54 +154,49 @@ class _Replay:
 
     def _loop(self) -> int:
         """Apply the timeline and schedule in virtual time; returns how many events were applied."""
-        until = self.scenario.until
+        run_timeline(self.scheduler, self.clock, self, until=self.scenario.until)
+        return self.applied
+
+    # ================================================================== the Timeline protocol
+    def step(self, now: float) -> bool:
+        """Apply the events due and the completions due, then schedule (controllers in between)."""
         events = self.events
-        i = 0
-        frozen_at = 0
-        last_progress = 0.0
-        bound_before = -1
-        while True:
-            now = self.clock.now()
-            while i < len(events) and events[i].at <= now:
-                self._apply(events[i])
-                i += 1
-                last_progress = now
-            if i - frozen_at >= FREEZE_EVERY_EVENTS:
-                # What the replay has built so far (pods' records, the cluster's objects) mostly
-                # lives to the end: keep full collections from walking it again and again.
-                gc.freeze()
-                frozen_at = i
-            if self.progress is not None:
-                self.progress(i, len(events))
-            self._complete_due(now)
-            self._settle()
-            if self.counters.bound != bound_before:
-                bound_before = self.counters.bound
-                last_progress = now
-            wakeups = [
-                t
-                for t in (
-                    events[i].at if i < len(events) else None,
-                    self.completions[0][0] if self.completions else None,
-                    self.scheduler.queue.next_wakeup(),
-                    self.scheduler.next_permit_deadline(),
-                )
-                if t is not None
-            ]
-            following = min(wakeups) if wakeups else None
-            timeline_over = i >= len(events) and not self.completions
-            if until is not None:
-                if following is None or following > until:
-                    self.sampler.take(until, inclusive=True)
-                    self.clock.advance_to(until)
-                    break
-            elif following is None or (timeline_over and following - last_progress > IDLE_HORIZON_SECONDS):
-                self.sampler.take(now, inclusive=True)
-                break
-            self.sampler.take(following)
-            self.clock.advance_to(following)
-            self.scheduler.queue.run_periodic()
-        return i
+        moved = False
+        while self.applied < len(events) and events[self.applied].at <= now:
+            self._apply(events[self.applied])
+            self.applied += 1
+            moved = True
+        if self.applied - self.frozen_at >= FREEZE_EVERY_EVENTS:
+            # What the replay has built so far (pods' records, the cluster's objects) mostly
+            # lives to the end: keep full collections from walking it again and again.
+            gc.freeze()
+            self.frozen_at = self.applied
+        if self.progress is not None:
+            self.progress(self.applied, len(events))
+        self._complete_due(now)
+        self._settle()
+        if self.counters.bound != self.bound_before:
+            self.bound_before = self.counters.bound
+            moved = True
+        return moved
+
+    def next_at(self) -> float | None:
+        """The next timeline event or pod completion."""
+        times = [
+            t
+            for t in (
+                self.events[self.applied].at if self.applied < len(self.events) else None,
+                self.completions[0][0] if self.completions else None,
+            )
+            if t is not None
+        ]
+        return min(times) if times else None
+
+    def over(self) -> bool:
+        return self.applied >= len(self.events) and not self.completions
+
+    def advancing(self, to: float, *, last: bool) -> None:
+        self.sampler.take(to, inclusive=last)
 
     def _settle(self) -> None:
         """Scheduling, and with workloads, controller rounds in between, until nothing moves."""
