@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,8 @@ TIMELINE_KINDS = ("Node", "Pod", *WORKLOAD_TIMELINE_KINDS)
 _RUN_FOR_KINDS = ("Pod", "Job")
 _RUN_FOR_ONLY = "runFor applies only to created pods and Jobs (how long each of their pods runs once bound)"
 _ACTIONS = ("create", "update", "delete")
+#: A field name printed as is in an error path; any other is quoted.
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _ACTION_SET = frozenset(_ACTIONS)
 _EVENT_FIELDS = frozenset({"at", "runFor", *_ACTIONS})
 _SPEC_FIELDS = frozenset({"until", "sampleInterval", "events"})
@@ -330,7 +333,10 @@ def _no_unknown_fields(raw: Mapping[str, Any], known: frozenset[str], path: str)
         return
     for key in raw:
         if key not in known:
-            where = f"{path}.{key}" if path else str(key)
+            name = str(key)
+            if not _PLAIN_KEY.fullmatch(name):  # quoted, so a newline or a dot in it stays readable
+                name = f"[{msgspec.json.encode(name).decode()}]"
+            where = (f"{path}{name}" if name.startswith("[") else f"{path}.{name}") if path else name
             raise InputError(f"unknown field (expected one of {', '.join(sorted(known))})", path=where)
 
 

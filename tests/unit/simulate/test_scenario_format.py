@@ -355,3 +355,15 @@ def test_any_workload_event_is_an_event_or_one_input_error_naming_its_field(
     for event in scenario.events:
         assert event.run_for is None or (event.action == "create" and event.ref.kind == "Job")
         assert event.ref.kind != "CronJob"
+
+
+@pytest.mark.parametrize(
+    ("key", "where"),
+    [("x", "spec.events[0].x"), ("\n", 'spec.events[0]["\\n"]'), ("a.b", 'spec.events[0]["a.b"]')],
+)
+def test_an_unknown_field_is_named_on_one_line(key: str, where: str) -> None:
+    with pytest.raises(InputError) as err:
+        parse_scenario(
+            msgspec.json.encode(document() | {"spec": {"events": [{key: None}]}}).decode(), "s.json"
+        )
+    assert str(err.value).startswith(f"s.json: {where}: unknown field")
