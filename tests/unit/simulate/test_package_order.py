@@ -7,10 +7,10 @@ records, sweep runs compare), never one above.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+from tests.unit.test_layers import _imported_modules
 
 SIMULATE = Path(__file__).resolve().parents[3] / "src" / "kubesched" / "simulate"
 PREFIX = "kubesched.simulate."
@@ -39,13 +39,7 @@ def _room(path: Path) -> str:
 
 
 def _rooms_imported(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    modules: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            modules.add(node.module)
-        elif isinstance(node, ast.Import):
-            modules.update(alias.name for alias in node.names)
+    modules = _imported_modules(path)
     return {m.removeprefix(PREFIX).split(".")[0] for m in modules if m.startswith(PREFIX)}
 
 
