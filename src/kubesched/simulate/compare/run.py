@@ -89,14 +89,18 @@ def reasons_of(message: str) -> list[str]:
     return out
 
 
+def count_reasons(messages: Iterable[str]) -> dict[str, int]:
+    """How many pods each reason held back, most first; ties by name, so a report prints the same
+    every run (a message's reasons come out of a set)."""
+    counts = Counter(reason for message in messages for reason in set(reasons_of(message)))
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def measure(
     name: str, config: str, report: Report, cluster: MemoryCluster, objects: LoadedObjects
 ) -> ConfigRun:
     """The figures of one run, read off its report and the cluster it left."""
-    by_reason: Counter[str] = Counter()
-    for result in report.pods:
-        if result.result == "Unschedulable" and result.message:
-            by_reason.update(sorted(set(reasons_of(result.message))))
+    by_reason = count_reasons(r.message for r in report.pods if r.result == "Unschedulable" and r.message)
     pods = list(cluster.pods.values())
     usage = _node_usage(cluster.nodes.values(), pods)
     placed = {(r.namespace, r.name) for r in report.pods if r.result == "Scheduled"}
@@ -116,7 +120,7 @@ def measure(
         unschedulable=report.summary.unschedulable,
         errors=report.summary.errors,
         ignored=report.summary.ignored,
-        unschedulable_by_reason=dict(sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0]))),
+        unschedulable_by_reason=by_reason,
         evicted=sum(len(r.victims) for r in report.pods),
         preemptors=sum(1 for r in report.pods if r.victims),
         utilization=_utilization(usage),

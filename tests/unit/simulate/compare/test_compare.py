@@ -11,7 +11,7 @@ from tests.unit.simulate.simulate_helpers import node, pod, run_cli, write_confi
 
 from kubesched.api.objects import Pod, PodGroup
 from kubesched.simulate.compare.gangs import count_gangs
-from kubesched.simulate.compare.run import reasons_of
+from kubesched.simulate.compare.run import count_reasons, reasons_of
 
 ZONE = "topology.kubernetes.io/zone"
 GPU = "nvidia.com/gpu"
@@ -196,3 +196,10 @@ def test_reasons_with_equal_counts_are_listed_by_name(
             ("Insufficient cpu", 3),
             ("Insufficient memory", 3),
         ]
+
+
+def test_reason_counts_are_most_first_then_by_name() -> None:
+    reasons = [f"Insufficient example.com/r{i}" for i in (7, 3, 9, 1, 5, 8, 2, 6, 4)]
+    message = "0/9 nodes are available: " + ", ".join(f"1 {r}" for r in reasons) + "."
+    counts = count_reasons([message, message, "0/9 nodes are available: 9 Insufficient cpu."])
+    assert list(counts.items()) == [(r, 2) for r in sorted(reasons)] + [("Insufficient cpu", 1)]
