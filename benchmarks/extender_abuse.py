@@ -29,6 +29,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from kubesched.harness.ports import free_port
+
 CONFIG = """
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -49,12 +51,6 @@ POD = {
 }
 #: Give up on the attack after this long, whatever is still pending.
 ATTACK_TIME_LIMIT = 240.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def status_kib(pid: int, field: str) -> int:

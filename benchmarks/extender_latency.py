@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+
+from kubesched.harness.ports import free_port
 
 CONFIG = """
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -75,12 +76,6 @@ def snapshot(count: int) -> dict[str, Any]:
             }
         )
     return {"apiVersion": "v1", "kind": "List", "items": items}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_extender(workdir: Path, count: int) -> tuple[subprocess.Popen[bytes], str]:

@@ -48,7 +48,6 @@ import http.client
 import itertools
 import json
 import os
-import socket
 import ssl
 import sys
 import threading
@@ -65,6 +64,7 @@ import msgspec
 
 from kubesched.cluster.kube.client import ApiError as KubeApiError
 from kubesched.cluster.kube.client import KubeClient
+from kubesched.harness.ports import free_port
 from kubesched.testing.controlplane import ControlPlane, ManagedProcess
 from kubesched.testing.fake_nodes import (
     ApiClient,
@@ -139,12 +139,6 @@ def cpu_seconds(pid: int) -> float | None:
 def load_average() -> float:
     """The 1-minute load average: how busy the machine was (other work skews every figure)."""
     return round(os.getloadavg()[0], 2)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # --------------------------------------------------------------------------- pods

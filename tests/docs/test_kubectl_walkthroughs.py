@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -44,18 +43,13 @@ from inventory import (
     USER_GUIDE_SNAPSHOT,
 )
 
+from kubesched.harness.ports import free_port
+
 #: How long a command may take to show what the doc shows (kubesched has to schedule first).
 SETTLE_SECONDS = 60.0
 #: One try of one command.
 COMMAND_TIMEOUT = 60.0
 VARYING = {**MEASURED, **ON_A_CLUSTER}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass

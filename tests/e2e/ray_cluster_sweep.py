@@ -11,21 +11,15 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from kubesched.harness.ports import free_port
+
 START_TIMEOUT = 180.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def stop(head: subprocess.Popen[bytes]) -> None:

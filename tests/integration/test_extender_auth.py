@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from kubesched.harness.ports import free_port
 from kubesched.testing.controlplane import ControlPlane, ManagedProcess
 from kubesched.testing.fake_nodes import ApiClient, create_pod, get_pod
 
@@ -35,15 +36,6 @@ profiles:
       enabled: [{name: PrioritySort}, {name: DefaultBinder}, {name: NodeFilterLabel}]
 """
 TOKEN = "extender-test-token-" + uuid.uuid4().hex
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def call(url: str, body: dict[str, object] | None = None, token: str | None = None) -> tuple[int, str]:

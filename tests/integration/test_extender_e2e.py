@@ -15,7 +15,6 @@ placed (and rejected) by GPUScheduler's count, product and memory checks, with i
 from __future__ import annotations
 
 import json
-import socket
 import ssl
 import sys
 import time
@@ -27,6 +26,8 @@ from typing import Any, TypeVar
 
 import pytest
 
+from kubesched.harness.pki import TestCA
+from kubesched.harness.ports import free_port
 from kubesched.plugins.gpu import (
     DEFAULT_PRODUCT_ANNOTATION,
     GPU_RESOURCE,
@@ -44,7 +45,6 @@ from kubesched.testing.fake_nodes import (
     list_events,
     pod_manifest,
 )
-from kubesched.testing.pki import TestCA
 
 T = TypeVar("T")
 
@@ -84,12 +84,6 @@ def wait_for(fetch: Callable[[], T], done: Callable[[T], bool], timeout: float, 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}; last value: {value!r}")
         time.sleep(0.2)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def http_get(url: str, context: ssl.SSLContext | None = None) -> tuple[int, str]:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from kubesched.harness.ports import free_port
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.fake_nodes import ApiClient, create_node, create_pod, fake_node, get_pod
 
@@ -143,15 +144,6 @@ class Container:
 
     def remove(self) -> None:
         subprocess.run([*BUILDAH, "rm", self.name], capture_output=True, timeout=300, check=False)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def config_dir(control_plane: ControlPlane, tmp_path: Path, config: str) -> Path:

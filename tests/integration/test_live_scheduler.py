@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from kubesched.harness.ports import free_port
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.fake_nodes import (
     ApiClient,
@@ -65,13 +65,6 @@ def wait_for(fetch: Callable[[], T], done: Callable[[T], bool], timeout: float, 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last value: {value!r}")
         time.sleep(0.1)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class Kubesched:

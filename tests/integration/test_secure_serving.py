@@ -24,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from kubesched.harness.pki import TestCA
+from kubesched.harness.ports import free_port
 from kubesched.testing.controlplane import ControlPlane, ManagedProcess
 from kubesched.testing.fake_nodes import ApiClient, create_namespace
-from kubesched.testing.pki import TestCA
 
 PATHS = ("/healthz", "/readyz", "/livez", "/metrics")
 
@@ -38,15 +39,6 @@ leaderElection: {{leaderElect: false}}
 profiles:
 - schedulerName: {name}
 """
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The serving certificate: PEM files given by flags, or a self-signed pair made in memory.
+"""The serving certificate: PEM files given by flags, or a self-signed pair made in memory; and the
+one maker of certificates (`CertificateAuthority`), which the test harness uses too.
 
 kube-scheduler, given no `--tls-cert-file`, makes a self-signed certificate in memory at startup
 (a CA and a serving certificate for `localhost`, the bind address and the host name) and writes
@@ -17,13 +18,28 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Self
 
 from kubesched.errors import InputError
 
-__all__ = ["CertKeyPair", "default_hosts", "load_pair", "pem_paths", "self_signed_pair"]
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+__all__ = [
+    "CertKeyPair",
+    "CertificateAuthority",
+    "default_hosts",
+    "load_pair",
+    "pem_paths",
+    "rsa_private_key_pem",
+    "self_signed_pair",
+]
 
 #: A year, as upstream's self-signed serving certificates; the process restarts long before.
 SELF_SIGNED_VALIDITY = datetime.timedelta(days=365)
+#: Certificates start an hour in the past, so a peer whose clock is a little behind accepts them.
+_SKEW = datetime.timedelta(hours=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,59 +71,150 @@ def self_signed_pair(hosts: Iterable[str], *, common_name: str = "kubesched") ->
     """A CA and a serving certificate signed by it, for `hosts` (DNS names or IP addresses).
 
     Two certificates, as upstream makes them, so a client may pin the CA (the second PEM block of
-    the chain) while the leaf carries the names. EC P-256 keys: generated in a millisecond.
+    the chain) while the leaf carries the names.
     """
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    stamp = int(datetime.datetime.now(datetime.UTC).timestamp())
+    ca = CertificateAuthority.create(f"{common_name}-ca@{stamp}")
+    leaf = ca.issue(f"{common_name}@{stamp}", hosts=hosts)
+    return CertKeyPair(leaf.cert_pem + ca.cert_pem, leaf.key_pem, "self-signed in memory")
 
-    now = datetime.datetime.now(datetime.UTC)
-    start, end = now - datetime.timedelta(hours=1), now + SELF_SIGNED_VALIDITY
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{common_name}-ca@{int(now.timestamp())}")])
-    ca = (
+
+class CertificateAuthority:
+    """A CA certificate and key that sign serving and client certificates: the one certificate maker.
+
+    The scheduler's self-signed serving pair, the test control plane's PKI and the certificates
+    tests present are all made here, so they share one set of extensions. EC P-256 keys: generated
+    in a millisecond. `cryptography` is imported on first use, not when serving is imported.
+    """
+
+    def __init__(self, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
+        self.cert = cert
+        self.key = key
+
+    @classmethod
+    def create(cls, common_name: str, *, validity: datetime.timedelta = SELF_SIGNED_VALIDITY) -> Self:
+        """A new self-signed CA named `common_name`, valid from an hour ago (clock skew) for `validity`."""
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+        cert = (
+            _builder(name, name, key.public_key(), validity, ca=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .sign(key, hashes.SHA256())
+        )
+        return cls(cert, key)
+
+    @classmethod
+    def from_pem(cls, cert_pem: bytes, key_pem: bytes) -> Self:
+        """An existing CA (e.g. a cluster's), to issue more certificates with."""
+        from cryptography import x509
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+        key = serialization.load_pem_private_key(key_pem, password=None)
+        if not isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+            raise InputError(f"a CA key must be EC or RSA, not {type(key).__name__}")
+        return cls(x509.load_pem_x509_certificate(cert_pem), key)
+
+    @property
+    def cert_pem(self) -> bytes:
+        return _cert_pem(self.cert)
+
+    @property
+    def key_pem(self) -> bytes:
+        return _private_pem(self.key)
+
+    def issue(
+        self,
+        common_name: str,
+        *,
+        hosts: Iterable[str] = (),
+        organizations: Iterable[str] = (),
+        client: bool = False,
+        validity: datetime.timedelta = SELF_SIGNED_VALIDITY,
+    ) -> CertKeyPair:
+        """A certificate signed by this CA: for serving `hosts` (DNS names or IP addresses), or with
+        `client`, for a client whose user is `common_name` and whose groups are `organizations` (as
+        Kubernetes reads a client certificate)."""
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+        key = ec.generate_private_key(ec.SECP256R1())
+        attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+        attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+        usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
+        builder = (
+            _builder(x509.Name(attrs), self.cert.subject, key.public_key(), validity, ca=False)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()), critical=False
+            )
+        )
+        names: list[x509.GeneralName] = []
+        for host in dict.fromkeys(h for h in hosts if h):
+            try:
+                names.append(x509.IPAddress(ipaddress.ip_address(host)))
+            except ValueError:
+                names.append(x509.DNSName(host))
+        if names:
+            builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+        cert = builder.sign(self.key, hashes.SHA256())
+        origin = f"issued by {self.cert.subject.rfc4514_string()}"
+        return CertKeyPair(_cert_pem(cert), _private_pem(key), origin)
+
+
+def _builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    public_key: ec.EllipticCurvePublicKey,
+    validity: datetime.timedelta,
+    *,
+    ca: bool,
+) -> x509.CertificateBuilder:
+    """What a CA and its leaves share: names, key, serial, validity, constraints and key usage
+    (a CA signs certificates and CRLs; a leaf signs and enciphers, as client-go's leaves do)."""
+    from cryptography import x509
+
+    start = datetime.datetime.now(datetime.UTC) - _SKEW
+    usage = x509.KeyUsage(not ca, False, not ca, False, False, ca, ca, False, False)
+    return (
         x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
         .serial_number(x509.random_serial_number())
         .not_valid_before(start)
-        .not_valid_after(end)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
-        )
-        .sign(ca_key, hashes.SHA256())
+        .not_valid_after(start + _SKEW + validity)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .add_extension(usage, critical=True)
     )
-    key = ec.generate_private_key(ec.SECP256R1())
-    names: list[x509.GeneralName] = []
-    for host in dict.fromkeys(h for h in hosts if h):
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            names.append(x509.DNSName(host))
-    leaf = (
-        x509.CertificateBuilder()
-        .subject_name(
-            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{common_name}@{int(now.timestamp())}")])
-        )
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(True, False, True, False, False, False, False, False, False), critical=True
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .sign(ca_key, hashes.SHA256())
+
+
+def rsa_private_key_pem(bits: int = 2048) -> bytes:
+    """A new RSA key (PKCS#8 PEM), for signers that want RSA, such as service-account token keys."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    return _private_pem(rsa.generate_private_key(public_exponent=65537, key_size=bits))
+
+
+def _cert_pem(cert: x509.Certificate) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _private_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    pem = serialization.Encoding.PEM
-    key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    return CertKeyPair(leaf.public_bytes(pem) + ca.public_bytes(pem), key_pem, "self-signed in memory")
 
 
 def default_hosts(bind_address: str) -> list[str]:

@@ -30,10 +30,8 @@ import functools
 import json
 import os
 import secrets
-import shlex
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -48,6 +46,9 @@ from types import TracebackType
 from typing import Any, Self
 
 import yaml
+
+from kubesched.harness.pki import write_control_plane_pki
+from kubesched.harness.ports import free_ports
 
 __all__ = [
     "ControlPlane",
@@ -266,24 +267,6 @@ class ManagedProcess:
         return f"<ManagedProcess {self.name} pid={self.pid} {state} log={self.log_path}>"
 
 
-def _free_ports(count: int) -> list[int]:
-    """Ports the kernel reports free on 127.0.0.1, all held until all are chosen (no duplicates).
-
-    There is a window between closing them and the server binding them; ``ControlPlane.start`` retries
-    with new ports when a server reports the address in use.
-    """
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def http_get(url: str, context: ssl.SSLContext | None, timeout: float = 5.0) -> tuple[int, str]:
     """GET returning (status, body); connection errors become status 0 so pollers just retry."""
     try:
@@ -293,74 +276,6 @@ def http_get(url: str, context: ssl.SSLContext | None, timeout: float = 5.0) -> 
         return exc.code, exc.read().decode("utf-8", "replace")
     except (OSError, ssl.SSLError) as exc:
         return 0, str(exc)
-
-
-# --------------------------------------------------------------------------------------------------
-# certificates
-
-
-_OPENSSL_CNF = """\
-[req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = unused
-[ca]
-basicConstraints = critical, CA:TRUE
-keyUsage = critical, keyCertSign, cRLSign
-subjectKeyIdentifier = hash
-[server]
-basicConstraints = critical, CA:FALSE
-keyUsage = critical, digitalSignature, keyEncipherment
-extendedKeyUsage = serverAuth
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-subjectAltName = IP:127.0.0.1, IP:10.0.0.1, DNS:localhost, DNS:kubernetes, DNS:kubernetes.default, \
-DNS:kubernetes.default.svc, DNS:kubernetes.default.svc.cluster.local
-"""
-
-
-def _openssl(command: str, cwd: Path) -> None:
-    """Run one openssl command line (file names are relative to ``cwd`` and contain no spaces)."""
-    proc = subprocess.run(
-        ["openssl", *shlex.split(command)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    if proc.returncode != 0:
-        raise ControlPlaneError(f"openssl {command} failed: {proc.stderr.strip()}")
-
-
-def _make_pki(pki: Path) -> None:
-    """A private CA, a serving cert for 127.0.0.1 signed by it, and a service-account signing key.
-
-    Our own CA (rather than the apiserver's self-signed fallback) means the CA file exists before the
-    server starts, clients verify TLS properly, and the kubeconfig needs no insecure-skip-tls-verify.
-    The openssl CLI is used so that tests need no extra Python package; EC keys make it instant.
-    """
-    if shutil.which("openssl") is None:
-        raise ControlPlaneError(
-            "the openssl command is needed to make the test certificates (apt install openssl)"
-        )
-    pki.mkdir(parents=True, exist_ok=True)
-    (pki / "openssl.cnf").write_text(_OPENSSL_CNF)
-    ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -config openssl.cnf"
-    _openssl(
-        f"req -x509 {ec} -extensions ca -subj /CN=kubesched-test-ca -days 3650 -keyout ca.key -out ca.crt",
-        pki,
-    )
-    _openssl(f"req -new {ec} -subj /CN=kube-apiserver -keyout apiserver.key -out apiserver.csr", pki)
-    _openssl(
-        "x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365"
-        " -extfile openssl.cnf -extensions server -out apiserver.crt",
-        pki,
-    )
-    _openssl("genrsa -out sa.key 2048", pki)
-    for key in ("ca.key", "apiserver.key", "sa.key"):
-        (pki / key).chmod(0o600)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -527,7 +442,7 @@ class ControlPlane:
             _sweep_stale_workdirs(parent)
             self._workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=parent))
             (self.workdir / OWNER_FILE).write_text(f"{os.getpid()}\n")
-            _make_pki(self.workdir / "pki")
+            write_control_plane_pki(self.workdir / "pki")
             (self.workdir / "tokens.csv").write_text(
                 f'{self.token},kubesched-admin,kubesched-admin,"system:masters"\n'
                 + "".join(f'{t},{u},{u},"system:masters"\n' for u, t in self.user_tokens.items())
@@ -550,7 +465,7 @@ class ControlPlane:
             raise
 
     def _launch(self, binaries: KubeBinaries) -> None:
-        etcd_port, peer_port, api_port = _free_ports(3)
+        etcd_port, peer_port, api_port = free_ports(3)
         run = self.workdir / "logs"
         run.mkdir(exist_ok=True)
         data = self.workdir / "etcd-data"
@@ -783,7 +698,7 @@ class ControlPlane:
         index = len(self._extra_processes)
         config_path = self.workdir / f"kube-scheduler-{index}.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-        (port,) = _free_ports(1)
+        (port,) = free_ports(1)
         args = [
             str(self.binaries.kube_scheduler),
             f"--config={config_path}",

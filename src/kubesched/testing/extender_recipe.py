@@ -6,7 +6,6 @@ person; tests/integration/test_extender_recipe.py checks that it schedules.
 
 from __future__ import annotations
 
-import socket
 import ssl
 import sys
 import time
@@ -15,8 +14,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from kubesched.harness.pki import TestCA
+from kubesched.harness.ports import free_port
 from kubesched.testing.controlplane import ControlPlane, ControlPlaneError, ManagedProcess
-from kubesched.testing.pki import TestCA
 
 __all__ = ["SCHEDULER_NAME", "ExtenderRecipe", "start_extender_recipe"]
 
@@ -54,13 +54,6 @@ class ExtenderRecipe:
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def start_extender_recipe(cp: ControlPlane, timeout: float = 90.0) -> ExtenderRecipe:
     """Start both on `cp` (stopped with it); returns once both answer /readyz."""
     work = cp.workdir / "extender-recipe"
@@ -70,7 +63,7 @@ def start_extender_recipe(cp: ControlPlane, timeout: float = 90.0) -> ExtenderRe
     client_cert, client_key = ca.client("kube-scheduler")
     config = work / "extender.yaml"
     config.write_text(EXTENDER_CONFIG)
-    port = _free_port()
+    port = free_port()
     args = [
         sys.executable,
         "-m",

@@ -40,7 +40,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import sys
 import time
 import urllib.error
@@ -54,6 +53,7 @@ from typing import Any
 
 from kubesched.cluster.kube.client import KubeClient
 from kubesched.cluster.kube.workers import RETRY_DELAYS
+from kubesched.harness.ports import free_port
 from kubesched.testing.controlplane import ControlPlane, ManagedProcess
 from kubesched.testing.fake_nodes import (
     ApiClient,
@@ -194,12 +194,6 @@ def binds_that_took(binds: list[Bind], bound_to: dict[str, str]) -> list[Bind]:
 # --------------------------------------------------------------------------- replicas
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def peak_rss_mib(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -256,7 +250,7 @@ class Kubesched(Flavour):
 
     def start(self, cp: ControlPlane, user: str, lease: str, scale: Scale, leader_elect: bool) -> Replica:
         duration, deadline, retry = scale.lease
-        port = _free_port()
+        port = free_port()
         config = cp.workdir / f"{user}-{port}.yaml"
         config.write_text(
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"

@@ -28,6 +28,7 @@ from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.runtime import ScoreOutcome
 from kubesched.framework.types import Diagnosis
+from kubesched.harness.ports import free_port
 from kubesched.plugins import default_registry
 from kubesched.scheduler.extenders import ExtenderError, Extenders, HTTPExtender
 from kubesched.simulate.snapshot.run import simulate
@@ -84,12 +85,6 @@ def recorder() -> Iterator[tuple[Recorder, str]]:
     rec = Recorder()
     with serve_in_thread(rec.app) as srv:
         yield rec, f"http://127.0.0.1:{srv.port}"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def ext(url: str, **fields: Any) -> HTTPExtender:

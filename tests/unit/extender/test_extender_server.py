@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import ssl
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from kubesched.cluster.kube.binder import BindConflict
 from kubesched.cluster.kube.client import ApiError
 from kubesched.extender.openapi import render
 from kubesched.extender.state import ClusterState
+from kubesched.harness.pki import TestCA
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -269,23 +269,13 @@ def test_bind_without_api_connection() -> None:
 # --------------------------------------------------------------------------- TLS over a real socket
 
 
-def _openssl(args: list[str], cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A CA, a server certificate for 127.0.0.1 and a client certificate, all made with openssl."""
+    """A CA (`ca.crt`), a server certificate for 127.0.0.1 and a client certificate."""
     d = tmp_path_factory.mktemp("pki")
-    _openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-              "-subj", "/CN=test-ca", "-days", "2"], d)  # fmt: skip
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
-    for name in ("server", "client"):
-        _openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                  "-subj", f"/CN={name}"], d)  # fmt: skip
-        extra = ["-extfile", "san.ext"] if name == "server" else []
-        _openssl(["x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-                  "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", *extra], d)  # fmt: skip
+    ca = TestCA(d, "ca")
+    ca.server("server", "127.0.0.1")
+    ca.client("client")
     return d
 
 

@@ -13,7 +13,7 @@ from kubesched.errors import InputError
 from kubesched.serving.authn import ANONYMOUS, DelegatingAuthenticator, Unauthenticated, user_from_certificate
 from kubesched.serving.authz import DelegatingAuthorizer, PathMatcher
 from kubesched.serving.cache import TTLCache
-from kubesched.serving.certs import default_hosts, load_pair, self_signed_pair
+from kubesched.serving.certs import CertificateAuthority, default_hosts, load_pair, self_signed_pair
 from kubesched.serving.tls import server_context
 
 
@@ -125,6 +125,18 @@ def test_self_signed_pair_names_the_hosts_and_carries_its_ca() -> None:
     assert leaf.issuer == ca.subject
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     assert pair.origin == "self-signed in memory"
+
+
+def test_a_client_certificate_names_its_user_and_groups_and_a_ca_read_back_from_pem_signs_it() -> None:
+    made = CertificateAuthority.create("test-ca")
+    ca = CertificateAuthority.from_pem(made.cert_pem, made.key_pem)
+    cert = x509.load_pem_x509_certificate(ca.issue("alice", organizations=["team-a"], client=True).cert_pem)
+    cert.verify_directly_issued_by(made.cert)
+    assert cert.subject.rfc4514_string() == "CN=alice,O=team-a"
+    usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(usage) == [x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]
+    with pytest.raises(x509.ExtensionNotFound):
+        cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
 
 
 def test_default_hosts_add_a_specific_bind_address_only() -> None:

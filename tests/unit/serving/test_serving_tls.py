@@ -18,13 +18,13 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from kubesched.harness.pki import TestCA
 from kubesched.serving.asgi import USER_KEY, RequestAuth
 from kubesched.serving.authn import DelegatingAuthenticator
 from kubesched.serving.authz import DelegatingAuthorizer
 from kubesched.serving.certs import self_signed_pair
 from kubesched.serving.server import BackgroundServer, server_config
 from kubesched.serving.tls import server_context
-from kubesched.testing.pki import TestCA
 
 
 async def whoami(request: Request) -> PlainTextResponse:

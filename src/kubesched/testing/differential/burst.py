@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from kubesched.harness.ports import free_port
 from kubesched.testing.controlplane import ControlPlane, ManagedProcess, http_get
 from kubesched.testing.differential.cluster import pod_path, wait_until
 from kubesched.testing.fake_nodes import ApiClient, ApiError
@@ -88,9 +89,7 @@ def start_kubesched(
     cp: ControlPlane, workdir: Path, scheduler_name: str, *, batching: bool = True
 ) -> tuple[ManagedProcess, Scraper]:
     """`kubesched run` with the same profile, metrics on a plain loopback port."""
-    from kubesched.testing.differential.live import _free_port
-
-    port = _free_port()
+    port = free_port()
     config = workdir / f"{scheduler_name}.yaml"
     config.write_text(yaml.safe_dump(_config(scheduler_name, batching)))
     proc = ManagedProcess(

@@ -15,10 +15,10 @@ pod has left its queue.
 from __future__ import annotations
 
 import re
-import socket
 import sys
 from pathlib import Path
 
+from kubesched.harness.ports import free_port
 from kubesched.testing.controlplane import ControlPlane, ManagedProcess, http_get
 from kubesched.testing.differential.cluster import ScenarioOnCluster, UpstreamTimeout, wait_until
 from kubesched.testing.differential.scenario import Scenario
@@ -40,13 +40,6 @@ profiles:
 _SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][\w:]*)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 class KubeschedLive(ScenarioOnCluster):
     """One `kubesched run` subprocess on a control plane, reused for many scenarios."""
 
@@ -54,7 +47,7 @@ class KubeschedLive(ScenarioOnCluster):
 
     def __init__(self, control_plane: ControlPlane, client: ApiClient, workdir: Path) -> None:
         super().__init__(client)
-        self.port = _free_port()
+        self.port = free_port()
         config = workdir / "kubesched-live.yaml"
         config.write_text(_CONFIG)
         self.process = ManagedProcess(
