@@ -8,7 +8,10 @@ cannot take the room that preemption freed for them.
 from __future__ import annotations
 
 from kubesched.api.objects import Pod
-from kubesched.framework.node_info import PodInfo
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.node_info import NodeInfo, PodInfo
+from kubesched.framework.runtime import Framework
+from kubesched.framework.status import Status
 
 
 class Nominator:
@@ -88,3 +91,23 @@ class Nominator:
 
     def __len__(self) -> int:
         return len(self._node_of)
+
+
+def filter_with_nominated_pods(
+    nominator: Nominator, fwk: Framework, state: CycleState, pi: PodInfo, info: NodeInfo
+) -> Status | None:
+    """Upstream's RunFilterPluginsWithNominatedPods: the Filters with the node's nominated pods of
+    equal or higher priority added, then without them; both must pass (None)."""
+    nominated = nominator.nominated_pods_for_filter(info.name, pi)
+    if nominated:
+        state_with = state.clone()
+        info_with = info.clone()
+        for other in nominated:
+            info_with.add_pod(other)
+            st = fwk.run_pre_filter_extension_add_pod(state_with, pi.pod, other, info_with)
+            if st is not None:
+                return st
+        st = fwk.run_filter_on_node(state_with, pi.pod, info_with)
+        if st is not None:
+            return st
+    return fwk.run_filter_on_node(state, pi.pod, info)

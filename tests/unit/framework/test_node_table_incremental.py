@@ -121,8 +121,8 @@ def test_pod_info_with_pod_shares_the_precomputed_facts() -> None:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_host_selection_indexes_ties_in_rotated_order(seed: int) -> None:
-    """`_select_host(totals, wrap)` on table-ordered nodes draws what the rotated order would."""
-    from kubesched.scheduler.scheduler import Scheduler
+    """`select_host(totals, rng, wrap)` on table-ordered nodes draws what the rotated order would."""
+    from kubesched.scheduler.schedule_one import select_host
 
     rnd = random.Random(seed)
     n = rnd.randint(2, 30)
@@ -130,9 +130,8 @@ def test_host_selection_indexes_ties_in_rotated_order(seed: int) -> None:
     wrap = rnd.randrange(n)
     rotated = np.concatenate((totals[wrap:], totals[:wrap]))
     order = np.concatenate((np.arange(wrap, n), np.arange(wrap)))
-    a, b = Scheduler.__new__(Scheduler), Scheduler.__new__(Scheduler)
-    a.rng, b.rng = random.Random(seed), random.Random(seed)
-    assert a._select_host(totals, wrap) == int(order[b._select_host(rotated)])
+    chosen = select_host(totals, random.Random(seed), wrap)
+    assert chosen == int(order[select_host(rotated, random.Random(seed))])
 
 
 @pytest.mark.parametrize("explain", [False, True])
@@ -172,10 +171,11 @@ def test_feasible_nodes_keep_the_rotated_evaluation_order(
     table = scheduler.cache.snapshot()
     to_find = num_feasible_nodes_to_find(percentage, 0, count)
     for start in (0, 1, 5, count - 1):
-        scheduler._next_start = start
+        cycle = scheduler._cycle
+        cycle._next_start = start
         state = CycleState()
         fwk.run_pre_filter(state, qpi.pod, table.all())
-        feasible, wrap, evaluated, _ = scheduler._find_nodes_that_pass_filters(fwk, state, qpi, table.all())
+        feasible, wrap, evaluated, _ = cycle._find_nodes_that_pass_filters(fwk, state, qpi, table.all())
         rotated = table.names[start:] + table.names[:start]
         fits = [name for name in rotated if table.infos[table.index[name]].allocatable["cpu"] >= 2000]
         kept = fits[:to_find]

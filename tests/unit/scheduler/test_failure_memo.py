@@ -26,7 +26,13 @@ from kubesched.plugins.pod_topology_spread import PodTopologySpread
 from kubesched.plugins.volume_binding import VolumeBinding
 from kubesched.scheduler.batch import NO_HINT
 from kubesched.scheduler.clock import VirtualClock
-from kubesched.scheduler.failure_memo import MAX_FAILURES, MEMORY_CODES, FailureMemo, pod_content
+from kubesched.scheduler.failure_memo import (
+    MAX_FAILURES,
+    MEMORY_CODES,
+    FailureMemo,
+    RepeatedFailures,
+    pod_content,
+)
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler, SchedulerOptions
 from kubesched.simulate.virtual_time import run_until_settled
@@ -242,7 +248,7 @@ def test_a_repeated_preemption_draws_its_offset_again() -> None:
         ]
         c = Cluster(pods)
         if not repeats:
-            monkeypatch.setattr(c.scheduler, "_repeatable_content", lambda fwk, qpi: None)
+            monkeypatch.setattr(c.scheduler.repeated_failures, "_repeatable_content", lambda fwk, qpi: None)
         c.run()
         plugin = c.scheduler.frameworks["default-scheduler"].plugins["DefaultPreemption"]
         return plugin.rng.getstate(), c.full
@@ -280,15 +286,15 @@ def test_repeated_failures_change_no_decision(monkeypatch: pytest.MonkeyPatch) -
     doc = synthetic_scenario(nodes=12, events=500, seed=5, hours=1, load=1.3)
 
     repeats: list[int] = []
-    real = Scheduler._repeat_failure
+    real = RepeatedFailures.repeat
 
-    def counting(self: Scheduler, *args: Any) -> None:
+    def counting(self: RepeatedFailures, *args: Any) -> int | None:
         repeats.append(1)
-        real(self, *args)
+        return real(self, *args)
 
-    monkeypatch.setattr(Scheduler, "_repeat_failure", counting)
+    monkeypatch.setattr(RepeatedFailures, "repeat", counting)
     repeated = replay_json(doc)
     assert len(repeats) > 300
     assert repeated["summary"]["evictions"]["Preempted"] > 0
-    monkeypatch.setattr(Scheduler, "_repeatable_content", lambda self, fwk, qpi: None)
+    monkeypatch.setattr(RepeatedFailures, "_repeatable_content", lambda self, fwk, qpi: None)
     assert replay_json(doc) == repeated

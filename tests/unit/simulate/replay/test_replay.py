@@ -15,7 +15,7 @@ from kubesched.config import default_config
 from kubesched.framework import filter_memo, runtime
 from kubesched.framework.filter_memo import FilterMemo
 from kubesched.plugins import default_registry
-from kubesched.scheduler.scheduler import Scheduler
+from kubesched.scheduler.failure_memo import RepeatedFailures
 from kubesched.simulate.replay.model import ReplayPod, ReplayReport
 from kubesched.simulate.replay.run import replay
 from kubesched.simulate.replay.timeline import MAX_SAMPLES, latency, nearest_rank
@@ -183,7 +183,7 @@ def test_remembered_filter_verdicts_and_per_node_filters_change_no_decision(
 
     monkeypatch.setattr(filter_memo, "_patched", counting_patch)
     # Every retry runs its own Filter pass here (no failure repeated for a sibling pod).
-    monkeypatch.setattr(Scheduler, "_repeatable_content", lambda self, fwk, qpi: None)
+    monkeypatch.setattr(RepeatedFailures, "_repeatable_content", lambda self, fwk, qpi: None)
     remembered = replay_json(doc)
     assert sum(patched) > 1000  # the full cluster made pods wait and retry
     assert remembered["summary"]["evictions"]["Preempted"] > 0

@@ -1,0 +1,379 @@
+"""The scheduling cycle (upstream's schedule_one.go): pop a pod, find the nodes that fit it,
+score them, pick one, assume the pod there and Reserve and Permit it; the binding cycle
+(binding_cycle.py) takes it from there.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import numpy as np
+
+from kubesched.api.objects import Pod
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.filter_memo import FilterMemo
+from kubesched.framework.node_table import NodeSet, NodeTable
+from kubesched.framework.runtime import Framework, ScoreOutcome, num_feasible_nodes_to_find
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import (
+    NO_NODES_AVAILABLE,
+    Diagnosis,
+    FitError,
+    NodeStatuses,
+    QueuedPodInfo,
+    StatusColumns,
+    distinct_statuses,
+    rejected_by_plugins,
+)
+from kubesched.scheduler.attempt import ScheduleResult
+from kubesched.scheduler.batch import OpportunisticBatch, RunnersUp
+from kubesched.scheduler.binding_cycle import Binding, BindingCycle, node_version
+from kubesched.scheduler.cache import Cache
+from kubesched.scheduler.clock import Clock
+from kubesched.scheduler.failure_memo import RepeatedFailures
+from kubesched.scheduler.failures import Failures, as_fit_status
+from kubesched.scheduler.nominator import Nominator, filter_with_nominated_pods
+from kubesched.scheduler.options import SchedulerOptions
+from kubesched.scheduler.ports import ClusterPort
+from kubesched.scheduler.queue import SchedulingQueue
+
+if TYPE_CHECKING:
+    from kubesched.scheduler.extenders import Extenders
+
+__all__ = ["SchedulingCycle", "select_host"]
+
+
+class SchedulingCycle:
+    """Runs scheduling cycles; keeps the filter pass's rotating start (upstream's
+    nextStartNodeIndex) from one to the next."""
+
+    def __init__(
+        self,
+        *,
+        cache: Cache,
+        queue: SchedulingQueue,
+        nominator: Nominator,
+        port: ClusterPort,
+        clock: Clock,
+        options: SchedulerOptions,
+        rng: random.Random,
+        pending: dict[str, Pod],
+        frameworks: Mapping[str, Framework],
+        batches: Mapping[str, OpportunisticBatch],
+        extenders: Extenders | None,
+        filter_memo: FilterMemo,
+        failures: Failures,
+        repeated: RepeatedFailures,
+        binding: BindingCycle,
+    ) -> None:
+        self._cache = cache
+        self._queue = queue
+        self._nominator = nominator
+        self._port = port
+        self._clock = clock
+        self._options = options
+        self._rng = rng
+        #: The Scheduler's unassigned pods (shared): a popped pod no longer in it is skipped.
+        self._pending = pending
+        self._frameworks = frameworks
+        self._batches = batches
+        self._extenders = extenders
+        self._filter_memo = filter_memo
+        self._failures = failures
+        self._repeated = repeated
+        self._binding = binding
+        self._next_start = 0
+
+    def schedule_one(self) -> bool:
+        """Pop one pod and run its scheduling cycle. False when the active queue is empty."""
+        qpi = self._queue.pop()
+        if qpi is None:
+            return False
+        pod = self._pending.get(qpi.key)
+        fwk = self._frameworks.get(qpi.pod.spec.scheduler_name)
+        if pod is None or fwk is None or self._cache.has_pod(qpi.key):
+            self._queue.done(qpi.key)
+            return True
+        if pod.metadata.deletion_timestamp:
+            self._port.record_event(
+                pod,
+                type="Warning",
+                reason="FailedScheduling",
+                action="Scheduling",
+                note=f"skip schedule deleting pod: {pod.key}",
+                reporter=fwk.profile_name,
+            )
+            self._queue.done(qpi.key)
+            return True
+        started = self._clock.now()
+        begun = self._repeated.begin(fwk, qpi, self._next_start)
+        if begun is not None and (failure := self._repeated.holding(fwk, qpi, begun)) is not None:
+            moved = self._repeated.repeat(fwk, qpi, failure, started)
+            if moved is not None:
+                self._next_start = moved
+            return True
+        state = CycleState()
+        try:
+            result = self._schedule_pod(fwk, state, qpi)
+        except FitError as fit:
+            nominated, victims = self._failures.after_fit_error(fwk, state, qpi, fit, started)
+            if begun is not None and not nominated and not victims:
+                self._repeated.keep(
+                    fwk, state, qpi, fit, begun, nominated=nominated, start_after=self._next_start
+                )
+            return True
+        except _CycleError as err:
+            self._failures.fail(fwk, qpi, err.status, started, filter_=err.filter)
+            return True
+        self._assume_and_reserve(fwk, state, qpi, result, started)
+        return True
+
+    def _schedule_pod(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo) -> ScheduleResult:
+        pod = qpi.pod
+        table = self._cache.snapshot()
+        if len(table) == 0:
+            raise _CycleError(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE))
+        all_nodes = table.all()
+        diagnosis = Diagnosis()
+        pre_result, status, plugins = fwk.run_pre_filter(state, pod, all_nodes)
+        diagnosis.unschedulable_plugins |= plugins
+        if status is not None and not status.is_success():
+            if not status.is_rejected():
+                raise _CycleError(status)
+            diagnosis.pre_filter_msg = status.message()
+            diagnosis.pre_filter_status = status
+            if status.code == Code.PENDING:
+                diagnosis.pending_plugins |= plugins
+            raise FitError(pod, len(table), diagnosis)
+
+        batch = self._batches[fwk.profile_name]
+        cycle = self._queue.scheduling_cycle
+        hint, signature = batch.node_hint(state, pod, cycle, table)
+
+        # An earlier preemption nominated a node: try it alone first.
+        nominated = pod.status.nominated_node_name or self._nominator.nominated_node(qpi.key)
+        allowed = pre_result is None or pre_result.node_names is None or nominated in pre_result.node_names
+        if nominated and nominated in table.index and allowed:
+            st = self._filter_with_nominated_pods(fwk, state, qpi, table, nominated)
+            # Filter extenders must accept the nominated node too (upstream evaluateNominatedNode).
+            extenders = self._extenders
+            if st is None and (extenders is None or extenders.accepts_node(pod, table, nominated)):
+                batch.store(signature, hint, nominated, cycle)
+                return ScheduleResult(nominated, 1, 1)
+
+        # Opportunistic batching: the last pod's runner-up, if it fits, without scoring anyone else.
+        # A nominated pod whose node no longer fits goes to the full pass, hint or not (as upstream).
+        allowed = pre_result is None or pre_result.node_names is None or hint in pre_result.node_names
+        if (
+            hint
+            and not nominated
+            and allowed
+            and self._filter_with_nominated_pods(fwk, state, qpi, table, hint) is None
+        ):
+            batch.store(signature, hint, hint, cycle)
+            return ScheduleResult(hint, 1, 1)
+
+        nodes = all_nodes
+        if pre_result is not None and pre_result.node_names is not None:
+            nodes = table.subset(sorted(pre_result.node_names))
+            diagnosis.absent_nodes_status = rejected_by_plugins(sorted(plugins))
+        feasible, wrap, evaluated, node_to_status = self._find_nodes_that_pass_filters(fwk, state, qpi, nodes)
+        self._next_start = (self._next_start + evaluated) % len(table)
+        if self._extenders is not None:  # filter extenders run after the Filter plugins, in order
+            feasible, ext_error = self._extenders.run_filters(pod, feasible, node_to_status, diagnosis)
+            if ext_error is not None:
+                raise _CycleError(ext_error)
+        diagnosis.node_to_status = node_to_status
+        for st, _ in distinct_statuses(node_to_status):
+            if st.plugin:
+                diagnosis.unschedulable_plugins.add(st.plugin)
+        if len(feasible) == 0:
+            raise FitError(pod, len(table), diagnosis)
+        explain = self._options.explain
+        explain_filter = node_to_status if explain else None
+        if len(feasible) == 1:
+            batch.store(signature, hint, feasible.names[0], cycle)
+            return ScheduleResult(feasible.names[0], evaluated, 1, filter=explain_filter)
+        status = fwk.run_pre_score(state, pod, feasible)
+        if status is not None:
+            raise _CycleError(status, explain_filter)
+        outcome = fwk.run_score(state, pod, feasible, keep_raw=signature is not None)
+        if outcome.error is not None:
+            raise _CycleError(outcome.error, explain_filter)
+        if not fwk.has_score_plugins():
+            outcome.totals[:] = 1
+        if self._extenders is not None:  # prioritize extenders add score * weight * 10 per node
+            self._extenders.run_prioritize(pod, feasible, outcome)
+        best = select_host(outcome.totals, self._rng, wrap)
+        scores = None
+        if explain:
+            names = feasible.names
+            scores = {
+                names[i]: ({p: int(s[i]) for p, s in outcome.by_plugin.items()}, int(outcome.totals[i]))
+                for i in range(len(feasible))
+            }
+        chosen = feasible.table.names[int(feasible.rows[best])]
+        runners_up = _runners_up(feasible, outcome, wrap, best) if signature is not None else None
+        batch.store(signature, hint, chosen, cycle, runners_up, left=len(feasible) - 1)
+        return ScheduleResult(chosen, evaluated, len(feasible), scores, explain_filter)
+
+    def _find_nodes_that_pass_filters(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, nodes: NodeSet
+    ) -> tuple[NodeSet, int, int, dict[str, Status]]:
+        """Filter from a rotating start, keep the first `numFeasibleNodesToFind` feasible nodes.
+
+        Returns (feasible, wrap, evaluated, failed). The Filter plugins see `nodes` in table order
+        (a full table reads its columns as views); the rotation only decides which feasible nodes
+        are kept and their order, which is `feasible[wrap:]` then `feasible[:wrap]`. When someone
+        reads that order (extenders, --explain, nominated pods) feasible comes rotated (wrap 0).
+        `failed` (node -> status) is filled only when it can be read: no feasible node, or the
+        readers above.
+        """
+        n = len(nodes)
+        if n == 0:
+            return nodes, 0, 0, {}
+        to_find = num_feasible_nodes_to_find(
+            fwk.percentage_of_nodes_to_score, self._options.percentage_of_nodes_to_score, n
+        )
+        if not fwk.has_score_plugins() and not self._extenders:  # extenders want every feasible node
+            to_find = 1
+        start = self._next_start % n
+        outcome = self._filter_memo.run_filter(fwk, state, qpi.pod, qpi.key, nodes)
+        if outcome.error is not None:
+            raise _CycleError(outcome.error)
+        status_idx = outcome.status_idx
+        feasible_pos = np.flatnonzero(status_idx < 0)  # positions in `nodes`, ascending
+        low = int(np.searchsorted(feasible_pos, start))  # feasible positions before the start
+        evaluated = n
+        if len(feasible_pos) > to_find:
+            # Keep the first `to_find` feasible nodes in rotated order (positions >= start first).
+            high = len(feasible_pos) - low
+            if to_find <= high:
+                last = int(feasible_pos[low + to_find - 1])
+                evaluated = last - start + 1
+                feasible_pos = feasible_pos[low : low + to_find]
+                low = 0
+            else:
+                last = int(feasible_pos[to_find - high - 1])
+                evaluated = n - start + last + 1
+                feasible_pos = np.concatenate((feasible_pos[: to_find - high], feasible_pos[low:]))
+                low = to_find - high
+        failed: dict[str, Status] = {}
+        # Per-node statuses only matter if the pod cannot be placed (FitError, preemption), or to
+        # extenders, --explain and nominated pods; a pod that fits never needs them.
+        readers = bool(self._extenders) or self._options.explain or self._nominator.has_nominated_pods()
+        if (readers or len(feasible_pos) == 0) and (failing := np.flatnonzero(status_idx >= 0)).size:
+            # Failed nodes in rotated order, among the evaluated ones only.
+            cut = int(np.searchsorted(failing, start))
+            rotated_failing = np.concatenate((failing[cut:], failing[:cut]))
+            if evaluated < n:
+                rotated_failing = rotated_failing[(rotated_failing - start) % n < evaluated]
+            columns = StatusColumns(
+                nodes.table, nodes.rows[rotated_failing], status_idx[rotated_failing], outcome.statuses
+            )
+            failed = NodeStatuses.from_columns(columns)
+        if low and readers:
+            feasible_pos = np.concatenate((feasible_pos[low:], feasible_pos[:low]))
+            low = 0
+            feasible = NodeSet(nodes.table, nodes.rows[feasible_pos])
+        elif nodes.full and len(feasible_pos) == n:
+            feasible = nodes  # every node, in table order: plugins read the table's columns as views
+        else:
+            feasible = NodeSet(nodes.table, nodes.rows[feasible_pos])
+        if self._nominator.has_nominated_pods():
+            feasible = self._apply_nominated_pods(fwk, state, qpi, feasible, failed)
+        return feasible, low, evaluated, failed
+
+    def _apply_nominated_pods(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        feasible: NodeSet,
+        failed: dict[str, Status],
+    ) -> NodeSet:
+        """Re-check feasible nodes that have nominated pods of equal or higher priority."""
+        keep = np.ones(len(feasible), dtype=np.bool_)
+        for i, name in enumerate(feasible.names):
+            if self._nominator.nominated_pods_for_filter(name, qpi.pod_info):
+                st = self._filter_with_nominated_pods(fwk, state, qpi, feasible.table, name)
+                if st is not None:
+                    keep[i] = False
+                    failed[name] = st
+        return feasible.select(keep)
+
+    def _filter_with_nominated_pods(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, table: NodeTable, node_name: str
+    ) -> Status | None:
+        info = table.infos[table.index[node_name]]
+        return filter_with_nominated_pods(self._nominator, fwk, state, qpi.pod_info, info)
+
+    def _assume_and_reserve(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, result: ScheduleResult, started: float
+    ) -> None:
+        """Assume the pod on the chosen node, then Reserve and Permit; the binding cycle follows."""
+        pod = qpi.pod
+        node = result.node
+        assumed = _with_node_name(pod, node)
+        assumed_info = qpi.pod_info.with_pod(assumed)  # only spec.nodeName differs
+        self._cache.assume_pod(assumed_info, node)
+        self._nominator.delete(qpi.key)
+
+        status = fwk.run_reserve(state, assumed, node)
+        if status is not None:
+            fwk.run_unreserve(state, assumed, node)
+            self._cache.forget_pod(qpi.key)
+            self._failures.fail(fwk, qpi, as_fit_status(status), started, filter_=result.filter)
+            return
+        permit = fwk.run_permit(state, assumed, node)
+        if permit.status is not None and not permit.status.is_wait():
+            fwk.run_unreserve(state, assumed, node)
+            self._cache.forget_pod(qpi.key)
+            self._failures.fail(fwk, qpi, as_fit_status(permit.status), started, filter_=result.filter)
+            return
+        decided_on = node_version(self._cache, node)
+        self._binding.begin(Binding(fwk, state, qpi, node, assumed, result, started, decided_on), permit)
+
+
+class _CycleError(Exception):
+    def __init__(self, status: Status, filter: dict[str, Status] | None = None) -> None:
+        self.status = status
+        self.filter = filter
+        super().__init__(status.message())
+
+
+def _runners_up(feasible: NodeSet, outcome: ScoreOutcome, wrap: int, chosen: int) -> RunnersUp:
+    """The feasible nodes but the chosen one, with their totals and raw scores; equal totals rank
+    in the order they were evaluated (`feasible[wrap:]` then `feasible[:wrap]`)."""
+    n = len(feasible)
+    keep = np.arange(n) != chosen
+    evaluation_rank = (np.arange(n) - wrap) % n
+    names = feasible.names
+    return RunnersUp(
+        [names[i] for i in np.flatnonzero(keep).tolist()],
+        outcome.totals[keep].copy(),
+        {p: raw[keep] for p, raw in outcome.raw.items()},
+        evaluation_rank[keep],
+    )
+
+
+def select_host(totals: np.ndarray[Any, np.dtype[np.int64]], rng: random.Random, wrap: int = 0) -> int:
+    """Uniformly random among the top-scoring nodes, from the seeded RNG.
+
+    The draw indexes the top nodes in evaluation order: `totals[wrap:]` then `totals[:wrap]`.
+    """
+    top = np.flatnonzero(totals == totals.max())
+    if len(top) == 1:
+        return int(top[0])
+    k = rng.randrange(len(top))
+    if wrap:
+        high = len(top) - int(np.searchsorted(top, wrap))  # top nodes at or after `wrap` come first
+        return int(top[len(top) - high + k] if k < high else top[k - high])
+    return int(top[k])
+
+
+def _with_node_name(pod: Pod, node: str) -> Pod:
+    return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=node))
