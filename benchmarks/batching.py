@@ -9,7 +9,7 @@ pod's runner-up node without a full pass. Prints one JSON object:
      "batched": {"cpuSeconds": 1.88, ...}, "samePodsPerNode": true}
 
 CPU seconds (`time.process_time`) are the figure to read on a shared machine; wall seconds are
-printed beside them. Run: `nice -n 10 .venv/bin/python benchmarks/batching.py [--nodes N --pods P]`.
+printed beside them. Run: `nice -n 10 .venv/bin/python benchmarks/batching.py [--nodes N --pods P | --smoke]`.
 """
 
 from __future__ import annotations
@@ -59,7 +59,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=3000)
     parser.add_argument("--pods", type=int, default=1500)
+    parser.add_argument("--smoke", action="store_true", help="60 nodes, 30 pods (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.nodes, args.pods = 60, 30
     unbatched, counts_a = run("System", args.nodes, args.pods)
     batched, counts_b = run("List", args.nodes, args.pods)
     print(

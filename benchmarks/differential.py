@@ -33,7 +33,10 @@ def main() -> int:
     parser.add_argument(
         "--out", type=Path, default=Path("differential-mismatches"), help="where mismatch scenario files go"
     )
+    parser.add_argument("--smoke", action="store_true", help="one scenario, also run live (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.count, args.live_every = 1, 1
     started = time.monotonic()
     tally = run_scenarios(
         list(range(args.seed, args.seed + args.count)),

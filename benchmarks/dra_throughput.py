@@ -14,7 +14,7 @@ Prints one JSON object per case:
      "seconds": 2.9, "podsPerSecond": 690.0, "cpuSeconds": 3.4, "podsPerCpuSecond": 590.0,
      "rssMiB": 900.0}
 
-Target (issue 13): >= 500 pods/s. Run: `.venv/bin/python benchmarks/dra_throughput.py [--quick]`.
+Target (issue 13): >= 500 pods/s. Run: `.venv/bin/python benchmarks/dra_throughput.py [--quick | --smoke]`.
 """
 
 from __future__ import annotations
@@ -166,10 +166,11 @@ def run(case: str, nodes: int, pods: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="500 nodes, 200 pods")
+    parser.add_argument("--smoke", action="store_true", help="20 nodes, 10 pods (CI)")
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=2000)
     args = parser.parse_args()
-    nodes, pods = (500, 200) if args.quick else (args.nodes, args.pods)
+    nodes, pods = (20, 10) if args.smoke else (500, 200) if args.quick else (args.nodes, args.pods)
     for case in ("NoClaims", "OneGPU", "FirstAvailable"):
         print(json.dumps(run(case, nodes, pods)))
         sys.stdout.flush()

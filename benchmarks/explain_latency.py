@@ -12,7 +12,7 @@ the machine) and the load average. Prints one JSON object per pod:
     {"pod": "fits", "nodes": 5000, "runningPods": 5000, "verdict": "Schedulable",
      "wallSeconds": {"min": 1.41, "median": 1.45, "max": 1.52}, "cycleSeconds": 0.31}
 
-Run: `.venv/bin/python benchmarks/explain_latency.py [--nodes 5000] [--running 5000] [--repeat 3]`.
+Run: `.venv/bin/python benchmarks/explain_latency.py [--nodes 5000] [--running 5000] [--repeat 3] [--smoke]`.
 """
 
 from __future__ import annotations
@@ -152,7 +152,10 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--running", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="20 nodes, 20 running pods, 1 repeat (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.nodes, args.running, args.repeat = 20, 20, 1
     with ControlPlane() as cp, ApiClient.for_control_plane(cp) as client:
         populate(client, args.nodes, args.running)
         for pod in ("fits", "too-big", "urgent"):

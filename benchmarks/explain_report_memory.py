@@ -8,7 +8,7 @@ JSON object per run:
     {"run": "--explain", "nodes": 2000, "pods": 2000, "seconds": 41.0, "maxRssMiB": 150.2,
      "reportMiB": 3.1, "exit": 0}
 
-Run: `.venv/bin/python benchmarks/explain_report_memory.py [--nodes N] [--pods N] [--per-node]`
+Run: `.venv/bin/python benchmarks/explain_report_memory.py [--nodes N] [--pods N] [--per-node] [--smoke]`
 (`--per-node` adds a run with every node's verdict kept, the size the summaries avoid).
 """
 
@@ -65,7 +65,10 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=2000)
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--per-node", action="store_true", help="also measure --explain --per-node")
+    parser.add_argument("--smoke", action="store_true", help="20 nodes, 20 pods, with --per-node (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.nodes, args.pods, args.per_node = 20, 20, True
     runs = [["--explain"], *([["--explain", "--per-node"]] if args.per_node else [])]
     with tempfile.TemporaryDirectory(prefix="kubesched-explain-mem-") as tmp:
         cluster = Path(tmp, "cluster.json")

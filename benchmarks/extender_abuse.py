@@ -11,7 +11,7 @@ Prints one JSON object: RSS idle / peak in MiB, the responses by status code, ho
 whether the server still answered a normal request afterwards. Every process is started here and
 stopped by pid; every request loop is bounded in count and time.
 
-    python benchmarks/extender_abuse.py [--connections 200] [--body-mib 64] [--chunked]
+    python benchmarks/extender_abuse.py [--connections 200] [--body-mib 64] [--chunked] [--smoke]
 """
 
 from __future__ import annotations
@@ -132,8 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=200)
     parser.add_argument("--body-mib", type=int, default=64)
     parser.add_argument("--chunked", action="store_true", help="send bodies chunked, without a length")
+    parser.add_argument("--smoke", action="store_true", help="4 connections of 1 MiB (CI)")
     parser.add_argument("--server-args", nargs=argparse.REMAINDER, default=[], help="extra extender flags")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.connections, args.body_mib = 4, 1
 
     body = make_body(args.body_mib)
     port = free_port()

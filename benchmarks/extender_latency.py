@@ -10,7 +10,7 @@ keep-alive connection, sending a fixed number of requests (bounded in count and 
 Prints JSON: for each node count, verb and client count, p50 / p99 / mean latency in ms and
 requests per second. Target from the issue: p99 under 10 ms at 5,000 nodes.
 
-    python benchmarks/extender_latency.py [--nodes 1000 5000] [--requests 400] [--clients 1 4]
+    python benchmarks/extender_latency.py [--nodes 1000 5000] [--requests 400] [--clients 1 4] [--smoke]
 """
 
 from __future__ import annotations
@@ -151,7 +151,11 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--requests", type=int, default=400, help="requests per phase (split over clients)")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--smoke", action="store_true", help="50 nodes, 8 requests, 1 and 2 clients (CI)")
     args = parser.parse_args()
+    warm_up = 30
+    if args.smoke:
+        args.nodes, args.requests, args.clients, warm_up = [50], 8, [1, 2], 2
     pod = {
         "metadata": {"name": "bench", "namespace": "default", "uid": "uid-bench"},
         "spec": {
@@ -167,7 +171,7 @@ def main() -> int:
                     {"Pod": pod, "Nodes": None, "NodeNames": [f"node-{i:05d}" for i in range(count)]}
                 ).encode()
                 for verb in ("filter", "prioritize"):
-                    run_phase(f"{url}/{verb}", body, 1, 30)  # warm up: imports, caches, connections
+                    run_phase(f"{url}/{verb}", body, 1, warm_up)  # warm up: imports, caches, connections
                     for clients in args.clients:
                         per_client = max(1, args.requests // clients)
                         figures = run_phase(f"{url}/{verb}", body, clients, per_client)

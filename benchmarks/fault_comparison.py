@@ -12,7 +12,7 @@ and a table with one column per scheduler; kubesched must be at zero on every st
 (double binds, lost pods, binds after loss, binds to deleted nodes, overfilled nodes, duplicate
 Scheduled Events). Every process is started here and stopped by pid.
 
-    python benchmarks/fault_comparison.py [--quick] [--scenarios split-brain churn ...]
+    python benchmarks/fault_comparison.py [--quick | --smoke] [--scenarios split-brain churn ...]
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ ROWS = (
     "peak_rss_mib",
     "seconds",
 )
+#: The scenario of `--smoke`: a short one that still runs both flavours under load.
+SMOKE_SCENARIO = "sigterm-under-load"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--nodes", type=int, help="override the node count")
     parser.add_argument("--pods", type=int, help="override the pod count")
+    parser.add_argument("--smoke", action="store_true", help=f"{SMOKE_SCENARIO}, 10 nodes, 40 pods (CI)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.quick, args.scenarios = True, [SMOKE_SCENARIO]
+        args.nodes, args.pods = args.nodes or 10, args.pods or 40
 
     scale = Scale() if args.quick else Scale(nodes=300, pods=2000, lease=(15, 10, 2), settle_timeout=600.0)
     if args.nodes or args.pods:

@@ -27,7 +27,8 @@ Figures (all after the run settles):
 * `avoidSpotOnSpot` — pods that did not opt in to spot (`spot.kubesched.io/policy`) bound on spot.
 
 Exit status 1 when gpu-scheduler schedules fewer GPU pods than the default profile, strands more
-GPUs, or leaves a partial gang. Run: `.venv/bin/python benchmarks/gpu_packing.py [--seed N] [--dra]`.
+GPUs, or leaves a partial gang.
+Run: `.venv/bin/python benchmarks/gpu_packing.py [--seed N] [--dra] [--smoke]`.
 
 `--dra` runs the same cluster the way a DRA cluster describes it: each GPU node's `nvidia.com/gpu`
 becomes a ResourceSlice of the `gpu.nvidia.com` driver (one device per GPU, `productName` and
@@ -311,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--seed", type=int, default=0, help="tie-breaking seed (default 0)")
     parser.add_argument("--dra", action="store_true", help="the same cluster with GPUs in ResourceSlices")
+    # The scenario is small already (about a second): a smoke run is the full run.
+    parser.add_argument("--smoke", action="store_true", help="CI's name for this same run")
     args = parser.parse_args(argv)
     original = load_paths([SCENARIO / "cluster"])
     objects = as_dra(original) if args.dra else original

@@ -37,7 +37,7 @@ two-core machine rates move with whatever else runs, CPU seconds much less.
 Output: one JSON object per line for every figure, the ratios for each node count, and a final summary
 object. Every process is started by this script and stopped by pid on the way out, even on failure.
 
-    python benchmarks/live_throughput.py [--nodes 1000 5000] [--pods 2000 3000]
+    python benchmarks/live_throughput.py [--nodes 1000 5000] [--pods 2000 3000] [--smoke]
 """
 
 from __future__ import annotations
@@ -459,6 +459,10 @@ class Bench:
     baseline_src: Path | None = None
     #: Pods with a one-GPU ResourceClaim each, on nodes publishing ResourceSlices (`--dra`).
     dra: bool = False
+    #: The raw phase's thread counts tried, pods per try, and full-size runs (smaller in `--smoke`).
+    raw_sweep: tuple[int, ...] = RAW_SWEEP
+    raw_sweep_pods: int = RAW_SWEEP_PODS
+    raw_repeats: int = RAW_REPEATS
     seq: itertools.count[int] = field(default_factory=itertools.count)
 
     def namespace(self, phase: str, nodes: int) -> str:
@@ -470,16 +474,16 @@ class Bench:
 
     def raw_phase(self, nodes: list[str], pods: int) -> dict[str, Any]:
         sweep: dict[str, float] = {}
-        for threads in RAW_SWEEP:
+        for threads in self.raw_sweep:
             ns = self.namespace("raw-sweep", len(nodes))
-            names = create_pods(self.api, ns, RAW_SWEEP_PODS, "no-scheduler")
+            names = create_pods(self.api, ns, self.raw_sweep_pods, "no-scheduler")
             seconds = self.raw.bind_all(ns, names, nodes, threads)
-            sweep[str(threads)] = round(RAW_SWEEP_PODS / seconds, 1)
+            sweep[str(threads)] = round(self.raw_sweep_pods / seconds, 1)
             delete_pods(self.api, ns)
-        best = max(RAW_SWEEP, key=lambda t: sweep[str(t)])
+        best = max(self.raw_sweep, key=lambda t: sweep[str(t)])
         note(f"raw sweep at {len(nodes)} nodes (threads -> binds/s): {sweep}; using {best}")
         runs: list[tuple[float, float, float]] = []  # seconds, client CPU, API server + etcd CPU
-        for _ in range(RAW_REPEATS):
+        for _ in range(self.raw_repeats):
             ns = self.namespace("raw", len(nodes))
             names = create_pods(self.api, ns, pods, "no-scheduler")
             client0, server0 = time.process_time(), self.server_cpu()
@@ -604,7 +608,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         help="a kubesched source tree (its src/ directory) for the baseline phase",
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help="20 nodes, 20 pods, a one-step raw sweep (CI: not a measurement)"
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.nodes, args.pods = [20], [20]
     if "baseline" in args.phases and args.baseline_src is None:
         parser.error("the baseline phase needs --baseline-src")
     if len(args.pods) != len(args.nodes) or args.nodes != sorted(args.nodes):
@@ -623,6 +632,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ) as watcher,
         ):
             bench = Bench(cp, api, watcher, RawBinder(cp), args.baseline_src, dra=args.dra)
+            if args.smoke:
+                bench.raw_sweep, bench.raw_sweep_pods, bench.raw_repeats = (4,), 20, 1
             node_names: list[str] = []
             for count, pods in zip(args.nodes, args.pods, strict=True):
                 t0 = time.monotonic()

@@ -14,7 +14,7 @@ object per case:
 (measured on the shared 2-core machine; docs/scenarios.md keeps the figures per case).
 
 `seconds` is wall time; `cpuSeconds` is this process's CPU time, the figure to compare on a shared
-machine. Run: `.venv/bin/python benchmarks/replay_throughput.py [--quick | --nodes N --events N]`.
+machine. Run: `.venv/bin/python benchmarks/replay_throughput.py [--quick | --smoke | --nodes N --events N]`.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from kubesched.testing.scenarios import synthetic_scenario
 
 CASES = ((5000, 100_000),)
 QUICK = ((500, 10_000),)
+SMOKE = ((20, 400),)
 
 
 def run_case(nodes: int, events: int, seed: int) -> dict[str, object]:
@@ -77,13 +78,15 @@ def run_case(nodes: int, events: int, seed: int) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="500 nodes, 10,000 events")
+    parser.add_argument("--smoke", action="store_true", help="20 nodes, 400 events (CI)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--nodes", type=int, help="one case of this many nodes (with --events)")
     parser.add_argument("--events", type=int, help="one case of this many events (with --nodes)")
     args = parser.parse_args(argv)
     if (args.nodes is None) != (args.events is None):
         parser.error("--nodes and --events go together")
-    cases = ((args.nodes, args.events),) if args.nodes else QUICK if args.quick else CASES
+    preset = SMOKE if args.smoke else QUICK if args.quick else CASES
+    cases = ((args.nodes, args.events),) if args.nodes else preset
     for nodes, events in cases:
         print(json.dumps(run_case(nodes, events, args.seed)), flush=True)
     return 0

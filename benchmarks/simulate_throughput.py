@@ -9,7 +9,7 @@ profile, and prints one JSON object per case:
      "scheduled": 10000, "seconds": 11.2, "podsPerSecond": 893.1, "rssMiB": 412.0}
 
 Upstream's threshold for SchedulingBasic 5000Nodes_10000Pods is 680 pods/s (integration setup,
-adaptive sampling). Run: `.venv/bin/python benchmarks/simulate_throughput.py [--quick]`.
+adaptive sampling). Run: `.venv/bin/python benchmarks/simulate_throughput.py [--quick | --smoke]`.
 """
 
 from __future__ import annotations
@@ -88,6 +88,8 @@ QUICK = (
     Case("SchedulingPodAntiAffinity", 5000, 1000, 500, 100),
     Case("TopologySpreading", 5000, 1000, 1000, 100),
 )
+#: One tiny case per workload: the code path of every shape in a second, figures meaningless.
+SMOKE = tuple(Case(workload, 30, 10, 20, 100) for workload in SHAPES)
 
 
 def cluster(case: Case) -> LoadedObjects:
@@ -144,9 +146,10 @@ def run(case: Case) -> dict[str, object]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="smaller cases, for a smoke run")
+    parser.add_argument("--quick", action="store_true", help="smaller cases (seconds each)")
+    parser.add_argument("--smoke", action="store_true", help="one tiny case per workload (CI)")
     args = parser.parse_args()
-    for case in QUICK if args.quick else CASES:
+    for case in SMOKE if args.smoke else QUICK if args.quick else CASES:
         print(json.dumps(run(case)), flush=True)
     return 0
 

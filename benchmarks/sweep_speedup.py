@@ -9,7 +9,7 @@ the baseline configurations of examples/gpu, over --seeds seeds. It prints one J
 CPU seconds (summed over the cells, measured where each ran) show what the work cost; the load average shows
 whether the machine had the cores to give: on a shared, saturated machine no speed-up is possible.
 Every backend's answers are checked equal to this process's (timings aside) before printing.
-Run: `.venv/bin/python benchmarks/sweep_speedup.py [--workers N] [--seeds 4] [--ray HOST:PORT]`
+Run: `.venv/bin/python benchmarks/sweep_speedup.py [--workers N] [--seeds 4] [--ray HOST:PORT] [--smoke]`
 (without --ray the Ray figures are left out; `ray start --head` starts a cluster).
 """
 
@@ -82,13 +82,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=default_workers())
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--ray", metavar="ADDRESS")
+    parser.add_argument("--smoke", action="store_true", help="a 50-node generated cluster, 1 seed (CI)")
     args = parser.parse_args(argv)
+    size = (50, 60) if args.smoke else (5000, 6000)
+    if args.smoke:
+        args.seeds = 1
     registry = default_registry()
     configs = [(n, load_config(GPU / f"{n}.yaml", registry)) for n in ("scheduler-config", "baseline-config")]
     with tempfile.TemporaryDirectory() as tmp:
         scenarios = [
             scenario_from_paths("gpu", [str(GPU / "cluster")]),
-            scenario_from_paths("generated", [str(generated(Path(tmp), 5000, 6000))]),
+            scenario_from_paths("generated", [str(generated(Path(tmp), *size))]),
         ]
     cells = cells_of(variants(configs, []), scenarios, list(range(args.seeds)))
     here, here_s = timed(run_here, cells)
