@@ -52,6 +52,9 @@ class Resource(StrEnum):
     POD = "Pod"
     ASSIGNED_POD = "AssignedPod"
     UNSCHEDULED_POD = "UnscheduledPod"
+    #: The pending pod itself, updated while it waits (v1.37's TargetPod): only registrations of
+    #: TargetPod or Pod see its own changes.
+    TARGET_POD = "TargetPod"
     NODE = "Node"
     PERSISTENT_VOLUME = "PersistentVolume"
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
@@ -67,7 +70,7 @@ class Resource(StrEnum):
     WILDCARD = "*"
 
 
-_POD_KINDS = frozenset({Resource.POD, Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD})
+_POD_KINDS = frozenset({Resource.POD, Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD, Resource.TARGET_POD})
 
 
 @cache

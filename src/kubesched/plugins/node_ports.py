@@ -19,7 +19,13 @@ import numpy.typing as npt
 
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from kubesched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
     EnqueueExtensions,
@@ -102,8 +108,22 @@ class NodePorts(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensi
         return table.host_port_pods > 0
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """A deleted pod frees its ports; a new node has all ports free."""
+        """As v1.37.2: a bound pod deleted may free a port the pod wants; a new node has all ports
+        free. Host ports are immutable, so pod updates never help."""
         return [
-            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE)),
+            ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE), _after_pod_deleted),
             ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD)),
         ]
+
+
+def _after_pod_deleted(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Queue only when the deleted pod held (bound or nominated) a host port that conflicts with
+    one the pod wants; anything that is not a pod queues, as upstream does on a decoding error."""
+    if not isinstance(old, Pod):
+        return QueueingHint.QUEUE
+    if not old.spec.node_name and not old.status.nominated_node_name:
+        return QueueingHint.SKIP
+    freed = pod_host_ports(old)
+    if freed and ports_conflict(freed, pod_host_ports(pod)):
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP

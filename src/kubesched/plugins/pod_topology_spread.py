@@ -1010,12 +1010,21 @@ class PodTopologySpread(
 
     # ------------------------------------------------------------------ requeueing
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """Pods coming, going or relabelled change the counts; nodes coming, going, relabelled or
-        retainted change the domains."""
+        """As v1.37.2: bound pods coming, going or relabelled change the counts; the pending pod
+        relabelled, or tolerating more, changes what it counts or where; nodes coming, going,
+        relabelled or retainted change the domains."""
         return [
             ClusterEventWithHint(
-                ClusterEvent(Resource.POD, ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_POD_LABEL),
-                self._after_pod_change,
+                ClusterEvent(
+                    Resource.ASSIGNED_POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
+                ),
+                self._after_assigned_pod_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    Resource.TARGET_POD, ActionType.UPDATE_POD_TOLERATION | ActionType.UPDATE_POD_LABEL
+                ),
+                self._after_target_pod_change,
             ),
             ClusterEventWithHint(
                 ClusterEvent(
@@ -1029,43 +1038,84 @@ class PodTopologySpread(
             ),
         ]
 
-    def _all_constraints(self, pod: Pod) -> list[_Constraint]:
-        return self._constraints(pod, DO_NOT_SCHEDULE) + self._constraints(pod, SCHEDULE_ANYWAY)
+    def _hard_constraints(self, pod: Pod) -> list[_Constraint] | None:
+        """What the hints weigh: only the DoNotSchedule constraints (or defaults), as upstream's
+        hints read only what Filter rejects on. None when they cannot be built (then: Queue)."""
+        try:
+            return self._constraints(pod, DO_NOT_SCHEDULE)
+        except InputError:
+            return None
 
-    def _after_pod_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
-        """Queue for the pod itself, or for a bound pod of its namespace that a constraint's selector
-        matches (before or after a label change); other pods cannot change the counts it sees."""
-        changed = [p for p in (old, new) if isinstance(p, Pod)]
-        if not changed or not all(_involved(p, pod) for p in changed):
+    def _after_assigned_pod_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """Queue for a bound (or nominated) pod of the pod's namespace that a constraint's selector
+        matches when added or deleted, or starts or stops matching when relabelled."""
+        if not isinstance(old, Pod | None) or not isinstance(new, Pod | None) or (old is new is None):
+            return QueueingHint.QUEUE
+        if any(p is not None and not _involved(p, pod) for p in (old, new)):
             return QueueingHint.SKIP
-        constraints = self._all_constraints(pod)
-        if isinstance(old, Pod) and isinstance(new, Pod):
-            if old.metadata.labels == new.metadata.labels:
-                return QueueingHint.SKIP
-            for c in constraints:
-                if c.matcher.matches(old.metadata.labels) != c.matcher.matches(new.metadata.labels):
-                    return QueueingHint.QUEUE
-            return QueueingHint.SKIP
-        labels = changed[0].metadata.labels
-        return (
-            QueueingHint.QUEUE if any(c.matcher.matches(labels) for c in constraints) else QueueingHint.SKIP
-        )
+        constraints = self._hard_constraints(pod)
+        if constraints is None:
+            return QueueingHint.QUEUE
+        if old is not None and new is not None:
+            return _after_label_change(old, new, constraints)
+        changed = new if new is not None else old
+        assert changed is not None
+        selected = any(c.matcher.matches(changed.metadata.labels) for c in constraints)
+        return QueueingHint.QUEUE if selected else QueueingHint.SKIP
 
-    def _after_node_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
-        """Queue when the node carried, or now carries, every topology key of the pod's constraints."""
-        constraints = self._all_constraints(pod)
-        for node in (old, new):
-            if isinstance(node, Node) and _labels_have_all_keys(node.metadata.labels, constraints):
+    def _after_target_pod_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """Queue when the pending pod gained a toleration and a constraint honours taints, or when
+        its new labels flip a constraint's selector on itself."""
+        if not isinstance(old, Pod) or not isinstance(new, Pod):
+            return QueueingHint.QUEUE
+        constraints = self._hard_constraints(pod)
+        if constraints is None:
+            return QueueingHint.QUEUE
+        if old.spec.tolerations != new.spec.tolerations and any(c.honor_taints for c in constraints):
+            return QueueingHint.QUEUE
+        return _after_label_change(old, new, constraints)
+
+    def _after_node_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """A node carries the pod's domains when it has every topology key of its constraints.
+        Queue when an added or deleted node does; when an update makes it gain or lose one; or
+        when a node that does changes a topology key's value or its taints."""
+        if not isinstance(old, Node | None) or not isinstance(new, Node | None) or (old is new is None):
+            return QueueingHint.QUEUE
+        constraints = self._hard_constraints(pod)
+        if constraints is None:
+            return QueueingHint.QUEUE
+        was = old is not None and _labels_have_all_keys(old.metadata.labels, constraints)
+        now = new is not None and _labels_have_all_keys(new.metadata.labels, constraints)
+        if old is not None and new is not None:
+            if was != now:
                 return QueueingHint.QUEUE
+            if now and (
+                any(
+                    old.metadata.labels.get(c.topology_key) != new.metadata.labels.get(c.topology_key)
+                    for c in constraints
+                )
+                or old.spec.taints != new.spec.taints
+            ):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE if was or now else QueueingHint.SKIP
+
+
+def _after_label_change(old: Pod, new: Pod, constraints: Sequence[_Constraint]) -> QueueingHint:
+    """Queue when the labels changed so that some constraint's selector now answers differently."""
+    before, after = old.metadata.labels, new.metadata.labels
+    if before == after:
         return QueueingHint.SKIP
+    flips = any(c.matcher.matches(before) != c.matcher.matches(after) for c in constraints)
+    return QueueingHint.QUEUE if flips else QueueingHint.SKIP
 
 
 def _involved(other: Pod, pod: Pod) -> bool:
-    """Whether `other` can change what `pod`'s constraints count: it is the pod, or a bound pod of
-    the pod's namespace."""
-    if other.metadata.uid and other.metadata.uid == pod.metadata.uid:
-        return True
-    return bool(other.spec.node_name) and other.metadata.namespace == pod.metadata.namespace
+    """Whether `other` can change what `pod`'s constraints count: a bound or nominated pod of the
+    pod's namespace."""
+    if not other.spec.node_name and not other.status.nominated_node_name:
+        return False
+    return other.metadata.namespace == pod.metadata.namespace
 
 
 def _valid_selector(selector: LabelSelector) -> bool:

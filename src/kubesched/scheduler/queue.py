@@ -161,9 +161,10 @@ def pod_update_events(
 
     Labels, tolerations, scheduling gates dropping to none and (when both request maps are given)
     any request shrinking. Other changes (status, annotations) yield nothing: no hint can care.
-    The resource is AssignedPod or UnscheduledPod after the new object's `spec.nodeName`.
+    The queue asks this only for the pending pod's own update, so the resource is AssignedPod when
+    the new object has a `spec.nodeName`, else TargetPod (v1.37.2's queue Update does the same).
     """
-    resource = Resource.ASSIGNED_POD if new_pod.spec.node_name else Resource.UNSCHEDULED_POD
+    resource = Resource.ASSIGNED_POD if new_pod.spec.node_name else Resource.TARGET_POD
     actions: list[ActionType] = []
     if old_pod.metadata.labels != new_pod.metadata.labels:
         actions.append(ActionType.UPDATE_POD_LABEL)

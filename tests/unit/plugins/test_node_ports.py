@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, Resource
+from kubesched.framework.events import ActionType, QueueingHint, Resource
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.status import Code, Status
@@ -204,11 +204,50 @@ def test_filter_without_pre_filter() -> None:
 
 
 def test_events_to_register() -> None:
-    events = [e.event for e in NodePorts().events_to_register()]
-    assert [(e.resource, e.action) for e in events] == [
-        (Resource.POD, ActionType.DELETE),
-        (Resource.NODE, ActionType.ADD),
+    """v1.37.2: a bound pod's delete, with a hint; a node add, without one."""
+    regs = NodePorts().events_to_register()
+    assert [(r.event.resource, r.event.action, r.hint is not None) for r in regs] == [
+        (Resource.ASSIGNED_POD, ActionType.DELETE, True),
+        (Resource.NODE, ActionType.ADD, False),
     ]
+
+
+def _nominated(pod: Pod, node: str) -> Pod:
+    return msgspec.structs.replace(pod, status=msgspec.structs.replace(pod.status, nominated_node_name=node))
+
+
+# The cases of upstream's Test_isSchedulableAfterAssignedPodDeleted, plus the wildcard address and
+# a nominated pod (which holds its ports on the node it is nominated to).
+@pytest.mark.parametrize(
+    ("deleted", "expected"),
+    [
+        ("not-a-pod", QueueingHint.QUEUE),
+        (_pod("d", [("", "", 8080)]), QueueingHint.SKIP),  # never bound: held nothing
+        (_pod("d", [], node_name="n1"), QueueingHint.SKIP),  # held no host port
+        (_pod("d", [("", "", 8081)], node_name="n1"), QueueingHint.SKIP),  # another port
+        (_pod("d", [("", "UDP", 8080)], node_name="n1"), QueueingHint.SKIP),  # another protocol
+        (_pod("d", [("", "", 8080)], node_name="n1"), QueueingHint.QUEUE),  # freed the port
+        (_pod("d", [("10.0.0.1", "TCP", 8080)], node_name="n1"), QueueingHint.QUEUE),  # 0.0.0.0 wants all
+        (_nominated(_pod("d", [("", "", 8080)]), "n1"), QueueingHint.QUEUE),
+    ],
+)
+def test_pod_deleted_hint(deleted: object, expected: QueueingHint) -> None:
+    (reg,) = [r for r in NodePorts().events_to_register() if r.hint is not None]
+    assert reg.hint is not None
+    assert reg.hint(_pod("p", [("", "", 8080)]), deleted, None) is expected
+
+
+def test_pod_deleted_hint_other_address() -> None:
+    """Two specific addresses do not conflict: freeing 10.0.0.2 cannot help a pod that wants 10.0.0.1."""
+    (reg,) = [r for r in NodePorts().events_to_register() if r.hint is not None]
+    assert reg.hint is not None
+    wanting = _pod("p", [("10.0.0.1", "TCP", 8080)])
+    assert (
+        reg.hint(wanting, _pod("d", [("10.0.0.2", "TCP", 8080)], node_name="n1"), None) is QueueingHint.SKIP
+    )
+    assert (
+        reg.hint(wanting, _pod("d", [("10.0.0.1", "TCP", 8080)], node_name="n1"), None) is QueueingHint.QUEUE
+    )
 
 
 # --------------------------------------------------------------------------- batch == per node

@@ -32,7 +32,6 @@ from kubesched.api.selectors import compile_label_selector
 from kubesched.api.taints import find_untolerated_taint
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.registry import decode_args
@@ -1038,59 +1037,6 @@ def test_registered_with_its_extension_points() -> None:
     from kubesched.framework.interfaces import extension_points_of
 
     assert extension_points_of(PodTopologySpread) == ["preFilter", "filter", "preScore", "score"]
-
-
-# --------------------------------------------------------------------------- events
-
-
-def test_events() -> None:
-    events = {e.event for e in PodTopologySpread().events_to_register()}
-    assert events == {
-        ClusterEvent(Resource.POD, ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_POD_LABEL),
-        ClusterEvent(
-            Resource.NODE,
-            ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
-        ),
-    }
-
-
-def _hint(resource: Resource, incoming: Pod, old: Any, new: Any) -> QueueingHint:
-    for reg in PodTopologySpread().events_to_register():
-        if reg.event.resource == resource:
-            assert reg.hint is not None
-            return reg.hint(incoming, old, new)
-    raise AssertionError(resource)
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "expected"),
-    [
-        (None, web("x", "n1"), QueueingHint.QUEUE),
-        (web("x", "n1"), None, QueueingHint.QUEUE),
-        (None, pod("x", {"app": "db"}, on="n1"), QueueingHint.SKIP),  # not selected
-        (None, web("x", ""), QueueingHint.SKIP),  # not bound
-        (None, web("x", "n1", namespace="other"), QueueingHint.SKIP),
-        (web("x", "n1"), pod("x", {"app": "db"}, on="n1"), QueueingHint.QUEUE),  # left the selector
-        (web("x", "n1"), pod("x", {"app": "web", "v": "2"}, on="n1"), QueueingHint.SKIP),  # still selected
-    ],
-)
-def test_pod_hint(old: Pod | None, new: Pod | None, expected: QueueingHint) -> None:
-    incoming = web("new", "", constraints=[tsc()])
-    assert _hint(Resource.POD, incoming, old, new) is expected
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "expected"),
-    [
-        (None, node("n9", "a"), QueueingHint.QUEUE),
-        (None, node("n9"), QueueingHint.SKIP),  # no zone: cannot host or count
-        (node("n9", "a"), node("n9"), QueueingHint.QUEUE),  # lost the key: a domain may shrink
-        (node("n9", "a"), None, QueueingHint.QUEUE),
-    ],
-)
-def test_node_hint(old: Node | None, new: Node | None, expected: QueueingHint) -> None:
-    incoming = web("new", "", constraints=[tsc()])
-    assert _hint(Resource.NODE, incoming, old, new) is expected
 
 
 # --------------------------------------------------------------------------- reference model

@@ -612,7 +612,7 @@ def test_unschedulable_pod_update_uses_pod_event_hints(new_kw: dict[str, Any], e
 def test_pod_update_events(old_kw: dict[str, Any], new_kw: dict[str, Any], actions: list[ActionType]) -> None:
     events = pod_update_events(make_pod("a", **old_kw), make_pod("a", **new_kw))
     assert [e.action for e in events] == actions
-    assert all(e.resource == Resource.UNSCHEDULED_POD for e in events)
+    assert all(e.resource == Resource.TARGET_POD for e in events)
 
 
 def test_pod_update_events_scale_down_and_assigned() -> None:
