@@ -2,9 +2,12 @@
 
 lightkube (1.0) reads the kubeconfig or the in-cluster service account and builds the authenticated
 TLS client (tokens, rotating token files, client certificates, exec plugins); we do not hand-write
-any of that. Everything above the socket is ours: requests carry raw JSON bytes in and out, so the
-hot paths (list/watch streams, binds, events) decode with msgspec straight into the scheduler's lean
-structs instead of paying for a general-purpose model layer (reference/ecosystem.md §1.3).
+any of that. Everything above it is ours: requests carry raw JSON bytes in and out, so the hot
+paths (list/watch streams, binds, events) decode with msgspec straight into the scheduler's lean
+structs instead of paying for a general-purpose model layer (reference/ecosystem.md §1.3). Requests
+with an answer (binds, Events, patches, lists) travel over our own keep-alive pool (`transport`),
+which costs a fraction of httpx's CPU per request, with lightkube's TLS context and credentials;
+watches stay on httpx, as does everything when the environment sets a proxy for the server.
 
 Every request first takes a token from a bucket refilled at `clientConnection.qps` up to `burst`,
 as client-go's flowcontrol rate limiter does, so a busy scheduler cannot flood the API server.
@@ -21,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 import httpx2
 import msgspec
@@ -29,6 +33,7 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.core.exceptions import ConfigError
 
 from kubesched import __version__
+from kubesched.cluster.kube.transport import ConnectionPool, TransportError
 from kubesched.errors import InputError
 
 __all__ = [
@@ -222,7 +227,8 @@ class Response:
 
 
 class KubeClient:
-    """JSON requests and watch streams to one API server over a pooled, authenticated httpx2 client.
+    """JSON requests and watch streams to one API server: requests over `ConnectionPool`, watches over
+    httpx2, both authenticated as lightkube's config says.
 
     Thread-safe: binds, events, status patches and informers share it from many threads. Each
     instance has its own token bucket; kube-scheduler gives its event client a separate one so
@@ -249,11 +255,24 @@ class KubeClient:
             kwargs = params.httpx_params(config)
         except (ConfigError, OSError) as exc:
             raise InputError(f"cannot set up the connection to {self.server}: {exc}") from None
+        agent = f"{USER_AGENT} ({name})"
         self._http = httpx2.Client(
             **kwargs,
             limits=httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            headers={"User-Agent": f"{USER_AGENT} ({name})", "Accept": JSON},
+            headers={"User-Agent": agent, "Accept": JSON},
         )
+        #: Requests and answers (everything but watches) go through our own keep-alive pool, unless a
+        #: proxy from the environment applies to the server, which only httpx knows how to use.
+        self._pool: ConnectionPool | None = None
+        if not http2 and not _proxied(self.server):
+            self._pool = ConnectionPool(
+                self.server,
+                ssl_context=kwargs["verify"],
+                headers={"User-Agent": agent, "Accept": JSON},
+                timeout=timeout,
+                max_idle=max_connections,
+            )
+        self._auth = _Authorization(kwargs.get("auth"), self.server)
         #: Requests made and seconds spent waiting for the rate limiter (for logs and benchmarks).
         self.requests = 0
         self.throttled_seconds = 0.0
@@ -265,6 +284,8 @@ class KubeClient:
         return cls(load_connection(kubeconfig, context=context), **kwargs)
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
         self._http.close()
 
     def __enter__(self) -> KubeClient:
@@ -294,6 +315,41 @@ class KubeClient:
         if throttle:
             self.throttled_seconds += self.limiter.acquire()
         self.requests += 1
+        if self._pool is None:
+            return self._request_httpx(method, path, params, body, content_type, timeout)
+        target = f"{path}?{urlencode(params)}" if params else path
+        headers = {"Content-Type": content_type} if body is not None else {}
+        authorization = self._auth.header()
+        for attempt in range(2):
+            if authorization is not None:
+                headers["Authorization"] = authorization
+            try:
+                code, content = self._pool.request(
+                    method, target, body=body, headers=headers, timeout=timeout
+                )
+            except TransportError as exc:
+                raise ApiError(0, exc.kind, f"{method} {path}: {exc}") from exc
+            if code == 401 and attempt == 0:
+                # Rotated credentials (a token file, an exec plugin): fetch them again, as lightkube's
+                # auth does on a 401, and try once more with them.
+                renewed = self._auth.renew(authorization)
+                if renewed is not None and renewed != authorization:
+                    authorization = renewed
+                    continue
+            break
+        if code >= 400:
+            raise error_from_body(code, content)
+        return Response(code, content)
+
+    def _request_httpx(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str | int] | None,
+        body: bytes | None,
+        content_type: str,
+        timeout: float | None,
+    ) -> Response:
         headers = {"Content-Type": content_type} if body is not None else None
         try:
             resp = self._http.request(
@@ -368,6 +424,74 @@ class KubeClient:
             raise
         listing = resp.decode(_ResourceList)
         return {r.name for r in listing.resources if "/" not in r.name}
+
+
+class _Authorization:
+    """The Authorization header lightkube's auth for our user puts on a request, kept between
+    requests and fetched again after a 401 (a rotated token file, an expired exec-plugin token).
+
+    lightkube's auth objects are httpx auth flows: one is run on a placeholder request to read the
+    header it sets, and told of a 401 to get the next one; the flows hold the credential caching.
+    """
+
+    def __init__(self, auth: httpx2.Auth | None, server: str) -> None:
+        self._auth = auth
+        self._server = server
+        self._lock = threading.Lock()
+        self._value: str | None = None
+        self._fetched = False
+
+    def header(self) -> str | None:
+        if self._fetched:
+            return self._value
+        with self._lock:
+            if not self._fetched:
+                self._value = self._run(unauthorized=False)
+                self._fetched = True
+            return self._value
+
+    def renew(self, rejected: str | None) -> str | None:
+        """The header to use after `rejected` drew a 401; None if the auth has nothing new."""
+        with self._lock:
+            if self._value != rejected:  # another thread renewed it meanwhile
+                return self._value
+            renewed = self._run(unauthorized=True)
+            if renewed is not None:
+                self._value = renewed
+            return renewed
+
+    def _run(self, *, unauthorized: bool) -> str | None:
+        if self._auth is None:
+            return None
+        request = httpx2.Request("GET", self._server)
+        flow = self._auth.sync_auth_flow(request)
+        try:
+            sent = next(flow)
+            if unauthorized:
+                sent = flow.send(httpx2.Response(401, request=sent))
+        except StopIteration:
+            return None
+        except (ConfigError, OSError) as exc:
+            raise ApiError(0, "AuthError", f"credentials for {self._server}: {exc}") from None
+        return sent.headers.get("Authorization")
+
+
+def _proxied(server: str) -> bool:
+    """Whether the environment names a proxy for `server` (`https_proxy`/`all_proxy` and
+    `no_proxy`, either case, as httpx reads them); when in doubt, yes (httpx then does it all)."""
+    env = {k.lower(): v for k, v in os.environ.items() if k.lower().endswith("_proxy")}
+    url = urlsplit(server)
+    if not (env.get(f"{url.scheme}_proxy") or env.get("all_proxy")):
+        return False
+    host = (url.hostname or "").lower()
+    for entry in env.get("no_proxy", "").lower().split(","):
+        entry = entry.strip()
+        if entry == "*":
+            return False
+        domain = entry.lstrip("*").lstrip(".")
+        if domain and (host == domain or host.endswith(f".{domain}")):
+            return False
+    return True
 
 
 class _APIResource(msgspec.Struct):
