@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from kubesched.testing.pki import TestCA
 
-from kubesched.cluster.kube.client import ApiError, KubeClient, load_connection
+from kubesched.cluster.kube.client import ApiError, KubeClient, _lines, load_connection
 from kubesched.cluster.kube.transport import ConnectionPool, TransportError
+from kubesched.harness.pki import TestCA
 
 
 @dataclass
@@ -107,6 +107,10 @@ def answer(body: bytes = b'{"ok":true}', status: str = "200 OK", extra: str = ""
         f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n{extra}\r\n"
     )
     return head.encode() + body
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
 
 
 def echo(req: Seen, sock: socket.socket) -> bool:
@@ -374,3 +378,71 @@ def test_kube_client_reports_a_transport_failure_as_status_zero(tmp_path: Path) 
     with KubeClient(load_connection(str(kc))) as client, pytest.raises(ApiError) as info:
         client.get("/api")
     assert info.value.is_transport and info.value.reason == "ConnectError" and "GET /api" in str(info.value)
+
+
+def test_a_stream_yields_chunks_as_they_arrive_and_close_ends_a_blocked_read(
+    serve: Callable[..., Server],
+) -> None:
+    sent_second = threading.Event()
+
+    def watch(req: Seen, sock: socket.socket) -> bool:
+        sock.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        sock.sendall(chunk(b'{"a":1}\n'))
+        time.sleep(0.2)
+        sock.sendall(chunk(b'{"b":2}\n{"c":') + chunk(b"3}\n\n"))  # a line across two chunks
+        sent_second.set()
+        time.sleep(30)  # then nothing: the reader blocks until closed
+        return False
+
+    pool = ConnectionPool(serve(watch).url)
+    stream = pool.stream("/w?watch=true", read_timeout=60)
+    assert stream.status == 200
+    lines = _lines(stream.pieces())
+    assert next(lines) == b'{"a":1}'
+    assert sent_second.wait(5) and [next(lines), next(lines)] == [b'{"b":2}', b'{"c":3}']
+    threading.Timer(0.2, stream.close).start()
+    started = time.monotonic()
+    assert list(lines) == []  # the blocked read ends quietly once closed
+    assert time.monotonic() - started < 5
+
+
+def test_a_stream_that_goes_quiet_past_its_read_timeout_fails(serve: Callable[..., Server]) -> None:
+    def quiet(req: Seen, sock: socket.socket) -> bool:
+        sock.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        time.sleep(5)
+        return False
+
+    with ConnectionPool(serve(quiet).url).stream("/w", read_timeout=0.3) as stream:
+        with pytest.raises(TransportError) as info:
+            list(stream.pieces())
+        assert info.value.kind == "Timeout"
+
+
+def test_kube_client_watches_over_the_pool_and_reads_error_statuses(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    def watch(req: Seen, sock: socket.socket) -> bool:
+        if "resourceVersion=1" in req.target:
+            body = b'{"kind":"Status","code":410,"reason":"Expired","message":"too old"}'
+            sock.sendall(answer(body, "410 Gone"))
+            return True
+        sock.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        sock.sendall(chunk(b'{"type":"ADDED","object":{}}\n') + b"0\r\n\r\n")
+        return True
+
+    server = serve(watch)
+    kc = _kubeconfig(tmp_path / "kc", server.url, {"token": "t"})
+    with KubeClient(load_connection(str(kc))) as client:
+        closers: list[Callable[[], None]] = []
+        with client.stream_lines(
+            "/api/v1/pods", {"watch": "true"}, read_timeout=5, on_open=closers.append
+        ) as lines:
+            assert list(lines) == [b'{"type":"ADDED","object":{}}']
+        assert len(closers) == 1
+        with (
+            pytest.raises(ApiError) as info,
+            client.stream_lines("/api/v1/pods", {"resourceVersion": "1"}, read_timeout=5),
+        ):
+            pass
+        assert (info.value.code, info.value.reason) == (410, "Expired")
+    assert all(s.headers["authorization"] == "Bearer t" for s in server.seen)

@@ -5,9 +5,9 @@ TLS client (tokens, rotating token files, client certificates, exec plugins); we
 any of that. Everything above it is ours: requests carry raw JSON bytes in and out, so the hot
 paths (list/watch streams, binds, events) decode with msgspec straight into the scheduler's lean
 structs instead of paying for a general-purpose model layer (reference/ecosystem.md §1.3). Requests
-with an answer (binds, Events, patches, lists) travel over our own keep-alive pool (`transport`),
-which costs a fraction of httpx's CPU per request, with lightkube's TLS context and credentials;
-watches stay on httpx, as does everything when the environment sets a proxy for the server.
+and watches travel over our own HTTP/1.1 connections (`transport`), which cost a fraction of
+httpx's CPU per request and per watch event, with lightkube's TLS context and credentials; httpx
+carries them only when the environment sets a proxy for the server.
 
 Every request first takes a token from a bucket refilled at `clientConnection.qps` up to `burst`,
 as client-go's flowcontrol rate limiter does, so a busy scheduler cannot flood the API server.
@@ -227,8 +227,8 @@ class Response:
 
 
 class KubeClient:
-    """JSON requests and watch streams to one API server: requests over `ConnectionPool`, watches over
-    httpx2, both authenticated as lightkube's config says.
+    """JSON requests and watch streams to one API server over `ConnectionPool` (or httpx2 behind a
+    proxy), authenticated as lightkube's config says.
 
     Thread-safe: binds, events, status patches and informers share it from many threads. Each
     instance has its own token bucket; kube-scheduler gives its event client a separate one so
@@ -261,8 +261,8 @@ class KubeClient:
             limits=httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
             headers={"User-Agent": agent, "Accept": JSON},
         )
-        #: Requests and answers (everything but watches) go through our own keep-alive pool, unless a
-        #: proxy from the environment applies to the server, which only httpx knows how to use.
+        #: Requests and watches go through our own connections, unless a proxy from the environment
+        #: applies to the server, which only httpx knows how to use.
         self._pool: ConnectionPool | None = None
         if not http2 and not _proxied(self.server):
             self._pool = ConnectionPool(
@@ -400,6 +400,40 @@ class KubeClient:
         """
         self.throttled_seconds += self.limiter.acquire()
         self.requests += 1
+        if self._pool is None:
+            with self._stream_httpx(path, params, read_timeout, on_open) as lines:
+                yield lines
+            return
+        headers = {}
+        authorization = self._auth.header()
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        try:
+            stream = self._pool.stream(
+                f"{path}?{urlencode(params)}", headers=headers, read_timeout=read_timeout
+            )
+        except TransportError as exc:
+            raise ApiError(0, exc.kind, f"watch {path}: {exc}") from exc
+        with stream:
+            try:
+                if stream.status >= 400:
+                    if stream.status == 401:
+                        self._auth.renew(authorization)  # the next watch goes with fresh credentials
+                    raise error_from_body(stream.status, stream.read())
+                if on_open is not None:
+                    on_open(stream.close)
+                yield _lines(stream.pieces())
+            except TransportError as exc:
+                raise ApiError(0, exc.kind, f"watch {path}: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _stream_httpx(
+        self,
+        path: str,
+        params: Mapping[str, str | int],
+        read_timeout: float,
+        on_open: Callable[[Callable[[], None]], None] | None,
+    ) -> Iterator[Iterator[bytes]]:
         timeout = httpx2.Timeout(self.timeout, read=read_timeout)
         try:
             with self._http.stream("GET", path, params=params, timeout=timeout) as resp:

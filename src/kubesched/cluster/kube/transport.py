@@ -19,17 +19,18 @@ net/http decides; a POST such as a bind is never repeated, since its first copy 
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from io import BufferedReader
 from urllib.parse import urlsplit
 
-__all__ = ["ConnectionPool", "TransportError"]
+__all__ = ["ConnectionPool", "Stream", "TransportError"]
 
 #: Longest status or header line accepted, and most header lines.
 MAX_LINE = 64 * 1024
@@ -150,6 +151,33 @@ class ConnectionPool:
                 conn.close()
             return status, payload
 
+    def stream(
+        self,
+        target: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        read_timeout: float,
+    ) -> Stream:
+        """GET `target` on a connection of its own and return once the headers are in (within
+        `timeout`); the body is then read as it comes, `read_timeout` allowed between pieces. Close
+        the Stream when done (from any thread: it also interrupts a read in progress)."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        data = self._encode("GET", target, None, headers)
+        with self._lock:
+            if self._closed:
+                raise TransportError("PoolClosed", "the connection pool is closed")
+        conn = self._connect(deadline)
+        try:
+            conn.sock.settimeout(_left(deadline))
+            conn.sock.sendall(data)
+            reader = _Reader(conn.reader, conn.sock, deadline, self.max_body)
+            head = reader.head("GET", kept=False)
+        except BaseException as exc:
+            conn.close()
+            raise _transport_error(exc, "GET") from None
+        return Stream(conn, reader, head, read_timeout)
+
     def _encode(
         self, method: str, target: str, body: bytes | None, headers: Mapping[str, str] | None
     ) -> bytes:
@@ -222,26 +250,96 @@ class ConnectionPool:
                     raise _Dead(False, f"kept connection closed by the server: {exc}") from None
                 raise
             return _Reader(conn.reader, conn.sock, deadline, self.max_body).response(method, kept)
-        except TimeoutError:
-            raise TransportError("Timeout", f"no complete answer within the timeout ({method})") from None
-        except ssl.SSLError as exc:
-            raise TransportError("TLSError", str(exc)) from None
         except OSError as exc:
-            raise TransportError("ConnectionClosed", f"connection lost: {exc.strerror or exc}") from None
+            raise _transport_error(exc, method) from None
+
+
+class Stream:
+    """A response whose body is read as it arrives (see `ConnectionPool.stream`)."""
+
+    def __init__(self, conn: _Conn, reader: _Reader, head: _Head, read_timeout: float) -> None:
+        self._conn = conn
+        self._reader = reader
+        self._head = head
+        self.status = head.status
+        self._read_timeout = read_timeout
+        self._closed = False
+
+    def read(self) -> bytes:
+        """The whole body within the request's timeout (an error answer's Status)."""
+        try:
+            return self._reader.body(self._head)
+        except OSError as exc:
+            raise _transport_error(exc, "GET") from None
+
+    def pieces(self) -> Iterator[bytes]:
+        """The body in pieces as they arrive; ends when the server ends it or `close` is called."""
+        self._reader.idle = self._read_timeout
+        try:
+            yield from self._reader.pieces(self._head)
+        except (OSError, TransportError) as exc:
+            if self._closed:
+                return
+            raise _transport_error(exc, "GET") from None
+
+    def close(self) -> None:
+        """End the stream; safe from another thread while one reads (that read then ends)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(OSError):
+            # On the plain socket: SSLSocket.shutdown would unwrap TLS under a concurrent read.
+            socket.socket.shutdown(self._conn.sock, socket.SHUT_RDWR)
+        self._conn.close()
+
+    def __enter__(self) -> Stream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _transport_error(exc: BaseException, method: str) -> BaseException:
+    """A TransportError for an OSError during an exchange (anything else passes as it is)."""
+    if not isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, TimeoutError):
+        return TransportError("Timeout", f"no complete answer within the timeout ({method})")
+    if isinstance(exc, ssl.SSLError):
+        return TransportError("TLSError", str(exc))
+    return TransportError("ConnectionClosed", f"connection lost: {exc.strerror or exc}")
+
+
+@dataclass(slots=True)
+class _Head:
+    """What the status line and headers said: the status, the body's framing, and reuse."""
+
+    status: int
+    keep: bool
+    chunked: bool = False
+    length: int | None = None
+    bodiless: bool = False
 
 
 class _Reader:
-    """Parses one HTTP/1.1 response from `reader` within `deadline`."""
+    """Parses one HTTP/1.1 response from `reader` within `deadline`; a stream's body is read with
+    `idle` seconds allowed between pieces instead (a watch sends when it has something)."""
 
-    __slots__ = ("deadline", "max_body", "reader", "sock")
+    __slots__ = ("deadline", "idle", "max_body", "reader", "sock")
 
     def __init__(self, reader: BufferedReader, sock: socket.socket, deadline: float, max_body: int) -> None:
         self.reader = reader
         self.sock = sock
         self.deadline = deadline
         self.max_body = max_body
+        self.idle: float | None = None
 
     def response(self, method: str, kept: bool) -> tuple[int, bytes, bool]:
+        head = self.head(method, kept)
+        return head.status, self.body(head), head.keep
+
+    def head(self, method: str, kept: bool) -> _Head:
+        """Read up to the body (interim 1xx answers skipped)."""
         while True:
             try:
                 line = self._line()
@@ -254,31 +352,66 @@ class _Reader:
                     raise _Dead(True, "kept connection closed by the server before answering")
                 raise TransportError("ConnectionClosed", "the server closed the connection without answering")
             version, status = _status_line(line)
-            keep = version == b"HTTP/1.1"
-            length: int | None = None
-            chunked = False
+            head = _Head(status, keep=version == b"HTTP/1.1")
             for name, value in self._headers():
                 if name == b"content-length":
-                    length = _content_length(value, length)
+                    head.length = _content_length(value, head.length)
                 elif name == b"transfer-encoding":
-                    chunked = value.lower().endswith(b"chunked")
+                    head.chunked = value.lower().endswith(b"chunked")
                 elif name == b"connection":
                     tokens = {t.strip() for t in value.lower().split(b",")}
                     if b"close" in tokens:
-                        keep = False
+                        head.keep = False
                     elif b"keep-alive" in tokens and version == b"HTTP/1.0":
-                        keep = True
+                        head.keep = True
             if 100 <= status < 200:
                 continue  # an interim answer (100 Continue): the real one follows
-            if method == "HEAD" or status in (204, 304):
-                return status, b"", keep
-            if chunked:
-                return status, self._chunked(), keep
-            if length is not None:
-                return status, self._exactly(length), keep
-            return status, self._to_close(), False
+            head.bodiless = method == "HEAD" or status in (204, 304)
+            if not (head.bodiless or head.chunked or head.length is not None):
+                head.keep = False  # the body ends where the connection does
+            return head
+
+    def body(self, head: _Head) -> bytes:
+        if head.bodiless:
+            return b""
+        if head.chunked:
+            return self._chunked()
+        if head.length is not None:
+            return self._exactly(head.length)
+        return self._to_close()
+
+    def pieces(self, head: _Head) -> Iterator[bytes]:
+        """The body as it arrives (a watch): each piece when it is read, no size limit."""
+        if head.bodiless:
+            return
+        if not head.chunked:
+            left = head.length
+            while left is None or left > 0:
+                self._settime()
+                part = self.reader.read1(_READ_CHUNK if left is None else min(left, _READ_CHUNK))
+                if not part:
+                    if left:
+                        raise TransportError("ConnectionClosed", f"the answer ended {left} bytes short")
+                    return
+                if left is not None:
+                    left -= len(part)
+                yield part
+            return
+        while (size := self._chunk_size()) > 0:
+            while size:
+                self._settime()
+                part = self.reader.read1(min(size, _READ_CHUNK))
+                if not part:
+                    raise TransportError("ConnectionClosed", "the answer ended inside a chunk")
+                size -= len(part)
+                yield part
+            self._chunk_end()
+        self._headers()  # trailers, ignored
 
     def _settime(self) -> None:
+        if self.idle is not None:
+            self.sock.settimeout(self.idle)
+            return
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError
@@ -325,26 +458,31 @@ class _Reader:
     def _chunked(self) -> bytes:
         parts: list[bytes] = []
         total = 0
-        while True:
-            line = self._line()
-            if not line.endswith(b"\n"):
-                raise TransportError("ConnectionClosed", "the answer ended inside a chunk header")
-            size_text = line.split(b";", 1)[0].strip()
-            try:
-                size = int(size_text, 16)
-            except ValueError:
-                raise TransportError("ProtocolError", f"bad chunk size {size_text[:40]!r}") from None
-            if size < 0:
-                raise TransportError("ProtocolError", f"bad chunk size {size_text[:40]!r}")
-            if size == 0:
-                self._headers()  # trailers, ignored
-                return b"".join(parts)
+        while (size := self._chunk_size()) > 0:
             total += size
             if total > self.max_body:
                 raise TransportError("ProtocolError", f"the answer's body is over {self.max_body} bytes")
             parts.append(self._exactly(size))
-            if self._line() not in (b"\r\n", b"\n"):
-                raise TransportError("ProtocolError", "a chunk is longer than its stated size")
+            self._chunk_end()
+        self._headers()  # trailers, ignored
+        return b"".join(parts)
+
+    def _chunk_size(self) -> int:
+        line = self._line()
+        if not line.endswith(b"\n"):
+            raise TransportError("ConnectionClosed", "the answer ended inside a chunk header")
+        size_text = line.split(b";", 1)[0].strip()
+        try:
+            size = int(size_text, 16)
+        except ValueError:
+            raise TransportError("ProtocolError", f"bad chunk size {size_text[:40]!r}") from None
+        if size < 0:
+            raise TransportError("ProtocolError", f"bad chunk size {size_text[:40]!r}")
+        return size
+
+    def _chunk_end(self) -> None:
+        if self._line() not in (b"\r\n", b"\n"):
+            raise TransportError("ProtocolError", "a chunk is longer than its stated size")
 
     def _to_close(self) -> bytes:
         parts: list[bytes] = []
