@@ -208,6 +208,10 @@ class FakeKube:
     def patch(self, path: str, obj: Any, *, content_type: str = "") -> Response:
         self._outage(path)
         with self.lock:
+            if "/events/" in path and all(
+                e["metadata"]["name"] != path.rsplit("/", 1)[1] for e in self.events
+            ):
+                raise ApiError(404, "NotFound", f"event {path} not found")
             self.patches.append((path, obj))
         return Response(200, b"{}")
 

@@ -98,25 +98,65 @@ def test_event_body_has_the_upstream_shape() -> None:
     assert len(body["note"].encode()) == 1024
 
 
-def test_repeated_identical_events_become_a_series() -> None:
+def fail_again(rec: EventRecorder, note: str = "0/3 nodes", p: Pod | None = None) -> None:
+    rec.record(p or pod(), type="Warning", reason="FailedScheduling", action="Scheduling", note=note,
+               reporter="kubesched")  # fmt: skip
+
+
+def test_repeats_cost_two_requests_and_the_final_count_goes_out_when_the_series_ends() -> None:
     kube = FakeKube()
     now = [1000.0]
     rec = EventRecorder(kube, InlineCalls(), hostname="h", clock=lambda: now[0])  # type: ignore[arg-type]
-    for _ in range(3):
-        rec.record(pod(), type="Warning", reason="FailedScheduling", action="Scheduling", note="0/3 nodes",
-                   reporter="kubesched")  # fmt: skip
+    for note in ("0/3 nodes", "0/3 nodes", "another note: still the same event", "0/3 nodes"):
+        fail_again(rec, note)
         now[0] += 10
-    assert len(kube.events) == 1
+    # Created once, patched to count 2 at the second; the other two only counted.
+    assert len(kube.events) == 1 and rec.counted == 2
     path, patch = kube.patches[-1]
     assert path.endswith(f"/events/{kube.events[0]['metadata']['name']}")
-    assert patch["series"]["count"] == 3
-    # A different message, or the same one after the 6-minute window, is a new Event.
-    rec.record(pod(), type="Warning", reason="FailedScheduling", action="Scheduling", note="other",
-               reporter="kubesched")  # fmt: skip
-    now[0] += 400
-    rec.record(pod(), type="Warning", reason="FailedScheduling", action="Scheduling", note="0/3 nodes",
-               reporter="kubesched")  # fmt: skip
-    assert len(kube.events) == 3
+    assert patch["series"]["count"] == 2 and len(kube.patches) == 1
+    rec.upkeep()  # not yet 6 minutes since the last one: nothing to write
+    assert len(kube.patches) == 1
+    now[0] += 360
+    rec.upkeep()
+    assert kube.patches[-1][1]["series"]["count"] == 4 and len(kube.patches) == 2
+    assert kube.patches[-1][1]["series"]["lastObservedTime"] == micro_time(1030.0)
+    fail_again(rec)  # the series ended: a new Event
+    assert len(kube.events) == 2
+
+
+def test_a_new_pod_version_or_another_reason_is_another_event() -> None:
+    kube = FakeKube()
+    rec = EventRecorder(kube, InlineCalls(), hostname="h")  # type: ignore[arg-type]
+    fail_again(rec)
+    fail_again(rec, p=msgspec.convert(pod_json("web-1", rv="2"), Pod))
+    record_scheduled(rec)
+    assert len(kube.events) == 3 and kube.patches == []
+
+
+def test_long_series_are_refreshed_and_stop_writes_the_counts_left() -> None:
+    kube = FakeKube()
+    now = [1000.0]
+    rec = EventRecorder(kube, InlineCalls(), hostname="h", clock=lambda: now[0])  # type: ignore[arg-type]
+    for _ in range(200):  # one failure every 10 s for 2000 s: one series, refreshed once
+        fail_again(rec)
+        now[0] += 10
+        rec.upkeep()
+    assert len(kube.events) == 1
+    assert [p["series"]["count"] for _, p in kube.patches] == [2, 180]
+    rec.stop()
+    assert [p["series"]["count"] for _, p in kube.patches] == [2, 180, 200]
+    rec.stop()  # nothing more to write
+    assert len(kube.patches) == 3
+
+
+def test_a_series_whose_event_is_gone_creates_it_again_with_its_count() -> None:
+    kube = FakeKube()
+    rec = EventRecorder(kube, InlineCalls(), hostname="h")  # type: ignore[arg-type]
+    fail_again(rec)
+    kube.events.clear()  # expired on the server (event TTL)
+    fail_again(rec)
+    assert len(kube.events) == 1 and kube.events[0]["series"]["count"] == 2 and rec.series_updates == 1
 
 
 def test_an_event_due_during_an_api_outage_is_sent_when_the_server_is_back() -> None:

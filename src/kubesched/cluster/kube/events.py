@@ -4,13 +4,20 @@ As upstream's events recorder: `reportingController` is the profile's scheduler 
 `reportingInstance` is `<controller>-<hostname>`, the Event is named `<pod>.<unix nanos in hex>`
 and lives in the pod's namespace, and the note is cut to 1024 bytes (`msg[:1020] + " ..."`).
 
-A repeat of the same event for the same pod within 6 minutes (a pod failing again and again for the
-same reason) does not create a new Event: the first one's `series` is patched with the new count and
-time, as the events/v1 broadcaster aggregates isomorphic events. Sending happens on worker threads
-(`AsyncCalls`); `record` never blocks. A send that fails for a passing reason (the API server
-restarting) is tried again for about 45 s, as upstream's broadcaster retries: a pod bound during an
-outage still gets its `Scheduled` Event. A retried create keeps the Event's name, so it never makes a
-second Event; an AlreadyExists answer means an earlier try did reach the server.
+Repeats are counted as client-go's events/v1 broadcaster counts them. Two events are the same
+(isomorphic) when type, action, reason, reporter, instance and the pod reference (its UID and
+resourceVersion included) agree; the note does not count. The first is created; the second patches
+the first Event's `series` to count 2; later ones only count here, and the count goes out when the
+series ends (6 minutes without a repeat), every 30 minutes while it goes on, and at `stop`. So a
+pod failing the same way a hundred times costs two requests, not a hundred. An entry is forgotten 6
+minutes after its last occurrence, and a repeat after that starts a new Event.
+
+Sending happens on worker threads (`AsyncCalls`); `record` never blocks, and a full queue drops
+(and counts) the call. A send that fails for a passing reason (the API server restarting) is tried
+again for about 45 s, as upstream's broadcaster retries: a pod bound during an outage still gets its
+`Scheduled` Event. A retried create keeps the Event's name, so it never makes a second Event; an
+AlreadyExists answer means an earlier try did reach the server. A series patch whose Event is gone
+(404) creates the Event again with its series, as upstream does.
 """
 
 from __future__ import annotations
@@ -36,8 +43,10 @@ __all__ = ["EventRecorder", "event_body", "micro_time", "truncate_note"]
 
 log = logging.getLogger(__name__)
 
-#: Isomorphic events within this many seconds become one Event with a series (upstream: 6 minutes).
-SERIES_WINDOW = 6 * 60.0
+#: A series (or a lone Event) ends this long after its last occurrence (upstream's finishTime).
+FINISH_AFTER = 6 * 60.0
+#: A series still going on has its count written this often (upstream's refreshTime).
+REFRESH_EVERY = 30 * 60.0
 #: events/v1 validation limits on these fields.
 _NAME_LIMIT = 128
 
@@ -86,16 +95,27 @@ def event_body(
 
 
 @dataclass(slots=True)
-class _Series:
-    name: str
-    namespace: str
-    first: float
+class _Entry:
+    """The first Event of an isomorphic group, and how often it has happened since."""
+
+    body: dict[str, Any]
     last: float
+    #: Occurrences so far, and the count the server was last sent (1: no series yet).
     count: int = 1
+    written: int = 1
+
+    @property
+    def path(self) -> str:
+        meta = self.body["metadata"]
+        return f"/apis/events.k8s.io/v1/namespaces/{meta['namespace']}/events/{meta['name']}"
 
 
 class EventRecorder:
-    """Creates Events through `client` on `calls`' workers; isomorphic repeats become a series."""
+    """Creates Events through `client` on `calls`' workers; isomorphic repeats become a series.
+
+    `start()` runs the timer that ends and refreshes series; `stop()` ends it and sends the counts
+    not yet written (call it before the calls' own `stop`, which flushes them).
+    """
 
     def __init__(
         self,
@@ -109,30 +129,31 @@ class EventRecorder:
         self.calls = calls
         self.hostname = hostname or socket.gethostname()
         self._clock = clock
-        self._series: dict[tuple[str, ...], _Series] = {}
+        self._cache: dict[tuple[object, ...], _Entry] = {}
         self._lock = threading.Lock()
-        self._last_prune = clock()
-        #: Events created and series updates sent (for tests and logs).
+        self._next_refresh = clock() + REFRESH_EVERY
+        self._stop = threading.Event()
+        self._timer: threading.Thread | None = None
+        #: Events created, series patches sent, and repeats only counted (for tests and logs).
         self.created = 0
         self.series_updates = 0
+        self.counted = 0
 
     def record(self, pod: Pod, *, type: str, reason: str, action: str, note: str, reporter: str) -> None:
         now = self._clock()
-        note = truncate_note(note)
-        key = (pod.metadata.uid or pod.key, type, reason, action, note, reporter)
+        instance = f"{reporter}-{self.hostname}"
+        meta = pod.metadata
+        key = (type, action, reason, reporter, instance, meta.namespace, meta.name, meta.uid,
+               meta.resource_version)  # fmt: skip
         with self._lock:
-            self._prune(now)
-            series = self._series.get(key)
-            if series is not None and now - series.last <= SERIES_WINDOW:
-                series.count += 1
-                series.last = now
-                patch = {"series": {"count": series.count, "lastObservedTime": micro_time(now)}}
-                path = f"/apis/events.k8s.io/v1/namespaces/{series.namespace}/events/{series.name}"
-                submit_retrying(
-                    self.calls,
-                    lambda: self._send_series(path, patch),
-                    lambda exc: self._series_failed(path, exc),
-                )
+            entry = self._cache.get(key)
+            if entry is not None:
+                entry.count += 1
+                entry.last = now
+                if entry.count > 2:
+                    self.counted += 1  # written when the series ends or is refreshed
+                    return
+                self._send_series(entry)
                 return
             body = event_body(
                 pod,
@@ -141,11 +162,62 @@ class EventRecorder:
                 action=action,
                 note=note,
                 reporter=reporter,
-                instance=f"{reporter}-{self.hostname}",
+                instance=instance,
                 now=now,
             )
-            self._series[key] = _Series(body["metadata"]["name"], pod.metadata.namespace, now, now)
+            self._cache[key] = _Entry(body, now)
         submit_retrying(self.calls, lambda: self._create(body), lambda exc: self._create_failed(body, exc))
+
+    # ------------------------------------------------------------------ series upkeep
+
+    def start(self) -> None:
+        if self._timer is None:
+            self._timer = threading.Thread(target=self._tick, name="event-series", daemon=True)
+            self._timer.start()
+
+    def stop(self) -> None:
+        """End the timer and send every count not yet written (the calls' `stop` flushes them)."""
+        self._stop.set()
+        with self._lock:
+            for entry in self._cache.values():
+                if entry.count > entry.written:
+                    self._send_series(entry)
+
+    def upkeep(self) -> None:
+        """End the series that saw no repeat for `FINISH_AFTER` (writing their final count) and
+        forget lone Events as old; every `REFRESH_EVERY`, write the count of every series."""
+        now = self._clock()
+        with self._lock:
+            refresh = now >= self._next_refresh
+            if refresh:
+                self._next_refresh = now + REFRESH_EVERY
+            for key, entry in list(self._cache.items()):
+                ended = now - entry.last > FINISH_AFTER
+                if entry.count > 1 and (refresh or (ended and entry.count > entry.written)):
+                    self._send_series(entry)
+                if ended:
+                    del self._cache[key]
+
+    def _tick(self) -> None:
+        while not self._stop.wait(FINISH_AFTER / 6):
+            try:
+                self.upkeep()
+            except Exception:  # pragma: no cover - never let the timer die
+                log.exception("event series upkeep failed")
+
+    # ------------------------------------------------------------------ sending
+
+    def _send_series(self, entry: _Entry) -> None:
+        """Queue a patch with the entry's count and time now (under the lock)."""
+        entry.written = entry.count
+        body = {**entry.body, "series": {"count": entry.count, "lastObservedTime": micro_time(entry.last)}}
+        patch = {"series": body["series"]}
+        path = entry.path
+        submit_retrying(
+            self.calls,
+            lambda: self._patch_series(path, patch, body),
+            lambda exc: self._series_failed(path, exc),
+        )
 
     def _create(self, body: dict[str, Any]) -> None:
         ns = body["metadata"]["namespace"]
@@ -162,19 +234,23 @@ class EventRecorder:
         log.warning("event %s %s for %s/%s not recorded: %s", body["type"], body["reason"],
                     body["metadata"]["namespace"], body["regarding"]["name"], exc)  # fmt: skip
 
-    def _send_series(self, path: str, patch: dict[str, Any]) -> None:
-        self.client.patch(path, patch)  # absolute count and time: safe to repeat
+    def _patch_series(self, path: str, patch: dict[str, Any], body: dict[str, Any]) -> None:
+        try:
+            self.client.patch(path, patch)  # absolute count and time: safe to repeat
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+            # The Event is gone (expired, deleted, or its create still retrying): create it again
+            # with its series, as upstream does; AlreadyExists means it was there after all.
+            ns = body["metadata"]["namespace"]
+            try:
+                self.client.post(f"/apis/events.k8s.io/v1/namespaces/{ns}/events", body)
+            except ApiError as again:
+                if again.code != 409:
+                    raise
+                self.client.patch(path, patch)
         self.series_updates += 1
 
     def _series_failed(self, path: str, exc: ApiError) -> None:
         if exc.code != 404:
             log.warning("event series update %s failed: %s", path, exc)
-
-    def _prune(self, now: float) -> None:
-        """Forget series older than the window (at most once a minute, so record stays O(1))."""
-        if now - self._last_prune < 60.0:
-            return
-        self._last_prune = now
-        stale = [k for k, s in self._series.items() if now - s.last > SERIES_WINDOW]
-        for k in stale:
-            del self._series[k]

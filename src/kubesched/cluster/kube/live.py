@@ -565,6 +565,7 @@ class LiveCluster:
             self.informers[rk.kind] = informer
         self._event_calls.start()
         self._status_calls.start()
+        self.events.start()
         for informer in self.informers.values():
             informer.start()
 
@@ -837,7 +838,9 @@ class LiveCluster:
         if self.extenders is not None:
             self.extenders.close()  # after the binds: a bindVerb extender may still be answering
         # Events and status patches were being sent all along; what is left of the time goes to the
-        # backlog, Events first (a bound pod's `Scheduled` Event is the one users look for).
+        # backlog, Events first (a bound pod's `Scheduled` Event is the one users look for), with
+        # the repeat counts not yet written.
+        self.events.stop()
         self._event_calls.stop(left(0.8))
         self._status_calls.stop(left())
         for informer in self.informers.values():
