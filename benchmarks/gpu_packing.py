@@ -55,7 +55,7 @@ from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.api.resources import pod_requests
 from kubesched.config import load_config
 from kubesched.plugins import default_registry
-from kubesched.plugins.coscheduling import POD_GROUP_LABEL
+from kubesched.plugins.contrib.coscheduling import POD_GROUP_LABEL
 from kubesched.simulate.compare.gangs import gangs_of
 from kubesched.simulate.snapshot.model import Report
 from kubesched.simulate.snapshot.run import simulate

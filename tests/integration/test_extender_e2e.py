@@ -28,7 +28,7 @@ import pytest
 
 from kubesched.harness.pki import TestCA
 from kubesched.harness.ports import free_port
-from kubesched.plugins.gpu import (
+from kubesched.plugins.contrib.gpu_scheduler import (
     DEFAULT_PRODUCT_ANNOTATION,
     GPU_RESOURCE,
     LABEL_GPU_MEMORY,

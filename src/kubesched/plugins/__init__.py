@@ -3,31 +3,31 @@
 from __future__ import annotations
 
 from kubesched.framework.registry import Registry
-from kubesched.plugins.balanced_allocation import NodeResourcesBalancedAllocation
-from kubesched.plugins.coscheduling import Coscheduling
+from kubesched.plugins.contrib.az_scheduler import AZScheduler
+from kubesched.plugins.contrib.coscheduling import Coscheduling
+from kubesched.plugins.contrib.gpu_scheduler import GPUScheduler
+from kubesched.plugins.contrib.node_filter_label import NodeFilterLabel
+from kubesched.plugins.contrib.spot_scheduler import SpotScheduler
 from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.plugins.default_preemption import DefaultPreemption
 from kubesched.plugins.dynamic_resources import DynamicResources
-from kubesched.plugins.gpu import GPUScheduler
 from kubesched.plugins.image_locality import ImageLocality
 from kubesched.plugins.inter_pod_affinity import InterPodAffinity
 from kubesched.plugins.node_affinity import NodeAffinity
 from kubesched.plugins.node_declared_features import NodeDeclaredFeatures
-from kubesched.plugins.node_filter_label import NodeFilterLabel
 from kubesched.plugins.node_name import NodeName
 from kubesched.plugins.node_ports import NodePorts
+from kubesched.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
 from kubesched.plugins.node_resources_fit import NodeResourcesFit
 from kubesched.plugins.node_unschedulable import NodeUnschedulable
 from kubesched.plugins.node_volume_limits import NodeVolumeLimits
 from kubesched.plugins.pod_topology_spread import PodTopologySpread
 from kubesched.plugins.priority_sort import PrioritySort
 from kubesched.plugins.scheduling_gates import SchedulingGates
-from kubesched.plugins.spot import SpotScheduler
 from kubesched.plugins.taint_toleration import TaintToleration
 from kubesched.plugins.volume_binding import VolumeBinding
 from kubesched.plugins.volume_restrictions import VolumeRestrictions
 from kubesched.plugins.volume_zone import VolumeZone
-from kubesched.plugins.zone import AZScheduler
 
 BUILTIN_PLUGINS: tuple[type, ...] = (
     SchedulingGates,

@@ -26,7 +26,7 @@ from kubesched.cluster.kube.informer import KINDS, ResourceKind
 from kubesched.cluster.kube.live import LiveCluster, LiveOptions
 from kubesched.config import decode_config
 from kubesched.plugins import default_registry
-from kubesched.plugins.coscheduling import POD_GROUP_LABEL
+from kubesched.plugins.contrib.coscheduling import POD_GROUP_LABEL
 
 GANG_CONFIG = """
 apiVersion: kubescheduler.config.k8s.io/v1

@@ -14,7 +14,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.node_info import PodInfo
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.row_scores import RowScores
-from kubesched.plugins.balanced_allocation import NodeResourcesBalancedAllocation
+from kubesched.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
 from kubesched.plugins.node_resources_fit import NodeResourcesFit
 from kubesched.testing.builders import make_node, make_pod, make_table
 

@@ -10,7 +10,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kubesched.api.objects import Pod, PodGroup
-from kubesched.plugins.coscheduling import MIN_AVAILABLE_ANNOTATION, POD_GROUP_API_VERSION, POD_GROUP_LABEL
+from kubesched.plugins.contrib.coscheduling import (
+    MIN_AVAILABLE_ANNOTATION,
+    POD_GROUP_API_VERSION,
+    POD_GROUP_LABEL,
+)
 from kubesched.simulate.report import ReportStruct
 
 __all__ = ["Gang", "GangCounts", "count_gangs", "gangs_of"]

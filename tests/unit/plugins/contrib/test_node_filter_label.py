@@ -21,11 +21,11 @@ from kubesched.framework.registry import decode_args, instantiate
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.plugins import default_registry
-from kubesched.plugins.node_filter_label import NodeFilterLabel, NodeFilterLabelArgs
+from kubesched.plugins.contrib.node_filter_label import NodeFilterLabel, NodeFilterLabelArgs
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.testing.builders import make_node, make_pod, make_table
 
-DEMO_CONFIG = Path(__file__).resolve().parents[3] / "examples" / "demo" / "scheduler-config.yaml"
+DEMO_CONFIG = Path(__file__).resolve().parents[4] / "examples" / "demo" / "scheduler-config.yaml"
 
 
 def _verdicts(plugin: NodeFilterLabel, node_labels: list[dict[str, str]]) -> tuple[list[Any], list[Any]]:

@@ -53,8 +53,8 @@ from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE
-from kubesched.plugins._dra_gpus import DraGpuView, pod_claim_device_count
 from kubesched.plugins._volumes import ListerSource
+from kubesched.plugins.contrib._dra_gpus import DraGpuView, pod_claim_device_count
 from kubesched.plugins.node_resources_fit import is_extended_resource
 
 __all__ = [

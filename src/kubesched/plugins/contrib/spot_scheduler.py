@@ -52,7 +52,7 @@ from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.node_table import BatchFilterResult, BoolArray, IndexArray, NodeSet, NodeTable
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE
-from kubesched.plugins._owners import OwnerPodCounts, owner_key, owner_text
+from kubesched.plugins.contrib._owners import OwnerPodCounts, owner_key, owner_text
 
 __all__ = [
     "AVOID",

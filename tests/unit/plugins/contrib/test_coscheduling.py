@@ -34,7 +34,7 @@ from kubesched.framework.registry import Registry, decode_args
 from kubesched.framework.status import Code
 from kubesched.framework.waiting_pods import WaitingPod
 from kubesched.plugins import BUILTIN_PLUGINS, default_registry
-from kubesched.plugins.coscheduling import (
+from kubesched.plugins.contrib.coscheduling import (
     MIN_AVAILABLE_ANNOTATION,
     POD_GROUP_LABEL,
     Coscheduling,
@@ -46,7 +46,7 @@ from kubesched.simulate.virtual_time import run_until_settled
 from kubesched.testing.builders import make_node, make_pod, make_table
 
 GPU = "nvidia.com/gpu"
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 # =========================================================================== builders
@@ -989,7 +989,7 @@ def test_every_profile_must_share_the_gang_queue_sort(tmp_path: Path) -> None:
 
 
 def test_queue_sort_forgets_only_groups_with_no_pending_member(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kubesched.plugins.coscheduling as cos
+    import kubesched.plugins.contrib.coscheduling as cos
 
     monkeypatch.setattr(cos, "_FIRST_SEEN_SWEEP", 2)
     done, pending = member("d0", "done", node="n0"), member("p0", "pending")

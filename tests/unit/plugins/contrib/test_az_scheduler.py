@@ -11,9 +11,9 @@ from typing import Any, cast
 import msgspec
 import numpy as np
 import pytest
-from explain_harness import simulate_explain, single_plugin_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.unit.plugins.explain_harness import simulate_explain, single_plugin_config
 
 from kubesched.api.objects import Node, Pod
 from kubesched.errors import FieldErrors, InputError
@@ -24,7 +24,7 @@ from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.registry import decode_args, instantiate
 from kubesched.framework.status import Status
 from kubesched.plugins import default_registry
-from kubesched.plugins.zone import AZScheduler, AZSchedulerArgs
+from kubesched.plugins.contrib.az_scheduler import AZScheduler, AZSchedulerArgs
 from kubesched.testing.builders import make_node, make_pod, make_table
 
 ZONE = "topology.kubernetes.io/zone"

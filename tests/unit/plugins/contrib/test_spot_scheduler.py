@@ -11,9 +11,9 @@ from typing import Any, cast
 import msgspec
 import numpy as np
 import pytest
-from explain_harness import simulate_explain, single_plugin_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.unit.plugins.explain_harness import simulate_explain, single_plugin_config
 
 from kubesched.api.objects import Node, Pod, Toleration
 from kubesched.errors import FieldErrors, InputError
@@ -25,7 +25,7 @@ from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.registry import decode_args, instantiate
 from kubesched.framework.status import Code, Status
 from kubesched.plugins import default_registry
-from kubesched.plugins.spot import (
+from kubesched.plugins.contrib.spot_scheduler import (
     AVOID_REASON,
     REQUIRE_REASON,
     SpotLabel,

@@ -18,7 +18,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.registry import decode_args
 from kubesched.framework.status import Code
-from kubesched.plugins.balanced_allocation import (
+from kubesched.plugins.node_resources_balanced_allocation import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
     balance_change_score,

@@ -44,7 +44,7 @@ from kubesched.framework.node_table import NodeSet
 from kubesched.framework.normalize import default_normalize_score
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE
-from kubesched.plugins._owners import OwnerPodCounts, controller_of, owner_key
+from kubesched.plugins.contrib._owners import OwnerPodCounts, controller_of, owner_key
 
 __all__ = [
     "DEFAULT_PREFERRED_ANNOTATION",
