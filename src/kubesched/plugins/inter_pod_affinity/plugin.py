@@ -1,0 +1,373 @@
+"""The InterPodAffinity plugin: its extension points, its term cache, its events and queueing hint.
+
+The counting lives in `counting`, Filter in `filtering`, Score in `scoring`; this module wires them
+to the framework and remembers, per plugin instance, each pod's compiled terms and what it counted
+on the current NodeTable.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kubesched.api.objects import Namespace, Pod
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from kubesched.framework.interfaces import (
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreScorePlugin,
+    RepeatsFailures,
+    ScoreExtensions,
+    ScorePlugin,
+    Scores,
+)
+from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
+from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
+from kubesched.framework.signature import SignFragment, labels_fragment
+from kubesched.framework.status import Status
+from kubesched.framework.types import PreFilterResult
+from kubesched.plugins.inter_pod_affinity.args import InterPodAffinityArgs
+from kubesched.plugins.inter_pod_affinity.counting import DomainCounts, TableIndex
+from kubesched.plugins.inter_pod_affinity.filtering import (
+    PRE_FILTER_STATE_KEY,
+    PreFilterState,
+    count_pre_filter,
+    filter_node,
+    filter_rows,
+    update_with_pod,
+)
+from kubesched.plugins.inter_pod_affinity.scoring import (
+    PRE_SCORE_STATE_KEY,
+    PreScoreState,
+    count_pre_score,
+    has_preferred_terms,
+    normalize,
+    score_node,
+    score_rows,
+)
+from kubesched.plugins.inter_pod_affinity.terms import (
+    NO_TERMS,
+    TERM_CACHE_SIZE,
+    NamespaceLabels,
+    PodAffinityTerms,
+    compile_pod_terms,
+    merge_namespace_selectors,
+    parse_error,
+)
+
+__all__ = ["InterPodAffinity"]
+
+
+class InterPodAffinity(
+    PreFilterPlugin,
+    PreFilterExtensions,
+    FilterPlugin,
+    BatchFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    BatchScorePlugin,
+    ScoreExtensions,
+    EnqueueExtensions,
+    RepeatsFailures,
+):
+    """Pod affinity and anti-affinity, required (Filter) and preferred (Score).
+
+    Filter, in this order, per node:
+
+    1. each required affinity term of the pod needs the node to carry its topology key and the
+       node's domain to hold a running pod matching *all* the terms
+       (`node(s) didn't match pod affinity rules`, UnschedulableAndUnresolvable) — unless no such
+       pod exists anywhere and the pod matches its own terms: it is the first of a self-affine group;
+    2. no required anti-affinity term of the pod may have a matching pod in the node's domain
+       (`node(s) didn't match pod anti-affinity rules`, Unschedulable);
+    3. no running pod's required anti-affinity term may select the pod from a domain the node is
+       in (`node(s) didn't satisfy existing pods anti-affinity rules`, Unschedulable).
+
+    Score: per domain, + weight of each preferred affinity term of the pod matching a running
+    pod there, - weight for preferred anti-affinity; + `hardPodAffinityWeight` per required
+    affinity term of a running pod matching the incoming pod; ± the running pods' preferred terms
+    matching the incoming pod (unless `ignorePreferredTermsOfExistingPods`). Min-max normalized.
+    """
+
+    name: ClassVar[str] = "InterPodAffinity"
+    #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
+    listed_kinds: ClassVar[tuple[str, ...]] = ("Namespace",)
+    args_type: ClassVar[type[InterPodAffinityArgs]] = InterPodAffinityArgs
+
+    def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
+        """Unsignable with pod (anti-)affinity: the answer depends on other pods' placement."""
+        affinity = pod.spec.affinity
+        if affinity is not None and (
+            affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None
+        ):
+            return Status.unschedulable("pods with pod affinity or anti-affinity are not signable")
+        return [labels_fragment(pod)]  # other pods' (anti-)affinity terms select it by its labels
+
+    def __init__(self, args: InterPodAffinityArgs | None = None, handle: Handle | None = None) -> None:
+        self.args = args if args is not None else InterPodAffinityArgs()
+        errors = self.args.validate()  # done by config decoding too; a direct caller gets the same error
+        if errors:
+            raise errors[0]
+        self.handle = handle
+        self._cache: dict[str, tuple[Pod, PodAffinityTerms]] = {}
+        self._index: TableIndex | None = None
+
+    def _table_index(self, table: NodeTable) -> TableIndex:
+        """The remembered counts of `table` (those of a previous table are dropped)."""
+        index = self._index
+        if index is None or index.table is not table:
+            index = self._index = TableIndex(table, self.terms_of)
+        index.groups.sync()
+        return index
+
+    def terms_of(self, pod: Pod) -> PodAffinityTerms:
+        """The pod's compiled terms, compiled once per pod object (a new object is recompiled)."""
+        affinity = pod.spec.affinity
+        if affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None):
+            return NO_TERMS
+        key = pod_key(pod)
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is pod:
+            return hit[1]
+        terms = compile_pod_terms(pod)
+        if hit is None and len(self._cache) >= TERM_CACHE_SIZE:
+            del self._cache[next(iter(self._cache))]
+        self._cache[key] = (pod, terms)
+        return terms
+
+    def _incoming_terms(self, pod: Pod) -> PodAffinityTerms:
+        """The incoming pod's terms with namespace selectors folded into namespace sets."""
+        t = self.terms_of(pod)
+        if t.errors:
+            return t
+        listed: list[Namespace] | None = None
+        req, listed = merge_namespace_selectors(t.required_affinity, listed, self.handle)
+        anti, listed = merge_namespace_selectors(t.required_anti_affinity, listed, self.handle)
+        weights = [w for w, _ in t.preferred_affinity]
+        pref, listed = merge_namespace_selectors(
+            tuple(x for _, x in t.preferred_affinity), listed, self.handle
+        )
+        anti_weights = [w for w, _ in t.preferred_anti_affinity]
+        pref_anti, listed = merge_namespace_selectors(
+            tuple(x for _, x in t.preferred_anti_affinity), listed, self.handle
+        )
+        return PodAffinityTerms(
+            req,
+            anti,
+            tuple(zip(weights, pref, strict=True)),
+            tuple(zip(anti_weights, pref_anti, strict=True)),
+        )
+
+    # PreFilter
+    def _compute_pre_filter(self, pod: Pod, table: NodeTable) -> PreFilterState | Status:
+        terms = self._incoming_terms(pod)
+        if terms.errors:
+            return Status.unschedulable_and_unresolvable(parse_error(terms))
+        ns_labels = NamespaceLabels(self.handle, pod.metadata.namespace)
+        return count_pre_filter(pod, terms, ns_labels, self._table_index(table))
+
+    def failure_survives_pod_changes(self, state: CycleState, pod: Pod, table: NodeTable) -> bool:
+        """`RepeatableFailurePlugin`: only when PreFilter skipped and would still skip at once on
+        `table`; otherwise the verdicts depend on pods on other nodes."""
+        return self.name in state.skip_filter_plugins and self._skips_at_once(pod, table)
+
+    def _skips_at_once(self, pod: Pod, table: NodeTable) -> bool:
+        """Nobody has required anti-affinity and the pod has no required terms (nor bad ones): no
+        node can be rejected, which is what the full PreFilter computation would conclude."""
+        if table.required_anti_affinity_total:
+            return False
+        terms = self.terms_of(pod)
+        return not terms.errors and not terms.has_required
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: NodeSet
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        if self._skips_at_once(pod, nodes.table):
+            return None, Status.skip()
+        computed = self._compute_pre_filter(pod, nodes.table)
+        if isinstance(computed, Status):
+            return None, computed
+        if not computed.relevant:
+            return None, Status.skip()
+        state.write(PRE_FILTER_STATE_KEY, computed)
+        return None, None
+
+    def _pre_filter_state(
+        self, state: CycleState, pod: Pod, table: NodeTable | None
+    ) -> PreFilterState | Status:
+        """The PreFilter state; computed here (and kept) when PreFilter is not enabled."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if isinstance(s, PreFilterState):
+            return s
+        if self.handle is not None:
+            table = self.handle.snapshot
+        if table is None:
+            return Status.as_error("InterPodAffinity needs its PreFilter state or the node snapshot")
+        computed = self._compute_pre_filter(pod, table)
+        if isinstance(computed, PreFilterState):
+            state.write(PRE_FILTER_STATE_KEY, computed)
+        return computed
+
+    # PreFilter extensions: nominated pods and preemption victims
+    def _update_with_pod(
+        self, state: CycleState, pi: PodInfo, node_info: NodeInfo, delta: int
+    ) -> Status | None:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PreFilterState):
+            return Status.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycle state: not found")
+        update_with_pod(s, pi, node_info, delta, self.terms_of)
+        return None
+
+    def add_pod(
+        self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        return self._update_with_pod(state, pod_info_to_add, node_info, 1)
+
+    def remove_pod(
+        self, state: CycleState, pod: Pod, pod_info_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        return self._update_with_pod(state, pod_info_to_remove, node_info, -1)
+
+    # Filter
+
+    # Filter
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        s = self._pre_filter_state(state, pod, None)
+        if isinstance(s, Status):
+            return s
+        return filter_node(s, node_info)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
+        s = self._pre_filter_state(state, pod, nodes.table)
+        if isinstance(s, Status):
+            return BatchFilterResult(np.zeros(len(nodes), dtype=np.int32), [s])
+        return filter_rows(s, nodes)
+
+    # PreScore / Score
+    def _compute_pre_score(self, pod: Pod, table: NodeTable) -> PreScoreState | Status:
+        """The per-domain score sums; Skip (a Status) when nothing can contribute."""
+        if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred_terms(pod):
+            return Status.skip()
+        terms = self._incoming_terms(pod)
+        if terms.errors:
+            return Status.as_error(f"failed to {parse_error(terms)}")
+        ns_labels = NamespaceLabels(self.handle, pod.metadata.namespace)
+        return count_pre_score(pod, terms, ns_labels, self._table_index(table), self.args)
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
+        if len(nodes) == 0:
+            return Status.skip()
+        computed = self._compute_pre_score(pod, nodes.table)
+        if isinstance(computed, PreScoreState):
+            state.write(PRE_SCORE_STATE_KEY, computed)
+            return None
+        return computed
+
+    def _pre_score_state(
+        self, state: CycleState, pod: Pod, table: NodeTable | None
+    ) -> PreScoreState | Status:
+        """The PreScore state; computed here (and kept) when PreScore is not enabled.
+
+        A Skip from the computation means every node scores 0, so an empty state stands for it.
+        """
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(s, PreScoreState):
+            return s
+        if self.handle is not None:
+            table = self.handle.snapshot
+        if table is None:
+            return Status.as_error("InterPodAffinity needs its PreScore state or the node snapshot")
+        computed = self._compute_pre_score(pod, table)
+        if isinstance(computed, Status) and not computed.is_skip():
+            return computed
+        kept = computed if isinstance(computed, PreScoreState) else PreScoreState(DomainCounts(table), False)
+        state.write(PRE_SCORE_STATE_KEY, kept)
+        return kept
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | tuple[int, Status | None]:
+        s = self._pre_score_state(state, pod, None)
+        if isinstance(s, Status):
+            return 0, s
+        return score_node(s, node_info)
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Scores:
+        s = self._pre_score_state(state, pod, nodes.table)
+        if isinstance(s, Status):
+            raise RuntimeError(s.message())
+        return score_rows(s, nodes)
+
+    def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeSet, scores: Scores) -> Status | None:
+        """Min-max onto [0, 100] (`scoring.normalize`), when PreScore found something to score."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, PreScoreState) or not s.touched or scores.size == 0:
+            return None
+        normalize(scores)
+        return None
+
+    # queueing
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Pods appearing, leaving or relabelled change the counts; a new or relabelled node may
+        open a domain. Node events get no hint: a node rejected for a running pod's anti-affinity
+        can be helped by a change of any of its labels."""
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+                self._pod_event_hint,
+            ),
+            ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
+        ]
+
+    def _pod_event_hint(self, pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
+        """May this pod event let `pod` (rejected by this plugin) pass now? Errs towards Queue.
+
+        Only running pods count. A pod starting to run only adds matches, which helps required
+        affinity alone. A relabelled pod helps if it now matches all affinity terms, or stops
+        matching an anti-affinity term. A pod leaving helps if it matched an anti-affinity term,
+        had an anti-affinity term against `pod`, or was the match that kept a self-affine pod
+        from starting its group.
+        """
+        old = old_obj if isinstance(old_obj, Pod) else None
+        new = new_obj if isinstance(new_obj, Pod) else None
+        old_running = old is not None and bool(old.spec.node_name)
+        terms = self.terms_of(pod)
+        req, anti = terms.required_affinity, terms.required_anti_affinity
+        self_affine = bool(req) and all(t.may_match(pod) for t in req)
+
+        def all_affinity(p: Pod) -> bool:
+            return bool(req) and all(t.may_match(p) for t in req)
+
+        def any_anti(p: Pod) -> bool:
+            return any(t.may_match(p) for t in anti)
+
+        if new is not None:
+            if not new.spec.node_name:
+                return QueueingHint.SKIP
+            if old is None or not old_running:
+                return QueueingHint.QUEUE if all_affinity(new) else QueueingHint.SKIP
+            helps = (
+                (all_affinity(new) and not all_affinity(old))
+                or (any_anti(old) and not any_anti(new))
+                or (self_affine and all_affinity(old) and not all_affinity(new))
+            )
+            return QueueingHint.QUEUE if helps else QueueingHint.SKIP
+        if old is None or not old_running:
+            return QueueingHint.SKIP
+        helps = (
+            any_anti(old)
+            or any(t.may_match(pod) for t in self.terms_of(old).required_anti_affinity)
+            or (self_affine and all_affinity(old))
+        )
+        return QueueingHint.QUEUE if helps else QueueingHint.SKIP
