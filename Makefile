@@ -56,7 +56,7 @@ helm:
 # e.g. make cluster CLUSTER_ARGS="--nodes 100 --kube-scheduler"
 CLUSTER_ARGS ?=
 cluster: $(STAMP) kube-binaries
-	$(BIN)/python -m kubesched.testing.controlplane $(CLUSTER_ARGS)
+	$(BIN)/python -m kubesched.harness.controlplane $(CLUSTER_ARGS)
 
 # Debian's Chromium for the HTML report's browser test (tests/e2e/test_html_report.py); once, idempotent.
 .PHONY: browser

@@ -375,7 +375,7 @@ def selected(only: Sequence[str] | None, kube: bool) -> list[Benchmark]:
 
 
 def kube_binaries_built() -> bool:
-    from kubesched.testing.controlplane import binaries_built
+    from kubesched.harness.controlplane import binaries_built
 
     return binaries_built()
 

@@ -1,7 +1,7 @@
 """Differential run against kube-scheduler v1.37.2: `--count` seeded scenarios from `--seed`.
 
 Each scenario is created on a real API server, scheduled one pending pod at a time by the upstream
-binary, and its read-back objects are given to kubesched (see kubesched.testing.differential); every
+binary, and its read-back objects are given to kubesched (see kubesched.harness.differential); every
 `--live-every`-th scenario is also scheduled by a real `kubesched run`. Prints one JSON object:
 agreement per comparison (over pods) and per feature (over scenarios). Every mismatch is printed to
 stderr with the scenario file that reproduces it.
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from kubesched.testing.differential.run import print_mismatch, run_scenarios
+from kubesched.harness.differential.run import print_mismatch, run_scenarios
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 """Time of `kubesched explain` against a real kube-apiserver with 5,000 nodes.
 
-One control plane (`kubesched.testing.controlplane`) gets N fake Ready nodes (scheduler_perf's shape:
+One control plane (`kubesched.harness.controlplane`) gets N fake Ready nodes (scheduler_perf's shape:
 4 cpu, 32Gi, 110 pods, three zones) and R running pods bound to them (100m / 500Mi each), then three
 pending pods: one that fits, one no node can hold (16 cpu), and one that only preemption can place.
 Each is explained `--repeat` times by `python -m kubesched.cli explain NS/POD --kubeconfig ...`, a
@@ -28,8 +28,8 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.fake_nodes import (
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.fake_nodes import (
     ApiClient,
     create_fake_nodes,
     create_namespace,

@@ -1,6 +1,6 @@
 """Live fault scenarios, kubesched next to kube-scheduler v1.37.2, judged from the API server's own ledger.
 
-Runs the scenarios of `kubesched.testing.faults` (split brain by pausing the leader past its lease,
+Runs the scenarios of `kubesched.harness.faults` (split brain by pausing the leader past its lease,
 leader kill -9, API-server restart with etcd compacted while disconnected, nodes deleted and shrunk
 and pods deleted mid-run, SIGTERM under load, kill -9 and restart) against one control plane that
 audits every Binding, once with `kubesched run` replicas and once with the upstream kube-scheduler
@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any
 
-from kubesched.testing.faults import FLAVOURS, SCENARIOS, Scale, fault_control_plane, run_scenario
+from kubesched.harness.faults import FLAVOURS, SCENARIOS, Scale, fault_control_plane, run_scenario
 
 #: The figures shown, in order; the first six are the correctness ones.
 ROWS = (

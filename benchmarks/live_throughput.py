@@ -1,6 +1,6 @@
 """Live scheduling throughput on a real kube-apiserver: raw bind rate, upstream kube-scheduler, kubesched.
 
-One control plane (etcd + kube-apiserver from `kubesched.testing.controlplane`, which always starts the
+One control plane (etcd + kube-apiserver from `kubesched.harness.controlplane`, which always starts the
 API server with the benchmark flags: APF off, no max-inflight limits, etcd without fsync on tmpfs) serves
 the whole run, so the three figures for a node count are measured against the same server and are
 comparable. For each node count (fake Ready nodes shaped as scheduler_perf's `node-default.yaml`: 4 cpu,
@@ -64,15 +64,15 @@ import msgspec
 
 from kubesched.cluster.kube.client import ApiError as KubeApiError
 from kubesched.cluster.kube.client import KubeClient
-from kubesched.harness.ports import free_port
-from kubesched.testing.controlplane import ControlPlane, ManagedProcess
-from kubesched.testing.fake_nodes import (
+from kubesched.harness.controlplane import ControlPlane, ManagedProcess
+from kubesched.harness.fake_nodes import (
     ApiClient,
     ApiError,
     create_fake_nodes,
     create_namespace,
     pod_manifest,
 )
+from kubesched.harness.ports import free_port
 
 #: scheduler_perf's pod-default.yaml requests.
 POD_CPU = "100m"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kubesched.testing.differential.run import Harnesses, harnesses
+from kubesched.harness.differential.run import Harnesses, harnesses
 
 HERE = Path(__file__).parent
 

@@ -1,6 +1,6 @@
 """kubesched decides as kube-scheduler v1.37.2 does, on seeded random scenarios run by the binary.
 
-Each scenario (kubesched.testing.differential.scenario) is created on a real API server and scheduled
+Each scenario (kubesched.harness.differential.scenario) is created on a real API server and scheduled
 one pending pod at a time by the upstream binary; the objects read back are given to kubesched's
 simulator. Every comparison must agree: schedulable or not, the FailedScheduling message, the chosen
 node (among kubesched's top-scored), every plugin's score on every node, and preemption (nominated
@@ -21,8 +21,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from kubesched.testing.differential.compare import COMPARISONS, LIVE_COMPARISONS
-from kubesched.testing.differential.run import Harnesses, print_mismatch, run_scenarios
+from kubesched.harness.differential.compare import COMPARISONS, LIVE_COMPARISONS
+from kubesched.harness.differential.run import Harnesses, print_mismatch, run_scenarios
 
 #: Seeds of the bounded set (a few minutes on two cores); the long run covers thousands.
 SEEDS = list(range(1, 41))

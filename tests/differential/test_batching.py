@@ -31,9 +31,9 @@ from typing import Any
 
 import pytest
 
-from kubesched.testing.differential.burst import BurstOutcome, run_burst, start_kubesched, start_upstream
-from kubesched.testing.differential.cluster import _delete
-from kubesched.testing.differential.run import Harnesses
+from kubesched.harness.differential.burst import BurstOutcome, run_burst, start_kubesched, start_upstream
+from kubesched.harness.differential.cluster import _delete
+from kubesched.harness.differential.run import Harnesses
 
 Obj = dict[str, Any]
 JOB = "bt-job"

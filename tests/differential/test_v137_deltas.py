@@ -20,9 +20,9 @@ import pytest
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Pod
 from kubesched.cluster.memory import MemoryCluster
-from kubesched.testing.differential.cluster import PodOutcome
-from kubesched.testing.differential.run import Harnesses, Tally, compare_scenario, print_mismatch
-from kubesched.testing.differential.scenario import HOSTNAME, ZONE, Scenario
+from kubesched.harness.differential.cluster import PodOutcome
+from kubesched.harness.differential.run import Harnesses, Tally, compare_scenario, print_mismatch
+from kubesched.harness.differential.scenario import HOSTNAME, ZONE, Scenario
 
 Obj = dict[str, Any]
 DRIVER_SUFFIX = "-csi.example.com"
@@ -378,7 +378,7 @@ def _events(api: Any, name: str, uid: str) -> list[tuple[str, str]]:
 def _preempt_and_watch(sched: Any, s: Scenario) -> dict[str, Any]:
     """Schedule `s`'s one pending pod, which must preempt `s`'s one running pod (held by a finalizer
     so its DisruptionTarget condition can be read), and record what the API server saw."""
-    from kubesched.testing.differential.cluster import pod_path, wait_until
+    from kubesched.harness.differential.cluster import pod_path, wait_until
 
     api = sched.api
     (victim,) = s.running

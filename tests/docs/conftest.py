@@ -1,7 +1,7 @@
 """The documentation's commands, run as written.
 
 The kubectl walkthroughs start `make cluster`'s control plane themselves (`python -m
-kubesched.testing.controlplane`), so they get their own xdist group: with `--dist loadgroup` one
+kubesched.harness.controlplane`), so they get their own xdist group: with `--dist loadgroup` one
 worker runs them while the other runs the integration group. The commands that need no cluster
 are spread over both workers, one doc per test.
 """

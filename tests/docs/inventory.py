@@ -70,7 +70,7 @@ NOT_RUNNABLE: dict[tuple[str, str], str] = {
             ("docs/extender.md", 'make cluster CLUSTER_ARGS="--nodes 3 --extender"'),
         ),
         "the walkthrough's fixture starts the same control plane (`python -m "
-        "kubesched.testing.controlplane`, what the target runs) and reads the lines it prints",
+        "kubesched.harness.controlplane`, what the target runs) and reads the lines it prints",
     ),
     (
         "docs/extender.md",

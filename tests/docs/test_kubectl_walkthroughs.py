@@ -1,6 +1,6 @@
 """The kubectl walkthroughs of the README and the guides, run as a reader runs them.
 
-Each starts `make cluster`'s control plane (`python -m kubesched.testing.controlplane`, what the
+Each starts `make cluster`'s control plane (`python -m kubesched.harness.controlplane`, what the
 target runs) and takes what the reader copies from what it prints: the `export KUBECONFIG=...` and
 `export PATH=...` lines, so the kubectl used is the one it built, never one the machine happens to
 have, and for the extender recipe the certificate directory (`.../` in the doc) and the
@@ -157,7 +157,7 @@ class Reader:
 def make_cluster(tmp_path: Path, *args: str) -> Iterator[Reader]:
     """`make cluster CLUSTER_ARGS="--nodes 3 ARGS"`'s control plane, and a reader of it."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kubesched.testing.controlplane", "--nodes", "3", *args],
+        [sys.executable, "-m", "kubesched.harness.controlplane", "--nodes", "3", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,

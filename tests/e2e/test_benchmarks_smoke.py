@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kubesched.testing.controlplane import binaries_built
+from kubesched.harness.controlplane import binaries_built
 
 REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = REPO / "benchmarks"

@@ -1,4 +1,4 @@
-"""Fixtures for tests against a real kube-apiserver + etcd (see kubesched.testing.controlplane).
+"""Fixtures for tests against a real kube-apiserver + etcd (see kubesched.harness.controlplane).
 
 One control plane per test session (per xdist worker): starting it costs seconds, and tests stay
 independent by using their own namespace and uniquely named nodes. Every test in this directory is
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.fake_nodes import ApiClient, create_fake_nodes, create_namespace
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.fake_nodes import ApiClient, create_fake_nodes, create_namespace
 
 HERE = Path(__file__).parent
 

@@ -32,9 +32,9 @@ import yaml
 
 from kubesched.cli import _parser
 from kubesched.config import decode_config
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.fake_nodes import ApiClient, ApiError
 from kubesched.plugins import default_registry
-from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.fake_nodes import ApiClient, ApiError
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "kubesched"

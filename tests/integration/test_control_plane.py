@@ -20,8 +20,8 @@ from typing import TypeVar
 
 import pytest
 
-from kubesched.testing.controlplane import ControlPlane, ControlPlaneError
-from kubesched.testing.fake_nodes import (
+from kubesched.harness.controlplane import ControlPlane, ControlPlaneError
+from kubesched.harness.fake_nodes import (
     ApiClient,
     ApiError,
     bind_pod,
@@ -176,11 +176,11 @@ def test_failed_start_reports_log_and_leaves_nothing_behind(tmp_path: Path) -> N
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
 def test_ctrl_c_stops_the_helper_even_when_started_with_sigint_ignored() -> None:
-    """`python -m kubesched.testing.controlplane` run as a background job of a script inherits an
+    """`python -m kubesched.harness.controlplane` run as a background job of a script inherits an
     ignored SIGINT (POSIX shells do that without job control); Ctrl-C / SIGINT must still stop it
     and its servers, or they outlive whoever started them."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kubesched.testing.controlplane"],
+        [sys.executable, "-m", "kubesched.harness.controlplane"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,

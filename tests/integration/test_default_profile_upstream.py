@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from kubesched.testing.controlplane import find_binaries
+from kubesched.harness.controlplane import find_binaries
 
 KUBECONFIG = """\
 apiVersion: v1

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from kubesched.cli import main
-from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.fake_nodes import ApiClient, create_node, create_pod, fake_node, get_pod, pod_manifest
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.fake_nodes import ApiClient, create_node, create_pod, fake_node, get_pod, pod_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = "explain-it"

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from kubesched.harness.controlplane import ControlPlane, ManagedProcess
+from kubesched.harness.fake_nodes import ApiClient, create_pod, get_pod
 from kubesched.harness.ports import free_port
-from kubesched.testing.controlplane import ControlPlane, ManagedProcess
-from kubesched.testing.fake_nodes import ApiClient, create_pod, get_pod
 
 CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1

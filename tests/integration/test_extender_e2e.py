@@ -26,6 +26,16 @@ from typing import Any, TypeVar
 
 import pytest
 
+from kubesched.harness.controlplane import ControlPlane, ManagedProcess
+from kubesched.harness.fake_nodes import (
+    ApiClient,
+    create_node,
+    create_pod,
+    fake_node,
+    get_pod,
+    list_events,
+    pod_manifest,
+)
 from kubesched.harness.pki import TestCA
 from kubesched.harness.ports import free_port
 from kubesched.plugins.contrib.gpu_scheduler import (
@@ -34,16 +44,6 @@ from kubesched.plugins.contrib.gpu_scheduler import (
     LABEL_GPU_MEMORY,
     LABEL_GPU_PRODUCT,
     insufficient_gpus_reason,
-)
-from kubesched.testing.controlplane import ControlPlane, ManagedProcess
-from kubesched.testing.fake_nodes import (
-    ApiClient,
-    create_node,
-    create_pod,
-    fake_node,
-    get_pod,
-    list_events,
-    pod_manifest,
 )
 
 T = TypeVar("T")

@@ -9,9 +9,9 @@ import subprocess
 import time
 import uuid
 
-from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.extender_recipe import SCHEDULER_NAME, start_extender_recipe
-from kubesched.testing.fake_nodes import ApiClient, create_node, create_pod, fake_node, get_pod
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.extender_recipe import SCHEDULER_NAME, start_extender_recipe
+from kubesched.harness.fake_nodes import ApiClient, create_node, create_pod, fake_node, get_pod
 
 
 def test_the_recipe_schedules_through_the_extender(

@@ -1,6 +1,6 @@
 """The fault suite: kubesched under the faults a cluster really has, judged from the API server's
 audit log of every Binding (who sent it, when it arrived, to which node, the answer), not from
-kubesched's own word. See `kubesched.testing.faults` for the scenarios and the figures.
+kubesched's own word. See `kubesched.harness.faults` for the scenarios and the figures.
 
 It runs on a control plane of its own (it restarts the API server and compacts etcd), in its own
 xdist group, so the other integration tests share the other worker. Sizes are small (a few hundred
@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.fake_nodes import ApiClient
-from kubesched.testing.faults import SCENARIOS, Scale, fault_control_plane, run_scenario
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.fake_nodes import ApiClient
+from kubesched.harness.faults import SCENARIOS, Scale, fault_control_plane, run_scenario
 
 pytestmark = [pytest.mark.xdist_group("faults"), pytest.mark.timeout(1200)]
 

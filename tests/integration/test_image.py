@@ -29,9 +29,9 @@ from pathlib import Path
 
 import pytest
 
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.fake_nodes import ApiClient, create_node, create_pod, fake_node, get_pod
 from kubesched.harness.ports import free_port
-from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.fake_nodes import ApiClient, create_node, create_pod, fake_node, get_pod
 
 # Cold, the Debian base and two images are built in this module's fixtures (about 15 min on 2 cores).
 pytestmark = [pytest.mark.xdist_group("image"), pytest.mark.timeout(2400)]

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from test_live_scheduler import Kubesched, bound, pod_events, wait_for
 
-from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.fake_nodes import ApiClient, create_pod
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.fake_nodes import ApiClient, create_pod
 
 
 @pytest.fixture

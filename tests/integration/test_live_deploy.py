@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from kubesched.config import decode_config
+from kubesched.harness.fake_nodes import ApiClient
 from kubesched.plugins import default_registry
-from kubesched.testing.fake_nodes import ApiClient
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

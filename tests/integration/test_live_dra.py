@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from test_live_scheduler import Kubesched, pod_events
 
-from kubesched.testing.controlplane import ControlPlane, ManagedProcess
-from kubesched.testing.fake_nodes import ApiClient, ApiError, create_node, fake_node
+from kubesched.harness.controlplane import ControlPlane, ManagedProcess
+from kubesched.harness.fake_nodes import ApiClient, ApiError, create_node, fake_node
 
 DRIVER = "gpu.kubesched.test"
 RESOURCE = "/apis/resource.k8s.io/v1"

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from test_live_scheduler import bound, free_port, pod_events, wait_for
 
-from kubesched.testing.controlplane import ControlPlane, ManagedProcess
-from kubesched.testing.fake_nodes import ApiClient, create_node, create_pod, fake_node
+from kubesched.harness.controlplane import ControlPlane, ManagedProcess
+from kubesched.harness.fake_nodes import ApiClient, create_node, create_pod, fake_node
 
 FORBIDDEN = "kubesched.test/forbidden"
 RUN_LABEL = "kubesched.test/live-extender-run"

@@ -21,8 +21,8 @@ import pytest
 from kubesched.api.objects import Pod
 from kubesched.cluster.kube.client import KubeClient
 from kubesched.cluster.kube.informer import KINDS, ApiListWatch, Informer, ResourceKind
-from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.fake_nodes import ApiClient, create_namespace, create_pod, delete_pod
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.fake_nodes import ApiClient, create_namespace, create_pod, delete_pod
 
 
 @pytest.fixture(scope="module")

@@ -23,9 +23,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kubesched.harness.ports import free_port
-from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.fake_nodes import (
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.fake_nodes import (
     ApiClient,
     create_node,
     create_pod,
@@ -33,6 +32,7 @@ from kubesched.testing.fake_nodes import (
     get_pod,
     list_pods,
 )
+from kubesched.harness.ports import free_port
 
 T = TypeVar("T")
 

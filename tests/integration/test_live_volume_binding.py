@@ -20,9 +20,8 @@ import pytest
 from kubesched.cluster.kube.client import KubeClient
 from kubesched.cluster.kube.live import LiveCluster
 from kubesched.config import decode_config
-from kubesched.plugins import default_registry
-from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.fake_nodes import (
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.fake_nodes import (
     ApiClient,
     ApiError,
     create_node,
@@ -31,6 +30,7 @@ from kubesched.testing.fake_nodes import (
     get_pod,
     list_events,
 )
+from kubesched.plugins import default_registry
 
 T = TypeVar("T")
 

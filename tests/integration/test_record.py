@@ -22,12 +22,8 @@ import pytest
 from kubesched.cli import main
 from kubesched.cluster.kube.client import KubeClient
 from kubesched.config import load_config
-from kubesched.plugins import default_registry
-from kubesched.simulate.record.run import Recorder, record_cluster
-from kubesched.simulate.replay.run import replay
-from kubesched.simulate.scenario import dump_scenario, load_scenario, parse_scenario, scenario_document
-from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.fake_nodes import (
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.fake_nodes import (
     ApiClient,
     ApiError,
     bind_pod,
@@ -37,6 +33,10 @@ from kubesched.testing.fake_nodes import (
     fake_node,
     pod_manifest,
 )
+from kubesched.plugins import default_registry
+from kubesched.simulate.record.run import Recorder, record_cluster
+from kubesched.simulate.replay.run import replay
+from kubesched.simulate.scenario import dump_scenario, load_scenario, parse_scenario, scenario_document
 
 PROFILE = "record-it"
 SECRET = "s3cr3t-value-never-written"

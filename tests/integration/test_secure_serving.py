@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from kubesched.harness.controlplane import ControlPlane, ManagedProcess
+from kubesched.harness.fake_nodes import ApiClient, create_namespace
 from kubesched.harness.pki import TestCA
 from kubesched.harness.ports import free_port
-from kubesched.testing.controlplane import ControlPlane, ManagedProcess
-from kubesched.testing.fake_nodes import ApiClient, create_namespace
 
 PATHS = ("/healthz", "/readyz", "/livez", "/metrics")
 

@@ -42,7 +42,7 @@ def write_inputs(directory: Path) -> None:
     import msgspec
     import yaml
 
-    from kubesched.testing.differential.scenario import generate
+    from kubesched.harness.differential.scenario import generate
     from kubesched.testing.scenarios import synthetic_scenario
 
     directory.mkdir(parents=True, exist_ok=True)

@@ -14,9 +14,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from kubesched.harness.controlplane import ControlPlane, ControlPlaneError, ManagedProcess
 from kubesched.harness.pki import TestCA
 from kubesched.harness.ports import free_port
-from kubesched.testing.controlplane import ControlPlane, ControlPlaneError, ManagedProcess
 
 __all__ = ["SCHEDULER_NAME", "ExtenderRecipe", "start_extender_recipe"]
 

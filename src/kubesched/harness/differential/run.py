@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.differential.cluster import PodOutcome
-from kubesched.testing.differential.compare import (
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.differential.cluster import PodOutcome
+from kubesched.harness.differential.compare import (
     COMPARISONS,
     LIVE_COMPARISONS,
     LIVE_PREFIX,
@@ -22,10 +22,10 @@ from kubesched.testing.differential.compare import (
     compare_pod,
     scenario_file,
 )
-from kubesched.testing.differential.live import KubeschedLive
-from kubesched.testing.differential.scenario import Scenario, generate
-from kubesched.testing.differential.upstream import UpstreamHarness
-from kubesched.testing.fake_nodes import ApiClient
+from kubesched.harness.differential.live import KubeschedLive
+from kubesched.harness.differential.scenario import Scenario, generate
+from kubesched.harness.differential.upstream import UpstreamHarness
+from kubesched.harness.fake_nodes import ApiClient
 
 __all__ = ["Harnesses", "Tally", "compare_scenario", "harnesses", "print_mismatch", "run_scenarios"]
 

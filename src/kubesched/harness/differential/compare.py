@@ -24,12 +24,12 @@ import yaml
 
 from kubesched.api.loader import LoadedObjects, load_documents
 from kubesched.config import load_config
+from kubesched.harness.differential.upstream import PodOutcome
 from kubesched.plugins import default_registry
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt
 from kubesched.simulate.snapshot.model import PodResult
 from kubesched.simulate.snapshot.run import simulate
-from kubesched.testing.differential.upstream import PodOutcome
 
 __all__ = [
     "COMPARISONS",

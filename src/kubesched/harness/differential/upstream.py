@@ -9,7 +9,7 @@ nomination and victims of a preemption, the scores of the last attempt, and the 
 server held them just before the pod was created (what kubesched is given).
 
 What the harness does in place of the controllers a control plane without them lacks (statuses,
-start times, the PV controller) is `ScenarioOnCluster`'s (kubesched.testing.differential.cluster).
+start times, the PV controller) is `ScenarioOnCluster`'s (kubesched.harness.differential.cluster).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kubesched.testing.controlplane import ControlPlane, ManagedProcess
-from kubesched.testing.differential.cluster import (
+from kubesched.harness.controlplane import ControlPlane, ManagedProcess
+from kubesched.harness.differential.cluster import (
     PodOutcome,
     ScenarioOnCluster,
     UpstreamTimeout,
     wait_until,
 )
-from kubesched.testing.differential.scenario import NAMESPACES, PRIORITY_CLASSES, Scenario
-from kubesched.testing.fake_nodes import ApiClient, ApiError
+from kubesched.harness.differential.scenario import NAMESPACES, PRIORITY_CLASSES, Scenario
+from kubesched.harness.fake_nodes import ApiClient, ApiError
 
 __all__ = ["PodOutcome", "UpstreamHarness", "UpstreamTimeout"]
 

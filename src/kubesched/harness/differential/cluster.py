@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubesched.testing.differential.scenario import PRIORITY_CLASSES, Scenario
-from kubesched.testing.fake_nodes import ApiClient, ApiError
+from kubesched.harness.differential.scenario import PRIORITY_CLASSES, Scenario
+from kubesched.harness.fake_nodes import ApiClient, ApiError
 
 __all__ = ["OUTCOME_TIMEOUT", "PodOutcome", "ScenarioOnCluster", "UpstreamTimeout", "wait_until"]
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Self
 import msgspec
 
 if TYPE_CHECKING:
-    from kubesched.testing.controlplane import ControlPlane
+    from kubesched.harness.controlplane import ControlPlane
 
 __all__ = [
     "ApiClient",

@@ -18,11 +18,11 @@ import re
 import sys
 from pathlib import Path
 
+from kubesched.harness.controlplane import ControlPlane, ManagedProcess, http_get
+from kubesched.harness.differential.cluster import ScenarioOnCluster, UpstreamTimeout, wait_until
+from kubesched.harness.differential.scenario import Scenario
+from kubesched.harness.fake_nodes import ApiClient
 from kubesched.harness.ports import free_port
-from kubesched.testing.controlplane import ControlPlane, ManagedProcess, http_get
-from kubesched.testing.differential.cluster import ScenarioOnCluster, UpstreamTimeout, wait_until
-from kubesched.testing.differential.scenario import Scenario
-from kubesched.testing.fake_nodes import ApiClient
 
 __all__ = ["LIVE_PROFILE", "KubeschedLive"]
 

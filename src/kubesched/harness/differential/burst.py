@@ -22,10 +22,10 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from kubesched.harness.controlplane import ControlPlane, ManagedProcess, http_get
+from kubesched.harness.differential.cluster import pod_path, wait_until
+from kubesched.harness.fake_nodes import ApiClient, ApiError
 from kubesched.harness.ports import free_port
-from kubesched.testing.controlplane import ControlPlane, ManagedProcess, http_get
-from kubesched.testing.differential.cluster import pod_path, wait_until
-from kubesched.testing.fake_nodes import ApiClient, ApiError
 
 __all__ = ["BurstOutcome", "batching_profile", "run_burst", "start_kubesched", "start_upstream"]
 

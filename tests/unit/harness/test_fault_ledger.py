@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.testing.faults import Bind, binds_that_took
+from kubesched.harness.faults import Bind, binds_that_took
 
 
 def bind(pod: str, node: str, code: int, at: float, user: str = "replica-0") -> Bind:
