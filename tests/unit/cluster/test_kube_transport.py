@@ -422,6 +422,9 @@ def test_kube_client_watches_over_the_pool_and_reads_error_statuses(
     serve: Callable[..., Server], tmp_path: Path
 ) -> None:
     def watch(req: Seen, sock: socket.socket) -> bool:
+        if "watch" not in req.target:  # a LIST
+            sock.sendall(answer())
+            return True
         if "resourceVersion=1" in req.target:
             body = b'{"kind":"Status","code":410,"reason":"Expired","message":"too old"}'
             sock.sendall(answer(body, "410 Gone"))
@@ -433,15 +436,16 @@ def test_kube_client_watches_over_the_pool_and_reads_error_statuses(
     server = serve(watch)
     kc = _kubeconfig(tmp_path / "kc", server.url, {"token": "t"})
     with KubeClient(load_connection(str(kc))) as client:
+        client.get("/api/v1/pods")
         closers: list[Callable[[], None]] = []
         with client.stream_lines(
             "/api/v1/pods", {"watch": "true"}, read_timeout=5, on_open=closers.append
         ) as lines:
             assert list(lines) == [b'{"type":"ADDED","object":{}}']
-        assert len(closers) == 1
+        assert len(closers) == 1 and server.connections == 1  # the watch went out on the LIST's connection
         with (
             pytest.raises(ApiError) as info,
-            client.stream_lines("/api/v1/pods", {"resourceVersion": "1"}, read_timeout=5),
+            client.stream_lines("/api/v1/pods", {"watch": "1", "resourceVersion": "1"}, read_timeout=5),
         ):
             pass
         assert (info.value.code, info.value.reason) == (410, "Expired")

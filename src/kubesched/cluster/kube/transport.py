@@ -159,24 +159,31 @@ class ConnectionPool:
         timeout: float | None = None,
         read_timeout: float,
     ) -> Stream:
-        """GET `target` on a connection of its own and return once the headers are in (within
-        `timeout`); the body is then read as it comes, `read_timeout` allowed between pieces. Close
-        the Stream when done (from any thread: it also interrupts a read in progress)."""
+        """GET `target` and return once the headers are in (within `timeout`); the body is then read
+        as it comes, `read_timeout` allowed between pieces. The connection (a kept one if any: after
+        an informer's LIST, its watch goes out on the same one) is the Stream's until it is closed,
+        from any thread (that also interrupts a read in progress)."""
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         data = self._encode("GET", target, None, headers)
-        with self._lock:
-            if self._closed:
-                raise TransportError("PoolClosed", "the connection pool is closed")
-        conn = self._connect(deadline)
-        try:
-            conn.sock.settimeout(_left(deadline))
-            conn.sock.sendall(data)
-            reader = _Reader(conn.reader, conn.sock, deadline, self.max_body)
-            head = reader.head("GET", kept=False)
-        except BaseException as exc:
-            conn.close()
-            raise _transport_error(exc, "GET") from None
-        return Stream(conn, reader, head, read_timeout)
+        while True:
+            conn, kept = self._take(deadline)
+            try:
+                conn.sock.settimeout(_left(deadline))
+                try:
+                    conn.sock.sendall(data)
+                except (BrokenPipeError, ConnectionResetError) as exc:
+                    if kept:
+                        raise _Dead(False, str(exc)) from None
+                    raise
+                reader = _Reader(conn.reader, conn.sock, deadline, self.max_body)
+                head = reader.head("GET", kept)
+            except _Dead:
+                conn.close()
+                continue  # a GET may go again: on the next kept connection, or a new one
+            except BaseException as exc:
+                conn.close()
+                raise _transport_error(exc, "GET") from None
+            return Stream(conn, reader, head, read_timeout)
 
     def _encode(
         self, method: str, target: str, body: bytes | None, headers: Mapping[str, str] | None
