@@ -34,10 +34,22 @@ informer sync are not counted (scheduler_perf leaves them out too). Peak RSS of 
 and the API server's + etcd's over the phase are reported too, with the load average: on a shared
 two-core machine rates move with whatever else runs, CPU seconds much less.
 
-Output: one JSON object per line for every figure, the ratios for each node count, and a final summary
-object. Every process is started by this script and stopped by pid on the way out, even on failure.
+`--shape` picks the pending pods (scheduler_perf's workloads): `basic` (above), `anti-affinity` (anti-affine
+to each other on the hostname), `spreading` (maxSkew 5 over three zones), `preemption` (every node runs
+a low-priority pod that leaves too little room, so each pending pod evicts one) and `dra` (one
+ResourceClaim for one GPU per pod, 8 GPUs published per node; `--dra` is the same).
 
-    python benchmarks/live_throughput.py [--nodes 1000 5000] [--pods 2000 3000] [--smoke]
+`--pin` runs each scheduler phase twice: shared (every process anywhere, as above) and pinned, with
+the scheduler alone on the first CPU this script may use (its affinity set before it execs) and etcd,
+kube-apiserver and this script on the others, the same for both schedulers. On two cores the servers
+take about half the CPU, so the shared pods/s mostly measures CPU per pod; the pinned one is what a
+scheduler with a core of its own achieves.
+
+Output: one JSON object per line for every figure (pods/s, CPU ms per pod, start to first bind, peak
+RSS; `pinned` says which run), the ratios for each node count, and a final summary object. Every
+process is started by this script and stopped by pid on the way out, even on failure.
+
+    python benchmarks/live_throughput.py [--nodes 1000 5000] [--pods 2000 3000] [--shape SHAPE] [--pin]
 """
 
 from __future__ import annotations
@@ -54,7 +66,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,17 +157,24 @@ def load_average() -> float:
 
 
 def create_pods(
-    api: ApiClient, namespace: str, count: int, scheduler: str, *, dra: bool = False
+    api: ApiClient, namespace: str, count: int, scheduler: str, *, shape: str = "basic"
 ) -> list[str]:
-    """`count` SchedulingBasic pods, named `pod-00000`...; pending, for `scheduler`. With `dra`, each
-    pod also has its own ResourceClaim for one GPU of the `gpu.kubesched.bench` driver."""
+    """`count` pending pods of `shape` for `scheduler`, named `pod-00000`... (see SHAPES)."""
     names = [f"pod-{i:05d}" for i in range(count)]
+    labels, spec, cpu = SHAPES[shape]
 
     def make(name: str) -> None:
         manifest = pod_manifest(
-            name, namespace=namespace, cpu=POD_CPU, memory=POD_MEMORY, scheduler_name=scheduler
+            name,
+            namespace=namespace,
+            cpu=cpu,
+            memory=POD_MEMORY,
+            scheduler_name=scheduler,
+            labels=labels,
+            priority_class_name=HIGH_PRIORITY if shape == "preemption" else None,
+            spec_overrides=spec,
         )
-        if dra:
+        if shape == "dra":
             api.post(
                 f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims",
                 {
@@ -173,6 +192,21 @@ def create_pods(
         for _ in pool.map(make, names):
             pass  # re-raises the first failure
     return names
+
+
+def create_victims(api: ApiClient, namespace: str, nodes: Sequence[str]) -> None:
+    """The preemption shape's running pods: one low-priority pod per node, already bound, taking
+    VICTIM_CPU of its 4 cpu, so each pending pod (PREEMPTOR_CPU) fits only by evicting one."""
+
+    def make(i: int) -> None:
+        manifest = pod_manifest(
+            f"victim-{i:05d}", namespace=namespace, cpu=VICTIM_CPU, memory=POD_MEMORY, node_name=nodes[i]
+        )
+        api.post(f"/api/v1/namespaces/{namespace}/pods", manifest)
+
+    with ThreadPoolExecutor(CREATE_THREADS, thread_name_prefix="victims") as pool:
+        for _ in pool.map(make, range(len(nodes))):
+            pass
 
 
 def delete_pods(api: ApiClient, namespace: str) -> None:
@@ -195,6 +229,61 @@ def delete_pods(api: ApiClient, namespace: str) -> None:
 
 DRA_DRIVER = "gpu.kubesched.bench"
 DRA_GPUS_PER_NODE = 8
+ZONES = ("zone-0", "zone-1", "zone-2")
+HIGH_PRIORITY = "bench-high"
+#: The preemption shape: running victims take 3500m of a node's 4 cpu, a pending pod asks 3 cpu,
+#: so every pending pod evicts exactly one victim and a freed node takes one pending pod.
+VICTIM_CPU = "3500m"
+PREEMPTOR_CPU = "3"
+#: Pod shapes (labels, spec fields, cpu request), as scheduler_perf's workloads of the same names:
+#: SchedulingBasic; SchedulingPodAntiAffinity (anti-affine to each other on the hostname);
+#: TopologySpreading (maxSkew 5 over three zones); PreemptionBasic (see VICTIM_CPU); and one
+#: ResourceClaim for one GPU per pod, on nodes publishing 8 GPUs each in a ResourceSlice.
+SHAPES: dict[str, tuple[dict[str, str], dict[str, Any], str]] = {
+    "basic": ({}, {}, POD_CPU),
+    "anti-affinity": (
+        {"color": "green"},
+        {
+            "affinity": {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"color": "green"}},
+                            "topologyKey": "kubernetes.io/hostname",
+                        }
+                    ]
+                }
+            }
+        },
+        POD_CPU,
+    ),
+    "spreading": (
+        {"color": "blue"},
+        {
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 5,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"color": "blue"}},
+                }
+            ]
+        },
+        POD_CPU,
+    ),
+    "preemption": ({}, {}, PREEMPTOR_CPU),
+    "dra": ({}, {}, POD_CPU),
+}
+#: Shapes in which a node takes at most one pending pod: `--pods` must not exceed `--nodes`.
+ONE_POD_PER_NODE = ("anti-affinity", "preemption")
+
+
+def create_priority_class(api: ApiClient) -> None:
+    with contextlib.suppress(ApiError):  # created by an earlier node count
+        api.post(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {"metadata": {"name": HIGH_PRIORITY}, "value": 1000},
+        )
 
 
 def publish_gpus(api: ApiClient, nodes: Sequence[str]) -> None:
@@ -374,8 +463,11 @@ class BindWatch:
                     now = time.perf_counter()
                     event = _event_decoder.decode(line)
                     pod = event.object
-                    if pod.spec.nodeName and pod.metadata.name not in self.bound_at:
-                        self.bound_at[pod.metadata.name] = now
+                    name = pod.metadata.name
+                    # Only the pending pods count: the preemption shape's victims are bound already
+                    # (and their deletion is an event with a nodeName too).
+                    if pod.spec.nodeName and name.startswith("pod-") and name not in self.bound_at:
+                        self.bound_at[name] = now
                         if len(self.bound_at) >= self.expected:
                             return
         except BaseException as exc:  # reported by wait(); a closed stream on stop is expected
@@ -413,10 +505,32 @@ def current_resource_version(api: ApiClient, namespace: str) -> str:
 # --------------------------------------------------------------------------- schedulers
 
 
+def cpu_split() -> tuple[set[int], set[int]]:
+    """For `--pin`: (the scheduler's core, everyone else's): the first CPU this process may use,
+    and the others, where etcd, kube-apiserver and this process go."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise SystemExit(f"--pin needs at least two CPUs; this process may use {cpus}")
+    return {cpus[0]}, set(cpus[1:])
+
+
+def pin_tasks(pid: int, cpus: Collection[int]) -> None:
+    """Move every thread of a running process onto `cpus` (threads it starts later inherit it).
+
+    Twice, because a thread may be started by one not yet moved while the first pass runs.
+    """
+    for _ in range(2):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):  # a thread that has just exited
+                os.sched_setaffinity(int(task.name), cpus)
+
+
 class KubeschedProcess:
     """`kubesched run` as a subprocess with the benchmark's client limits; stopped by pid."""
 
-    def __init__(self, cp: ControlPlane, name: str, src: Path | None = None) -> None:
+    def __init__(
+        self, cp: ControlPlane, name: str, src: Path | None = None, cpus: Collection[int] | None = None
+    ) -> None:
         self.port = free_port()
         config = cp.workdir / f"kubesched-bench-{self.port}.yaml"
         config.write_text(KUBESCHED_CONFIG.format(qps=QPS, burst=BURST, name=name))
@@ -433,6 +547,7 @@ class KubeschedProcess:
             cp.workdir / "logs" / f"kubesched-{self.port}.log",
             port=self.port,
             env={"PYTHONPATH": str(src)} if src is not None else None,
+            cpus=cpus,
         )
 
     def wait_ready(self) -> None:
@@ -457,8 +572,8 @@ class Bench:
     watch_client: KubeClient
     raw: RawBinder
     baseline_src: Path | None = None
-    #: Pods with a one-GPU ResourceClaim each, on nodes publishing ResourceSlices (`--dra`).
-    dra: bool = False
+    #: The pending pods' shape (SHAPES); "dra" needs GPUs published on the nodes.
+    shape: str = "basic"
     #: The raw phase's thread counts tried, pods per try, and full-size runs (smaller in `--smoke`).
     raw_sweep: tuple[int, ...] = RAW_SWEEP
     raw_sweep_pods: int = RAW_SWEEP_PODS
@@ -516,10 +631,46 @@ class Bench:
 
     # ---- (b) and (c)
 
-    def scheduler_phase(self, phase: str, nodes: int, pods: int) -> dict[str, Any]:
+    @contextlib.contextmanager
+    def servers_on(self, cpus: Collection[int] | None) -> Iterator[None]:
+        """etcd, kube-apiserver and this process on `cpus` for the block (None: left where they are)."""
+        if cpus is None:
+            yield
+            return
+        everything = os.sched_getaffinity(0)
+        servers = [proc.pid for proc in (self.cp.etcd, self.cp.apiserver) if proc is not None]
+        for pid in [*servers, os.getpid()]:
+            pin_tasks(pid, cpus)
+        try:
+            yield
+        finally:
+            for pid in [*servers, os.getpid()]:
+                pin_tasks(pid, everything)
+
+    def scheduler_phase(
+        self, phase: str, node_names: Sequence[str], pods: int, pin: tuple[set[int], set[int]] | None = None
+    ) -> dict[str, Any]:
+        """One scheduler binds `pods` pending pods; with `pin`, (its core, the servers' cores)."""
+        nodes = len(node_names)
         scheduler_name = "default-scheduler" if phase == "upstream" else "kubesched"
         ns = self.namespace(phase, nodes)
-        create_pods(self.api, ns, pods, scheduler_name, dra=self.dra)
+        if self.shape == "preemption":
+            create_victims(self.api, ns, node_names)
+        create_pods(self.api, ns, pods, scheduler_name, shape=self.shape)
+        with self.servers_on(pin[1] if pin else None):
+            figures = self._run_scheduler(phase, ns, pods, scheduler_name, pin[0] if pin else None)
+        if self.shape == "preemption":  # that the shape did what it is for: one eviction per pod
+            left = self.api.get(f"/api/v1/namespaces/{ns}/pods").get("items") or []
+            figures["victims_evicted"] = nodes - sum(
+                p["metadata"]["name"].startswith("victim-") for p in left
+            )
+        delete_pods(self.api, ns)
+        head = {"phase": phase, "nodes": nodes, "pods": pods, "shape": self.shape, "pinned": pin is not None}
+        return head | figures
+
+    def _run_scheduler(
+        self, phase: str, ns: str, pods: int, scheduler_name: str, cpus: Collection[int] | None
+    ) -> dict[str, Any]:
         watch = BindWatch(self.watch_client, ns, pods, current_resource_version(self.api, ns))
         watch.start()
         started = time.perf_counter()
@@ -532,11 +683,12 @@ class Bench:
                         "clientConnection": {"qps": QPS, "burst": BURST},
                         "leaderElection": {"leaderElect": False},
                         "profiles": [{"schedulerName": scheduler_name}],
-                    }
+                    },
+                    cpus=cpus,
                 )
             else:
                 src = self.baseline_src if phase == "baseline" else None
-                kubesched = KubeschedProcess(self.cp, scheduler_name, src)
+                kubesched = KubeschedProcess(self.cp, scheduler_name, src, cpus)
                 proc = kubesched.proc
                 kubesched.wait_ready()
             complete = watch.wait(PHASE_TIMEOUT, proc.alive)
@@ -552,11 +704,7 @@ class Bench:
         times = sorted(watch.bound_at.values())
         bound = len(times)
         span = times[-1] - times[0] if bound > 1 else 0.0
-        delete_pods(self.api, ns)
         return {
-            "phase": phase,
-            "nodes": nodes,
-            "pods": pods,
             "bound": bound,
             "complete": complete,
             "seconds": round(span, 3),
@@ -565,15 +713,21 @@ class Bench:
             "peak_rss_mib": rss,
             # From process start to stop: informer lists and start-up included.
             "scheduler_cpu_seconds": round(cpu, 2) if cpu is not None else None,
+            "cpu_ms_per_pod": round(cpu / bound * 1000, 2) if cpu is not None and bound else None,
             "apiserver_etcd_cpu_seconds": round(server_cpu, 2),
             "load_average_1m": load_average(),
         }
 
 
+def label(figure: dict[str, Any]) -> str:
+    """A phase's name, marked when its scheduler ran pinned to its own core."""
+    return f"{figure['phase']} pinned" if figure.get("pinned") else str(figure["phase"])
+
+
 def _by_phase(figures: list[dict[str, Any]], key: str) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
     for f in figures:
-        out.setdefault(f"{f['phase']}@{f['nodes']}", []).append(f.get(key))
+        out.setdefault(f"{label(f)}@{f['nodes']}", []).append(f.get(key))
     return out
 
 
@@ -598,9 +752,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="phases in order; repeat them to interleave runs",
     )
     parser.add_argument(
+        "--shape",
+        choices=list(SHAPES),
+        default="basic",
+        help="the pending pods (see SHAPES): anti-affinity and preemption need --pods <= --nodes",
+    )
+    parser.add_argument(
         "--dra",
         action="store_true",
-        help="every node publishes 8 GPUs in a ResourceSlice; every pod claims one (DynamicResources)",
+        help="--shape dra: every node publishes 8 GPUs in a ResourceSlice; every pod claims one",
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="run each scheduler phase twice: shared, then with the scheduler alone on one core and "
+        "etcd, kube-apiserver and this process on the others",
     )
     parser.add_argument(
         "--baseline-src",
@@ -614,6 +780,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.smoke:
         args.nodes, args.pods = [20], [20]
+    if args.dra:
+        args.shape = "dra"
+    if args.shape in ONE_POD_PER_NODE and any(p > n for n, p in zip(args.nodes, args.pods, strict=False)):
+        parser.error(f"--shape {args.shape} places one pod per node: give --pods <= --nodes")
+    pin = cpu_split() if args.pin else None
     if "baseline" in args.phases and args.baseline_src is None:
         parser.error("the baseline phase needs --baseline-src")
     if len(args.pods) != len(args.nodes) or args.nodes != sorted(args.nodes):
@@ -631,35 +802,49 @@ def main(argv: Sequence[str] | None = None) -> int:
                 str(cp.kubeconfig_path), qps=0, burst=1, name="bench-watch"
             ) as watcher,
         ):
-            bench = Bench(cp, api, watcher, RawBinder(cp), args.baseline_src, dra=args.dra)
+            bench = Bench(cp, api, watcher, RawBinder(cp), args.baseline_src, shape=args.shape)
+            if args.shape == "preemption":
+                create_priority_class(api)
             if args.smoke:
                 bench.raw_sweep, bench.raw_sweep_pods, bench.raw_repeats = (4,), 20, 1
             node_names: list[str] = []
             for count, pods in zip(args.nodes, args.pods, strict=True):
                 t0 = time.monotonic()
                 node_names += create_fake_nodes(
-                    api, count - len(node_names), start=len(node_names), concurrency=8
+                    api,
+                    count - len(node_names),
+                    start=len(node_names),
+                    concurrency=8,
+                    zones=ZONES if args.shape == "spreading" else (),
                 )
-                if args.dra:
+                if args.shape == "dra":
                     publish_gpus(api, node_names)
                 note(f"{count} nodes ready ({time.monotonic() - t0:.1f} s to add them)")
                 by_phase: dict[str, float | None] = {}
                 for phase in args.phases:
-                    note(f"{phase}: {pods} pods on {count} nodes")
-                    if phase == "raw":
-                        figure = bench.raw_phase(node_names, pods)
-                    else:
-                        figure = bench.scheduler_phase(phase, count, pods)
-                    figures.append(figure)
-                    by_phase[phase] = figure["pods_per_second"]
-                    emit(figure)
-                entry = {
+                    runs = [None] if phase == "raw" or pin is None else [None, pin]
+                    for pinned in runs:
+                        note(
+                            f"{phase}{' pinned' if pinned else ''}: {pods} {args.shape} pods on {count} nodes"
+                        )
+                        if phase == "raw":
+                            figure = bench.raw_phase(node_names, pods)
+                        else:
+                            figure = bench.scheduler_phase(phase, node_names[:count], pods, pinned)
+                        figures.append(figure)
+                        by_phase[label(figure)] = figure["pods_per_second"]
+                        emit(figure)
+                entry: dict[str, Any] = {
                     "ratios": True,
                     "nodes": count,
                     "kubesched_over_upstream": ratio(by_phase.get("kubesched"), by_phase.get("upstream")),
                     "kubesched_over_raw": ratio(by_phase.get("kubesched"), by_phase.get("raw")),
                     "upstream_over_raw": ratio(by_phase.get("upstream"), by_phase.get("raw")),
                 }
+                if pin is not None:
+                    entry["pinned_kubesched_over_upstream"] = ratio(
+                        by_phase.get("kubesched pinned"), by_phase.get("upstream pinned")
+                    )
                 ratios.append(entry)
                 emit(entry)
     emit(
@@ -668,13 +853,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             "cores": os.cpu_count(),
             "load_average_1m_at_end": load_average(),
             "wall_seconds": round(time.monotonic() - run_started, 1),
-            "pod_shape": {"cpu": POD_CPU, "memory": POD_MEMORY, "image": "pause", "gpu_claim": args.dra},
+            "pod_shape": {
+                "shape": args.shape,
+                "cpu": SHAPES[args.shape][2],
+                "memory": POD_MEMORY,
+                "image": "pause",
+            },
+            "pinned": {"scheduler": sorted(pin[0]), "servers": sorted(pin[1])} if pin else None,
             "client": {"qps": QPS, "burst": BURST},
             # A list per phase: phases may be repeated (interleaved before/after runs).
             "pods_per_second": _by_phase(figures, "pods_per_second"),
-            "peak_rss_mib": {
-                f"{f['phase']}@{f['nodes']}": f["peak_rss_mib"] for f in figures if "peak_rss_mib" in f
-            },
+            "peak_rss_mib": _by_phase([f for f in figures if "peak_rss_mib" in f], "peak_rss_mib"),
+            "cpu_ms_per_pod": _by_phase([f for f in figures if "cpu_ms_per_pod" in f], "cpu_ms_per_pod"),
             "ratios": ratios,
             "targets": {"kubesched_over_upstream": ">= 1.0", "kubesched_over_raw": ">= 0.8"},
         }

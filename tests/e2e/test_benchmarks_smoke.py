@@ -218,6 +218,25 @@ def test_live_smoke(name: str) -> None:
     LIVE_CHECKS[name](run(f"{name}.py", "--smoke"))
 
 
+@needs_kube
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--pin needs two CPUs")
+@pytest.mark.xdist_group("benchmark-control-planes")
+def test_live_throughput_pinned_preemption_smoke() -> None:
+    """--pin runs each scheduler shared then pinned; in the preemption shape every pod evicts one."""
+    out = run(
+        "live_throughput.py", "--smoke", "--pin", "--shape", "preemption", "--phases", "upstream", "kubesched"
+    )
+    runs = [(o["phase"], o["pinned"]) for o in out if "phase" in o]
+    assert runs == [("upstream", False), ("upstream", True), ("kubesched", False), ("kubesched", True)]
+    for o in out[:4]:
+        assert o["shape"] == "preemption" and o["complete"] is True and o["victims_evicted"] == o["pods"], o
+        assert o["cpu_ms_per_pod"] > 0
+    summary = out[-1]
+    assert summary["pinned"]["scheduler"] and summary["pinned"]["servers"]
+    assert not set(summary["pinned"]["scheduler"]) & set(summary["pinned"]["servers"])
+    assert out[-2]["pinned_kubesched_over_upstream"] is not None
+
+
 def test_ab_smoke_against_head() -> None:
     (report,) = run("ab.py", "HEAD", "--smoke", "--only", "simulate_throughput", "batching", "--json")
     for name in ("simulate_throughput", "batching"):

@@ -10,7 +10,7 @@ import shutil
 import ssl
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -278,12 +278,14 @@ class ControlPlane:
         *,
         extra_args: Sequence[str] = (),
         wait_ready: bool = True,
+        cpus: Collection[int] | None = None,
     ) -> ManagedProcess:
         """Start the upstream kube-scheduler against this control plane, as the peer we compare with.
 
         ``config_yaml`` is a KubeSchedulerConfiguration, completed by `scheduler_config`. Returns
         once ``/readyz`` says its informers have synced, so pods created afterwards are scheduled
-        promptly. It is stopped with the control plane, or earlier with ``.stop()``.
+        promptly. It is stopped with the control plane, or earlier with ``.stop()``. ``cpus`` pins
+        it to those CPUs (a benchmark's fair share).
         """
         index = len(self._extra_processes)
         config_path = self.workdir / f"kube-scheduler-{index}.yaml"
@@ -292,7 +294,8 @@ class ControlPlane:
         (port,) = free_ports(1)
         args = scheduler_args(self.binaries.kube_scheduler, config_path, port, extra_args)
         name = f"kube-scheduler-{index}"
-        proc = self.track(ManagedProcess(name, args, self.workdir / "logs" / f"{name}.log", port=port))
+        log = self.workdir / "logs" / f"{name}.log"
+        proc = self.track(ManagedProcess(name, args, log, port=port, cpus=cpus))
         if wait_ready:
             t0 = time.monotonic()
             wait_scheduler_ready(proc, self.start_timeout)

@@ -14,7 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 __all__ = ["ControlPlaneError", "ManagedProcess", "PortInUse", "http_get", "wait_ready"]
@@ -60,6 +60,17 @@ def _parent_death_signal() -> Callable[[], None] | None:
 _PDEATHSIG_HOOK = _parent_death_signal()
 
 
+def _pinned(hook: Callable[[], None] | None, cpus: frozenset[int]) -> Callable[[], None]:
+    """A preexec hook that runs `hook` and sets the child's CPU affinity before it execs."""
+
+    def pin() -> None:
+        if hook is not None:
+            hook()
+        os.sched_setaffinity(0, cpus)
+
+    return pin
+
+
 class ManagedProcess:
     """One server process we started: its log file, and a stop that never leaves it running."""
 
@@ -71,7 +82,9 @@ class ManagedProcess:
         *,
         port: int | None = None,
         env: Mapping[str, str] | None = None,
+        cpus: Collection[int] | None = None,
     ) -> None:
+        """`cpus` pins the process to those CPUs from its first instruction (every thread inherits)."""
         self.name = name
         self.args = list(args)
         self.log_path = log_path
@@ -84,7 +97,7 @@ class ManagedProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # a Ctrl-C in the terminal reaches us, not the servers directly
-                preexec_fn=_PDEATHSIG_HOOK,
+                preexec_fn=_PDEATHSIG_HOOK if cpus is None else _pinned(_PDEATHSIG_HOOK, frozenset(cpus)),
             )
 
     @property
