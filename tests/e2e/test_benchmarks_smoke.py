@@ -244,7 +244,11 @@ def test_ab_smoke_against_head() -> None:
             (outcome,) = report["benchmarks"][name][side]
             assert outcome["problem"] is None and outcome["figures"], (name, side, outcome)
     rows = report["benchmarks"]["simulate_throughput"]["this"][0]["figures"]
-    assert set(rows["TopologySpreading/30Nodes_20Pods"]) == {"seconds", "podsPerSecond", "maxRssMiB"}
+    assert set(rows["TopologySpreading/30Nodes_20Pods, 100% scored"]) == {
+        "seconds",
+        "podsPerSecond",
+        "maxRssMiB",
+    }
     assert report["higherIsBetter"]["podsPerSecond"] is True and report["higherIsBetter"]["p99_ms"] is False
 
 
@@ -263,7 +267,7 @@ def test_ab_reads_json_lines_indented_documents_and_skips_the_rest() -> None:
     stdout += '    {"verb": "filter", "nodes": 5, "clients": 4, "p99_ms": 9.5, "flag": true}\n  ]\n}\n'
     simulate = next(b for b in ab.BENCHMARKS if b.name == "simulate_throughput")
     extender = next(b for b in ab.BENCHMARKS if b.name == "extender_latency")
-    assert ab.figures_of(simulate, stdout) == {"a": {"seconds": 2.0, "podsPerSecond": 5.0}}
+    assert ab.figures_of(simulate, stdout) == {"a, adaptive": {"seconds": 2.0, "podsPerSecond": 5.0}}
     assert ab.figures_of(extender, stdout) == {"filter, 5 nodes, 4 client(s)": {"p99_ms": 9.5}}
     assert ab.verdict("podsPerSecond", 1.2) == "better" and ab.verdict("p99_ms", 1.2) == "worse"
     assert ab.verdict("seconds", 0.98) == "even"
