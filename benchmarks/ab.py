@@ -43,6 +43,7 @@ FIGURES: dict[str, tuple[str, bool]] = {
     "pods_per_second": ("pods/s", True),
     "requests_per_second": ("requests/s", True),
     "cpu_ms_per_pod": ("CPU ms per pod", False),
+    "server_cpu_ms_per_request": ("server CPU ms per request", False),
     "p50_ms": ("p50 ms", False),
     "p99_ms": ("p99 ms", False),
     "seconds": ("seconds", False),

@@ -8,7 +8,8 @@ default it would send about 10% of 5,000). Clients are threads of this process, 
 keep-alive connection, sending a fixed number of requests (bounded in count and time).
 
 Prints JSON: for each node count, verb and client count, p50 / p99 / mean latency in ms and
-requests per second. Target from the issue: p99 under 10 ms at 5,000 nodes.
+requests per second, and the extender's CPU ms per request (read from /proc: the figure that moves
+least when other work shares the cores). Target from the issue: p99 under 10 ms at 5,000 nodes.
 
     python benchmarks/extender_latency.py [--nodes 1000 5000] [--requests 400] [--clients 1 4] [--smoke]
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -106,6 +108,12 @@ def start_extender(workdir: Path, count: int) -> tuple[subprocess.Popen[bytes], 
     raise RuntimeError(f"the extender did not start; see {workdir}/extender-{count}.log")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process so far, from `/proc/<pid>/stat`."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_phase(url: str, body: bytes, clients: int, per_client: int) -> dict[str, float]:
     latencies: list[list[float]] = [[] for _ in range(clients)]
     errors: list[str] = []
@@ -174,7 +182,11 @@ def main() -> int:
                     run_phase(f"{url}/{verb}", body, 1, warm_up)  # warm up: imports, caches, connections
                     for clients in args.clients:
                         per_client = max(1, args.requests // clients)
+                        cpu = cpu_seconds(proc.pid)
                         figures = run_phase(f"{url}/{verb}", body, clients, per_client)
+                        # The server's CPU per answer: steadier than latency when others share the cores.
+                        cpu = cpu_seconds(proc.pid) - cpu
+                        figures["server_cpu_ms_per_request"] = round(cpu / figures["requests"] * 1000, 3)
                         results.append(
                             {
                                 "nodes": count,
