@@ -9,13 +9,24 @@ line naming it (see `reject_unsupported`), rather than being silently ignored.
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Sequence
 from typing import Any
 
-from kubesched.config import parse_duration
+from kubesched.config import FeatureGates, parse_duration, parse_feature_gates
 from kubesched.errors import InputError
 
-__all__ = ["add_unsupported", "go_duration", "pflag_bool", "reject_unsupported", "string_list"]
+__all__ = [
+    "add_feature_gates_flag",
+    "add_unsupported",
+    "feature_gates",
+    "go_duration",
+    "pflag_bool",
+    "reject_unsupported",
+    "string_list",
+]
+
+log = logging.getLogger("kubesched.features")
 
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
@@ -106,3 +117,26 @@ def reject_unsupported(args: argparse.Namespace) -> None:
     given = getattr(args, "unsupported_flags", None)
     if given:
         raise InputError(given[0])
+
+
+def add_feature_gates_flag(parser: argparse._ActionsContainer) -> None:
+    """kube-scheduler's `--feature-gates A=true,B=false`, repeatable (into `args.feature_gates`)."""
+    parser.add_argument(
+        "--feature-gates",
+        action="append",
+        default=[],
+        metavar="NAME=BOOL,...",
+        help="kube-scheduler v1.37.2's feature gates (repeatable); a gate that changes scheduling "
+        "and that kubesched does not implement is refused, one the scheduler does not read is ignored",
+    )
+
+
+def feature_gates(args: argparse.Namespace) -> FeatureGates:
+    """The gates of `--feature-gates`, checked as the binary checks them and refused where kubesched
+    cannot follow them; the gates it accepts and ignores are logged once, here."""
+    gates = parse_feature_gates(args.feature_gates)
+    gates.refuse_unimplemented()
+    notice = gates.ignored_notice()
+    if notice:
+        log.warning("%s", notice)
+    return gates

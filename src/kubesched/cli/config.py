@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kubesched.cli._flags import add_feature_gates_flag, feature_gates
 from kubesched.config import default_config, dump_config, load_config
 from kubesched.plugins import default_registry
 
@@ -30,6 +31,7 @@ def add_config_commands(subparsers: argparse._SubParsersAction[argparse.Argument
         description="Decode, default and validate FILE; print every problem with its field path.",
     )
     validate.add_argument("file", metavar="FILE", help="KubeSchedulerConfiguration (YAML or JSON)")
+    add_feature_gates_flag(validate)
     validate.set_defaults(func=run_validate)
 
     defaults = commands.add_parser(
@@ -38,12 +40,13 @@ def add_config_commands(subparsers: argparse._SubParsersAction[argparse.Argument
         description="Print FILE with every default filled in, or the default configuration without FILE.",
     )
     defaults.add_argument("file", metavar="FILE", nargs="?", help="KubeSchedulerConfiguration (YAML or JSON)")
+    add_feature_gates_flag(defaults)
     defaults.set_defaults(func=run_defaults)
 
 
 def run_validate(args: argparse.Namespace) -> int:
     """Print `FILE: valid (N profiles: a, b)`; an invalid file raises InputError."""
-    cfg = load_config(args.file, default_registry())
+    cfg = load_config(args.file, default_registry(), feature_gates(args))
     names = [p.scheduler_name or "" for p in cfg.profiles]
     noun = "profile" if len(names) == 1 else "profiles"
     sys.stdout.write(f"{args.file}: valid ({len(names)} {noun}: {', '.join(names)})\n")
@@ -51,8 +54,10 @@ def run_validate(args: argparse.Namespace) -> int:
 
 
 def run_defaults(args: argparse.Namespace) -> int:
-    """Print the effective configuration of FILE, or kube-scheduler's defaults without one."""
+    """Print the effective configuration of FILE, or kube-scheduler's defaults without one, under
+    the feature gates given (as kube-scheduler's `--write-config-to` writes it)."""
+    gates = feature_gates(args)
     registry = default_registry()
-    cfg = load_config(args.file, registry) if args.file else default_config(registry)
+    cfg = load_config(args.file, registry, gates) if args.file else default_config(registry, gates)
     sys.stdout.write(dump_config(cfg))
     return 0

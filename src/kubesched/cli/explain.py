@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from kubesched.cli._flags import add_feature_gates_flag, feature_gates
 from kubesched.errors import InputError
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ def add_explain_command(subparsers: argparse._SubParsersAction[argparse.Argument
     # The snapshot (~10^6 objects on 5000 nodes) lives until the process ends and holds little
     # cyclic garbage: collecting it as it grows, then tearing it down at exit, cost ~0.5 CPU s of
     # a 5000-node explain for nothing (see `kubesched.cli.entry`).
+    add_feature_gates_flag(p)
     p.set_defaults(func=_explain, exit_without_teardown=True, cyclic_gc=False)
 
 
@@ -78,8 +80,9 @@ def _explain(args: argparse.Namespace) -> int:
 
     if (args.pod is None) == (args.filename is None):
         raise InputError("name a pod (NAMESPACE/POD) or give a manifest with -f, not both")
+    gates = feature_gates(args)
     registry = default_registry()
-    config = load_config(args.config, registry) if args.config else default_config(registry)
+    config = load_config(args.config, registry, gates) if args.config else default_config(registry, gates)
     manifest = _read_manifest(args.filename, args.namespace) if args.filename else None
     notes: list[str] = []
     if args.snapshot:

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from kubesched.cli._flags import add_feature_gates_flag
 from kubesched.errors import InputError
 
 if TYPE_CHECKING:
@@ -135,6 +136,7 @@ def add_extender_command(subparsers: argparse._SubParsersAction[argparse.Argumen
     p.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error"), help="log verbosity"
     )
+    add_feature_gates_flag(p)
     p.set_defaults(func=extender)
 
 
@@ -177,6 +179,7 @@ def extender(args: argparse.Namespace) -> int:
     """Build the engine and serve until signalled."""
     import uvicorn
 
+    from kubesched.cli._flags import feature_gates
     from kubesched.cli._logging import configure_logging
     from kubesched.config import load_config
     from kubesched.extender.engine import ExtenderEngine
@@ -215,7 +218,7 @@ def extender(args: argparse.Namespace) -> int:
     token = _read_token(args.token_file) if args.token_file else None
 
     registry = default_registry()
-    cfg = load_config(args.config, registry)
+    cfg = load_config(args.config, registry, feature_gates(args))
     specs = profiles_from_config(cfg, registry)
     if args.profile:
         chosen = [s for s in specs if s.scheduler_name == args.profile]

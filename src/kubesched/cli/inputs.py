@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api.loader import LoadedObjects, load_paths
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.errors import InputError
 from kubesched.framework.registry import Registry
@@ -72,9 +73,9 @@ def load_configs(paths: Sequence[str], registry: Registry) -> list[tuple[str, Ku
 
 
 def load_inputs(
-    paths: Sequence[str], config_path: str | None, registry: Registry
+    paths: Sequence[str], config_path: str | None, registry: Registry, gates: FeatureGates = DEFAULT_GATES
 ) -> tuple[LoadedObjects, KubeSchedulerConfiguration]:
-    """The configuration (checked first) and the objects of `paths`.
+    """The configuration (checked first, defaulted under `gates`) and the objects of `paths`.
 
     Without paths, the bundled demo cluster, with the demo's configuration unless one is given.
     Without a configuration, upstream's defaults.
@@ -86,7 +87,7 @@ def load_inputs(
             raise InputError("the bundled demo cluster is not installed; pass PATHs of objects")
         paths = [str(DEMO_DIR / "cluster")]
         config_path = config_path or str(DEMO_DIR / "scheduler-config.yaml")
-    config = load_config(config_path, registry) if config_path else default_config(registry)
+    config = load_config(config_path, registry, gates) if config_path else default_config(registry, gates)
     return load_paths(paths), config
 
 

@@ -7,9 +7,10 @@ on the command line wins over the config file. Upstream differs in one place: wi
 ignores `--kubeconfig` and `--kube-api-*` (deprecated there); kubesched applies them, since a flag a
 user typed should not be dropped silently.
 
-kube-scheduler flags kubesched cannot honour (feature gates, profiling endpoints, metric filters,
-other log formats, request-header authentication, SNI certificates, ...) are accepted by the parser
-only to stop the command with one line naming the flag.
+`--feature-gates` is taken as `kubesched.config.features` describes. kube-scheduler flags kubesched
+cannot honour (profiling endpoints, metric filters, other log formats, request-header
+authentication, SNI certificates, ...) are accepted by the parser only to stop the command with one
+line naming the flag.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import argparse
 import msgspec
 
 from kubesched import __version__
-from kubesched.cli._flags import add_bool_flag, add_unsupported, go_duration
-from kubesched.config import KubeSchedulerConfiguration, format_duration, validate
+from kubesched.cli._flags import add_bool_flag, add_feature_gates_flag, add_unsupported, go_duration
+from kubesched.config import FeatureGates, KubeSchedulerConfiguration, format_duration, validate
 from kubesched.config.plugin_catalog import PluginCatalog
 from kubesched.errors import FieldErrors, InputError
 
@@ -74,8 +75,8 @@ def add_kube_scheduler_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--write-config-to", metavar="FILE", help="write the effective configuration to FILE and exit"
     )
+    add_feature_gates_flag(g)
     for flag, reason in (
-        ("--feature-gates", "kubesched has no feature gates; its behaviour is v1.37's defaults"),
         ("--vmodule", "per-file verbosity is a klog feature"),
         ("--log-text-info-buffer-size", "a klog feature"),
         ("--log-json-info-buffer-size", "a klog feature"),
@@ -130,7 +131,7 @@ def log_level(args: argparse.Namespace) -> str:
 
 
 def apply_flags(
-    cfg: KubeSchedulerConfiguration, args: argparse.Namespace, registry: PluginCatalog
+    cfg: KubeSchedulerConfiguration, args: argparse.Namespace, registry: PluginCatalog, gates: FeatureGates
 ) -> KubeSchedulerConfiguration:
     """The config with the flags given on the command line written over it, then validated again."""
     cc = cfg.client_connection
@@ -162,7 +163,7 @@ def apply_flags(
     le = msgspec.structs.replace(le, **{k: v for k, v in le_changes.items() if v is not None})
     cfg = msgspec.structs.replace(cfg, client_connection=cc, leader_election=le)
     try:
-        validate(cfg, registry)
+        validate(cfg, registry, gates)
     except FieldErrors as exc:
         raise exc.at(source=f"{args.config} with the command-line flags") from None
     return cfg

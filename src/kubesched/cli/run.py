@@ -111,7 +111,7 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     """Run until signalled (exit 0) or until the Lease is lost (exit 1)."""
-    from kubesched.cli._flags import reject_unsupported
+    from kubesched.cli._flags import feature_gates, reject_unsupported
     from kubesched.cli._logging import configure_logging
     from kubesched.cli.kube_flags import apply_flags, log_level
     from kubesched.cli.serving_flags import serving_options
@@ -127,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(log_level(args), args.logging_format)
     if args.bind_depth < 1:
         raise InputError("must be at least 1", source="--bind-depth")
+    gates = feature_gates(args)
     registry = default_registry()
-    cfg = apply_flags(load_config(args.config, registry), args, registry)
+    cfg = apply_flags(load_config(args.config, registry, gates), args, registry, gates)
     if args.write_config_to:
         _write_config(args.write_config_to, dump_config(cfg))
         return 0

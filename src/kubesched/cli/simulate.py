@@ -7,7 +7,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kubesched.cli._flags import add_feature_gates_flag, feature_gates
 from kubesched.cli.inputs import DEMO_DIR, input_notes, load_inputs, refuse_html_on_terminal
+from kubesched.config.features import FeatureGates
 from kubesched.errors import InputError, did_you_mean
 from kubesched.framework.registry import Registry
 from kubesched.simulate.snapshot.model import POD_SELECTIONS
@@ -88,6 +90,7 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
     sim.add_argument(
         "--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)"
     )
+    add_feature_gates_flag(sim)
     sim.set_defaults(func=_simulate)
 
 
@@ -100,11 +103,12 @@ def _simulate(args: argparse.Namespace) -> int:
     from kubesched.simulate.snapshot.run import simulate
     from kubesched.simulate.snapshot.table import TableOptions, render_table
 
+    gates = feature_gates(args)
     registry = default_registry()
     refuse_html_on_terminal(args.output)
     if args.scenario is not None:
-        return _replay(args, registry)
-    objects, config = load_inputs(args.paths, args.config, registry)
+        return _replay(args, registry, gates)
+    objects, config = load_inputs(args.paths, args.config, registry, gates)
     for note in input_notes(objects):
         print(f"kubesched: note: {note}", file=sys.stderr)
     wanted = frozenset(args.pod)
@@ -171,7 +175,7 @@ def _check_pod_names(wanted: frozenset[str], pending: set[str]) -> None:
             raise InputError(f"no pending pod {key} in the input{did_you_mean(key, pending)}", source="--pod")
 
 
-def _replay(args: argparse.Namespace, registry: Registry) -> int:
+def _replay(args: argparse.Namespace, registry: Registry, gates: FeatureGates) -> int:
     """`--scenario FILE`: replay a timeline (after the objects of PATHs, created at 0s)."""
     from kubesched.api.loader import load_paths
     from kubesched.cli._console import stdout_console
@@ -182,7 +186,7 @@ def _replay(args: argparse.Namespace, registry: Registry) -> int:
     from kubesched.simulate.report import to_json
     from kubesched.simulate.scenario import load_scenario
 
-    config = load_config(args.config, registry) if args.config else default_config(registry)
+    config = load_config(args.config, registry, gates) if args.config else default_config(registry, gates)
     scenario = load_scenario(args.scenario)
     initial = load_paths(args.paths) if args.paths else None
     with progress_reporter(enabled=sys.stderr.isatty(), label="replaying") as progress:

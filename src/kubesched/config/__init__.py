@@ -16,8 +16,10 @@ from kubesched.config.defaults import (
     apply_defaults,
     default_config,
     default_plugins,
+    upstream_default_plugins,
 )
 from kubesched.config.duration import format_duration, parse_duration, parse_duration_ns
+from kubesched.config.features import DEFAULT_GATES, FeatureGates, parse_feature_gates
 from kubesched.config.loader import (
     decode_config,
     dump_config,
@@ -55,6 +57,7 @@ from kubesched.config.validation import is_extended_resource_name, validate
 __all__ = [
     "API_VERSION",
     "DEFAULT_EXTENDER_HTTP_TIMEOUT",
+    "DEFAULT_GATES",
     "DEFAULT_LEASE_NAME",
     "DEFAULT_SCHEDULER_NAME",
     "EXTENSION_POINTS",
@@ -68,6 +71,7 @@ __all__ = [
     "Extender",
     "ExtenderManagedResource",
     "ExtenderTLSConfig",
+    "FeatureGates",
     "KubeSchedulerConfiguration",
     "KubeSchedulerProfile",
     "LeaderElectionConfiguration",
@@ -94,7 +98,9 @@ __all__ = [
     "parse_document",
     "parse_duration",
     "parse_duration_ns",
+    "parse_feature_gates",
     "plugin_args",
     "resolve_profile_plugins",
+    "upstream_default_plugins",
     "validate",
 ]

@@ -11,6 +11,7 @@ import contextlib
 import copy
 
 from kubesched.config.args import decode_plugin_args, default_args, encode_args, lookup_plugin
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.config.merge import merge_plugins
 from kubesched.config.plugin_catalog import PluginCatalog
 from kubesched.config.types import (
@@ -36,11 +37,13 @@ __all__ = [
     "apply_defaults",
     "default_config",
     "default_plugins",
+    "upstream_default_plugins",
 ]
 
-#: Upstream's default plugins, all enabled through multiPoint, in order, with their Score weights
-#: (None: no weight configured; the plugin does not score, or scores with weight 1).
-UPSTREAM_DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
+#: Upstream's default plugins before its feature gates add theirs, all enabled through multiPoint, in
+#: order, with their Score weights (None: no weight configured; the plugin does not score, or scores
+#: with weight 1).
+_UNGATED_DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
     ("SchedulingGates", None),
     ("PrioritySort", None),
     ("NodeName", None),
@@ -55,38 +58,69 @@ UPSTREAM_DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
     ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
-    ("DynamicResources", 2),
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", None),
-    ("NodeDeclaredFeatures", None),
 )
+
+
+def upstream_default_plugins(gates: FeatureGates = DEFAULT_GATES) -> tuple[tuple[str, int | None], ...]:
+    """Upstream's default multiPoint plugins and weights under `gates`, as the binary's
+    `--write-config-to` writes them: each gate adds its plugins where upstream puts them."""
+    plugins = list(_UNGATED_DEFAULT_PLUGINS)
+    if gates.enabled("NodeDeclaredFeatures"):
+        plugins.append(("NodeDeclaredFeatures", None))
+    if gates.enabled("InPlacePodVerticalScalingSchedulerPreemption"):
+        # Before NodeResourcesFit, so a node where preemption is off fails here first.
+        plugins.insert(_index(plugins, "NodeResourcesFit"), ("DeferredPodScheduling", None))
+    if gates.enabled("DynamicResourceAllocation"):
+        # Before DefaultPreemption: freeing an idle claim beats evicting a pod.
+        plugins.insert(_index(plugins, "DefaultPreemption"), ("DynamicResources", 2))
+    if gates.enabled("GenericWorkload"):
+        plugins.append(("GangScheduling", None))
+    if gates.enabled("TopologyAwareWorkloadScheduling"):
+        plugins += [("TopologyPlacementGenerator", None), ("PodGroupPodsCount", 1)]
+    return tuple(plugins)
+
+
+def _index(plugins: list[tuple[str, int | None]], name: str) -> int:
+    return next((i for i, (n, _) in enumerate(plugins) if n == name), len(plugins))
+
+
+#: The default plugins of a binary run without `--feature-gates`.
+UPSTREAM_DEFAULT_PLUGINS = upstream_default_plugins()
 DEFAULT_LEASE_NAME = "kubesched"
 DEFAULT_EXTENDER_HTTP_TIMEOUT = "5s"
 
 
-def default_plugins(registry: PluginCatalog) -> PluginSet:
-    """The default multiPoint plugin set of a profile: upstream's list, restricted to `registry`.
+def default_plugins(registry: PluginCatalog, gates: FeatureGates = DEFAULT_GATES) -> PluginSet:
+    """The default multiPoint plugin set of a profile: upstream's list under `gates`, restricted to
+    `registry`.
 
     Upstream defaults that kubesched does not ship yet (they arrive in a later release) are left
     out instead of failing every profile; a config that names one explicitly gets an error.
     """
     known = [
         Plugin(name=name, weight=w)
-        for name, w in UPSTREAM_DEFAULT_PLUGINS
+        for name, w in upstream_default_plugins(gates)
         if lookup_plugin(registry, name) is not None
     ]
     return PluginSet(enabled=known)
 
 
-def default_config(registry: PluginCatalog) -> KubeSchedulerConfiguration:
+def default_config(
+    registry: PluginCatalog, gates: FeatureGates = DEFAULT_GATES
+) -> KubeSchedulerConfiguration:
     """The configuration kube-scheduler runs with when given no file: everything defaulted."""
-    return apply_defaults(KubeSchedulerConfiguration(api_version=API_VERSION, kind=KIND), registry)
+    return apply_defaults(KubeSchedulerConfiguration(api_version=API_VERSION, kind=KIND), registry, gates)
 
 
-def apply_defaults(cfg: KubeSchedulerConfiguration, registry: PluginCatalog) -> KubeSchedulerConfiguration:
-    """A copy of `cfg` with every unset field defaulted (idempotent: defaulting twice changes nothing).
+def apply_defaults(
+    cfg: KubeSchedulerConfiguration, registry: PluginCatalog, gates: FeatureGates = DEFAULT_GATES
+) -> KubeSchedulerConfiguration:
+    """A copy of `cfg` with every unset field defaulted under `gates` (idempotent: defaulting twice
+    changes nothing).
 
     Works on invalid configs too (validation reports their problems): unknown plugins are kept
     as written and args that do not decode are left raw.
@@ -97,7 +131,7 @@ def apply_defaults(cfg: KubeSchedulerConfiguration, registry: PluginCatalog) -> 
         out.profiles = [KubeSchedulerProfile()]
     if len(out.profiles) == 1 and out.profiles[0].scheduler_name is None:
         out.profiles[0].scheduler_name = DEFAULT_SCHEDULER_NAME
-    defaults = Plugins(multi_point=default_plugins(registry))
+    defaults = Plugins(multi_point=default_plugins(registry, gates))
     for profile in out.profiles:
         profile.plugins = merge_plugins(defaults, profile.plugins)
         profile.plugin_config = _default_plugin_config(profile, registry)

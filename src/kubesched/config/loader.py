@@ -20,6 +20,7 @@ from kubesched.api.safe_yaml import check_yaml
 from kubesched.api.strict import field_names_at
 from kubesched.config._util import quote
 from kubesched.config.defaults import apply_defaults
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.config.plugin_catalog import PluginCatalog
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.config.validation import validate
@@ -28,8 +29,11 @@ from kubesched.errors import FieldErrors, InputError, did_you_mean
 __all__ = ["decode_config", "dump_config", "load_config", "parse_document"]
 
 
-def load_config(path: str | os.PathLike[str], registry: PluginCatalog) -> KubeSchedulerConfiguration:
-    """The effective (validated, defaulted) configuration in file `path`; plugins come from `registry`."""
+def load_config(
+    path: str | os.PathLike[str], registry: PluginCatalog, gates: FeatureGates = DEFAULT_GATES
+) -> KubeSchedulerConfiguration:
+    """The effective (validated, defaulted under `gates`) configuration in file `path`; plugins come
+    from `registry`."""
     source = os.fspath(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -37,10 +41,12 @@ def load_config(path: str | os.PathLike[str], registry: PluginCatalog) -> KubeSc
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=source) from None
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file", source=source) from None
-    return decode_config(text, source, registry)
+    return decode_config(text, source, registry, gates)
 
 
-def decode_config(text: str, source: str, registry: PluginCatalog) -> KubeSchedulerConfiguration:
+def decode_config(
+    text: str, source: str, registry: PluginCatalog, gates: FeatureGates = DEFAULT_GATES
+) -> KubeSchedulerConfiguration:
     """The effective configuration in `text` (YAML or JSON); errors name `source`."""
     data = parse_document(text, source)
     if data is None:
@@ -57,10 +63,10 @@ def decode_config(text: str, source: str, registry: PluginCatalog) -> KubeSchedu
             message += did_you_mean(key, names)
         raise InputError(message, source=source, path=path) from None
     try:
-        validate(cfg, registry)
+        validate(cfg, registry, gates)
     except FieldErrors as exc:
         raise FieldErrors(exc.errors, source=source) from None
-    return apply_defaults(cfg, registry)
+    return apply_defaults(cfg, registry, gates)
 
 
 def dump_config(cfg: KubeSchedulerConfiguration) -> str:

@@ -17,6 +17,7 @@ from kubesched.config._util import quote
 from kubesched.config.args import decode_plugin_args, lookup_plugin
 from kubesched.config.defaults import UPSTREAM_DEFAULT_PLUGINS, apply_defaults
 from kubesched.config.duration import parse_duration
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.config.merge import ResolvedPlugins, resolve_profile_plugins
 from kubesched.config.plugin_catalog import PluginCatalog
 from kubesched.config.types import (
@@ -36,10 +37,12 @@ __all__ = ["is_extended_resource_name", "validate"]
 _UPSTREAM_DEFAULT_NAMES = frozenset(name for name, _ in UPSTREAM_DEFAULT_PLUGINS)
 
 
-def validate(cfg: KubeSchedulerConfiguration, registry: PluginCatalog) -> None:
-    """Raise FieldErrors listing every problem in `cfg`, each with its field path."""
+def validate(
+    cfg: KubeSchedulerConfiguration, registry: PluginCatalog, gates: FeatureGates = DEFAULT_GATES
+) -> None:
+    """Raise FieldErrors listing every problem in `cfg` defaulted under `gates`, each with its field path."""
     errors: list[InputError] = []
-    effective = apply_defaults(cfg, registry)
+    effective = apply_defaults(cfg, registry, gates)
     _check_top_level(effective, errors)
     _check_leader_election(effective.leader_election, errors)
     _check_client_connection(effective.client_connection, errors)

@@ -97,7 +97,6 @@ def test_flag_values_are_validated_with_the_file(config: Path, capsys: Capsys) -
 @pytest.mark.parametrize(
     "flag,named",
     [
-        ("--feature-gates=DynamicResourceAllocation=true", "--feature-gates"),
         ("--profiling", "--profiling"),
         ("--profiling=true", "--profiling"),
         ("--vmodule=foo=4", "--vmodule"),
