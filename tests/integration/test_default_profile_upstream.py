@@ -118,6 +118,10 @@ ACCEPTED = [
     "NodeDeclaredFeatures=true,DynamicResourceAllocation=true,DRAPrioritizedList=true",
     "AllAlpha=false",
     "kube:WorkloadWithJob=false,kube:DRADeviceTaintRules=true",
+    # followed: the args upstream defaults under them are left unset
+    "StorageCapacityScoring=false",
+    "DRASchedulerFilterTimeout=false",
+    "StorageCapacityScoring=false,DRASchedulerFilterTimeout=false",
 ]
 
 #: Gate sets under which the binary's default profile differs from its default one, and the gate
@@ -129,8 +133,6 @@ CHANGING = [
         "InPlacePodVerticalScalingSchedulerPreemption=true",
         "InPlacePodVerticalScalingSchedulerPreemption=true",
     ),
-    ("StorageCapacityScoring=false", "StorageCapacityScoring=false"),
-    ("DRASchedulerFilterTimeout=false", "DRASchedulerFilterTimeout=false"),
     ("DRADeviceBindingConditions=false", "DRADeviceBindingConditions=false"),
 ]
 

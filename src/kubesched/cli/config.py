@@ -46,7 +46,8 @@ def add_config_commands(subparsers: argparse._SubParsersAction[argparse.Argument
 
 def run_validate(args: argparse.Namespace) -> int:
     """Print `FILE: valid (N profiles: a, b)`; an invalid file raises InputError."""
-    cfg = load_config(args.file, default_registry(), feature_gates(args))
+    gates = feature_gates(args)
+    cfg = load_config(args.file, default_registry(features=gates), gates)
     names = [p.scheduler_name or "" for p in cfg.profiles]
     noun = "profile" if len(names) == 1 else "profiles"
     sys.stdout.write(f"{args.file}: valid ({len(names)} {noun}: {', '.join(names)})\n")
@@ -57,7 +58,7 @@ def run_defaults(args: argparse.Namespace) -> int:
     """Print the effective configuration of FILE, or kube-scheduler's defaults without one, under
     the feature gates given (as kube-scheduler's `--write-config-to` writes it)."""
     gates = feature_gates(args)
-    registry = default_registry()
+    registry = default_registry(features=gates)
     cfg = load_config(args.file, registry, gates) if args.file else default_config(registry, gates)
     sys.stdout.write(dump_config(cfg))
     return 0

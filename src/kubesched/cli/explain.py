@@ -81,7 +81,7 @@ def _explain(args: argparse.Namespace) -> int:
     if (args.pod is None) == (args.filename is None):
         raise InputError("name a pod (NAMESPACE/POD) or give a manifest with -f, not both")
     gates = feature_gates(args)
-    registry = default_registry()
+    registry = default_registry(features=gates)
     config = load_config(args.config, registry, gates) if args.config else default_config(registry, gates)
     manifest = _read_manifest(args.filename, args.namespace) if args.filename else None
     notes: list[str] = []

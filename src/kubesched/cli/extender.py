@@ -217,8 +217,9 @@ def extender(args: argparse.Namespace) -> int:
         limits = ConnectionLimits(max_connections=args.max_connections)
     token = _read_token(args.token_file) if args.token_file else None
 
-    registry = default_registry()
-    cfg = load_config(args.config, registry, feature_gates(args))
+    gates = feature_gates(args)
+    registry = default_registry(features=gates)
+    cfg = load_config(args.config, registry, gates)
     specs = profiles_from_config(cfg, registry)
     if args.profile:
         chosen = [s for s in specs if s.scheduler_name == args.profile]

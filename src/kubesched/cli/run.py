@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bind_depth < 1:
         raise InputError("must be at least 1", source="--bind-depth")
     gates = feature_gates(args)
-    registry = default_registry()
+    registry = default_registry(features=gates)
     cfg = apply_flags(load_config(args.config, registry, gates), args, registry, gates)
     if args.write_config_to:
         _write_config(args.write_config_to, dump_config(cfg))

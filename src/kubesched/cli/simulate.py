@@ -104,7 +104,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from kubesched.simulate.snapshot.table import TableOptions, render_table
 
     gates = feature_gates(args)
-    registry = default_registry()
+    registry = default_registry(features=gates)
     refuse_html_on_terminal(args.output)
     if args.scenario is not None:
         return _replay(args, registry, gates)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from typing import Any
 
 from kubesched.config.args import decode_plugin_args, default_args, encode_args, lookup_plugin
 from kubesched.config.features import DEFAULT_GATES, FeatureGates
@@ -88,6 +89,20 @@ def _index(plugins: list[tuple[str, int | None]], name: str) -> int:
     return next((i for i, (n, _) in enumerate(plugins) if n == name), len(plugins))
 
 
+#: Plugin args fields upstream defaults only with a gate on: with it off the field stays unset, a
+#: field written is refused (upstream's messages), and the plugin runs as the gate says.
+GATED_ARGS: dict[str, dict[str, tuple[str, str]]] = {
+    "VolumeBinding": {
+        "shape": (
+            "StorageCapacityScoring",
+            "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring",
+        ),
+    },
+    "DynamicResources": {
+        "filterTimeout": ("DRASchedulerFilterTimeout", "DRASchedulingFilterTimeout feature gate is disabled"),
+    },
+}
+
 #: The default plugins of a binary run without `--feature-gates`.
 UPSTREAM_DEFAULT_PLUGINS = upstream_default_plugins()
 DEFAULT_LEASE_NAME = "kubesched"
@@ -134,7 +149,7 @@ def apply_defaults(
     defaults = Plugins(multi_point=default_plugins(registry, gates))
     for profile in out.profiles:
         profile.plugins = merge_plugins(defaults, profile.plugins)
-        profile.plugin_config = _default_plugin_config(profile, registry)
+        profile.plugin_config = _default_plugin_config(profile, registry, gates)
     for ext in out.extenders:
         if ext.http_timeout is None:
             ext.http_timeout = DEFAULT_EXTENDER_HTTP_TIMEOUT
@@ -180,25 +195,36 @@ def _default_top_level(cfg: KubeSchedulerConfiguration) -> None:
         cfg.delay_cache_until_active = False
 
 
-def _default_plugin_config(profile: KubeSchedulerProfile, registry: PluginCatalog) -> list[PluginConfig]:
+def _default_plugin_config(
+    profile: KubeSchedulerProfile, registry: PluginCatalog, gates: FeatureGates
+) -> list[PluginConfig]:
     """pluginConfig with written args completed by their defaults and default args for every other
-    enabled plugin that has an args type, so the effective config shows what each plugin runs with."""
+    enabled plugin that has an args type, so the effective config shows what each plugin runs with
+    (without the fields whose gate is off, as upstream leaves them unset)."""
     configs: list[PluginConfig] = []
     for pc in profile.plugin_config:
         args = pc.args
         if lookup_plugin(registry, pc.name) is not None:
             with contextlib.suppress(InputError):  # validation reports it with its path
                 args = encode_args(pc.name, decode_plugin_args(pc.name, registry, pc.args))
-        configs.append(PluginConfig(name=pc.name, args=args))
+        configs.append(PluginConfig(name=pc.name, args=_ungated(pc.name, args, gates)))
     configured = {pc.name for pc in configs}
     for name in _enabled_names(profile.plugins):
         if name in configured or lookup_plugin(registry, name) is None:
             continue
         args = default_args(name, registry)
         if args is not None:
-            configs.append(PluginConfig(name=name, args=args))
+            configs.append(PluginConfig(name=name, args=_ungated(name, args, gates)))
             configured.add(name)
     return configs
+
+
+def _ungated(name: str, args: Any, gates: FeatureGates) -> Any:
+    """`args` without the fields of plugin `name` whose gate is off."""
+    off = [field for field, (gate, _) in GATED_ARGS.get(name, {}).items() if not gates.enabled(gate)]
+    if not off or not isinstance(args, dict):
+        return args
+    return {k: v for k, v in args.items() if k not in off}
 
 
 def _enabled_names(plugins: Plugins | None) -> list[str]:

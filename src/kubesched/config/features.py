@@ -10,9 +10,11 @@ What kubesched does with a known gate:
 * the scheduler does not read it (kubelet, API server, controller gates), or reading it does not
   change a decision (the zpages endpoints, a fast path): accepted and ignored, so a kube-scheduler
   command line moves over unchanged (the CLI logs them once, `ignored_notice`);
+* the scheduler reads it and kubesched follows both values (`FOLLOWED`: config defaulting and
+  validation as `GATED_ARGS` says, the plugins through the registry's `features`);
 * the scheduler reads it and a value other than v1.37's default changes what it decides: kubesched
-  implements the default only, so `refuse_unimplemented` refuses the other value with one line
-  naming the gate rather than schedule differently from the binary without saying so.
+  implements the default only (`DEFAULT_ONLY`), so `refuse_unimplemented` refuses the other value
+  with one line naming the gate rather than schedule differently from the binary without saying so.
 
 `FeatureGates.enabled` answers for every gate; config defaulting reads it (the default profile
 follows the gates as the binary's `--write-config-to` does).
@@ -52,7 +54,6 @@ DEFAULT_ONLY: Mapping[str, str] = {
     "DRANodeAllocatableResources": "node-allocatable DRA resources",
     "DRAOptionalNodeOperations": "optional node operations in DynamicResources",
     "DRAPartitionableDevices": "switching off partitionable devices in DynamicResources",
-    "DRASchedulerFilterTimeout": "switching off DynamicResources' filter timeout",
     "DRAWorkloadResourceClaims": "pod-group resource claims in DynamicResources",
     "GenericWorkload": "the Workload and PodGroup API and the GangScheduling plugin",
     "InPlacePodLevelResourcesVerticalScaling": "switching off in-place resizes of pod-level resources",
@@ -65,11 +66,14 @@ DEFAULT_ONLY: Mapping[str, str] = {
     "SchedulerAsyncPreemption": "synchronous preemption",
     "SchedulerPopFromBackoffQ": "a queue that never pops from the backoff queue",
     "SchedulerPreQueueingHints": "pre-queueing hints",
-    "StorageCapacityScoring": "switching off VolumeBinding's storage capacity scoring",
     "TaintTolerationComparisonOperators": "the Gt and Lt toleration operators",
     "TopologyAwareWorkloadScheduling": "topology-aware placement of pod groups",
     "VolumeLimitScaling": "switching off volume limit scaling in NodeVolumeLimits",
 }
+
+
+#: Gates kube-scheduler v1.37.2 reads that kubesched follows at either value.
+FOLLOWED = frozenset({"DRASchedulerFilterTimeout", "StorageCapacityScoring"})
 
 
 def _spec(name: str) -> tuple[str, bool, bool]:
@@ -115,7 +119,7 @@ class FeatureGates:
         ignored = [
             f"{name}={_go(value)}"
             for name, value in self.given
-            if name not in DEFAULT_ONLY and name not in _SPECIAL and not GATES[name][2]
+            if not (name in DEFAULT_ONLY or name in FOLLOWED or name in _SPECIAL or GATES[name][2])
         ]
         if not ignored:
             return ""

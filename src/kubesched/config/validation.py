@@ -15,7 +15,7 @@ from typing import Any
 
 from kubesched.config._util import quote
 from kubesched.config.args import decode_plugin_args, lookup_plugin
-from kubesched.config.defaults import UPSTREAM_DEFAULT_PLUGINS, apply_defaults
+from kubesched.config.defaults import GATED_ARGS, UPSTREAM_DEFAULT_PLUGINS, apply_defaults
 from kubesched.config.duration import parse_duration
 from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.config.merge import ResolvedPlugins, resolve_profile_plugins
@@ -46,7 +46,7 @@ def validate(
     _check_top_level(effective, errors)
     _check_leader_election(effective.leader_election, errors)
     _check_client_connection(effective.client_connection, errors)
-    _check_profiles(cfg, effective, registry, errors)
+    _check_profiles(cfg, effective, registry, gates, errors)
     _check_extenders(effective.extenders, errors)
     if errors:
         raise FieldErrors(errors)
@@ -126,6 +126,7 @@ def _check_profiles(
     written: KubeSchedulerConfiguration,
     effective: KubeSchedulerConfiguration,
     registry: PluginCatalog,
+    gates: FeatureGates,
     errors: list[InputError],
 ) -> None:
     if not effective.profiles:
@@ -145,7 +146,7 @@ def _check_profiles(
         as_written = written.profiles[i] if i < len(written.profiles) else KubeSchedulerProfile()
         before = len(errors)
         _check_plugin_lists(as_written, path, registry, errors)
-        _check_plugin_config(as_written, path, registry, errors)
+        _check_plugin_config(as_written, path, registry, gates, errors)
         if len(errors) > before:
             continue  # resolving would only repeat these problems
         resolved = _resolve(profile, path, registry, errors)
@@ -198,7 +199,11 @@ def _unknown(name: str, registry: PluginCatalog) -> str:
 
 
 def _check_plugin_config(
-    profile: KubeSchedulerProfile, path: str, registry: PluginCatalog, errors: list[InputError]
+    profile: KubeSchedulerProfile,
+    path: str,
+    registry: PluginCatalog,
+    gates: FeatureGates,
+    errors: list[InputError],
 ) -> None:
     seen: set[str] = set()
     for j, pc in enumerate(profile.plugin_config):
@@ -214,6 +219,10 @@ def _check_plugin_config(
             decode_plugin_args(pc.name, registry, pc.args, f"{where}.args")
         except InputError as exc:
             errors.append(InputError(exc.message, path=exc.path))
+            continue
+        for field, (gate, message) in GATED_ARGS.get(pc.name, {}).items():
+            if isinstance(pc.args, dict) and field in pc.args and not gates.enabled(gate):
+                _err(errors, f"{where}.args.{field}", message)
 
 
 def _resolve(

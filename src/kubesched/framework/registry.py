@@ -3,7 +3,9 @@
 A plugin class has a `name` (ClassVar) and may declare `args_type`, a msgspec Struct for its
 pluginConfig args. If the args struct has `validate() -> list[InputError]` it is called with the
 decoded args; error paths are relative to the args (e.g. `scoringStrategy.type`).
-The constructor may accept `args` and/or `handle` keyword arguments; it gets only those it names.
+The constructor may accept `args`, `handle` and/or `features` keyword arguments; it gets only those it
+names. `features` is the registry's FeatureGates: as upstream's in-tree registry builds its plugins
+with the scheduler's feature gates, a plugin that follows a gate reads it there.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import msgspec
 import msgspec.inspect
 
 from kubesched.api.strict import field_names_at
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.config.plugin_catalog import PluginCatalog
 from kubesched.errors import InputError, did_you_mean
 from kubesched.framework.interfaces import extension_points_of
@@ -33,8 +36,10 @@ class Registry(Mapping[str, type], PluginCatalog):
     plugin (KeyError for an unknown one).
     """
 
-    def __init__(self, plugins: Iterable[type] = ()) -> None:
+    def __init__(self, plugins: Iterable[type] = (), *, features: FeatureGates = DEFAULT_GATES) -> None:
         self._plugins: dict[str, type] = {}
+        #: The feature gates the plugins of this registry are built with.
+        self.features = features
         for cls in plugins:
             self.register(cls)
 
@@ -136,8 +141,10 @@ def _split_msgspec_error(text: str, prefix: str) -> tuple[str, str]:
     return message, prefix + where.rstrip("`")
 
 
-def instantiate(cls: type, args: Any = None, handle: Any = None) -> Any:
-    """Construct a plugin, passing `args`/`handle` only if its constructor names them."""
+def instantiate(
+    cls: type, args: Any = None, handle: Any = None, features: FeatureGates = DEFAULT_GATES
+) -> Any:
+    """Construct a plugin, passing `args`/`handle`/`features` only if its constructor names them."""
     try:
         signature = inspect.signature(cls)
     except (TypeError, ValueError):
@@ -149,6 +156,8 @@ def instantiate(cls: type, args: Any = None, handle: Any = None) -> Any:
         kwargs["args"] = args if args is not None else _default_args(cls)
     if "handle" in params:
         kwargs["handle"] = handle
+    if "features" in params:
+        kwargs["features"] = features
     return cls(**kwargs)
 
 

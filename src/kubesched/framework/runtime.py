@@ -153,7 +153,7 @@ class Framework:
                 plugin = self.plugins.get(name)
                 if plugin is None:
                     try:
-                        plugin = instantiate(cls, plugin_args.get(name), handle)
+                        plugin = instantiate(cls, plugin_args.get(name), handle, registry.features)
                     except InputError as exc:
                         raise FrameworkError(f'profile "{profile_name}": plugin "{name}": {exc}') from None
                     except Exception as exc:  # a plugin's own bug must not become a traceback

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.registry import Registry
 from kubesched.plugins.contrib.az_scheduler import AZScheduler
 from kubesched.plugins.contrib.coscheduling import Coscheduling
@@ -58,9 +59,10 @@ BUILTIN_PLUGINS: tuple[type, ...] = (
 )
 
 
-def default_registry(*, entry_points: bool = True) -> Registry:
-    """Built-in plugins plus those published under the `kubesched.plugins` entry-point group."""
-    registry = Registry(BUILTIN_PLUGINS)
+def default_registry(*, entry_points: bool = True, features: FeatureGates = DEFAULT_GATES) -> Registry:
+    """Built-in plugins plus those published under the `kubesched.plugins` entry-point group, built
+    with the feature gates `features`."""
+    registry = Registry(BUILTIN_PLUGINS, features=features)
     if entry_points:
         registry.load_entry_points()
     return registry

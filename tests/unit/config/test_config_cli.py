@@ -18,7 +18,7 @@ HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfigu
 @pytest.fixture(autouse=True)
 def fake_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     reg = registry()
-    monkeypatch.setattr(cli_config, "default_registry", lambda: reg)
+    monkeypatch.setattr(cli_config, "default_registry", lambda **_: reg)
 
 
 def run(*argv: str) -> int:

@@ -3,14 +3,24 @@ cannot follow a gate; the default profile follows the gates as the binary's `--w
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesched.config import DEFAULT_GATES, FeatureGates, parse_feature_gates, upstream_default_plugins
+from kubesched.config import (
+    DEFAULT_GATES,
+    FeatureGates,
+    default_config,
+    load_config,
+    parse_feature_gates,
+    upstream_default_plugins,
+)
 from kubesched.config.features import DEFAULT_ONLY
 from kubesched.config.gate_table import DEPENDENCIES, GATES
 from kubesched.errors import InputError
+from kubesched.plugins import default_registry
 
 #: Gates kube-scheduler's feature struct and scheduler package read, with their v1.37.2 stage and
 #: default (checked by hand against pkg/features/kube_features.go; the table must agree).
@@ -229,3 +239,63 @@ def test_the_default_profile_follows_the_gates_as_upstream_adds_plugins() -> Non
     )
     deferred = _names_of(FeatureGates(explicit={"InPlacePodVerticalScalingSchedulerPreemption": True}))
     assert deferred.index("DeferredPodScheduling") == deferred.index("NodeResourcesFit") - 1
+
+
+# --------------------------------------------------------------------------- args the gates default
+
+HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+def _args(gates: FeatureGates, name: str) -> dict[str, object]:
+    cfg = default_config(default_registry(features=gates), gates)
+    (args,) = [pc.args for pc in cfg.profiles[0].plugin_config if pc.name == name]
+    assert isinstance(args, dict)
+    return args
+
+
+@pytest.mark.parametrize(
+    ("gate", "plugin", "field"),
+    [
+        ("StorageCapacityScoring", "VolumeBinding", "shape"),
+        ("DRASchedulerFilterTimeout", "DynamicResources", "filterTimeout"),
+    ],
+)
+def test_a_field_upstream_defaults_under_a_gate_is_left_unset_with_the_gate_off(
+    gate: str, plugin: str, field: str
+) -> None:
+    assert field in _args(DEFAULT_GATES, plugin)
+    off = parse_feature_gates([f"{gate}=false"])
+    off.refuse_unimplemented()  # kubesched follows this gate
+    assert off.ignored_notice() == ""
+    args = _args(off, plugin)
+    assert field not in args
+    assert len(args) == len(_args(DEFAULT_GATES, plugin)) - 1
+
+
+@pytest.mark.parametrize(
+    ("gate", "plugin_config", "message"),
+    [
+        (
+            "StorageCapacityScoring",
+            "{name: VolumeBinding, args: {shape: [{utilization: 0, score: 1}]}}",
+            "profiles[0].pluginConfig[0].args.shape: unexpected field `shape`, remove it or turn on the "
+            "feature gate StorageCapacityScoring",
+        ),
+        (
+            "DRASchedulerFilterTimeout",
+            "{name: DynamicResources, args: {filterTimeout: 5s}}",
+            "profiles[0].pluginConfig[0].args.filterTimeout: "
+            "DRASchedulingFilterTimeout feature gate is disabled",
+        ),
+    ],
+)
+def test_a_field_written_with_its_gate_off_is_refused_as_upstream_refuses_it(
+    tmp_path: Path, gate: str, plugin_config: str, message: str
+) -> None:
+    path = tmp_path / "sched.yaml"
+    path.write_text(HEADER + f"profiles: [{{pluginConfig: [{plugin_config}]}}]\n")
+    registry = default_registry()
+    load_config(path, registry)  # valid with the gate on
+    with pytest.raises(InputError) as info:
+        load_config(path, registry, parse_feature_gates([f"{gate}=false"]))
+    assert str(info.value) == f"{path}: {message}"

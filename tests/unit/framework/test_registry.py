@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from kubesched.config import EXTENSION_POINTS, PluginCatalog
+from kubesched.config import DEFAULT_GATES, EXTENSION_POINTS, FeatureGates, PluginCatalog, parse_feature_gates
 from kubesched.errors import InputError
 from kubesched.framework import FilterPlugin, Status
 from kubesched.framework.interfaces import EXTENSION_POINT_METHODS, extension_points_of
@@ -115,3 +115,20 @@ def test_instantiate_passes_only_the_parameters_a_constructor_names() -> None:
     assert plugin.args == ThresholdArgs() and plugin.handle == "H"
     bare = instantiate(type("Bare", (FilterPlugin,), {"name": "Bare", "filter": lambda *a: None}), "x", "H")
     assert bare.name == "Bare"
+
+
+def test_a_plugin_that_names_features_gets_its_registrys_gates() -> None:
+    gates = parse_feature_gates(["StorageCapacityScoring=false"])
+
+    class Gated(FilterPlugin):
+        name = "Gated"
+
+        def __init__(self, features: FeatureGates) -> None:
+            self.features = features
+
+        def filter(self, state: Any, pod: Any, node_info: Any) -> Status | None:
+            return None
+
+    assert instantiate(Gated, None, None, gates).features is gates
+    assert instantiate(Gated).features is DEFAULT_GATES
+    assert Registry([Gated], features=gates).features is gates

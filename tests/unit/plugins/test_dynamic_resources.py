@@ -11,8 +11,9 @@ import yaml
 from kubesched.api.loader import LoadedObjects, load_documents
 from kubesched.api.resource import AllocationResult
 from kubesched.cluster.memory import MemoryCluster
-from kubesched.config import default_config
+from kubesched.config import default_config, parse_feature_gates
 from kubesched.plugins import default_registry
+from kubesched.plugins.dynamic_resources import DynamicResources, DynamicResourcesArgs
 from kubesched.simulate.snapshot.model import Report
 from kubesched.simulate.snapshot.run import simulate
 
@@ -433,3 +434,9 @@ def test_claim_waiting_for_binding_within_the_timeout_stays_usable() -> None:
     report = run(CLASS, fresh, nodes_with_gpus(count=1, gpus=2), pod("p", claim="stale"))
     (p,) = report.pods
     assert p.result == "Scheduled" and p.attempts == 1
+
+
+def test_with_the_filter_timeout_gate_off_filter_is_never_bounded() -> None:
+    assert DynamicResources().filter_timeout == 10.0
+    off = parse_feature_gates(["DRASchedulerFilterTimeout=false"])
+    assert DynamicResources(DynamicResourcesArgs(filter_timeout="3s"), features=off).filter_timeout == 0.0

@@ -21,6 +21,7 @@ from kubesched.api.objects import (
     Pod,
     StorageClass,
 )
+from kubesched.config import parse_feature_gates
 from kubesched.config.args import default_args
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
@@ -1097,3 +1098,12 @@ def test_score_with_storage_capacity(objects: list[Any], incoming: Pod, expected
     assert [s if verdicts[n] is None else None for n, s in zip(table.names, scored, strict=True)] == [
         s if verdicts[n] is None else None for n, s in zip(table.names, expected, strict=True)
     ]
+
+
+def test_with_storage_capacity_scoring_off_pre_score_skips_every_pod() -> None:
+    """Upstream builds no scorer with the gate off: PreScore skips, whatever the pod's volumes."""
+    off = VolumeBinding(features=parse_feature_gates(["StorageCapacityScoring=false"]))
+    pod = make_pod("p")
+    status = off.pre_score(CycleState(), pod, make_table([make_node("n1")]).all())
+    assert status is not None and status.is_skip()
+    assert VolumeBinding().pre_score(CycleState(), pod, make_table([make_node("n1")]).all()) is None

@@ -47,6 +47,7 @@ from kubesched.api.resource import (
 from kubesched.api.resources import pod_requests
 from kubesched.api.selectors import NodeSelectorMatcher, compile_node_selector
 from kubesched.config.duration import parse_duration_ns
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
@@ -296,12 +297,19 @@ class DynamicResources(
             return Status.unschedulable("pods with dra resource claims are not signable")
         return []
 
-    def __init__(self, args: DynamicResourcesArgs | None = None, handle: _Handle | None = None) -> None:
+    def __init__(
+        self,
+        args: DynamicResourcesArgs | None = None,
+        handle: _Handle | None = None,
+        features: FeatureGates = DEFAULT_GATES,
+    ) -> None:
         self.args = args if args is not None else DynamicResourcesArgs()
         errors = self.args.validate()
         if errors:
             raise errors[0]
-        self.filter_timeout = parse_duration_ns(self.args.filter_timeout) / 1e9
+        # DRASchedulerFilterTimeout off: upstream never bounds Filter's allocation.
+        timed = features.enabled("DRASchedulerFilterTimeout")
+        self.filter_timeout = parse_duration_ns(self.args.filter_timeout) / 1e9 if timed else 0.0
         self.binding_timeout = parse_duration_ns(self.args.binding_timeout) / 1e9
         self._handle = handle
         # Checked once: a runtime Protocol isinstance costs more than the rest of a PreBind.

@@ -34,7 +34,8 @@ What upstream does (reference §3.2, §3.3, §3.5, §8.3), and how it maps here:
   holds the request — otherwise `node(s) did not have enough free storage`. On each node the first
   claim to provision that fails decides the reason (claims with a selected node first, then the
   others from the smallest request up, as upstream orders them).
-* **Score** (StorageCapacityScoring, beta and on by default since v1.37): PreScore never skips, so
+* **Score** (StorageCapacityScoring, beta and on by default since v1.37; with the gate off PreScore
+  skips every pod and `shape` is refused): PreScore never skips, so
   every pod gets a VolumeBinding score on every node, 0 unless the node has volumes to choose. Per
   storage class `u = requested * 100 // capacity` (100 when the capacity is 0 or too small) is
   mapped through `shape` (default: 0 -> 10, 100 -> 0, scores x10, so the tightest fit is *least*

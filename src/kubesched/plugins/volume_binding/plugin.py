@@ -14,6 +14,7 @@ import numpy as np
 
 from kubesched.api.objects import Pod, StorageClass
 from kubesched.api.quantity import QuantityError
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
@@ -79,12 +80,19 @@ class VolumeBinding(
         """KEP-5598: the parts of the pod this plugin's answers depend on."""
         return [volumes_fragment(pod)]
 
-    def __init__(self, args: VolumeBindingArgs | None = None, handle: VolumeHandle | None = None) -> None:
+    def __init__(
+        self,
+        args: VolumeBindingArgs | None = None,
+        handle: VolumeHandle | None = None,
+        features: FeatureGates = DEFAULT_GATES,
+    ) -> None:
         self.args = args if args is not None else VolumeBindingArgs()
         errors = self.args.validate()
         if errors:
             raise errors[0]
         self._handle = handle
+        #: StorageCapacityScoring: off, upstream builds no scorer and PreScore skips every pod.
+        self._scores = features.enabled("StorageCapacityScoring")
         self.assume_cache = AssumeCache()
         self._scorer = CapacityScorer(self.args)
 
@@ -157,8 +165,9 @@ class VolumeBinding(
 
     # Score
     def pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
-        """Never Skip: with StorageCapacityScoring on, upstream scores every pod (mostly 0)."""
-        return None
+        """Never Skip with StorageCapacityScoring on (upstream scores every pod, mostly 0); always
+        Skip with it off."""
+        return None if self._scores else Status.skip()
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         return int(self.score_nodes(state, pod, NodeTable([node_info]).all())[0])
