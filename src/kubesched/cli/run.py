@@ -329,8 +329,10 @@ class _Runner:
 
     def _wait_for_sync(self) -> bool:
         log.info("waiting for informers to sync")
-        while not self.cluster.has_synced():
-            if self.stopping.wait(0.1):
+        # On the informers' own events (the loop starts the moment the last one syncs), looking
+        # at `stopping` at least every 0.1 s.
+        while not (self.cluster.wait_for_sync(0.1) and self.cluster.has_synced()):
+            if self.stopping.is_set():
                 return False
         log.info("informers synced: %s", ", ".join(sorted(self.cluster.informers)))
         return True

@@ -104,12 +104,17 @@ class ScriptedListWatch:
         self.lists = list(lists)
         self.watches = list(watches)
         self.list_calls: list[str] = []
+        self.list_versions: list[str] = []  # the resourceVersion each LIST's first page asked for
         self.watch_calls: list[str] = []
         self.release = threading.Event()
         self.idle = threading.Event()
 
-    def list_page(self, kind: ResourceKind, *, limit: int, continue_token: str) -> bytes:
+    def list_page(
+        self, kind: ResourceKind, *, limit: int, continue_token: str, resource_version: str = ""
+    ) -> bytes:
         self.list_calls.append(continue_token)
+        if not continue_token:
+            self.list_versions.append(resource_version)
         pages = self.lists[0]
         index = int(continue_token) if continue_token else 0
         if index == len(pages) - 1:

@@ -37,7 +37,9 @@ class PerKind:
     def __init__(self, sources: dict[str, ScriptedListWatch]) -> None:
         self.sources = sources
 
-    def list_page(self, kind: ResourceKind, *, limit: int, continue_token: str) -> bytes:
+    def list_page(
+        self, kind: ResourceKind, *, limit: int, continue_token: str, resource_version: str = ""
+    ) -> bytes:
         return self.sources[kind.kind].list_page(kind, limit=limit, continue_token=continue_token)
 
     def watch(

@@ -66,7 +66,9 @@ class Sources:
         self.go = threading.Event()
         self.release = threading.Event()
 
-    def list_page(self, kind: ResourceKind, *, limit: int, continue_token: str) -> bytes:
+    def list_page(
+        self, kind: ResourceKind, *, limit: int, continue_token: str, resource_version: str = ""
+    ) -> bytes:
         if kind.kind == "PodGroup":
             return list_page([], rv="10")
         return self.scripted[kind.kind].list_page(kind, limit=limit, continue_token=continue_token)

@@ -201,8 +201,11 @@ def identify(raw: bytes | msgspec.Raw) -> _MetaOnly | None:
 class ListWatch(Protocol):
     """Where an informer's bytes come from: the API server, or a scripted fake in tests."""
 
-    def list_page(self, kind: ResourceKind, *, limit: int, continue_token: str) -> bytes:
-        """One page of the collection (JSON bytes of a List)."""
+    def list_page(
+        self, kind: ResourceKind, *, limit: int, continue_token: str, resource_version: str = ""
+    ) -> bytes:
+        """One page of the collection (JSON bytes of a List); `resource_version` "0" lets the server
+        answer the first page from its watch cache, "" asks for a consistent read."""
         ...
 
     def watch(
@@ -223,10 +226,14 @@ class ApiListWatch:
     def __init__(self, client: KubeClient) -> None:
         self.client = client
 
-    def list_page(self, kind: ResourceKind, *, limit: int, continue_token: str) -> bytes:
+    def list_page(
+        self, kind: ResourceKind, *, limit: int, continue_token: str, resource_version: str = ""
+    ) -> bytes:
         params: dict[str, str | int] = {"limit": limit}
         if continue_token:
             params["continue"] = continue_token
+        elif resource_version:
+            params["resourceVersion"] = resource_version
         if kind.field_selector:
             params["fieldSelector"] = kind.field_selector
         return self.client.get(kind.path, params).body
@@ -260,15 +267,20 @@ def list_objects(
     decode: Callable[[msgspec.Raw], Any | None],
     *,
     page_size: int = PAGE_SIZE,
+    resource_version: str = "",
 ) -> tuple[list[Any], str]:
     """LIST every page of `kind`: the objects `decode` returned (None skips one) and the list's
-    resourceVersion. A continue token that expired mid-list (compaction) starts the list again."""
+    resourceVersion. A continue token that expired mid-list (compaction) starts the list again.
+    `resource_version` goes with the first page only (the continue token carries it after)."""
     items: list[Any] = []
     token = ""
-    resource_version = ""
+    listed_at = ""
     while True:
         try:
-            page = _list_decoder.decode(source.list_page(kind, limit=page_size, continue_token=token))
+            raw = source.list_page(
+                kind, limit=page_size, continue_token=token, resource_version=resource_version
+            )
+            page = _list_decoder.decode(raw)
         except ApiError as exc:
             if exc.code == 410 and token:
                 items, token = [], ""
@@ -278,10 +290,10 @@ def list_objects(
             obj = decode(raw)
             if obj is not None:
                 items.append(obj)
-        resource_version = page.metadata.resource_version or resource_version
+        listed_at = page.metadata.resource_version or listed_at
         token = page.metadata.continue_
         if not token:
-            return items, resource_version
+            return items, listed_at
 
 
 # --------------------------------------------------------------------------- backoff
@@ -458,8 +470,14 @@ class Informer:
                     return
 
     def _list(self) -> None:
-        """LIST every page, then replace the store, delivering the difference."""
-        items, resource_version = list_objects(self.source, self.kind, self._decode)
+        """LIST every page, then replace the store, delivering the difference.
+
+        The first LIST asks for resourceVersion "0", which the API server answers from its watch
+        cache, as client-go's reflector does for its initial list; a relist (after an error or an
+        expired watch) reads consistently, as the reflector does once the version it had is gone.
+        """
+        first = "0" if self.lists == 0 else ""
+        items, resource_version = list_objects(self.source, self.kind, self._decode, resource_version=first)
         self.lists += 1
         self._replace(items)
         self.resource_version = resource_version
