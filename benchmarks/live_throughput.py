@@ -408,6 +408,7 @@ class _Spec(msgspec.Struct):
 
 class _Meta(msgspec.Struct):
     name: str = ""
+    resourceVersion: str = ""  # noqa: N815 - the wire name
 
 
 class _Pod(msgspec.Struct):
@@ -450,31 +451,43 @@ class BindWatch:
 
     def _run(self) -> None:
         try:
-            params: dict[str, str | int] = {
-                "watch": "true",
-                "resourceVersion": self.resource_version,
-                "timeoutSeconds": int(PHASE_TIMEOUT + READY_TIMEOUT),
-            }
-            path = f"/api/v1/namespaces/{self.namespace}/pods"
-            with self.client.stream_lines(
-                path, params, read_timeout=PHASE_TIMEOUT + READY_TIMEOUT, on_open=self._remember_close
-            ) as lines:
-                for line in lines:
-                    now = time.perf_counter()
-                    event = _event_decoder.decode(line)
-                    pod = event.object
-                    name = pod.metadata.name
-                    # Only the pending pods count: the preemption shape's victims are bound already
-                    # (and their deletion is an event with a nodeName too).
-                    if pod.spec.nodeName and name.startswith("pod-") and name not in self.bound_at:
-                        self.bound_at[name] = now
-                        if len(self.bound_at) >= self.expected:
-                            return
+            # The API server may end a watch early (it drops a watcher that falls behind, which a
+            # loaded machine makes likely): resume from the last event seen until every pod is.
+            while not self.done.is_set() and len(self.bound_at) < self.expected:
+                self._follow()
         except BaseException as exc:  # reported by wait(); a closed stream on stop is expected
             if not self.done.is_set():
                 self.error = exc
         finally:
             self.done.set()
+
+    def _follow(self) -> None:
+        """One watch request, from `resource_version` until it ends or every pod is seen bound."""
+        params: dict[str, str | int] = {
+            "watch": "true",
+            "resourceVersion": self.resource_version,
+            "timeoutSeconds": int(PHASE_TIMEOUT + READY_TIMEOUT),
+        }
+        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        with self.client.stream_lines(
+            path, params, read_timeout=PHASE_TIMEOUT + READY_TIMEOUT, on_open=self._remember_close
+        ) as lines:
+            for line in lines:
+                now = time.perf_counter()
+                event = _event_decoder.decode(line)
+                if event.type == "ERROR":  # e.g. 410 Gone: resuming from the same version cannot work
+                    raise RuntimeError(f"the bind watch of {self.namespace} failed: {line[:300]!r}")
+                pod = event.object
+                name = pod.metadata.name
+                self.resource_version = pod.metadata.resourceVersion or self.resource_version
+                # Only the pending pods count: the preemption shape's victims are bound already
+                # (and their deletion is an event with a nodeName too).
+                if pod.spec.nodeName and name.startswith("pod-") and name not in self.bound_at:
+                    self.bound_at[name] = now
+                    if len(self.bound_at) >= self.expected:
+                        return
+        if not self.done.is_set():
+            note(f"the bind watch of {self.namespace} ended at {len(self.bound_at)} binds; resuming")
 
     def wait(self, timeout: float, alive: Callable[[], bool]) -> bool:
         """True once every pod was seen bound; False on timeout or when `alive()` turns false."""
