@@ -23,11 +23,13 @@ Speed: YAML is parsed by libyaml (CSafeLoader) and JSON by msgspec; each object 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -59,6 +61,7 @@ from kubesched.api.objects import (
     StatefulSet,
     StorageClass,
 )
+from kubesched.api.openapi import check_kind, unknown_fields, unknown_list_fields
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.resource import (
     RESOURCE_KINDS,
@@ -69,7 +72,6 @@ from kubesched.api.resource import (
     ResourceSlice,
 )
 from kubesched.api.safe_yaml import check_yaml
-from kubesched.api.strict import unknown_field
 from kubesched.api.workloads import WORKLOAD_KINDS, check_workload
 from kubesched.errors import InputError
 
@@ -129,6 +131,8 @@ class LoadedObjects:
     device_taint_rules: list[DeviceTaintRule] = field(default_factory=list)
     #: kind -> number of objects of that kind that were not loaded (the scheduler ignores them).
     skipped: dict[str, int] = field(default_factory=dict)
+    #: Fields and kinds the v1.37 API does not have, ignored because loaded with `strict=False`.
+    warnings: list[InputError] = field(default_factory=list)
 
     def add(self, obj: LoadedObject) -> None:
         """File `obj` under the list for its kind."""
@@ -227,7 +231,13 @@ _PLAIN_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _key_segment(key: str) -> str:
-    return f".{key}" if _PLAIN_KEY_RE.fullmatch(key) else f"[{key}]"
+    """`.key`, or `[key]` for a map key; quoted when it would break the path's one line."""
+    if _PLAIN_KEY_RE.fullmatch(key):
+        return f".{key}"
+    return f"[{key}]" if key.isprintable() and not _BRACKETS.intersection(key) else f"[{json.dumps(key)}]"
+
+
+_BRACKETS = frozenset("[]")
 
 
 def _translate_path(raw: str, doc: Any, got: str) -> str:
@@ -291,25 +301,39 @@ def _check_node_quantities(node: Node) -> None:
 
 def _convert(doc: dict[str, Any], kind_type: type[msgspec.Struct]) -> LoadedObject:
     try:
-        obj = cast(LoadedObject, msgspec.convert(doc, type=kind_type))
+        return cast(LoadedObject, msgspec.convert(doc, type=kind_type))
     except msgspec.ValidationError:
         # The rare slow path: retry without nulls, and report against that document.
         doc = drop_nulls(doc)
         try:
-            obj = cast(LoadedObject, msgspec.convert(doc, type=kind_type))
+            return cast(LoadedObject, msgspec.convert(doc, type=kind_type))
         except msgspec.ValidationError as err:
             raise _validation_error(err, doc) from None
-    if kind_type in _STRICT_SPEC:
-        # As the API server's strict field validation does: a misspelt field in a DRA spec would
-        # otherwise be dropped silently and change what gets allocated.
-        where = unknown_field({"spec": doc.get("spec")}, msgspec.inspect.type_info(kind_type), "")
-        if where is not None:
-            raise InputError("unknown field", path=where)
+
+
+#: What becomes of a problem the API server's strict validation would refuse: raised or recorded.
+_Refuse = Callable[[InputError], None]
+
+
+def _api_version(doc: dict[str, Any], default: str) -> str:
+    value = doc.get("apiVersion")
+    return value if type(value) is str and value else default
+
+
+def _decode_checked(
+    doc: dict[str, Any], kind: str, kind_type: type[msgspec.Struct], list_version: str, refuse: _Refuse
+) -> LoadedObject:
+    """`doc` decoded, after its kind, its fields (as the v1.37 API's strict field validation finds
+    them: a misspelt field would otherwise be dropped silently) and then its values are checked."""
+    given = _api_version(doc, list_version)
+    problem = check_kind(kind, given, loaded=True)
+    if problem is not None:
+        refuse(InputError(problem.message, path=problem.path))
+    obj = _convert(doc, kind_type)
+    for unknown in unknown_fields(doc, kind, given or obj.api_version):
+        refuse(unknown)
+    _check(obj)
     return obj
-
-
-#: Kinds whose `spec` must not hold fields the object model does not know.
-_STRICT_SPEC = frozenset(RESOURCE_KINDS.values())
 
 
 def _join(prefix: str, error: InputError) -> InputError:
@@ -340,36 +364,70 @@ def _decode_object(
     skipped: dict[str, int],
     *,
     default_kind: str | None = None,
+    list_version: str = "",
     where: list[str] | None = None,
     path: str = "",
+    lenient: list[InputError] | None = None,
 ) -> None:
-    """Decode `doc` (an object or a list of them) into `out`; `where` gets each one's path."""
+    """Decode `doc` (an object or a list of them) into `out`; `where` gets each one's path.
+
+    Kinds and fields the v1.37 API does not have are errors, or with `lenient` appended to it
+    (located by `path`) and left out.
+    """
     if not isinstance(doc, dict):
         raise InputError(f"expected an object with a kind, got {type_name(doc)}")
     kind = _kind_of(doc, default_kind)
     kind_type = _KINDS.get(kind)
     if kind_type is not None:
-        obj = _convert(doc, kind_type)
-        _check(obj)
+        obj = _decode_checked(
+            doc, kind, kind_type, list_version, partial(_refuse, lenient=lenient, path=path)
+        )
         out.append(obj)
         if where is not None:
             where.append(path)
     elif default_kind is None and _is_list(kind, doc):
+        for problem in unknown_list_fields(doc):
+            _refuse(problem, lenient=lenient, path=path)
         items = doc.get("items")
         if items is None:
             return
         if not isinstance(items, list):
             raise InputError(f"expected array, got {type_name(items)}", path="items")
         item_kind = None if kind == "List" else kind[: -len("List")]
+        item_version = "" if kind == "List" else _api_version(doc, "")
         for i, item in enumerate(items):
             try:
                 _decode_object(
-                    item, out, skipped, default_kind=item_kind, where=where, path=f"{path}items[{i}]"
+                    item,
+                    out,
+                    skipped,
+                    default_kind=item_kind,
+                    list_version=item_version,
+                    where=where,
+                    path=f"{path}items[{i}]",
+                    lenient=lenient,
                 )
             except InputError as err:
                 raise _join(f"items[{i}]", err) from None
     else:
+        wrong = check_kind(kind, _api_version(doc, ""), loaded=False)
+        if wrong is not None:
+            _refuse(InputError(wrong.message, path=wrong.path), lenient=lenient, path=path)
         skipped[kind] = skipped.get(kind, 0) + 1
+
+
+def _refuse(problem: InputError, *, lenient: list[InputError] | None, path: str) -> None:
+    """Raise `problem` (its path relative to the object), or append it located at `path`."""
+    if lenient is None:
+        raise problem
+    if not path:
+        lenient.append(problem)
+        return
+    if not problem.path or path.endswith(": "):
+        where = f"{path}{problem.path}".removesuffix(": ")
+    else:
+        where = f"{path}{problem.path}" if problem.path.startswith("[") else f"{path}.{problem.path}"
+    lenient.append(InputError(problem.message, path=where))
 
 
 def _check(obj: LoadedObject) -> None:
@@ -391,21 +449,22 @@ _CHECKS: dict[type[msgspec.Struct], Callable[[Any], None]] = {
 }
 
 
-def decode_object(doc: Any) -> LoadedObject | None:
+def decode_object(doc: Any, *, lenient: list[InputError] | None = None) -> LoadedObject | None:
     """One object of a kind the loader knows, or None for another kind (a `List` is not one object).
 
-    For documents that embed objects (scenario timelines): `InputError.path` is relative to `doc`.
+    For documents that embed objects (scenario timelines): `InputError.path` is relative to `doc`,
+    as are the paths of the problems appended to `lenient` (see `_decode_object`).
     """
     kind = doc.get("kind") if type(doc) is dict else None
     kind_type = _KINDS.get(kind) if type(kind) is str else None
     if kind_type is not None:  # a plain object of a known kind (no kind ends in "List"): decoded directly
-        obj = _convert(doc, kind_type)  # a scenario holds 100,000 of them; this skips the general path
-        _check(obj)
-        return obj
+        # A scenario holds 100,000 of them; this skips the general path.
+        assert isinstance(kind, str)
+        return _decode_checked(doc, kind, kind_type, "", partial(_refuse, lenient=lenient, path=""))
     out: list[LoadedObject] = []
     if isinstance(doc, dict) and _is_list(str(doc.get("kind") or ""), doc):
         raise InputError("expected one object, got a list")
-    _decode_object(doc, out, {})
+    _decode_object(doc, out, {}, lenient=lenient)
     return out[0] if out else None
 
 
@@ -426,17 +485,25 @@ def parse_documents(text: str, source: str) -> list[Any]:
     return _parse_yaml(text, source)
 
 
-def load_documents(text: str, source: str, *, skipped: dict[str, int] | None = None) -> list[LoadedObject]:
+def load_documents(
+    text: str,
+    source: str,
+    *,
+    skipped: dict[str, int] | None = None,
+    lenient: list[InputError] | None = None,
+) -> list[LoadedObject]:
     """Decode every supported object in `text` (YAML or JSON); `source` names it in errors.
 
     Objects of kinds the scheduler does not model are left out and counted into `skipped` when
-    given. Raises `InputError` (source = `source`) for malformed text or an invalid object.
+    given. Raises `InputError` (source = `source`) for malformed text or an invalid object, and
+    for a field or kind the Kubernetes v1.37 API does not have, unless `lenient` is given: those
+    are then appended to it (the field is ignored, the object of an unknown kind left out).
     """
-    return _load_located(text, source, skipped)[0]
+    return _load_located(text, source, skipped, lenient)[0]
 
 
 def _load_located(
-    text: str, source: str, skipped: dict[str, int] | None
+    text: str, source: str, skipped: dict[str, int] | None, lenient: list[InputError] | None = None
 ) -> tuple[list[LoadedObject], list[str]]:
     """`load_documents`, plus where in the file each object is (`document 2: items[3]`)."""
     counts: dict[str, int] = {} if skipped is None else skipped
@@ -448,9 +515,10 @@ def _load_located(
         if doc is None:
             continue
         prefix = f"document {number}: " if several else ""
+        found: list[InputError] | None = None if lenient is None else []
         try:
             try:
-                _decode_object(doc, out, counts, where=where, path=prefix)
+                _decode_object(doc, out, counts, where=where, path=prefix, lenient=found)
             except RecursionError:
                 raise InputError("nested too deeply") from None
         except InputError as err:
@@ -459,6 +527,8 @@ def _load_located(
             else:
                 location = err.path
             raise InputError(err.message, source=source, path=location) from None
+        if lenient is not None and found:
+            lenient.extend(InputError(e.message, source=source, path=e.path) for e in found)
     return out, [f"{source}: {w.removesuffix(': ')}" if w else source for w in where]
 
 
@@ -533,18 +603,21 @@ def read_text(path: str | Path) -> str:
     return _read(Path(path), str(path))
 
 
-def load_paths(paths: Sequence[str | Path]) -> LoadedObjects:
+def load_paths(paths: Sequence[str | Path], *, strict: bool = True) -> LoadedObjects:
     """Load files, and directories walked recursively for *.yaml, *.yml and *.json, in sorted order.
 
     A file named explicitly is read whatever its extension; `-` reads standard input. Raises
     `InputError` naming the file, also when one object (same kind, namespace and name) is given
-    twice, in one file or two: the simulator would otherwise keep one of them silently.
+    twice, in one file or two: the simulator would otherwise keep one of them silently. Fields and
+    kinds the Kubernetes v1.37 API does not have are errors too, or with `strict=False` go to
+    `LoadedObjects.warnings` (for snapshots of newer clusters).
     """
     loaded = LoadedObjects()
     seen: dict[tuple[str, str, str], str] = {}
+    lenient = None if strict else loaded.warnings
     for given in paths:
         for source, text in _texts(given):
-            objects, where = _load_located(text, source, loaded.skipped)
+            objects, where = _load_located(text, source, loaded.skipped, lenient)
             for obj, at in zip(objects, where, strict=True):
                 identity = _identity(obj)
                 if identity is not None:

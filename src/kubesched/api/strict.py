@@ -1,9 +1,10 @@
-"""Find a field a document has and the object model does not: strict decoding, on demand.
+"""Find the fields a document has and a Struct does not: strict decoding of kubesched's own formats.
 
 The Structs ignore unknown fields, which live decoding needs (the API server adds fields over
-time). For hand-written manifests of some kinds, a misspelt field must instead be reported, as
-`kubectl apply` with strict field validation would; `unknown_field` walks a decoded document along
-its Struct's type information and names the first such field.
+time). A KubeSchedulerConfiguration must instead refuse them, as upstream's strict decoding does,
+and list them all at once: `without_unknown_fields` walks a decoded document along its Struct's
+type information and drops and names each one; `field_names_at` gives the names for a did-you-mean.
+(Kubernetes objects are checked against the API's own schema instead: `kubesched.api.openapi`.)
 """
 
 from __future__ import annotations
@@ -13,45 +14,34 @@ from typing import Any
 
 import msgspec.inspect as mi
 
-__all__ = ["field_names_at", "unknown_field"]
+__all__ = ["field_names_at", "without_unknown_fields"]
 
 _SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
 
 
-def unknown_field(doc: Any, info: mi.Type, path: str) -> str | None:
-    """The path of the first key of `doc` that `info` (the type `doc` decodes into) does not define."""
+def without_unknown_fields(doc: Any, info: mi.Type, path: str, found: list[str]) -> Any:
+    """`doc` less the keys `info` does not define (a copy where something is dropped); the path of
+    each dropped key is appended to `found`. So that a file's other problems can be found in the same
+    run, not one per run."""
     if doc is None:
         return None
-    if isinstance(info, mi.UnionType):
-        for member in info.types:
-            if not isinstance(member, mi.NoneType):
-                return unknown_field(doc, member, path)
-        return None
+    info = _unwrap(info)
     if isinstance(info, mi.StructType) and isinstance(doc, dict):
         fields = {f.encode_name: f.type for f in info.fields}
-        if info.cls.__name__ == "ObjectMeta":
-            return None  # metadata carries many server-set fields the scheduler never reads
+        kept: dict[Any, Any] = {}
         for key, value in doc.items():
             child = f"{path}.{key}" if path else str(key)
             field_type = fields.get(key)
             if field_type is None:
-                return child
-            found = unknown_field(value, field_type, child)
-            if found is not None:
-                return found
-        return None
+                found.append(child)
+            else:
+                kept[key] = without_unknown_fields(value, field_type, child, found)
+        return kept
     if isinstance(info, mi.ListType) and isinstance(doc, list):
-        for i, item in enumerate(doc):
-            found = unknown_field(item, info.item_type, f"{path}[{i}]")
-            if found is not None:
-                return found
-        return None
+        return [without_unknown_fields(v, info.item_type, f"{path}[{i}]", found) for i, v in enumerate(doc)]
     if isinstance(info, mi.DictType) and isinstance(doc, dict):
-        for key, value in doc.items():
-            found = unknown_field(value, info.value_type, f"{path}[{key}]")
-            if found is not None:
-                return found
-    return None
+        return {k: without_unknown_fields(v, info.value_type, f"{path}[{k}]", found) for k, v in doc.items()}
+    return doc
 
 
 def field_names_at(info: mi.Type, path: str) -> list[str]:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubesched.cli.inputs import add_output_option, add_seed_option, load_inputs
+from kubesched.cli.inputs import (
+    add_output_option,
+    add_seed_option,
+    add_strict_option,
+    load_inputs,
+    load_objects,
+)
 from kubesched.errors import InputError
 
 __all__ = ["add_capacity_command"]
@@ -39,13 +45,13 @@ def add_capacity_command(subparsers: argparse._SubParsersAction[argparse.Argumen
     )
     add_output_option(cmd)
     add_seed_option(cmd)
+    add_strict_option(cmd)
     cmd.set_defaults(func=_capacity)
 
 
 def _capacity(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from kubesched.api.loader import load_paths
     from kubesched.plugins import default_registry
     from kubesched.simulate.capacity.run import DEFAULT_LIMIT, capacity, shapes_of
     from kubesched.simulate.capacity.table import render_capacity
@@ -53,8 +59,8 @@ def _capacity(args: argparse.Namespace) -> int:
     from kubesched.simulate.report import to_json
 
     registry = default_registry()
-    objects, config = load_inputs(args.paths, args.config, registry)
-    found = shapes_of(load_paths([args.shape]))
+    objects, config = load_inputs(args.paths, args.config, registry, strict=args.strict)
+    found = shapes_of(load_objects([args.shape], strict=args.strict))
     if not found:
         raise InputError(
             "holds no Pod or workload (Deployment, ReplicaSet, StatefulSet, ...)", source=args.shape

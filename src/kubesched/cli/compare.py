@@ -10,7 +10,9 @@ from kubesched.cli.inputs import (
     add_configs_option,
     add_output_option,
     add_seed_option,
+    add_strict_option,
     load_configs,
+    load_objects,
     refuse_html_on_terminal,
 )
 from kubesched.errors import InputError
@@ -37,13 +39,13 @@ def add_compare_command(subparsers: argparse._SubParsersAction[argparse.Argument
     )
     add_output_option(cmd, html=True)
     add_seed_option(cmd)
+    add_strict_option(cmd)
     cmd.set_defaults(func=_compare)
 
 
 def _compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from kubesched.api.loader import load_paths
     from kubesched.plugins import default_registry
     from kubesched.simulate.compare.run import compare
     from kubesched.simulate.compare.table import render_comparison
@@ -55,7 +57,7 @@ def _compare(args: argparse.Namespace) -> int:
     registry = default_registry()
     configs = load_configs(args.configs, registry)
     paths = list(args.paths) or [str(DEMO_DIR / "cluster")]
-    comparison = compare(load_paths(paths), configs, registry, seed=args.seed)
+    comparison = compare(load_objects(paths, strict=args.strict), configs, registry, seed=args.seed)
     if args.output == "json":
         sys.stdout.buffer.write(to_json(comparison) + b"\n")
     elif args.output == "html":

@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from kubesched.cli._flags import add_feature_gates_flag, feature_gates
+from kubesched.cli.inputs import add_strict_option, load_objects, print_warnings
 from kubesched.errors import InputError
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ def add_explain_command(subparsers: argparse._SubParsersAction[argparse.Argument
         help="a KubeSchedulerConfiguration with the pod's profile (default: upstream's default profile)",
     )
     p.add_argument("--output", "-o", choices=("table", "json", "yaml"), default="table", help="output format")
+    add_strict_option(p)
     p.add_argument(
         "--debug", action="store_true", help="print the traceback of a plugin error (or unexpected failure)"
     )
@@ -73,7 +75,6 @@ def add_explain_command(subparsers: argparse._SubParsersAction[argparse.Argument
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from kubesched.api.loader import load_paths
     from kubesched.config import default_config, load_config
     from kubesched.plugins import default_registry
     from kubesched.simulate.explain.run import explain_pod, find_pod
@@ -83,10 +84,10 @@ def _explain(args: argparse.Namespace) -> int:
     gates = feature_gates(args)
     registry = default_registry(features=gates)
     config = load_config(args.config, registry, gates) if args.config else default_config(registry, gates)
-    manifest = _read_manifest(args.filename, args.namespace) if args.filename else None
+    manifest = _read_manifest(args.filename, args.namespace, strict=args.strict) if args.filename else None
     notes: list[str] = []
     if args.snapshot:
-        objects = load_paths(args.snapshot)
+        objects = load_objects(args.snapshot, strict=args.strict)
         source = "the snapshot " + " ".join(args.snapshot)
     else:
         snap = _read_cluster(args, config, registry)
@@ -136,7 +137,7 @@ def _read_cluster(
             raise InputError(str(err), source=client.server) from None
 
 
-def _read_manifest(filename: str, namespace: str) -> Pod:
+def _read_manifest(filename: str, namespace: str, *, strict: bool) -> Pod:
     import msgspec
 
     from kubesched.api.loader import load_documents
@@ -152,7 +153,9 @@ def _read_manifest(filename: str, namespace: str) -> Pod:
         except OSError as err:
             raise InputError(err.strerror or str(err), source=source) from None
     skipped: dict[str, int] = {}
-    objects = load_documents(text, source, skipped=skipped)
+    ignored: list[InputError] | None = None if strict else []
+    objects = load_documents(text, source, skipped=skipped, lenient=ignored)
+    print_warnings(ignored or [])
     pods = [o for o in objects if isinstance(o, Pod)]
     if len(pods) != 1 or len(objects) != 1 or skipped:
         kinds = [type(o).__name__ for o in objects] + [k for k, n in skipped.items() for _ in range(n)]

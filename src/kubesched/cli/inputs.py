@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api.loader import LoadedObjects, load_paths
+from kubesched.cli._flags import pflag_bool
 from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.errors import InputError
@@ -19,9 +20,12 @@ __all__ = [
     "add_configs_option",
     "add_output_option",
     "add_seed_option",
+    "add_strict_option",
     "input_notes",
     "load_configs",
     "load_inputs",
+    "load_objects",
+    "print_warnings",
     "refuse_html_on_terminal",
 ]
 
@@ -72,13 +76,53 @@ def load_configs(paths: Sequence[str], registry: Registry) -> list[tuple[str, Ku
     return [(p, default_config(registry) if p == "default" else load_config(p, registry)) for p in paths]
 
 
+def add_strict_option(parser: argparse.ArgumentParser) -> None:
+    """`--strict[=true|false]`: fields and kinds the v1.37 API does not have are errors, or warnings."""
+    parser.add_argument(
+        "--strict",
+        nargs="?",
+        const=True,
+        default=True,
+        type=pflag_bool,
+        metavar="BOOL",
+        help="refuse objects with fields or kinds the Kubernetes v1.37 API does not have, as the API "
+        "server does (default true); --strict=false ignores them with a warning each on stderr, "
+        "for snapshots of newer clusters",
+    )
+
+
+#: Warnings printed at most, so that a snapshot of a much newer cluster does not flood the terminal.
+MAX_WARNINGS = 20
+
+
+def print_warnings(warnings: Sequence[InputError]) -> None:
+    """One line on stderr for each of the first `MAX_WARNINGS` ignored problems, then how many more."""
+    for warning in warnings[:MAX_WARNINGS]:
+        print(f"kubesched: warning: {warning} (ignored: --strict=false)", file=sys.stderr)
+    if len(warnings) > MAX_WARNINGS:
+        more = len(warnings) - MAX_WARNINGS
+        print(f"kubesched: warning: {more} more problem(s) like these ignored", file=sys.stderr)
+
+
+def load_objects(paths: Sequence[str], *, strict: bool) -> LoadedObjects:
+    """`load_paths`, printing what it ignored when not `strict`."""
+    objects = load_paths(paths, strict=strict)
+    print_warnings(objects.warnings)
+    return objects
+
+
 def load_inputs(
-    paths: Sequence[str], config_path: str | None, registry: Registry, gates: FeatureGates = DEFAULT_GATES
+    paths: Sequence[str],
+    config_path: str | None,
+    registry: Registry,
+    gates: FeatureGates = DEFAULT_GATES,
+    *,
+    strict: bool = True,
 ) -> tuple[LoadedObjects, KubeSchedulerConfiguration]:
     """The configuration (checked first, defaulted under `gates`) and the objects of `paths`.
 
     Without paths, the bundled demo cluster, with the demo's configuration unless one is given.
-    Without a configuration, upstream's defaults.
+    Without a configuration, upstream's defaults. `strict`: see `add_strict_option`.
     """
     from kubesched.config import default_config, load_config
 
@@ -88,7 +132,7 @@ def load_inputs(
         paths = [str(DEMO_DIR / "cluster")]
         config_path = config_path or str(DEMO_DIR / "scheduler-config.yaml")
     config = load_config(config_path, registry, gates) if config_path else default_config(registry, gates)
-    return load_paths(paths), config
+    return load_objects(paths, strict=strict), config
 
 
 #: Kinds that sit next to a cluster snapshot on purpose (a scheduler configuration): not worth a note.

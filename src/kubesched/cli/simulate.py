@@ -8,7 +8,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kubesched.cli._flags import add_feature_gates_flag, feature_gates
-from kubesched.cli.inputs import DEMO_DIR, input_notes, load_inputs, refuse_html_on_terminal
+from kubesched.cli.inputs import (
+    DEMO_DIR,
+    add_strict_option,
+    input_notes,
+    load_inputs,
+    load_objects,
+    print_warnings,
+    refuse_html_on_terminal,
+)
 from kubesched.config.features import FeatureGates
 from kubesched.errors import InputError, did_you_mean
 from kubesched.framework.registry import Registry
@@ -91,6 +99,7 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         "--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)"
     )
     add_feature_gates_flag(sim)
+    add_strict_option(sim)
     sim.set_defaults(func=_simulate)
 
 
@@ -108,7 +117,7 @@ def _simulate(args: argparse.Namespace) -> int:
     refuse_html_on_terminal(args.output)
     if args.scenario is not None:
         return _replay(args, registry, gates)
-    objects, config = load_inputs(args.paths, args.config, registry, gates)
+    objects, config = load_inputs(args.paths, args.config, registry, gates, strict=args.strict)
     for note in input_notes(objects):
         print(f"kubesched: note: {note}", file=sys.stderr)
     wanted = frozenset(args.pod)
@@ -177,7 +186,6 @@ def _check_pod_names(wanted: frozenset[str], pending: set[str]) -> None:
 
 def _replay(args: argparse.Namespace, registry: Registry, gates: FeatureGates) -> int:
     """`--scenario FILE`: replay a timeline (after the objects of PATHs, created at 0s)."""
-    from kubesched.api.loader import load_paths
     from kubesched.cli._console import stdout_console
     from kubesched.config import default_config, load_config
     from kubesched.simulate.progress import progress_reporter
@@ -187,8 +195,10 @@ def _replay(args: argparse.Namespace, registry: Registry, gates: FeatureGates) -
     from kubesched.simulate.scenario import load_scenario
 
     config = load_config(args.config, registry, gates) if args.config else default_config(registry, gates)
-    scenario = load_scenario(args.scenario)
-    initial = load_paths(args.paths) if args.paths else None
+    ignored: list[InputError] | None = None if args.strict else []
+    scenario = load_scenario(args.scenario, lenient=ignored)
+    print_warnings(ignored or [])
+    initial = load_objects(args.paths, strict=args.strict) if args.paths else None
     with progress_reporter(enabled=sys.stderr.isatty(), label="replaying") as progress:
         report = replay(
             scenario,

@@ -17,12 +17,12 @@ import msgspec.inspect
 import yaml
 
 from kubesched.api.safe_yaml import check_yaml
-from kubesched.api.strict import field_names_at
+from kubesched.api.strict import field_names_at, without_unknown_fields
 from kubesched.config._util import quote
 from kubesched.config.defaults import apply_defaults
 from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.config.plugin_catalog import PluginCatalog
-from kubesched.config.types import KubeSchedulerConfiguration
+from kubesched.config.types import KIND, KubeSchedulerConfiguration
 from kubesched.config.validation import validate
 from kubesched.errors import FieldErrors, InputError, did_you_mean
 
@@ -51,22 +51,44 @@ def decode_config(
     data = parse_document(text, source)
     if data is None:
         raise InputError("the file is empty; expected a KubeSchedulerConfiguration", source=source)
+    _check_kind(data, source)
+    info = msgspec.inspect.type_info(KubeSchedulerConfiguration)
+    unknown: list[str] = []
+    try:
+        data = without_unknown_fields(data, info, "", unknown)
+    except RecursionError:
+        raise InputError("nested too deeply", source=source) from None
+    # Every problem of the file in one run: its unknown fields, then a value of the wrong type or
+    # else what validation finds.
+    errors = [_unknown(path, info) for path in unknown]
     try:
         cfg = msgspec.convert(data, KubeSchedulerConfiguration)
     except RecursionError:
         raise InputError("nested too deeply", source=source) from None
     except msgspec.ValidationError as exc:
         message, path = _translate(str(exc))
-        if message == "unknown field":
-            parent, _, key = path.rpartition(".")
-            names = field_names_at(msgspec.inspect.type_info(KubeSchedulerConfiguration), parent)
-            message += did_you_mean(key, names)
-        raise InputError(message, source=source, path=path) from None
+        raise FieldErrors([*errors, InputError(message, path=path)], source=source) from None
     try:
         validate(cfg, registry, gates)
     except FieldErrors as exc:
-        raise FieldErrors(exc.errors, source=source) from None
+        errors += exc.errors
+    if errors:
+        raise FieldErrors(errors, source=source)
     return apply_defaults(cfg, registry, gates)
+
+
+def _unknown(path: str, info: msgspec.inspect.Type) -> InputError:
+    parent, _, key = path.rpartition(".")
+    return InputError("unknown field" + did_you_mean(key, field_names_at(info, parent)), path=path)
+
+
+def _check_kind(data: Any, source: str) -> None:
+    """A document of another kind is named as such, before its fields are reported as unknown."""
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if isinstance(kind, str) and kind and kind != KIND:
+        raise FieldErrors(
+            [InputError(f"must be {quote(KIND)}, got {quote(kind)}", path="kind")], source=source
+        )
 
 
 def dump_config(cfg: KubeSchedulerConfiguration) -> str:

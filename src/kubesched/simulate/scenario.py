@@ -129,22 +129,31 @@ class Scenario:
 # --------------------------------------------------------------------------- reading
 
 
-def load_scenario(path: str | Path) -> Scenario:
+def load_scenario(path: str | Path, *, lenient: list[InputError] | None = None) -> Scenario:
     """Read and validate a scenario file (YAML or JSON); `InputError` names the file and field."""
     source = str(path)
-    return parse_scenario(read_text(path), source)
+    return parse_scenario(read_text(path), source, lenient=lenient)
 
 
-def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
-    """Validate a scenario document; every error names `source` and the field path."""
+def parse_scenario(
+    text: str, source: str = "<scenario>", *, lenient: list[InputError] | None = None
+) -> Scenario:
+    """Validate a scenario document; every error names `source` and the field path.
+
+    A field or kind the Kubernetes v1.37 API does not have, in an object of the timeline, is an
+    error too, unless `lenient` is given: it is then appended there and ignored (`decode_object`).
+    """
     with _collector_paused():
         documents = [d for d in parse_documents(text, source) if d is not None]
         if len(documents) != 1:
             raise InputError(f"expected one Scenario document, found {len(documents)}", source=source)
+        found: list[InputError] | None = None if lenient is None else []
         try:
-            scenario = _scenario(documents[0], source)
+            scenario = _scenario(documents[0], source, found)
         except InputError as err:
             raise InputError(err.message, source=source, path=err.path) from None
+        if lenient is not None and found:
+            lenient.extend(e.at(source=source) for e in found)
         # Free the parsed text's objects before the collector is back: it would walk them once more.
         del documents
     return scenario
@@ -175,7 +184,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _scenario(doc: Any, source: str) -> Scenario:
+def _scenario(doc: Any, source: str, lenient: list[InputError] | None) -> Scenario:
     root = _mapping(doc, "")
     api_version = root.get("apiVersion")
     if api_version != API_VERSION:
@@ -200,7 +209,7 @@ def _scenario(doc: Any, source: str) -> Scenario:
     objects = LoadedObjects()
     events: list[TimelineEvent] = []
     for i, raw in enumerate(raw_events):
-        event = _event(raw, i)
+        event = _event(raw, i, lenient)
         if event.ref.kind in TIMELINE_KINDS:
             events.append(event)
         else:
@@ -210,7 +219,7 @@ def _scenario(doc: Any, source: str) -> Scenario:
     return Scenario(name, events, objects, until, interval, source)
 
 
-def _event(raw: Any, i: int) -> TimelineEvent:
+def _event(raw: Any, i: int, lenient: list[InputError] | None) -> TimelineEvent:
     where = f"spec.events[{i}]"
     entry = _mapping(raw, where)
     _no_unknown_fields(entry, _EVENT_FIELDS, where)
@@ -230,7 +239,7 @@ def _event(raw: Any, i: int) -> TimelineEvent:
         if run_for is not None:
             raise InputError(_RUN_FOR_ONLY, path=f"{where}.runFor")
         return TimelineEvent(at, action, ref, index=i)
-    obj = _object(entry[action], body_path)
+    obj = _object(entry[action], body_path, lenient)
     ref = _ref_of(obj)
     if type(obj) is CronJob:
         raise InputError(
@@ -254,11 +263,14 @@ def _event(raw: Any, i: int) -> TimelineEvent:
     return TimelineEvent(at, action, ref, obj=obj, run_for=run_for, index=i)
 
 
-def _object(raw: Any, path: str) -> LoadedObject:
+def _object(raw: Any, path: str, lenient: list[InputError] | None) -> LoadedObject:
+    found: list[InputError] | None = None if lenient is None else []
     try:
-        obj = decode_object(raw)
+        obj = decode_object(raw, lenient=found)
     except InputError as err:
         raise err.at(path_prefix=path) from None
+    if lenient is not None and found:
+        lenient.extend(e.at(path_prefix=path) for e in found)
     if obj is None:
         kind = raw.get("kind") if isinstance(raw, dict) else None
         raise InputError(f"kind {_show(kind)} is not supported in a scenario", path=f"{path}.kind")

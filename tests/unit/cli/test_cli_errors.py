@@ -109,7 +109,7 @@ def test_malformed_json_names_line_and_column(tmp_path: Path, capsys: Capsys) ->
         (
             "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec:\n  driver: d\n"
             "  nodeName: n\n  pool: {name: p, generation: 1, sliceCount: 1}\n",
-            "spec.pool.sliceCount: unknown field",
+            'spec.pool.sliceCount: unknown field (did you mean "resourceSliceCount"?)',
         ),
         ("- a\n- b\n", "expected an object with a kind, got array"),
         ("metadata: {name: x}\n", "missing kind"),

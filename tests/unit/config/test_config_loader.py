@@ -236,3 +236,28 @@ def test_default_config_decodes_like_an_empty_file() -> None:
 def test_decoded_config_is_a_struct_round_trip() -> None:
     cfg = decode(HEADER + "profiles: [{schedulerName: x}]\n")
     assert msgspec.convert(msgspec.to_builtins(cfg), KubeSchedulerConfiguration) == cfg
+
+
+def test_every_unknown_field_and_invalid_value_is_reported_in_one_run(tmp_path: Path) -> None:
+    path = tmp_path / "sched.yaml"
+    path.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "parallelizm: 4\npercentageOfNodesToScore: 300\nprofiles:\n"
+        "- schedulerName: a\n  plugin: {}\n- schedulerName: b\n  pluginConfg: []\n"
+    )
+    with pytest.raises(FieldErrors) as err:
+        load_config(path, REGISTRY)
+    assert [str(e) for e in err.value.errors] == [
+        'parallelizm: unknown field (did you mean "parallelism"?)',
+        'profiles[0].plugin: unknown field (did you mean "plugins"?)',
+        'profiles[1].pluginConfg: unknown field (did you mean "pluginConfig"?)',
+        "percentageOfNodesToScore: must be in the range [0, 100], got 300",
+    ]
+
+
+def test_a_document_of_another_kind_is_named_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.yaml"
+    path.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 1}\n")
+    with pytest.raises(InputError) as err:
+        load_config(path, REGISTRY)
+    assert str(err.value) == f'{path}: kind: must be "KubeSchedulerConfiguration", got "Deployment"'

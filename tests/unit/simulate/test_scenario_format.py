@@ -138,8 +138,16 @@ def test_other_kinds_created_at_zero_become_objects_of_the_cluster() -> None:
             "s.yaml: spec.events[0].create.spec.containers[0].name: expected str, got int",
         ),
         (
-            document({"at": 0, "create": {"kind": "Gizmo"}}),
+            document({"at": 0, "create": {"apiVersion": "example.com/v1", "kind": "Gizmo"}}),
             's.yaml: spec.events[0].create.kind: kind "Gizmo" is not',
+        ),
+        (
+            document({"at": 0, "create": {"kind": "Nod"}}),
+            's.yaml: spec.events[0].create.kind: unknown kind "Nod" (did you mean "Node"?)',
+        ),
+        (
+            document({"at": 0, "create": {**POD, "spec": {**POD["spec"], "nodeSelectr": {"a": "b"}}}}),
+            's.yaml: spec.events[0].create.spec.nodeSelectr: unknown field (did you mean "nodeSelector"?)',
         ),
         (
             document({"at": 0, "create": {"kind": "Pod"}}),
@@ -367,3 +375,14 @@ def test_an_unknown_field_is_named_on_one_line(key: str, where: str) -> None:
             msgspec.json.encode(document() | {"spec": {"events": [{key: None}]}}).decode(), "s.json"
         )
     assert str(err.value).startswith(f"s.json: {where}: unknown field")
+
+
+def test_a_lenient_scenario_keeps_the_object_and_reports_the_unknown_field() -> None:
+    pod = {**POD, "spec": {**POD["spec"], "nodeSelectr": {"a": "b"}}}
+    text = yaml.safe_dump(document({"at": 0, "create": pod}))
+    lenient: list[InputError] = []
+    scenario = parse_scenario(text, "s.yaml", lenient=lenient)
+    assert [type(e.obj) for e in scenario.events] == [Pod]
+    assert [str(e) for e in lenient] == [
+        's.yaml: spec.events[0].create.spec.nodeSelectr: unknown field (did you mean "nodeSelector"?)'
+    ]
