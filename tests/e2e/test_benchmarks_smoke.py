@@ -137,6 +137,13 @@ def sweep_speedup(out: list[Any]) -> None:
     assert o["cells"] > 0 and o["hereSeconds"] > 0
 
 
+def input_load(out: list[Any]) -> None:
+    (o,) = out
+    has(o, "nodes", "pods", "yamlMB", "jsonMB", "yaml", "json", "yamlOverJson", "fieldCheckSeconds")
+    for side in ("yaml", "json"):
+        assert o[side]["seconds"] > 0 and o[side]["peakMiB"] > 0
+
+
 def explain_latency(out: list[Any]) -> None:
     *pods, phases = out
     verdicts = {o["pod"]: o["verdict"] for o in pods}
@@ -193,6 +200,7 @@ CHECKS: dict[str, Callable[[list[Any]], None]] = {
         extender_abuse,
         extender_latency,
         sweep_speedup,
+        input_load,
     )
 }
 LIVE_CHECKS: dict[str, Callable[[list[Any]], None]] = {

@@ -17,8 +17,9 @@ deeper than the decoder goes is refused as it is decoded. A node's capacity and 
 finite, non-negative quantities. The same object (kind, namespace, name) given twice is an error
 naming both places (`load_paths`).
 
-Speed: YAML is parsed by libyaml (CSafeLoader) and JSON by msgspec; each object then costs one
-`msgspec.convert` into the lean Structs of `kubesched.api.objects`.
+Speed: YAML is parsed by libyaml and built from its event stream (`yaml_events`), JSON by msgspec;
+each object then costs one `msgspec.convert` into the lean Structs of `kubesched.api.objects` and
+one walk along the API schema (`openapi`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ from kubesched.api.resource import (
 )
 from kubesched.api.safe_yaml import check_yaml
 from kubesched.api.workloads import WORKLOAD_KINDS, check_workload
+from kubesched.api.yaml_events import load_all
 from kubesched.errors import InputError
 
 __all__ = [
@@ -214,7 +216,7 @@ def _parse_json(text: str, source: str) -> list[Any]:
 def _parse_yaml(text: str, source: str) -> list[Any]:
     check_yaml(text, source)
     try:
-        return list(yaml.load_all(text, Loader=_YamlLoader))
+        return load_all(text, _YamlLoader)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
