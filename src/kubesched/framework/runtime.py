@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -20,7 +19,6 @@ from kubesched.framework.events import ClusterEventWithHint
 from kubesched.framework.interfaces import (
     EXTENSION_POINT_METHODS,
     BatchFilterPlugin,
-    BatchScorePlugin,
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
@@ -39,20 +37,27 @@ from kubesched.framework.interfaces import (
     RepeatableFailurePlugin,
     RepeatsFailures,
     ReservePlugin,
-    ScoreExtensions,
-    ScorePlugin,
     defines,
 )
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
+from kubesched.framework.plugin_calls import (
+    OnNode,
+    PluginReturnError,
+    checked_status,
+    crashed,
+    error_status,
+    pre_filter_result,
+    shown,
+)
 from kubesched.framework.registry import Registry, instantiate
-from kubesched.framework.signature import SCHEDULER_NAME
+from kubesched.framework.scoring import ScoreOutcome, Scorer, Scoring
+from kubesched.framework.signature import pod_signature, signers_of
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
     MAX_NODE_SCORE,
     MAX_PERMIT_TIMEOUT,
     MAX_TOTAL_SCORE,
-    MIN_NODE_SCORE,
     PostFilterResult,
     PreFilterResult,
     QueuedPodInfo,
@@ -95,18 +100,6 @@ class FilterOutcome:
     def node_to_status(self) -> dict[str, Status]:
         names = self.nodes.table.names
         return {names[self.nodes.rows[i]]: self.statuses[j] for i, j in enumerate(self.status_idx) if j >= 0}
-
-
-@dataclass(slots=True)
-class ScoreOutcome:
-    """Scores over feasible nodes: per-plugin normalized (before weight) and the weighted totals."""
-
-    nodes: NodeSet
-    totals: IntArray
-    by_plugin: dict[str, IntArray] = field(default_factory=dict)
-    error: Status | None = None
-    #: Per plugin, the scores before NormalizeScore (only when asked for: `run_score(keep_raw=True)`).
-    raw: dict[str, IntArray] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -186,23 +179,16 @@ class Framework:
         self._non_local_filters = frozenset(
             n for n, p, _ in self._filters if not isinstance(p, NodeLocalFilterPlugin)
         )
-        self._scorers: list[tuple[str, Any, bool, bool, int]] = [
-            (
-                n,
-                p,
-                defines(type(p), "score_nodes"),
-                defines(type(p), "normalize_score"),
-                self.score_weights[n],
-            )
-            for n, p in self._points.get("score", [])
-        ]
+        self._scoring = Scoring(
+            [Scorer.of(n, p, self.score_weights[n]) for n, p in self._points.get("score", [])]
+        )
         # PreBind plugins with their pre-flight (None: none); a runtime Protocol isinstance per
         # binding cycle cost more than the rest of it.
         self._pre_bind_flights: list[Any] = [
             p.pre_bind_pre_flight if isinstance(p, PreBindPreFlightPlugin) else None
             for _, p in self._points.get("preBind", [])
         ]
-        self._signers, self.unsigned_plugins = _signers(self._points)
+        self._signers, self.unsigned_plugins = signers_of(self._points)
         #: The PreFilter, Filter and PostFilter plugins, when each promises repeatable failures
         #: (`RepeatableFailurePlugin`); None when one does not.
         self._failure_plugins = _failure_plugins(self._points)
@@ -263,7 +249,7 @@ class Framework:
         signers = self._signers
         if signers is None:
             return None
-        signature, refused = _signature(pod, signers)
+        signature, refused = pod_signature(pod, signers)
         if refused > 0:  # ask the refusing plugin first next time: unsignable pods stay cheap
             signers.insert(0, signers.pop(refused))
         return signature
@@ -273,7 +259,7 @@ class Framework:
         fragments): pods of one shape get the same node-local verdicts on the same nodes. None
         when one of them cannot say (no `sign_pod`, or the pod is unsignable to it)."""
         signers = self._local_filter_signers
-        return None if signers is None else _signature(pod, signers)[0]
+        return None if signers is None else pod_signature(pod, signers)[0]
 
     # ------------------------------------------------------------------ introspection
     def plugins_at(self, point: str) -> list[str]:
@@ -281,9 +267,6 @@ class Framework:
 
     def has_score_plugins(self) -> bool:
         return bool(self._points.get("score"))
-
-    def has_filter_plugins(self) -> bool:
-        return bool(self._points.get("filter"))
 
     @property
     def enqueue_events(self) -> dict[str, list[ClusterEventWithHint]]:
@@ -309,10 +292,6 @@ class Framework:
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         return self._less(a, b)
 
-    @property
-    def queue_sort_name(self) -> str:
-        return self._points["queueSort"][0][0]
-
     # ------------------------------------------------------------------ PreFilter
     def run_pre_filter(
         self, state: CycleState, pod: Pod, nodes: NodeSet
@@ -325,9 +304,9 @@ class Framework:
         for name, plugin in self._points.get("preFilter", []):
             try:
                 out = cast(PreFilterPlugin, plugin).pre_filter(state, pod, nodes)
-                res, status = _pre_filter_result(out)
+                res, status = pre_filter_result(out)
             except Exception as exc:  # a plugin bug must fail this pod, not the scheduler
-                return None, _crashed(f'running PreFilter plugin "{name}"', name, exc), rejected
+                return None, crashed(f'running PreFilter plugin "{name}"', name, exc), rejected
             if status is not None and not status.is_success():
                 status.with_plugin(name)
                 if status.is_skip():
@@ -341,7 +320,11 @@ class Framework:
                     if unschedulable is None:
                         unschedulable = status
                     continue
-                return None, _error(f'running PreFilter plugin "{name}": {status.message()}', name), rejected
+                return (
+                    None,
+                    error_status(f'running PreFilter plugin "{name}": {status.message()}', name),
+                    rejected,
+                )
             if res is not None and res.node_names is not None:
                 narrowing.append(name)
                 result = res if result is None else result.merge(res)
@@ -370,7 +353,7 @@ class Framework:
                 continue
             status = cast(PreFilterExtensions, plugin).add_pod(state, pod, to_add, node_info)
             if status is not None and not status.is_success():
-                return _error(f'running AddPod on PreFilter plugin "{name}": {status.message()}', name)
+                return error_status(f'running AddPod on PreFilter plugin "{name}": {status.message()}', name)
         return None
 
     def run_pre_filter_extension_remove_pod(
@@ -381,7 +364,9 @@ class Framework:
                 continue
             status = cast(PreFilterExtensions, plugin).remove_pod(state, pod, to_remove, node_info)
             if status is not None and not status.is_success():
-                return _error(f'running RemovePod on PreFilter plugin "{name}": {status.message()}', name)
+                return error_status(
+                    f'running RemovePod on PreFilter plugin "{name}": {status.message()}', name
+                )
         return None
 
     # ------------------------------------------------------------------ Filter
@@ -408,7 +393,7 @@ class Framework:
             try:
                 result = self._filter_nodes(name, plugin, form, state, pod, sub)
             except Exception as exc:
-                error = _crashed(f'running "{name}" filter plugin', name, exc)
+                error = crashed(f'running "{name}" filter plugin', name, exc)
                 return FilterOutcome(nodes, status_idx, statuses, error)
             if not result.statuses:
                 continue  # every code is -1: nothing failed
@@ -420,7 +405,7 @@ class Framework:
                 st.with_plugin(name)
                 if not st.is_rejected():
                     msg = f'running "{name}" filter plugin: {st.message()}'
-                    return FilterOutcome(nodes, status_idx, statuses, _error(msg, name))
+                    return FilterOutcome(nodes, status_idx, statuses, error_status(msg, name))
             statuses.extend(result.statuses)
             failed = ~passed
             if feasible_pos is None:
@@ -448,7 +433,7 @@ class Framework:
             except Exception as exc:
                 passed = np.full(len(nodes), -1, dtype=np.int32)
                 out[name] = FilterOutcome(
-                    nodes, passed, [], _crashed(f'running "{name}" filter plugin', name, exc)
+                    nodes, passed, [], crashed(f'running "{name}" filter plugin', name, exc)
                 )
                 continue
             for st in result.statuses:
@@ -464,7 +449,7 @@ class Framework:
         result = cast(BatchFilterPlugin, plugin).filter_nodes(state, pod, nodes)
         if not isinstance(result, BatchFilterResult):
             raise PluginReturnError(
-                f"returned {_shown(result)} from filter_nodes; expected a BatchFilterResult"
+                f"returned {shown(result)} from filter_nodes; expected a BatchFilterResult"
             )
         return result
 
@@ -475,9 +460,9 @@ class Framework:
         distinct: dict[Status, int] = {}
         for i, info in enumerate(sub.infos):
             try:
-                status = _status(per_node.filter(state, pod, info), "Filter")
+                status = checked_status(per_node.filter(state, pod, info), "Filter")
             except Exception as exc:
-                raise _OnNode(info.name, exc) from exc
+                raise OnNode(info.name, exc) from exc
             if status is not None and not status.is_success():
                 codes[i] = distinct.setdefault(status, len(distinct))
         return BatchFilterResult(codes, list(distinct))
@@ -505,14 +490,14 @@ class Framework:
             if skip and name in skip:
                 continue
             try:
-                status = _status(cast(FilterPlugin, plugin).filter(state, pod, node_info), "Filter")
+                status = checked_status(cast(FilterPlugin, plugin).filter(state, pod, node_info), "Filter")
             except Exception as exc:
-                return _crashed(f'running "{name}" filter plugin', name, exc, node_info.name)
+                return crashed(f'running "{name}" filter plugin', name, exc, node_info.name)
             if status is None or status.is_success():
                 continue
             status.with_plugin(name)
             if not status.is_rejected():
-                return _error(f'running "{name}" filter plugin: {status.message()}', name)
+                return error_status(f'running "{name}" filter plugin: {status.message()}', name)
             return status
         return None
 
@@ -532,12 +517,12 @@ class Framework:
                 out = cast(PostFilterPlugin, plugin).post_filter(state, pod, node_to_status)
                 if not (isinstance(out, tuple) and len(out) == 2):
                     raise PluginReturnError(
-                        f"returned {_shown(out)} from PostFilter; "
+                        f"returned {shown(out)} from PostFilter; "
                         "expected (PostFilterResult or None, Status or None)"
                     )
-                result, status = out[0], _status(out[1], "PostFilter")
+                result, status = out[0], checked_status(out[1], "PostFilter")
             except Exception as exc:
-                return None, _crashed(f'running PostFilter plugin "{name}"', name, exc)
+                return None, crashed(f'running PostFilter plugin "{name}"', name, exc)
             if status is None:
                 return result, Status(plugin=name)
             status.with_plugin(name)
@@ -546,7 +531,7 @@ class Framework:
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return result, status
             if not status.is_rejected():
-                return None, _error(f'running PostFilter plugin "{name}": {status.message()}', name)
+                return None, error_status(f'running PostFilter plugin "{name}": {status.message()}', name)
             if result is not None and result.nominated_node_name is not None:
                 kept = result
             reasons.extend(status.all_reasons())
@@ -557,135 +542,41 @@ class Framework:
     def run_pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
         for name, plugin in self._points.get("preScore", []):
             try:
-                status = _status(cast(PreScorePlugin, plugin).pre_score(state, pod, nodes), "PreScore")
+                status = checked_status(cast(PreScorePlugin, plugin).pre_score(state, pod, nodes), "PreScore")
             except Exception as exc:
-                return _crashed(f'running PreScore plugin "{name}"', name, exc)
+                return crashed(f'running PreScore plugin "{name}"', name, exc)
             if status is None or status.is_success():
                 continue
             if status.is_skip():
                 state.skip_score_plugins.add(name)
                 continue
-            return _error(f'running PreScore plugin "{name}": {status.message()}', name)
+            return error_status(f'running PreScore plugin "{name}": {status.message()}', name)
         return None
 
     def run_score(
         self, state: CycleState, pod: Pod, nodes: NodeSet, *, keep_raw: bool = False, normalize: bool = True
     ) -> ScoreOutcome:
-        """Score plugins over `nodes`: normalized per plugin, weighted into totals. `keep_raw` also
-        keeps each plugin's scores before NormalizeScore (`outcome.raw`), and `normalize=False`
-        stops there (no normalization, no totals): what opportunistic batching needs to score one
-        node again and normalize it with the nodes it kept (`normalized_totals`)."""
-        totals = np.zeros(len(nodes), dtype=np.int64)
-        outcome = ScoreOutcome(nodes, totals)
-        skip = state.skip_score_plugins
-        for name, plugin, batch, normalizes, weight in self._scorers:
-            if skip and name in skip:
-                continue
-            try:
-                if batch:
-                    scores = self._batch_scores(plugin, state, pod, nodes)
-                else:
-                    scores = self._per_node_scores(plugin, state, pod, nodes)
-                if keep_raw or not normalize:
-                    outcome.raw[name] = scores.copy() if normalizes else scores
-                if not normalize:
-                    continue
-                if normalizes:
-                    status = cast(ScoreExtensions, plugin).normalize_score(state, pod, nodes, scores)
-                    if status is not None and not status.is_success():
-                        outcome.error = _error(
-                            f'running Normalize on Score plugin "{name}": {status.message()}', name
-                        )
-                        return outcome
-            except _ScoreError as exc:
-                outcome.error = _error(f'running Score plugin "{name}": {exc}', name)
-                return outcome
-            except Exception as exc:
-                outcome.error = _crashed(f'running Score plugin "{name}"', name, exc)
-                return outcome
-            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
-                bad = int(scores[(scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)][0])
-                outcome.error = _error(
-                    f'plugin "{name}" returns an invalid score {bad}, it should in the range of '
-                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                    name,
-                )
-                return outcome
-            outcome.by_plugin[name] = scores
-            if weight == 1:
-                totals += scores
-            else:
-                totals += scores * weight
-        return outcome
+        """The Score plugins over `nodes` (scoring.Scoring.run)."""
+        return self._scoring.run(state, pod, nodes, keep_raw=keep_raw, normalize=normalize)
 
     def normalized_totals(
         self, state: CycleState, pod: Pod, nodes: NodeSet, raw: Mapping[str, IntArray]
     ) -> tuple[IntArray, Status | None]:
-        """Weighted totals over `nodes` from the plugins' scores before NormalizeScore (`raw`,
-        aligned with `nodes`), normalized over `nodes` as `run_score` does."""
-        totals = np.zeros(len(nodes), dtype=np.int64)
-        for name, plugin, _batch, normalizes, weight in self._scorers:
-            given = raw.get(name)
-            if given is None:
-                continue
-            scores = given.copy()
-            try:
-                if normalizes:
-                    status = cast(ScoreExtensions, plugin).normalize_score(state, pod, nodes, scores)
-                    if status is not None and not status.is_success():
-                        return totals, _error(
-                            f'running Normalize on Score plugin "{name}": {status.message()}', name
-                        )
-            except Exception as exc:
-                return totals, _crashed(f'running Score plugin "{name}"', name, exc)
-            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
-                return totals, _error(f'plugin "{name}" returns an invalid score after normalizing', name)
-            totals += scores * weight
-        return totals, None
-
-    @staticmethod
-    def _batch_scores(plugin: Any, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
-        raw = cast(BatchScorePlugin, plugin).score_nodes(state, pod, nodes)
-        # A fresh int64 array the framework owns (normalization writes into it in place).
-        scores = np.array(raw, dtype=np.int64, copy=True)
-        if scores.shape != (len(nodes),):
-            raise _ScoreError(
-                f"returned {scores.shape[0] if scores.ndim else 0} scores for {len(nodes)} nodes"
-            )
-        return scores
-
-    @staticmethod
-    def _per_node_scores(plugin: Any, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
-        per_node = cast(ScorePlugin, plugin)
-        scores = np.zeros(len(nodes), dtype=np.int64)
-        for i, info in enumerate(nodes.infos):
-            try:
-                out = per_node.score(state, pod, info)
-                value, status = out if isinstance(out, tuple) else (out, None)
-                if isinstance(value, bool) or not isinstance(value, int | np.integer):
-                    raise PluginReturnError(
-                        f"returned {_shown(out)} from Score; expected an int (0-100) or (int, Status)"
-                    )
-                status = _status(status, "Score")
-            except Exception as exc:
-                raise _OnNode(info.name, exc) from exc
-            if status is not None and not status.is_success():
-                raise _ScoreError(status.message())
-            scores[i] = int(value)
-        return scores
+        """Weighted totals from scores before NormalizeScore (scoring.Scoring.normalized_totals)."""
+        return self._scoring.normalized_totals(state, pod, nodes, raw)
 
     # ------------------------------------------------------------------ Reserve / Permit
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for name, plugin in self._points.get("reserve", []):
             try:
-                status = _status(cast(ReservePlugin, plugin).reserve(state, pod, node_name), "Reserve")
+                status = checked_status(cast(ReservePlugin, plugin).reserve(state, pod, node_name), "Reserve")
             except Exception as exc:
-                return _crashed(f'running Reserve plugin "{name}"', name, exc, node_name)
+                return crashed(f'running Reserve plugin "{name}"', name, exc, node_name)
             if status is not None and not status.is_success():
                 status.with_plugin(name)
                 if status.is_rejected():
                     return status
-                return _error(f'running Reserve plugin "{name}": {status.message()}', name)
+                return error_status(f'running Reserve plugin "{name}": {status.message()}', name)
         return None
 
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
@@ -699,9 +590,9 @@ class Framework:
             try:
                 out = cast(PermitPlugin, plugin).permit(state, pod, node_name)
                 status, timeout = out if isinstance(out, tuple) else (out, 0.0)
-                status = _status(status, "Permit")
+                status = checked_status(status, "Permit")
             except Exception as exc:
-                return PermitOutcome(_crashed(f'running Permit plugin "{name}"', name, exc, node_name))
+                return PermitOutcome(crashed(f'running Permit plugin "{name}"', name, exc, node_name))
             if status is None or status.is_success():
                 continue
             status.with_plugin(name)
@@ -710,7 +601,7 @@ class Framework:
             if status.is_wait():
                 waits[name] = min(max(float(timeout), 0.0), MAX_PERMIT_TIMEOUT)
                 continue
-            return PermitOutcome(_error(f'running Permit plugin "{name}": {status.message()}', name))
+            return PermitOutcome(error_status(f'running Permit plugin "{name}": {status.message()}', name))
         if waits:
             msg = f'one or more plugins asked to wait and no plugin rejected pod "{pod.metadata.name}"'
             return PermitOutcome(Status(Code.WAIT, msg), waits)
@@ -734,23 +625,25 @@ class Framework:
     def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for name, plugin in self._points.get("preBind", []):
             try:
-                status = _status(cast(PreBindPlugin, plugin).pre_bind(state, pod, node_name), "PreBind")
+                status = checked_status(
+                    cast(PreBindPlugin, plugin).pre_bind(state, pod, node_name), "PreBind"
+                )
             except Exception as exc:
-                return _crashed(f'running PreBind plugin "{name}"', name, exc, node_name)
+                return crashed(f'running PreBind plugin "{name}"', name, exc, node_name)
             if status is not None and not status.is_success() and not status.is_skip():
                 status.with_plugin(name)
                 if status.is_rejected():
                     return status
-                return _error(f'running PreBind plugin "{name}": {status.message()}', name)
+                return error_status(f'running PreBind plugin "{name}": {status.message()}', name)
         return None
 
     def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Bind plugins in order; the first that does not Skip decides."""
         for name, plugin in self._points.get("bind", []):
             try:
-                status = _status(cast(BindPlugin, plugin).bind(state, pod, node_name), "Bind")
+                status = checked_status(cast(BindPlugin, plugin).bind(state, pod, node_name), "Bind")
             except Exception as exc:
-                return _crashed(f'running Bind plugin "{name}"', name, exc, node_name)
+                return crashed(f'running Bind plugin "{name}"', name, exc, node_name)
             if status is not None and status.is_skip():
                 continue
             if status is None or status.is_success():
@@ -758,74 +651,12 @@ class Framework:
             status.with_plugin(name)
             if status.is_rejected():
                 return status
-            return _error(f'running Bind plugin "{name}": {status.message()}', name)
+            return error_status(f'running Bind plugin "{name}": {status.message()}', name)
         return Status(Code.SKIP)
 
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for _name, plugin in self._points.get("postBind", []):
             cast(PostBindPlugin, plugin).post_bind(state, pod, node_name)
-
-
-class _ScoreError(Exception):
-    pass
-
-
-class PluginReturnError(TypeError):
-    """A plugin returned something its extension point does not accept; the message says both."""
-
-
-class _OnNode(Exception):
-    """A per-node plugin call that failed, with the node it failed on."""
-
-    def __init__(self, node: str, cause: BaseException) -> None:
-        super().__init__(node)
-        self.node = node
-        self.cause = cause
-
-
-def _shown(value: object) -> str:
-    """`bool (True)`: a value's type and a short repr, for "returned X; expected Y"."""
-    text = repr(value)
-    return f"{type(value).__name__} ({text if len(text) <= 60 else text[:57] + '...'})"
-
-
-def _status(out: object, point: str) -> Status | None:
-    """`out` if it is what an extension point returns (a Status or None), else PluginReturnError."""
-    if out is None or isinstance(out, Status):
-        return out
-    raise PluginReturnError(f"returned {_shown(out)} from {point}; expected a Status or None")
-
-
-def _pre_filter_result(out: object) -> tuple[PreFilterResult | None, Status | None]:
-    """PreFilter returns a Status, None, or (PreFilterResult or None, Status or None)."""
-    if isinstance(out, tuple) and len(out) == 2 and (out[0] is None or isinstance(out[0], PreFilterResult)):
-        return out[0], _status(out[1], "PreFilter")
-    if out is None or isinstance(out, Status):
-        return None, out
-    raise PluginReturnError(
-        f"returned {_shown(out)} from PreFilter; "
-        "expected a Status, None, or (PreFilterResult or None, Status or None)"
-    )
-
-
-def _crashed(running: str, plugin: str, exc: BaseException, node: str | None = None) -> Status:
-    """The Error status of a plugin that raised (or returned the wrong type): what was running, on
-    which node, and the exception's type and text. The exception is kept as the error's cause, so
-    `--debug` can print its traceback."""
-    if isinstance(exc, _OnNode):
-        node, exc = exc.node, exc.cause
-    where = f' on node "{node}"' if node else ""
-    detail = str(exc) if isinstance(exc, PluginReturnError) else f"{type(exc).__name__}: {exc}"
-    status = _error(f"{running}{where}: {detail}", plugin)
-    if status.error is not None:
-        status.error.__cause__ = exc
-    return status
-
-
-def _error(message: str, plugin: str) -> Status:
-    st = Status.as_error(message)
-    st.plugin = plugin
-    return st
 
 
 def num_feasible_nodes_to_find(profile_pct: int | None, global_pct: int, num_all_nodes: int) -> int:
@@ -837,29 +668,6 @@ def num_feasible_nodes_to_find(profile_pct: int | None, global_pct: int, num_all
     if pct == 0:
         pct = max(50 - num_all_nodes // 125, 5)
     return max(num_all_nodes * pct // 100, min_nodes)
-
-
-#: The extension points whose plugins must all sign pods for a profile to sign any (upstream's rule).
-SIGNED_POINTS = ("preFilter", "filter", "preScore", "score")
-
-
-def _signature(pod: Pod, signers: Sequence[tuple[str, Any]]) -> tuple[bytes | None, int]:
-    """(the pod's signature from these plugins' `sign_pod` fragments, -1), or (None, the position of
-    the plugin that found it unsignable; -1 when one failed)."""
-    parts: dict[str, Any] = {SCHEDULER_NAME: pod.spec.scheduler_name}
-    try:
-        for i, (_name, plugin) in enumerate(signers):
-            out = plugin.sign_pod(pod)
-            if isinstance(out, Status):
-                if not out.is_success():
-                    return None, i
-                continue
-            for key, value in out:
-                parts.setdefault(key, value)
-        # Sorted keys: the bytes do not depend on the order the plugins were asked in.
-        return msgspec.json.encode(parts, order="sorted"), -1
-    except Exception:
-        return None, -1
 
 
 def _overriding(plugins: list[RepeatableFailurePlugin] | None, method: str) -> list[RepeatableFailurePlugin]:
@@ -877,20 +685,3 @@ def _failure_plugins(points: Mapping[str, list[tuple[str, Any]]]) -> list[Repeat
     if not all(isinstance(p, RepeatableFailurePlugin) for p in plugins.values()):
         return None
     return list(plugins.values())
-
-
-def _signers(points: Mapping[str, list[tuple[str, Any]]]) -> tuple[list[tuple[str, Any]] | None, list[str]]:
-    """(plugins that sign, in profile order, or None when one cannot; the names that cannot)."""
-    signers: list[tuple[str, Any]] = []
-    unsigned: list[str] = []
-    seen: set[str] = set()
-    for point in SIGNED_POINTS:
-        for name, plugin in points.get(point, []):
-            if name in seen:
-                continue
-            seen.add(name)
-            if defines(type(plugin), "sign_pod"):
-                signers.append((name, plugin))
-            else:
-                unsigned.append(name)
-    return (None if unsigned else signers), unsigned

@@ -16,11 +16,15 @@ encoded only once every plugin has agreed, so an unsignable pod costs a few meth
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from kubesched.api.objects import Pod, Toleration
+from kubesched.framework.interfaces import defines
 from kubesched.framework.node_info import pod_host_ports
+from kubesched.framework.status import Status
 
 __all__ = [
     "AFFINITY",
@@ -33,6 +37,7 @@ __all__ = [
     "REQUESTS",
     "REQUIRED_FEATURES",
     "SCHEDULER_NAME",
+    "SIGNED_POINTS",
     "TOLERATIONS",
     "VOLUMES",
     "SignFragment",
@@ -42,7 +47,9 @@ __all__ = [
     "labels_fragment",
     "node_name_fragment",
     "node_selector_fragment",
+    "pod_signature",
     "requests_fragment",
+    "signers_of",
     "tolerations_fragment",
     "volumes_fragment",
 ]
@@ -127,3 +134,43 @@ def images_fragment(pod: Pod, normalize: Callable[[str], str]) -> SignFragment:
 
 def labels_fragment(pod: Pod) -> SignFragment:
     return LABELS, pod.metadata.labels
+
+
+#: The extension points whose plugins must all sign pods for a profile to sign any (upstream's rule).
+SIGNED_POINTS = ("preFilter", "filter", "preScore", "score")
+
+
+def pod_signature(pod: Pod, signers: Sequence[tuple[str, Any]]) -> tuple[bytes | None, int]:
+    """(the pod's signature from these plugins' `sign_pod` fragments, -1), or (None, the position of
+    the plugin that found it unsignable; -1 when one failed)."""
+    parts: dict[str, Any] = {SCHEDULER_NAME: pod.spec.scheduler_name}
+    try:
+        for i, (_name, plugin) in enumerate(signers):
+            out = plugin.sign_pod(pod)
+            if isinstance(out, Status):
+                if not out.is_success():
+                    return None, i
+                continue
+            for key, value in out:
+                parts.setdefault(key, value)
+        # Sorted keys: the bytes do not depend on the order the plugins were asked in.
+        return msgspec.json.encode(parts, order="sorted"), -1
+    except Exception:
+        return None, -1
+
+
+def signers_of(points: Mapping[str, list[tuple[str, Any]]]) -> tuple[list[tuple[str, Any]] | None, list[str]]:
+    """(a profile's plugins that sign, in profile order, or None when one cannot; the names that cannot)."""
+    signers: list[tuple[str, Any]] = []
+    unsigned: list[str] = []
+    seen: set[str] = set()
+    for point in SIGNED_POINTS:
+        for name, plugin in points.get(point, []):
+            if name in seen:
+                continue
+            seen.add(name)
+            if defines(type(plugin), "sign_pod"):
+                signers.append((name, plugin))
+            else:
+                unsigned.append(name)
+    return (None if unsigned else signers), unsigned

@@ -62,7 +62,7 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE, Diagnosis
 
 if TYPE_CHECKING:
-    from kubesched.framework.runtime import ScoreOutcome
+    from kubesched.framework.scoring import ScoreOutcome
 
 __all__ = [
     "DEFAULT_EXTENDER_TIMEOUT",

@@ -13,6 +13,8 @@ Where a pod can be:
   a PreEnqueue plugin also live here, with `gating_plugin` set, and are counted as `gated`.
 * in flight — popped and being scheduled; cluster events seen meanwhile are kept so that a pod
   rejected by a now-stale snapshot is not parked forever.
+
+Whether an event may help a pod, and how soon to retry it, is queueing_hints.py's answer.
 """
 
 from __future__ import annotations
@@ -21,25 +23,21 @@ import heapq
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any, Protocol
 
 from kubesched.api.objects import Pod
 from kubesched.framework.events import (
     FORCE_ACTIVATE,
     UNSCHEDULABLE_TIMEOUT,
-    WILDCARD_EVENT,
-    ActionType,
     ClusterEvent,
     ClusterEventWithHint,
-    QueueingHint,
-    Resource,
 )
 from kubesched.framework.node_info import PodInfo
 from kubesched.framework.status import Status
 from kubesched.framework.types import QueuedPodInfo
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
+from kubesched.scheduler.queueing_hints import Strategy, pod_update_events, worth_requeuing
 
 __all__ = [
     "ACTIVE",
@@ -49,7 +47,6 @@ __all__ = [
     "UNSCHEDULABLE",
     "QueueProfile",
     "SchedulingQueue",
-    "pod_update_events",
 ]
 
 ACTIVE = "active"
@@ -57,9 +54,6 @@ BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
 GATED = "gated"
 IN_FLIGHT = "in_flight"
-
-#: Rejections by an extender carry no plugin hints, so any event may help them.
-EXTENDER = "Extender"
 
 # Event labels for `scheduler_queue_incoming_pods_total`.
 POD_ADD = "PodAdd"
@@ -70,9 +64,6 @@ BACKOFF_COMPLETE = "BackoffComplete"
 BIND_ABANDONED = "BindAbandoned"
 
 Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
-
-#: What a plugin without EnqueueExtensions is registered for: every event, hint Queue.
-_ANY_EVENT = (ClusterEventWithHint(WILDCARD_EVENT),)
 
 
 class QueueProfile(Protocol):
@@ -91,14 +82,6 @@ class QueueProfile(Protocol):
     def run_pre_enqueue(self, pod: Pod) -> tuple[str, Status | None]:
         """Run the PreEnqueue plugins: `("", None)` admits; else the gating plugin and its status."""
         ...
-
-
-class _Strategy(IntEnum):
-    """How a pod should be requeued; larger wins when several events are weighed."""
-
-    SKIP = 0
-    AFTER_BACKOFF = 1
-    IMMEDIATE = 2
 
 
 class _ActiveItem:
@@ -144,41 +127,6 @@ class _Event:
     event: ClusterEvent
     old_obj: Any
     new_obj: Any
-
-
-def _is_wildcard(event: ClusterEvent) -> bool:
-    return event.resource == Resource.WILDCARD and event.action == ActionType.ALL
-
-
-def pod_update_events(
-    old_pod: Pod,
-    new_pod: Pod,
-    *,
-    old_requests: Mapping[str, int] | None = None,
-    new_requests: Mapping[str, int] | None = None,
-) -> list[ClusterEvent]:
-    """The Pod update events that may change a scheduling result (upstream PodSchedulingPropertiesChange).
-
-    Labels, tolerations, scheduling gates dropping to none and (when both request maps are given)
-    any request shrinking. Other changes (status, annotations) yield nothing: no hint can care.
-    The queue asks this only for the pending pod's own update, so the resource is AssignedPod when
-    the new object has a `spec.nodeName`, else TargetPod (v1.37.2's queue Update does the same).
-    """
-    resource = Resource.ASSIGNED_POD if new_pod.spec.node_name else Resource.TARGET_POD
-    actions: list[ActionType] = []
-    if old_pod.metadata.labels != new_pod.metadata.labels:
-        actions.append(ActionType.UPDATE_POD_LABEL)
-    if (
-        old_requests is not None
-        and new_requests is not None
-        and any(new_requests.get(name, 0) < amount for name, amount in old_requests.items())
-    ):
-        actions.append(ActionType.UPDATE_POD_SCALE_DOWN)
-    if old_pod.spec.scheduling_gates and not new_pod.spec.scheduling_gates:
-        actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
-    if old_pod.spec.tolerations != new_pod.spec.tolerations:
-        actions.append(ActionType.UPDATE_POD_TOLERATION)
-    return [ClusterEvent(resource, a) for a in actions]
 
 
 class SchedulingQueue:
@@ -279,12 +227,12 @@ class SchedulingQueue:
                 self._remove_from_pool(key)
                 self._move_to_active(qpi, events[0].label if events else POD_UPDATE)
                 return
-            best, label = _Strategy.SKIP, ""
+            best, label = Strategy.SKIP, ""
             for event in events:
                 strategy = self._worth_requeuing(qpi, event, old_pod, new_pod)
                 if strategy > best:
                     best, label = strategy, event.label
-            if best != _Strategy.SKIP:
+            if best != Strategy.SKIP:
                 self._remove_from_pool(key)
                 self._requeue(qpi, best, label)
             return
@@ -365,7 +313,7 @@ class SchedulingQueue:
         qpi.gating_plugin = ""
         if not (qpi.unschedulable_plugins or qpi.pending_plugins):
             qpi.consecutive_errors += 1
-            strategy = _Strategy.AFTER_BACKOFF
+            strategy = Strategy.AFTER_BACKOFF
         else:
             qpi.unschedulable_count += 1
             qpi.consecutive_errors = 0
@@ -548,10 +496,6 @@ class SchedulingQueue:
         backoff = [entry.qpi for entry in self._backoff.values()]
         return iter([*active, *backoff, *self._pool.values()])
 
-    @property
-    def in_flight_count(self) -> int:
-        return len(self._in_flight)
-
     def __len__(self) -> int:
         """Queued pods (activeQ, backoffQ, pool); pods in flight are not counted."""
         return len(self._active) + len(self._backoff) + len(self._pool)
@@ -605,12 +549,12 @@ class SchedulingQueue:
         self.incoming[BACKOFF, label] += 1
         return BACKOFF
 
-    def _requeue(self, qpi: QueuedPodInfo, strategy: _Strategy, label: str) -> str:
-        if strategy == _Strategy.SKIP:
+    def _requeue(self, qpi: QueuedPodInfo, strategy: Strategy, label: str) -> str:
+        if strategy == Strategy.SKIP:
             self._pool[qpi.key] = qpi
             self.incoming[UNSCHEDULABLE, label] += 1
             return UNSCHEDULABLE
-        if strategy == _Strategy.AFTER_BACKOFF and self.is_backing_off(qpi):
+        if strategy == Strategy.AFTER_BACKOFF and self.is_backing_off(qpi):
             return self._push_backoff(qpi, label)
         return self._move_to_active(qpi, label)
 
@@ -626,7 +570,7 @@ class SchedulingQueue:
         moved = 0
         for qpi in pods:
             strategy = self._worth_requeuing(qpi, event, old_obj, new_obj)
-            if strategy == _Strategy.SKIP:
+            if strategy == Strategy.SKIP:
                 continue
             self._remove_from_pool(qpi.key)
             if qpi.gating_plugin:
@@ -638,60 +582,22 @@ class SchedulingQueue:
 
     def _worth_requeuing(
         self, qpi: QueuedPodInfo, event: ClusterEvent, old_obj: Any, new_obj: Any
-    ) -> _Strategy:
-        """Weigh one event for one pod by the hints of the plugins that rejected (or gate) it.
-
-        Queue from a Pending plugin -> immediately; from an Unschedulable plugin -> after backoff;
-        no hint, or a hint that raised, counts as Queue.
-        """
-        rejectors = (
-            {qpi.gating_plugin} if qpi.gating_plugin else qpi.unschedulable_plugins | qpi.pending_plugins
-        )
-        if not rejectors or _is_wildcard(event):
-            return _Strategy.AFTER_BACKOFF
-        pending = qpi.pending_plugins
-        if EXTENDER in rejectors and not pending:
-            return _Strategy.AFTER_BACKOFF
-        strategy = _Strategy.AFTER_BACKOFF if EXTENDER in rejectors else _Strategy.SKIP
-        registered = self._registered_events(qpi.pod)
-        for plugin in sorted(rejectors):
-            for reg in registered.get(plugin, _ANY_EVENT):
-                if (
-                    not reg.event.matches(event)
-                    or self._hint(reg, qpi.pod, old_obj, new_obj) is QueueingHint.SKIP
-                ):
-                    continue
-                if plugin in pending:
-                    return _Strategy.IMMEDIATE
-                if not pending:
-                    return _Strategy.AFTER_BACKOFF
-                strategy = _Strategy.AFTER_BACKOFF
-        return strategy
-
-    @staticmethod
-    def _hint(reg: ClusterEventWithHint, pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
-        if reg.hint is None:
-            return QueueingHint.QUEUE
-        try:
-            hint = reg.hint(pod, old_obj, new_obj)
-        except Exception:
-            # A broken hint must not strand the pod in the pool: treat it as Queue.
-            return QueueingHint.QUEUE
-        return QueueingHint.SKIP if hint is QueueingHint.SKIP else QueueingHint.QUEUE
+    ) -> Strategy:
+        return worth_requeuing(qpi, event, old_obj, new_obj, self._registered_events(qpi.pod))
 
     def _strategy_for_in_flight(
         self, qpi: QueuedPodInfo, rec: _InFlight | None, scheduling_cycle: int
-    ) -> _Strategy:
+    ) -> Strategy:
         """Judge a rejected pod by the events that arrived while it was being scheduled."""
         if rec is None:
             # Not popped here, or done() already called: fall back to "was anything moved since?".
-            return _Strategy.AFTER_BACKOFF if self._move_request_cycle >= scheduling_cycle else _Strategy.SKIP
-        strategy = _Strategy.AFTER_BACKOFF if rec.activated else _Strategy.SKIP
+            return Strategy.AFTER_BACKOFF if self._move_request_cycle >= scheduling_cycle else Strategy.SKIP
+        strategy = Strategy.AFTER_BACKOFF if rec.activated else Strategy.SKIP
         for ev in self._events:
             if ev.seq < rec.first_event:
                 continue
             strategy = max(strategy, self._worth_requeuing(qpi, ev.event, ev.old_obj, ev.new_obj))
-            if strategy == _Strategy.IMMEDIATE:
+            if strategy == Strategy.IMMEDIATE:
                 break
         return strategy
 

@@ -26,7 +26,7 @@ from kubesched.config.types import Extender, ExtenderManagedResource
 from kubesched.extender.server import BackgroundServer
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import NodeTable
-from kubesched.framework.runtime import ScoreOutcome
+from kubesched.framework.scoring import ScoreOutcome
 from kubesched.framework.types import Diagnosis
 from kubesched.harness.ports import free_port
 from kubesched.plugins import default_registry

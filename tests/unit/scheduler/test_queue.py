@@ -26,7 +26,8 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import QueuedPodInfo
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.nominator import Nominator
-from kubesched.scheduler.queue import SchedulingQueue, pod_update_events
+from kubesched.scheduler.queue import SchedulingQueue
+from kubesched.scheduler.queueing_hints import pod_update_events
 
 GATES = "SchedulingGates"
 NODE_TAINT_UPDATE = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_TAINT)

@@ -1,0 +1,114 @@
+"""Queueing hints: whether a cluster event may help a pod that plugins rejected, and how soon to
+retry it (upstream's isPodWorthRequeuing), and which Pod update events a pod's change produces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import IntEnum
+from typing import Any
+
+from kubesched.api.objects import Pod
+from kubesched.framework.events import (
+    WILDCARD_EVENT,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from kubesched.framework.types import QueuedPodInfo
+
+__all__ = ["EXTENDER", "Strategy", "pod_update_events", "worth_requeuing"]
+
+#: Rejections by an extender carry no plugin hints, so any event may help them.
+EXTENDER = "Extender"
+
+#: What a plugin without EnqueueExtensions is registered for: every event, hint Queue.
+_ANY_EVENT = (ClusterEventWithHint(WILDCARD_EVENT),)
+
+
+class Strategy(IntEnum):
+    """How a pod should be requeued; larger wins when several events are weighed."""
+
+    SKIP = 0
+    AFTER_BACKOFF = 1
+    IMMEDIATE = 2
+
+
+def worth_requeuing(
+    qpi: QueuedPodInfo,
+    event: ClusterEvent,
+    old_obj: Any,
+    new_obj: Any,
+    registered: Mapping[str, Sequence[ClusterEventWithHint]],
+) -> Strategy:
+    """Weigh one event for one pod by the hints of the plugins that rejected (or gate) it, as
+    `registered` by its profile.
+
+    Queue from a Pending plugin -> immediately; from an Unschedulable plugin -> after backoff;
+    no hint, or a hint that raised, counts as Queue.
+    """
+    rejectors = {qpi.gating_plugin} if qpi.gating_plugin else qpi.unschedulable_plugins | qpi.pending_plugins
+    if not rejectors or _is_wildcard(event):
+        return Strategy.AFTER_BACKOFF
+    pending = qpi.pending_plugins
+    if EXTENDER in rejectors and not pending:
+        return Strategy.AFTER_BACKOFF
+    strategy = Strategy.AFTER_BACKOFF if EXTENDER in rejectors else Strategy.SKIP
+    for plugin in sorted(rejectors):
+        for reg in registered.get(plugin, _ANY_EVENT):
+            if not reg.event.matches(event) or _hint(reg, qpi.pod, old_obj, new_obj) is QueueingHint.SKIP:
+                continue
+            if plugin in pending:
+                return Strategy.IMMEDIATE
+            if not pending:
+                return Strategy.AFTER_BACKOFF
+            strategy = Strategy.AFTER_BACKOFF
+    return strategy
+
+
+def _hint(reg: ClusterEventWithHint, pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
+    if reg.hint is None:
+        return QueueingHint.QUEUE
+    try:
+        hint = reg.hint(pod, old_obj, new_obj)
+    except Exception:
+        # A broken hint must not strand the pod in the pool: treat it as Queue.
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP if hint is QueueingHint.SKIP else QueueingHint.QUEUE
+
+
+def _is_wildcard(event: ClusterEvent) -> bool:
+    return event.resource == Resource.WILDCARD and event.action == ActionType.ALL
+
+
+def pod_update_events(
+    old_pod: Pod,
+    new_pod: Pod,
+    *,
+    old_requests: Mapping[str, int] | None = None,
+    new_requests: Mapping[str, int] | None = None,
+) -> list[ClusterEvent]:
+    """The Pod update events that may change a scheduling result (upstream PodSchedulingPropertiesChange).
+
+    Labels, tolerations, scheduling gates dropping to none and (when both request maps are given)
+    any request shrinking. Other changes (status, annotations) yield nothing: no hint can care.
+    The queue asks this only for the pending pod's own update, so the resource is AssignedPod when
+    the new object has a `spec.nodeName`, else TargetPod (v1.37.2's queue Update does the same).
+    """
+    resource = Resource.ASSIGNED_POD if new_pod.spec.node_name else Resource.TARGET_POD
+    actions: list[ActionType] = []
+    if old_pod.metadata.labels != new_pod.metadata.labels:
+        actions.append(ActionType.UPDATE_POD_LABEL)
+    if (
+        old_requests is not None
+        and new_requests is not None
+        and any(new_requests.get(name, 0) < amount for name, amount in old_requests.items())
+    ):
+        actions.append(ActionType.UPDATE_POD_SCALE_DOWN)
+    if old_pod.spec.scheduling_gates and not new_pod.spec.scheduling_gates:
+        actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
+    if old_pod.spec.tolerations != new_pod.spec.tolerations:
+        actions.append(ActionType.UPDATE_POD_TOLERATION)
+    return [ClusterEvent(resource, a) for a in actions]
