@@ -14,8 +14,6 @@ from typing import Annotated, Any
 
 import msgspec
 
-#: A resource list as written in a manifest: name -> quantity string (or number).
-ResourceList = dict[str, "str | int | float"]
 #: Kubernetes' fixed-width integers: a value out of range is refused with its field path while
 #: decoding, as the API server refuses it, instead of surfacing later as an overflow.
 Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]

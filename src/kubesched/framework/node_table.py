@@ -9,7 +9,7 @@ added, assumed and removed, which is what makes evaluating 100% of the nodes che
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -249,12 +249,6 @@ class NodeTable:
         """Rows whose taint list satisfies `predicate` (evaluated once per distinct taint list)."""
         ok = np.fromiter((predicate(t) for t in self.taint_sets), dtype=np.bool_, count=len(self.taint_sets))
         return ok[self.taint_set_ids]
-
-    def match_label_sets(self, predicate: Callable[[Mapping[str, str]], bool]) -> BoolArray:
-        """Rows whose labels satisfy `predicate`; a fallback for logic that cannot use label columns."""
-        return np.fromiter(
-            (predicate(ni.node.metadata.labels) for ni in self.infos), dtype=np.bool_, count=len(self.infos)
-        )
 
     # ------------------------------------------------------------------ updates
     def ensure_resource(self, name: str) -> int:

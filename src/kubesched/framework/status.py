@@ -123,7 +123,3 @@ class Status:
 def is_success(status: Status | None) -> bool:
     """`None` or a Success status."""
     return status is None or status.code == Code.SUCCESS
-
-
-def code_of(status: Status | None) -> Code:
-    return Code.SUCCESS if status is None else status.code

@@ -322,7 +322,3 @@ def _after_claim_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
         if v.persistent_volume_claim is not None and v.persistent_volume_claim.claim_name == meta.name:
             return QueueingHint.QUEUE
     return QueueingHint.SKIP
-
-
-def _count_restricted(ni: NodeInfo) -> int:
-    return sum(1 for pi in ni.pods.values() if _has_restricted_volume(pi.pod))

@@ -130,8 +130,6 @@ class DelegatingAuthenticator:
         self.cache_ttl = cache_ttl
         self.audiences = list(audiences)
         self.cache: TTLCache[str, User] = cache if cache is not None else TTLCache()
-        #: TokenReviews actually sent (the rest were answered from the cache).
-        self.reviews = 0
 
     def authenticate(self, headers: Mapping[str, str], peer_cert: Mapping[str, Any] | None) -> User:
         """The caller's identity; raises Unauthenticated (-> 401) for credentials that do not hold."""
@@ -169,7 +167,6 @@ class DelegatingAuthenticator:
         except (ApiError, msgspec.ValidationError) as exc:
             # Not cached: the next request asks again once the API server answers.
             raise Unauthenticated(f"TokenReview failed: {exc}") from None
-        self.reviews += 1
         status = answer.status
         if status is None or not status.authenticated or status.user is None or not status.user.username:
             reason = status.error if status is not None and status.error else "token not authenticated"

@@ -84,8 +84,6 @@ class DelegatingAuthorizer:
         self.allow_ttl = allow_ttl
         self.deny_ttl = deny_ttl
         self.cache: TTLCache[tuple[str, str, str, tuple[str, ...]], Decision] = TTLCache()
-        #: SubjectAccessReviews actually sent.
-        self.reviews = 0
 
     def authorize(self, user: User, verb: str, path: str) -> Decision:
         if self.paths.matches(path):
@@ -113,7 +111,6 @@ class DelegatingAuthorizer:
         except (ApiError, msgspec.ValidationError) as exc:
             log.warning("SubjectAccessReview for %s %s by %s failed: %s", verb, path, user.name, exc)
             return Decision(False, "authorization failed; see the server log")
-        self.reviews += 1
         status = answer.status or _SARStatus()
         decision = Decision(status.allowed and not status.denied, status.reason)
         self.cache.put(key, decision, self.allow_ttl if decision.allowed else self.deny_ttl)

@@ -25,7 +25,7 @@ import contextlib
 import logging
 import random
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -396,7 +396,6 @@ class Informer:
         self.resource_version = ""
         #: Counters for logs, metrics and tests.
         self.lists = 0
-        self.watches = 0
         self.relists_after_expiry = 0
         self.decode_errors = 0
 
@@ -508,7 +507,6 @@ class Informer:
         """One watch request until the server ends it. True if any event arrived."""
         timeout = MIN_WATCH_TIMEOUT + self._rng.randrange(MIN_WATCH_TIMEOUT)
         got_any = False
-        self.watches += 1
 
         def remember_close(close: Callable[[], None]) -> None:
             self._close_stream = close
@@ -604,9 +602,3 @@ class Informer:
                     log.exception("%s: %s handler failed", self.kind.plural, op)
 
         self._dispatch(batch)
-
-
-def scripted_lines(events: Iterable[tuple[str, Any]]) -> Iterator[bytes]:
-    """Watch lines for (type, object) pairs: a helper for tests and fakes."""
-    for type_, obj in events:
-        yield msgspec.json.encode({"type": type_, "object": obj})

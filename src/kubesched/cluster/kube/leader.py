@@ -210,7 +210,6 @@ class LeaderElector:
         #: When the last successful acquire/renew attempt started (monotonic): the Lease is ours, by
         #: any other candidate's clock, until at least this + leaseDuration.
         self.last_renew = 0.0
-        self.transitions_seen = 0
 
     # ------------------------------------------------------------------ state
 

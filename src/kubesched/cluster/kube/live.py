@@ -691,10 +691,6 @@ class LiveCluster:
         self._loop_thread = threading.Thread(target=self._loop, name="scheduling-loop", daemon=True)
         self._loop_thread.start()
 
-    @property
-    def loop_alive(self) -> bool:
-        return self._loop_thread is not None and self._loop_thread.is_alive()
-
     def loop_problem(self) -> str | None:
         """For /livez: None while the loop runs and comes round (or has not been started yet).
 

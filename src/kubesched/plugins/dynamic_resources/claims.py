@@ -197,10 +197,6 @@ class ClaimLedger:
         found = self._pending.get(uid)
         return found[0] if found is not None else None
 
-    def pending_allocation(self, uid: str) -> AllocationResult | None:
-        found = self._pending.get(uid)
-        return found[1] if found is not None else None
-
     def drop_pending(self, uid: str) -> None:
         self._drop_pending(uid)
 
