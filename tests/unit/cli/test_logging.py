@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from kubesched.cli._logging import configure_logging
-from kubesched.cluster.kube.live import attempt_fields
+from kubesched.cluster.kube.live_reports import attempt_fields
 from kubesched.framework.status import Status
 from kubesched.scheduler.scheduler import Attempt
 from kubesched.testing.builders import make_pod

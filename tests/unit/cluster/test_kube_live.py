@@ -13,7 +13,8 @@ import pytest
 from kube_fakes import FakeKube, ScriptedListWatch, list_page, node_json, pod_json
 
 from kubesched.cluster.kube.informer import KINDS, ResourceKind
-from kubesched.cluster.kube.live import LiveCluster, LiveOptions, StateLock
+from kubesched.cluster.kube.live import LiveCluster, LiveOptions
+from kubesched.cluster.kube.state_lock import StateLock
 from kubesched.config import decode_config
 from kubesched.metrics import SchedulerMetrics
 from kubesched.plugins import default_registry

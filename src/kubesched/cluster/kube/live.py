@@ -43,29 +43,30 @@ Never bound twice: a pod is only popped while unbound and not in the cache; the 
 a second Binding with 409 "already assigned", which `bind` treats as final and never as a success
 (someone else bound it, so no `Scheduled` Event and no scheduled count are ours to give): the pod is
 recorded as bound there at once, so it leaves the queue instead of being retried.
+
+Beside it: the lock (`state_lock`), the extenders' binding (`live_extenders`), the attempts' log
+fields and the metrics protocol (`live_reports`), and what a pod that does not decode still says
+(`bad_pods`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 
 from kubesched.api.objects import (
-    ObjectMeta,
     PersistentVolumeClaim,
     Pod,
     PodExtendedResourceClaimStatus,
-    PodSpec,
 )
 from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.cluster.kube.bad_pods import pod_identity
 from kubesched.cluster.kube.binder import BindConflict, Binder
 from kubesched.cluster.kube.claims import ApiClaimWriter
 from kubesched.cluster.kube.client import ApiError, KubeClient
@@ -78,22 +79,22 @@ from kubesched.cluster.kube.informer import (
     ListWatch,
     ResourceKind,
 )
+from kubesched.cluster.kube.live_extenders import LiveExtenders
+from kubesched.cluster.kube.live_reports import LiveMetrics, attempt_fields
 from kubesched.cluster.kube.pipeline import BindPipeline, Fence
+from kubesched.cluster.kube.state_lock import StateLock
 from kubesched.cluster.kube.status import PodStatusWriter
 from kubesched.cluster.kube.volumes import ApiVolumeBinder, ApiVolumeReader, InformerVolumeReader
 from kubesched.cluster.kube.workers import AsyncCalls
-from kubesched.config.types import Extender as ExtenderConfig
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.errors import InputError
 from kubesched.framework.events import ActionType, Resource
 from kubesched.framework.registry import Registry
-from kubesched.framework.status import Status
 from kubesched.scheduler.clock import Clock, RealClock
-from kubesched.scheduler.extenders import Extenders, HTTPExtender
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
 from kubesched.scheduler.scheduler import Abandoned, Attempt, Scheduler
 
-__all__ = ["LiveCluster", "LiveMetrics", "LiveOptions", "StateLock", "attempt_fields"]
+__all__ = ["LiveCluster", "LiveOptions"]
 
 log = logging.getLogger(__name__)
 #: One line per scheduling attempt at debug level, with its fields in `extra["fields"]`.
@@ -131,93 +132,6 @@ HOUSEKEEPING_PERIOD = 0.5
 LOOP_STALL_SECONDS = 60.0
 
 
-def attempt_fields(attempt: Attempt) -> dict[str, object]:
-    """What one scheduling attempt decided, as flat fields for a log line: pod, profile, result,
-    the node or the top reasons, how long it took and how many attempts the pod has had."""
-    fields: dict[str, object] = {
-        "pod": attempt.pod.key,
-        "profile": attempt.profile,
-        "result": attempt.result,
-    }
-    if attempt.node and attempt.result in ("Scheduled", "Waiting"):
-        fields["node"] = attempt.node
-        if attempt.feasible:
-            fields["feasibleNodes"] = attempt.feasible
-            fields["evaluatedNodes"] = attempt.evaluated
-    elif attempt.pre_filter is not None:
-        fields["reasons"] = f"PreFilter {attempt.pre_filter.plugin}: {attempt.pre_filter.message()}"
-    elif attempt.reasons:
-        fields["reasons"] = "; ".join(f"{count} {reason}" for reason, count in attempt.reasons)
-    elif attempt.message:
-        fields["reasons"] = attempt.message
-    if attempt.victims:
-        fields["victims"] = ",".join(attempt.victims)
-    if attempt.nominated_node and attempt.result != "Scheduled":
-        fields["nominatedNode"] = attempt.nominated_node
-    fields["durationMs"] = round(attempt.duration * 1000, 3)
-    fields["attempts"] = attempt.attempts
-    return fields
-
-
-class StateLock:
-    """A FIFO lock that knows which thread holds it.
-
-    Release hands the lock directly to the longest waiter, so a thread that re-acquires in a loop
-    cannot starve the others. `released()` lets the owner step out for blocking I/O.
-    """
-
-    def __init__(self) -> None:
-        self._mutex = threading.Lock()
-        self._held = False
-        self._owner: int | None = None
-        self._waiters: deque[threading.Lock] = deque()
-
-    def acquire(self) -> None:
-        me = threading.get_ident()
-        with self._mutex:
-            if not self._held:
-                self._held = True
-                self._owner = me
-                return
-            gate = threading.Lock()
-            gate.acquire()
-            self._waiters.append(gate)
-        gate.acquire()  # released by the previous owner: the lock is ours, still marked held
-        self._owner = me
-
-    def release(self) -> None:
-        with self._mutex:
-            if self._owner != threading.get_ident():
-                raise RuntimeError("StateLock released by a thread that does not hold it")
-            self._owner = None
-            if self._waiters:
-                self._waiters.popleft().release()
-            else:
-                self._held = False
-
-    def owned(self) -> bool:
-        return self._owner == threading.get_ident()
-
-    def __enter__(self) -> StateLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    @contextlib.contextmanager
-    def released(self) -> Iterator[None]:
-        """Step out of the lock if this thread holds it (for blocking I/O), and take it back after."""
-        if not self.owned():
-            yield
-            return
-        self.release()
-        try:
-            yield
-        finally:
-            self.acquire()
-
-
 @dataclass(frozen=True, slots=True)
 class LiveOptions:
     #: Pods placed but not yet bound, at most (the bind pipeline's depth; each has its own thread).
@@ -229,70 +143,6 @@ class LiveOptions:
     status_workers: int = 2
     #: Kinds to watch besides Pods and Nodes (default: every kind plugins may list).
     kinds: tuple[str, ...] | None = None
-
-
-class LiveMetrics(Protocol):
-    """What the loop reports (implemented by `kubesched.metrics.SchedulerMetrics`, which sits above
-    this layer and is therefore not imported here)."""
-
-    def observe_attempt(self, result: str, profile: str, duration: float) -> None: ...
-
-    def observe_preemption_attempt(self) -> None: ...
-
-    def set_pending(self, counts: Mapping[str, int]) -> None: ...
-
-    def set_cache_size(self, nodes: int, pods: int, assumed: int) -> None: ...
-
-    def sync_incoming(self, incoming: Mapping[tuple[str, str], int]) -> None: ...
-
-    def instrument(self, plugins: Mapping[str, Any]) -> int: ...
-
-    def observe_abandoned_bind(self, reason: str, profile: str) -> None: ...
-
-    def observe_batch_attempt(self, profile: str, result: str) -> None: ...
-
-    def observe_batch_flush(self, profile: str, reason: str) -> None: ...
-
-    def observe_node_hint(self, profile: str, hinted: bool, seconds: float) -> None: ...
-
-    def observe_store_results(self, profile: str, seconds: float) -> None: ...
-
-    def observe_rescore(self, profile: str, seconds: float) -> None: ...
-
-
-class _PodIdentitySpec(msgspec.Struct, kw_only=True, rename="camel", frozen=True):
-    scheduler_name: str = "default-scheduler"
-    node_name: str = ""
-
-
-class _PodIdentity(msgspec.Struct, kw_only=True, frozen=True):
-    """What we can still read of a pod that did not decode: who it is and who should schedule it."""
-
-    metadata: ObjectMeta = ObjectMeta()
-    spec: _PodIdentitySpec = _PodIdentitySpec()
-
-
-class _LiveExtenders(Extenders):
-    """The config's extenders, with binding done outside the state lock.
-
-    A `bindVerb` extender's bind is a blocking HTTP call made from the binding cycle, which runs
-    holding the state lock; stepping out for it keeps binds in flight in parallel and the loop
-    scheduling meanwhile, just as `LiveCluster.bind` does for the API server's POST. Nothing is
-    applied after the bind (`after_bind` unset): the pod's watch event reports it.
-    """
-
-    def __init__(self, configs: list[ExtenderConfig], lock: StateLock) -> None:
-        super().__init__([HTTPExtender(c) for c in configs])
-        self._state_lock = lock
-        #: Set by LiveCluster: its bind pipeline gates and counts an extender's bind like its own.
-        self.pipeline: BindPipeline | None = None
-
-    def bind(self, pod: Pod, node: str) -> Status | None:
-        with self._state_lock.released():
-            if self.pipeline is None:
-                return super().bind(pod, node)
-            with self.pipeline.sending():
-                return super().bind(pod, node)
 
 
 class LiveCluster:
@@ -323,8 +173,8 @@ class LiveCluster:
         profiles = profiles_from_config(config, registry)
         self.profile_names = frozenset(p.scheduler_name for p in profiles)
         #: The config's HTTP extenders (None when it lists none); closed by `stop()`.
-        self.extenders: _LiveExtenders | None = (
-            _LiveExtenders(list(config.extenders), self._lock) if config.extenders else None
+        self.extenders: LiveExtenders | None = (
+            LiveExtenders(list(config.extenders), self._lock) if config.extenders else None
         )
         #: Binding cycles in flight (bounded) and the gate every bind passes. It starts suspended:
         #: nothing is bound before `set_leading(True)`.
@@ -624,15 +474,10 @@ class LiveCluster:
             self._bad_pod(new, str(exc))
 
     def _pod_decode_error(self, raw: bytes, exc: Exception) -> None:
-        try:
-            ident = msgspec.json.decode(raw, type=_PodIdentity)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        pod = pod_identity(raw)
+        if pod is None:
             log.warning("skipping an undecodable pod: %s", exc)
             return
-        pod = Pod(
-            metadata=ident.metadata,
-            spec=PodSpec(scheduler_name=ident.spec.scheduler_name, node_name=ident.spec.node_name),
-        )
         self._dispatch(lambda: self._bad_pod(pod, f"cannot decode the pod: {exc}"))
 
     def _bad_pod(self, pod: Pod, message: str) -> None:
