@@ -122,6 +122,7 @@ ACCEPTED = [
     "StorageCapacityScoring=false",
     "DRASchedulerFilterTimeout=false",
     "StorageCapacityScoring=false,DRASchedulerFilterTimeout=false",
+    "OpportunisticBatching=false",
 ]
 
 #: Gate sets under which the binary's default profile differs from its default one, and the gate

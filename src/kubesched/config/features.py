@@ -11,7 +11,8 @@ What kubesched does with a known gate:
   change a decision (the zpages endpoints, a fast path): accepted and ignored, so a kube-scheduler
   command line moves over unchanged (the CLI logs them once, `ignored_notice`);
 * the scheduler reads it and kubesched follows both values (`FOLLOWED`: config defaulting and
-  validation as `GATED_ARGS` says, the plugins through the registry's `features`);
+  validation as `GATED_ARGS` says, the plugins and the scheduler through the registry's
+  `features`);
 * the scheduler reads it and a value other than v1.37's default changes what it decides: kubesched
   implements the default only (`DEFAULT_ONLY`), so `refuse_unimplemented` refuses the other value
   with one line naming the gate rather than schedule differently from the binary without saying so.
@@ -60,7 +61,6 @@ DEFAULT_ONLY: Mapping[str, str] = {
     "InPlacePodVerticalScalingSchedulerPreemption": "the DeferredPodScheduling plugin",
     "MatchLabelKeysInPodTopologySpread": "switching off matchLabelKeys in PodTopologySpread",
     "NominatedNodeNameForExpectation": "switching off nominatedNodeName as a binding expectation",
-    "OpportunisticBatching": "switching off opportunistic batching",
     "PodGroupPreemptionPolicy": "pod-group preemption policies",
     "PodLevelResources": "switching off pod-level resources",
     "SchedulerAsyncPreemption": "synchronous preemption",
@@ -73,7 +73,7 @@ DEFAULT_ONLY: Mapping[str, str] = {
 
 
 #: Gates kube-scheduler v1.37.2 reads that kubesched follows at either value.
-FOLLOWED = frozenset({"DRASchedulerFilterTimeout", "StorageCapacityScoring"})
+FOLLOWED = frozenset({"DRASchedulerFilterTimeout", "OpportunisticBatching", "StorageCapacityScoring"})
 
 
 def _spec(name: str) -> tuple[str, bool, bool]:

@@ -117,6 +117,9 @@ class OpportunisticBatch:
     metrics: BatchMetrics | None = None
     #: False: every pod counts as unsignable (a profile with extenders, as upstream).
     signs: bool = True
+    #: The OpportunisticBatching gate: off, no pod is signed, asks for a hint or stores a list, and
+    #: nothing is counted (upstream builds no batch).
+    enabled: bool = True
     stored: _Stored | None = None
     last_cycle: int = -1
     last_chosen: str = ""
@@ -134,6 +137,8 @@ class OpportunisticBatch:
         self, state: CycleState, pod: Pod, cycle: int, table: NodeTable
     ) -> tuple[str, bytes | None]:
         """(hint or "", the pod's signature). Called after PreFilter, whose state Filter reads."""
+        if not self.enabled:
+            return "", None
         started = time.perf_counter()
         signature = self.fwk.sign_pod(pod) if self.signs else None
         if not self._usable(state, pod, signature, cycle, table):
@@ -152,7 +157,8 @@ class OpportunisticBatch:
         """What `node_hint` does while `idle` (no hint, whatever the pod), without signing the pod:
         for a repeated failure, which is repeated only while the batch is idle."""
         assert self.idle
-        self._no_hint(time.perf_counter())
+        if self.enabled:
+            self._no_hint(time.perf_counter())
 
     def _no_hint(self, started: float) -> None:
         self._attempt(NO_HINT)
@@ -172,6 +178,8 @@ class OpportunisticBatch:
         """After a successful cycle: remember it, and keep the runners-up when the pod was signable
         and placed by a full pass. `left` counts the other feasible nodes when `runners_up` was not
         built (an unsignable pod), for the flush reason."""
+        if not self.enabled:
+            return
         started = time.perf_counter()
         self.last_cycle = cycle
         self.last_chosen = chosen

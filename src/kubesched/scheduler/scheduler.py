@@ -89,9 +89,11 @@ class Scheduler:
                 profile_handle(self, spec.scheduler_name),
                 percentage_of_nodes_to_score=spec.percentage_of_nodes_to_score,
             )
-        #: Opportunistic batching per profile; extenders turn signatures off, as upstream.
+        #: Opportunistic batching per profile; extenders turn signatures off, as upstream, and the
+        #: OpportunisticBatching gate (the registry's) batching itself.
+        batching = registry.features.enabled("OpportunisticBatching")
         self.batches = {
-            name: OpportunisticBatch(fwk, clock, batch_metrics, signs=extenders is None)
+            name: OpportunisticBatch(fwk, clock, batch_metrics, signs=extenders is None, enabled=batching)
             for name, fwk in self.frameworks.items()
         }
         first = next(iter(self.frameworks.values()))

@@ -122,7 +122,7 @@ def test_refused_as_the_binary_refuses(values: list[str], message: str) -> None:
         (["GenericWorkload=true"], "GenericWorkload=true changes scheduling"),
         (["GenericWorkload=true,TopologyAwareWorkloadScheduling=true"], "GenericWorkload=true changes"),
         (["SchedulerAsyncPreemption=false"], "SchedulerAsyncPreemption=false changes scheduling"),
-        (["OpportunisticBatching=false"], "OpportunisticBatching=false changes scheduling"),
+        (["SchedulerPopFromBackoffQ=false"], "SchedulerPopFromBackoffQ=false changes scheduling"),
         (
             ["InPlacePodVerticalScalingSchedulerPreemption=true"],
             "InPlacePodVerticalScalingSchedulerPreemption",

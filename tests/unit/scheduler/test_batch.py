@@ -15,7 +15,7 @@ import pytest
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Node, Pod
 from kubesched.cluster.memory import MemoryCluster
-from kubesched.config import decode_config
+from kubesched.config import DEFAULT_GATES, FeatureGates, decode_config, parse_feature_gates
 from kubesched.plugins import default_registry
 from kubesched.scheduler.batch import MAX_BATCH_AGE, OpportunisticBatch
 from kubesched.scheduler.clock import VirtualClock
@@ -36,8 +36,8 @@ profiles:
 
 
 class Bed:
-    def __init__(self, nodes: list[Node]) -> None:
-        registry = default_registry(entry_points=False)
+    def __init__(self, nodes: list[Node], features: FeatureGates = DEFAULT_GATES) -> None:
+        registry = default_registry(entry_points=False, features=features)
         cfg = decode_config(CONFIG, "sched.yaml", registry)
         self.clock = VirtualClock()
         self.cluster = MemoryCluster(LoadedObjects(nodes=nodes), self.clock.now)
@@ -87,6 +87,18 @@ def test_a_burst_of_identical_pods_is_batched_one_pod_per_node() -> None:
     assert bed.batch.attempts == Counter({"no_hint": 1, "hint_used": 3})
     assert bed.batch.rescores == 0  # a full node is dropped from the list, never rescored
     assert bed.batch.flushes == Counter()
+
+
+def test_with_the_gate_off_nothing_is_batched_and_every_pod_lands_where_a_full_pass_puts_it() -> None:
+    batched = Bed(sized(8, 6, 5, 3, 2))
+    off = Bed(sized(8, 6, 5, 3, 2), parse_feature_gates(["OpportunisticBatching=false"]))
+    placements = [
+        [bed.schedule(make_pod(f"p{i}", cpu="1500m", scheduler_name="batch")) for i in range(14)]
+        for bed in (batched, off)
+    ]
+    assert placements[0] == placements[1]
+    assert batched.batch.attempts["hint_used"] >= 10
+    assert off.batch.attempts == Counter() and off.batch.flushes == Counter() and off.batch.stored is None
 
 
 def test_the_node_just_used_is_rescored_when_it_still_fits() -> None:
