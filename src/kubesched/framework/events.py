@@ -121,6 +121,15 @@ class QueueingHint(Enum):
 QueueingHintFn = Callable[[Any, Any, Any], QueueingHint]
 
 
+def always_queue(pod: Any, old: Any, new: Any) -> QueueingHint:
+    """The hint of a change that may always help (e.g. the pending pod gained a toleration).
+
+    The queue treats a registration without a hint the same way; upstream registers such hints
+    explicitly, and kubesched registers them where upstream does so the two tables agree.
+    """
+    return QueueingHint.QUEUE
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterEventWithHint:
     event: ClusterEvent

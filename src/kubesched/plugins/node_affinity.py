@@ -8,12 +8,12 @@ from typing import ClassVar, Literal
 import msgspec
 import numpy as np
 
+from kubesched.api.objects import Node, NodeSelector, Pod, PreferredSchedulingTerm
 from kubesched.api.objects import NodeAffinity as NodeAffinitySpec
-from kubesched.api.objects import NodeSelector, Pod, PreferredSchedulingTerm
 from kubesched.api.selectors import NodeSelectorMatcher, RequiredNodeAffinity, compile_node_selector
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
     BatchScorePlugin,
@@ -323,6 +323,28 @@ class NodeAffinity(
         return None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
+        """As v1.37.2: a node added, or relabelled, that now matches what the pod requires."""
         return [
-            ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL))
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+                self._after_node_change,
+            )
         ]
+
+    def _after_node_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """Queue when the node matches `addedAffinity` and the pod's nodeSelector and required
+        affinity, and (when updated) did not match the pod's before; an unreadable term queues."""
+        if not isinstance(new, Node) or not isinstance(old, Node | None):
+            return QueueingHint.QUEUE
+        name, labels = new.metadata.name, new.metadata.labels
+        if self._added_required is not None and not self._added_required.matches(name, labels):
+            return QueueingHint.SKIP
+        required = RequiredNodeAffinity(pod)
+        if required.errors:
+            return QueueingHint.QUEUE
+        if not required.matches(name, labels):
+            return QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        was = required.matches(old.metadata.name, old.metadata.labels)
+        return QueueingHint.SKIP if was else QueueingHint.QUEUE

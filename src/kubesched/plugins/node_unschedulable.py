@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from kubesched.api.objects import Pod, Taint
+from kubesched.api.objects import Node, Pod, Taint
 from kubesched.api.taints import EFFECT_NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, toleration_tolerates
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import BatchFilterPlugin, EnqueueExtensions, FilterPlugin, RepeatsFailures
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
@@ -56,8 +56,29 @@ class NodeUnschedulable(FilterPlugin, BatchFilterPlugin, EnqueueExtensions, Repe
         )
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        # Uncordoning a node is classified as a taint update, as upstream does.
+        """As v1.37.2 (uncordoning a node is classified as a taint update): a node added
+        schedulable or uncordoned; the pending pod now tolerating the unschedulable taint."""
         return [
-            ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT)),
-            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATION)),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT), _after_node_change
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.TARGET_POD, ActionType.UPDATE_POD_TOLERATION), _after_toleration_change
+            ),
         ]
+
+
+def _after_node_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Queue for a node added schedulable, or updated from cordoned to schedulable."""
+    if not isinstance(new, Node) or not isinstance(old, Node | None):
+        return QueueingHint.QUEUE
+    if new.spec.unschedulable:
+        return QueueingHint.SKIP
+    return QueueingHint.QUEUE if old is None or old.spec.unschedulable else QueueingHint.SKIP
+
+
+def _after_toleration_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Queue when the updated pod tolerates `node.kubernetes.io/unschedulable:NoSchedule`."""
+    if not isinstance(new, Pod) or not isinstance(old, Pod | None):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE if _tolerates_unschedulable(new) else QueueingHint.SKIP

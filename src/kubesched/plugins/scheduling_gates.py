@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from kubesched.api.objects import Pod
-from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource, always_queue
 from kubesched.framework.interfaces import EnqueueExtensions, PreEnqueuePlugin
 from kubesched.framework.status import Status
 
@@ -31,8 +31,10 @@ class SchedulingGates(PreEnqueuePlugin, EnqueueExtensions):
         return Status.unschedulable_and_unresolvable(f"waiting for scheduling gates: [{names}]")
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
+        """As v1.37.2: the pending pod's last scheduling gate removed."""
         return [
             ClusterEventWithHint(
-                ClusterEvent(Resource.POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
+                ClusterEvent(Resource.TARGET_POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED),
+                always_queue,
             )
         ]

@@ -9,10 +9,17 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from kubesched.api.objects import Pod, Taint, Toleration
+from kubesched.api.objects import Node, Pod, Taint, Toleration
 from kubesched.api.taints import EFFECT_PREFER_NO_SCHEDULE, find_untolerated_taint, toleration_tolerates
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from kubesched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    always_queue,
+)
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
     BatchScorePlugin,
@@ -138,7 +145,23 @@ class TaintToleration(
         return None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
+        """As v1.37.2: a node added or retainted so that the pod tolerates it; the pending pod
+        gaining a toleration (the API only lets tolerations be added, so that always may help)."""
         return [
-            ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT)),
-            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATION)),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT), _after_node_change
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.TARGET_POD, ActionType.UPDATE_POD_TOLERATION), always_queue
+            ),
         ]
+
+
+def _after_node_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Queue when the node (new, or updated) now has no NoSchedule/NoExecute taint the pod does
+    not tolerate, and had one before (an added node counts as having had one)."""
+    if not isinstance(new, Node) or not isinstance(old, Node | None):
+        return QueueingHint.QUEUE
+    was_untolerated = old is None or find_untolerated_taint(old.spec.taints, pod.spec.tolerations) is not None
+    is_untolerated = find_untolerated_taint(new.spec.taints, pod.spec.tolerations) is not None
+    return QueueingHint.QUEUE if was_untolerated and not is_untolerated else QueueingHint.SKIP

@@ -284,12 +284,10 @@ class VolumeRestrictions(
 
     # -- requeueing
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """A deleted pod frees its disks and claims; a new node has none in use; a missing claim may appear.
-
-        Pod volumes are immutable, so pod updates never help.
-        """
+        """As v1.37.2: a deleted bound pod frees its disks and claims; a new node has none in use;
+        a missing claim may appear. Pod volumes are immutable, so pod updates never help."""
         return [
-            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE), _after_pod_deleted),
+            ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE), _after_pod_deleted),
             ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD)),
             ClusterEventWithHint(
                 ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD), _after_claim_added
@@ -298,17 +296,17 @@ class VolumeRestrictions(
 
 
 def _after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
-    """Queue when the deleted pod held one of the pod's disks or one of its claims."""
+    """Queue when the deleted pod, of the pod's namespace (upstream looks no further), held one of
+    the pod's disks or one of its claims."""
     if not isinstance(old, Pod):
         return QueueingHint.QUEUE
+    if old.metadata.namespace != pod.metadata.namespace:
+        return QueueingHint.SKIP
     if volumes_conflict([v for v in pod.spec.volumes if _source(v) is not None], old):
         return QueueingHint.QUEUE
-    if old.metadata.namespace == pod.metadata.namespace:
-        mine = {v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim}
-        theirs = {v.persistent_volume_claim.claim_name for v in old.spec.volumes if v.persistent_volume_claim}
-        if mine & theirs:
-            return QueueingHint.QUEUE
-    return QueueingHint.SKIP
+    mine = {v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim}
+    theirs = {v.persistent_volume_claim.claim_name for v in old.spec.volumes if v.persistent_volume_claim}
+    return QueueingHint.QUEUE if mine & theirs else QueueingHint.SKIP
 
 
 def _after_claim_added(pod: Pod, old: Any, new: Any) -> QueueingHint:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kubesched.api.objects import Pod
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, ClusterEvent, Resource
+from kubesched.framework.events import QueueingHint, QueueingHintFn
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.registry import decode_args, instantiate
 from kubesched.framework.status import Code, Status
@@ -594,9 +594,55 @@ def test_invalid_args_refused_at_construction() -> None:
         NodeAffinity(args)
 
 
-def test_events() -> None:
-    events = [e.event for e in NodeAffinity().events_to_register()]
-    assert events == [ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)]
+_FOO_IN_BAR = {
+    "nodeSelectorTerms": [{"matchExpressions": [{"key": "foo", "operator": "In", "values": ["bar"]}]}]
+}
+
+
+def _node_hint(args: NodeAffinityArgs | None = None) -> QueueingHintFn:
+    (reg,) = NodeAffinity(args).events_to_register()
+    assert reg.hint is not None
+    return reg.hint
+
+
+# The cases of v1.37.2's nodeaffinity Test_isSchedulableAfterNodeChange.
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (None, "not-a-node", QueueingHint.QUEUE),
+        ("not-a-node", make_node("n"), QueueingHint.QUEUE),
+        (None, make_node("n"), QueueingHint.SKIP),
+        (None, make_node("n", labels={"foo": "bar"}), QueueingHint.QUEUE),
+        (make_node("n"), make_node("n", cpu="8"), QueueingHint.SKIP),
+        (make_node("n"), make_node("n", labels={"k": "v"}), QueueingHint.SKIP),
+        (make_node("n", labels={"foo": "bar"}), make_node("n", labels={"k": "v"}), QueueingHint.SKIP),
+        (make_node("n"), make_node("n", labels={"foo": "bar"}), QueueingHint.QUEUE),
+        (
+            make_node("n", labels={"foo": "bar"}),
+            make_node("n", cpu="8", labels={"foo": "bar"}),
+            QueueingHint.SKIP,
+        ),
+    ],
+)
+def test_node_hint(old: object, new: object, expected: QueueingHint) -> None:
+    pod = make_pod(
+        "p",
+        spec={"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": _FOO_IN_BAR}}},
+    )
+    assert _node_hint()(pod, old, new) is expected
+
+
+def test_node_hint_with_added_affinity() -> None:
+    """`addedAffinity` is checked first: a node it rejects is skipped whatever the pod wants."""
+    args = msgspec.convert(
+        {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": _FOO_IN_BAR}}, NodeAffinityArgs
+    )
+    hint = _node_hint(args)
+    assert hint(make_pod("p"), None, make_node("n", labels={"foo": "bar"})) is QueueingHint.QUEUE
+    assert hint(make_pod("p"), None, make_node("n", labels={"foo": "baz"})) is QueueingHint.SKIP
+    assert hint(make_pod("p", node_selector={"k": "v"}), None, make_node("n", labels={"foo": "bar"})) is (
+        QueueingHint.SKIP
+    )
 
 
 # --------------------------------------------------------------------------- batch == per node

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from kubesched.api.objects import Toleration
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, ClusterEvent, Resource
+from kubesched.framework.events import QueueingHint, QueueingHintFn, Resource
 from kubesched.framework.node_table import NodeSet
 from kubesched.framework.status import Code, Status
 from kubesched.plugins.node_unschedulable import NodeUnschedulable
@@ -83,10 +83,43 @@ def test_taint_alone_is_not_this_plugins_business() -> None:
     ]
 
 
-def test_events() -> None:
-    events = [e.event for e in NodeUnschedulable().events_to_register()]
-    assert ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT) in events
-    assert ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATION) in events
+def _hints() -> dict[Resource, QueueingHintFn]:
+    return {r.event.resource: r.hint for r in NodeUnschedulable().events_to_register() if r.hint is not None}
+
+
+# The cases of v1.37.2's nodeunschedulable TestIsSchedulableAfterNodeChange.
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (None, "not-a-node", QueueingHint.QUEUE),
+        ("not-a-node", make_node("a", unschedulable=True), QueueingHint.QUEUE),
+        (None, make_node("a", unschedulable=True), QueueingHint.SKIP),
+        (None, make_node("a"), QueueingHint.QUEUE),
+        (make_node("a", unschedulable=True), make_node("a", unschedulable=True), QueueingHint.SKIP),
+        (make_node("a"), make_node("a"), QueueingHint.SKIP),
+        (make_node("a", unschedulable=True), make_node("a"), QueueingHint.QUEUE),
+        (make_node("a"), make_node("a", unschedulable=True), QueueingHint.SKIP),
+    ],
+)
+def test_node_hint(old: object, new: object, expected: QueueingHint) -> None:
+    assert _hints()[Resource.NODE](make_pod("p"), old, new) is expected
+
+
+# The cases of v1.37.2's TestIsSchedulableAfterPodTolerationChange.
+@pytest.mark.parametrize(
+    ("tolerations", "expected"),
+    [
+        ([Toleration(key=KEY, operator="Exists", effect="NoSchedule")], QueueingHint.QUEUE),
+        ([Toleration(operator="Exists")], QueueingHint.QUEUE),
+        ([Toleration(key="other", operator="Exists", effect="NoSchedule")], QueueingHint.SKIP),
+        ([Toleration(key=KEY, operator="Exists", effect="NoExecute")], QueueingHint.SKIP),
+    ],
+)
+def test_toleration_hint(tolerations: list[Toleration], expected: QueueingHint) -> None:
+    hint = _hints()[Resource.TARGET_POD]
+    assert hint(make_pod("p"), make_pod("p"), make_pod("p", tolerations=tolerations)) is expected
+    assert hint(make_pod("p"), make_pod("p"), "not-a-pod") is QueueingHint.QUEUE
+    assert hint(make_pod("p"), "not-a-pod", make_pod("p")) is QueueingHint.QUEUE
 
 
 tolerations_st = st.lists(

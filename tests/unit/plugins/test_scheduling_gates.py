@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.framework.events import ActionType, ClusterEvent, Resource
+from kubesched.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
 from kubesched.framework.interfaces import extension_points_of
 from kubesched.framework.status import Code
 from kubesched.plugins.scheduling_gates import SchedulingGates
@@ -32,9 +32,12 @@ def test_pre_enqueue(gates: list[str], message: str | None) -> None:
 
 
 def test_registers_gates_eliminated_event() -> None:
-    events = [e.event for e in SchedulingGates().events_to_register()]
-    assert events == [ClusterEvent(Resource.POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)]
-    assert events[0].label == "PodUpdatePodSchedulingGatesEliminated"
+    """v1.37.2: the pending pod's last gate removed, with a hint that always queues."""
+    (reg,) = SchedulingGates().events_to_register()
+    assert reg.event == ClusterEvent(Resource.TARGET_POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
+    assert reg.event.label == "TargetPodUpdatePodSchedulingGatesEliminated"
+    assert reg.hint is not None
+    assert reg.hint(make_pod("p"), make_pod("p"), make_pod("p")) is QueueingHint.QUEUE
 
 
 def test_only_pre_enqueue_extension_point() -> None:

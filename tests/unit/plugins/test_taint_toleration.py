@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesched.api.objects import Pod, Taint, Toleration
+from kubesched.api.objects import Node, Pod, Taint, Toleration
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, ClusterEvent, Resource
+from kubesched.framework.events import QueueingHint, QueueingHintFn, Resource
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.plugins.taint_toleration import TaintToleration
@@ -164,10 +164,39 @@ def test_pre_score_with_no_nodes_writes_nothing() -> None:
     assert state.get("PreScoreTaintToleration") is None
 
 
-def test_events() -> None:
-    events = [e.event for e in TaintToleration().events_to_register()]
-    assert ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT) in events
-    assert ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATION) in events
+def _hints() -> dict[Resource, QueueingHintFn]:
+    return {r.event.resource: r.hint for r in TaintToleration().events_to_register() if r.hint is not None}
+
+
+_USER = [Toleration(key="dedicated", operator="Equal", value="user2", effect="NoSchedule")]
+
+
+def _tainted(*values: str) -> Node:
+    return make_node("a", taints=[Taint(key="dedicated", value=v, effect="NoSchedule") for v in values])
+
+
+# The cases of v1.37.2's tainttoleration TestIsSchedulableAfterNodeChange.
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (None, "not-a-node", QueueingHint.QUEUE),
+        ("not-a-node", _tainted("user1"), QueueingHint.QUEUE),
+        (None, _tainted("user1"), QueueingHint.SKIP),  # added, still untolerated
+        (None, _tainted("user2"), QueueingHint.QUEUE),  # added, tolerated
+        (_tainted("user1"), _tainted("user1", "user3"), QueueingHint.SKIP),
+        (_tainted("user1"), _tainted("user2"), QueueingHint.QUEUE),
+        (_tainted("user2"), _tainted(), QueueingHint.SKIP),  # was tolerated already
+    ],
+)
+def test_node_hint(old: object, new: object, expected: QueueingHint) -> None:
+    assert _hints()[Resource.NODE](make_pod("p", tolerations=_USER), old, new) is expected
+
+
+def test_toleration_hint_always_queues() -> None:
+    """Tolerations can only be added, so a new one always may help."""
+    assert _hints()[Resource.TARGET_POD](make_pod("p"), make_pod("p"), make_pod("p", tolerations=_USER)) is (
+        QueueingHint.QUEUE
+    )
 
 
 # --------------------------------------------------------------------------- batch == per node
