@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.objects import CSINode, PersistentVolume, PersistentVolumeClaim, Pod, Volume
+from kubesched.api.objects import CSINode, CSINodeDriver, PersistentVolume, PersistentVolumeClaim, Pod, Volume
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
@@ -324,11 +324,13 @@ class NodeVolumeLimits(
 
     # -- requeueing
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """A new or updated CSINode may raise limits; a deleted pod frees attachments; a missing
-        claim may appear."""
+        """As v1.37.2: a new CSINode; an updated one that raised a driver's limit; a deleted bound
+        pod that may have held CSI volumes; a missing claim appearing. (Upstream also listens for
+        VolumeAttachment deletes, which kubesched does not model: see the module docstring.)"""
         return [
-            ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, ActionType.ADD | ActionType.UPDATE)),
-            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE), _after_pod_deleted),
+            ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, ActionType.ADD)),
+            ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, ActionType.UPDATE), _after_csi_node_updated),
+            ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE), _after_pod_deleted),
             ClusterEventWithHint(
                 ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD), _after_claim_added
             ),
@@ -352,10 +354,24 @@ def _status(err: _LookupError) -> Status:
 
 
 def _after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
-    """Only a scheduled pod that may have held CSI volumes frees anything."""
+    """Only a bound (or nominated) pod that may have held CSI volumes frees anything."""
     if not isinstance(old, Pod):
         return QueueingHint.QUEUE
-    return QueueingHint.QUEUE if old.spec.node_name and _may_use_csi(old) else QueueingHint.SKIP
+    held = bool(old.spec.node_name or old.status.nominated_node_name)
+    return QueueingHint.QUEUE if held and _may_use_csi(old) else QueueingHint.SKIP
+
+
+def _after_csi_node_updated(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """Queue when some driver's attach limit grew (a driver without a count has limit 0)."""
+    if not isinstance(old, CSINode) or not isinstance(new, CSINode):
+        return QueueingHint.QUEUE
+
+    def count(d: CSINodeDriver) -> int:
+        return d.allocatable.count if d.allocatable is not None and d.allocatable.count is not None else 0
+
+    before = {d.name: count(d) for d in old.spec.drivers}
+    grew = any(count(d) > before.get(d.name, 0) for d in new.spec.drivers)
+    return QueueingHint.QUEUE if grew else QueueingHint.SKIP
 
 
 def _after_claim_added(pod: Pod, old: Any, new: Any) -> QueueingHint:

@@ -44,6 +44,24 @@ UPSTREAM: dict[str, list[Row]] = {
         (R.NODE, A.ADD, NO_HINT),
         (R.PERSISTENT_VOLUME_CLAIM, A.ADD, HINT),
     ],
+    # nodevolumelimits/csi.go; its fifth row (VolumeAttachment Delete, with a hint) is not here:
+    # kubesched does not model VolumeAttachments (see plugins/node_volume_limits.py).
+    "NodeVolumeLimits": [
+        (R.CSI_NODE, A.ADD, NO_HINT),
+        (R.CSI_NODE, A.UPDATE, HINT),
+        (R.ASSIGNED_POD, A.DELETE, HINT),
+        (R.PERSISTENT_VOLUME_CLAIM, A.ADD, HINT),
+    ],
+    # volumebinding/volume_binding.go
+    "VolumeBinding": [
+        (R.STORAGE_CLASS, A.ADD | A.UPDATE, HINT),
+        (R.PERSISTENT_VOLUME_CLAIM, A.ADD | A.UPDATE, HINT),
+        (R.PERSISTENT_VOLUME, A.ADD | A.UPDATE, NO_HINT),
+        (R.NODE, A.ADD | A.UPDATE_NODE_LABEL, NO_HINT),
+        (R.CSI_NODE, A.ADD | A.UPDATE, HINT),
+        (R.CSI_DRIVER, A.UPDATE, HINT),
+        (R.CSI_STORAGE_CAPACITY, A.ADD | A.UPDATE, HINT),
+    ],
     # volumezone/volume_zone.go
     "VolumeZone": [
         (R.STORAGE_CLASS, A.ADD, HINT),

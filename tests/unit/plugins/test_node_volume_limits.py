@@ -21,7 +21,7 @@ from kubesched.api.objects import (
     StorageClass,
 )
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, QueueingHint, Resource
+from kubesched.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.plugins.node_volume_limits import (
@@ -311,20 +311,52 @@ def test_pod_without_volumes_passes_even_without_pre_filter() -> None:
 def test_events_to_register() -> None:
     events = {(e.event.resource, e.event.action): e.hint for e in NodeVolumeLimits().events_to_register()}
     assert set(events) == {
-        (Resource.CSI_NODE, ActionType.ADD | ActionType.UPDATE),
-        (Resource.POD, ActionType.DELETE),
+        (Resource.CSI_NODE, ActionType.ADD),
+        (Resource.CSI_NODE, ActionType.UPDATE),
+        (Resource.ASSIGNED_POD, ActionType.DELETE),
         (Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
     }
-    on_delete = events[(Resource.POD, ActionType.DELETE)]
+    on_delete = events[(Resource.ASSIGNED_POD, ActionType.DELETE)]
     assert on_delete is not None
     incoming = pod("p", pvc_vol("c"))
     assert on_delete(incoming, pod("o", pvc_vol("a"), node="n1"), None) is QueueingHint.QUEUE
     assert on_delete(incoming, pod("o", pvc_vol("a")), None) is QueueingHint.SKIP  # never scheduled
+    nominated = pod("o", pvc_vol("a"))
+    nominated = msgspec.structs.replace(
+        nominated, status=msgspec.structs.replace(nominated.status, nominated_node_name="n1")
+    )
+    assert on_delete(incoming, nominated, None) is QueueingHint.QUEUE
     assert on_delete(incoming, pod("o", {"emptyDir": {}}, node="n1"), None) is QueueingHint.SKIP
+    assert on_delete(incoming, "not-a-pod", None) is QueueingHint.QUEUE
     on_claim = events[(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD)]
     assert on_claim is not None
     assert on_claim(incoming, None, claim("c")) is QueueingHint.QUEUE
     assert on_claim(incoming, None, claim("z")) is QueueingHint.SKIP
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ({"ebs": 1}, {"ebs": 2}, QueueingHint.QUEUE),
+        ({"ebs": 2}, {"ebs": 1}, QueueingHint.SKIP),
+        ({"ebs": 2}, {"ebs": 2}, QueueingHint.SKIP),
+        ({"ebs": 2}, {"ebs": 2, "pd": 1}, QueueingHint.QUEUE),  # a new driver: limit 0 before
+        ({"ebs": 2}, {"ebs": 2, "pd": None}, QueueingHint.SKIP),  # no count: limit 0
+        ({"ebs": None}, {"ebs": 1}, QueueingHint.QUEUE),
+    ],
+)
+def test_csi_node_update_hint(
+    old: dict[str, int | None], new: dict[str, int | None], expected: QueueingHint
+) -> None:
+    """v1.37.2's isSchedulableAfterCSINodeUpdated: queue when some driver's limit grew."""
+    (hint,) = [
+        r.hint
+        for r in NodeVolumeLimits().events_to_register()
+        if r.event == ClusterEvent(Resource.CSI_NODE, ActionType.UPDATE)
+    ]
+    assert hint is not None
+    assert hint(pod("p", pvc_vol("c")), csi_node("n1", old), csi_node("n1", new)) is expected
+    assert hint(pod("p", pvc_vol("c")), None, csi_node("n1", new)) is QueueingHint.QUEUE
 
 
 def test_cli_max_volume_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,7 +15,9 @@ from volume_fixtures import FakeHandle, simulate
 
 from kubesched.api.objects import (
     CSIDriver,
+    CSINode,
     CSIStorageCapacity,
+    ObjectMeta,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -763,6 +765,86 @@ def test_events_to_register() -> None:
     assert on_class(incoming, storage_class(), storage_class()) is QueueingHint.SKIP
     wider = storage_class(topologies=[{"matchLabelExpressions": [{"key": ZONE, "values": ["a"]}]}])
     assert on_class(incoming, storage_class(), wider) is QueueingHint.QUEUE
+
+
+def _hint(resource: Resource) -> Any:
+    (hint,) = [r.hint for r in VolumeBinding().events_to_register() if r.event.resource == resource]
+    assert hint is not None
+    return hint
+
+
+def _csi_node(migrated: str | None = None) -> CSINode:
+    annotations = {} if migrated is None else {"storage.alpha.kubernetes.io/migrated-plugins": migrated}
+    return msgspec.convert({"metadata": {"name": "n1", "annotations": annotations}}, CSINode)
+
+
+# The cases of v1.37.2's TestIsSchedulableAfterCSINodeChange.
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (object(), object(), QueueingHint.QUEUE),
+        (None, _csi_node(), QueueingHint.QUEUE),
+        (_csi_node(), _csi_node("kubernetes.io/gce-pd"), QueueingHint.QUEUE),
+        (
+            _csi_node("kubernetes.io/gce-pd"),
+            _csi_node("kubernetes.io/gce-pd,kubernetes.io/aws-ebs"),
+            QueueingHint.QUEUE,
+        ),
+        (_csi_node("kubernetes.io/gce-pd"), _csi_node("kubernetes.io/gce-pd"), QueueingHint.SKIP),
+    ],
+)
+def test_csi_node_hint(old: Any, new: Any, expected: QueueingHint) -> None:
+    assert _hint(Resource.CSI_NODE)(pod("c"), old, new) is expected
+
+
+def _capacity(capacity: str | None = None, maximum: str | None = None) -> CSIStorageCapacity:
+    return CSIStorageCapacity(
+        metadata=msgspec.convert({"name": "cap"}, ObjectMeta), capacity=capacity, maximum_volume_size=maximum
+    )
+
+
+# The cases of v1.37.2's TestIsSchedulableAfterCSIStorageCapacityChange.
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (None, _capacity(), QueueingHint.QUEUE),
+        (object(), _capacity(), QueueingHint.QUEUE),
+        (_capacity(), _capacity("10Gi"), QueueingHint.QUEUE),  # capacity appeared
+        (_capacity("10Gi"), _capacity("20Gi"), QueueingHint.QUEUE),
+        (_capacity("20Gi"), _capacity("10Gi"), QueueingHint.SKIP),
+        (_capacity("10Gi"), _capacity("10Gi"), QueueingHint.SKIP),
+        (_capacity("10Gi", "5Gi"), _capacity("10Gi", "8Gi"), QueueingHint.QUEUE),  # maximum size wins
+        (_capacity("10Gi", "8Gi"), _capacity("20Gi", "8Gi"), QueueingHint.SKIP),
+        (_capacity(maximum="8Gi"), _capacity("20Gi"), QueueingHint.QUEUE),
+        (_capacity("10Gi"), _capacity(), QueueingHint.SKIP),  # capacity gone
+    ],
+)
+def test_capacity_hint(old: Any, new: Any, expected: QueueingHint) -> None:
+    assert _hint(Resource.CSI_STORAGE_CAPACITY)(pod("c"), old, new) is expected
+
+
+def _driver(capacity: bool | None) -> CSIDriver:
+    return msgspec.convert(
+        {"metadata": {"name": "csi.example.com"}, "spec": {"storageCapacity": capacity}}, CSIDriver
+    )
+
+
+# The cases of v1.37.2's TestIsSchedulableAfterCSIDriverChange.
+@pytest.mark.parametrize(
+    ("uses_driver", "old", "new", "expected"),
+    [
+        (True, object(), object(), QueueingHint.QUEUE),
+        (False, _driver(True), _driver(False), QueueingHint.SKIP),  # not the pod's driver
+        (True, _driver(True), _driver(False), QueueingHint.QUEUE),
+        (True, _driver(True), _driver(None), QueueingHint.QUEUE),
+        (True, _driver(False), _driver(True), QueueingHint.SKIP),
+        (True, _driver(True), _driver(True), QueueingHint.SKIP),
+    ],
+)
+def test_csi_driver_hint(uses_driver: bool, old: Any, new: Any, expected: QueueingHint) -> None:
+    driver = "csi.example.com" if uses_driver else "other.example.com"
+    inline = make_pod("c", spec={"volumes": [{"name": "v", "csi": {"driver": driver}}]})
+    assert _hint(Resource.CSI_DRIVER)(inline, old, new) is expected
 
 
 # --------------------------------------------------------------------------- through the CLI

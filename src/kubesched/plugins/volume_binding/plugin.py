@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kubesched.api.objects import Pod, StorageClass
-from kubesched.api.quantity import QuantityError
+from kubesched.api.objects import CSIDriver, CSINode, CSIStorageCapacity, Pod, StorageClass
+from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
@@ -270,12 +270,63 @@ class VolumeBinding(
                 ClusterEvent(Resource.PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE)
             ),
             ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
-            ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, ActionType.ADD | ActionType.UPDATE)),
-            ClusterEventWithHint(ClusterEvent(Resource.CSI_DRIVER, ActionType.UPDATE)),
             ClusterEventWithHint(
-                ClusterEvent(Resource.CSI_STORAGE_CAPACITY, ActionType.ADD | ActionType.UPDATE)
+                ClusterEvent(Resource.CSI_NODE, ActionType.ADD | ActionType.UPDATE), _after_csi_node_change
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.CSI_DRIVER, ActionType.UPDATE), _after_csi_driver_change
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.CSI_STORAGE_CAPACITY, ActionType.ADD | ActionType.UPDATE),
+                _after_capacity_change,
             ),
         ]
+
+
+#: The CSINode annotation naming the in-tree plugins migrated to CSI on that node.
+_MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
+
+
+def _after_csi_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """As v1.37.2: a new CSINode queues; an updated one only when its migrated plugins changed."""
+    if old is None:
+        return QueueingHint.QUEUE
+    if not isinstance(old, CSINode) or not isinstance(new, CSINode):
+        return QueueingHint.QUEUE
+    before = old.metadata.annotations.get(_MIGRATED_PLUGINS)
+    changed = before != new.metadata.annotations.get(_MIGRATED_PLUGINS)
+    return QueueingHint.QUEUE if changed else QueueingHint.SKIP
+
+
+def _after_csi_driver_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """As v1.37.2: queue when a driver of the pod's inline CSI volumes stops publishing storage
+    capacity (its capacity no longer limits where the pod fits)."""
+    if not isinstance(old, CSIDriver) or not isinstance(new, CSIDriver):
+        return QueueingHint.QUEUE
+    stopped = old.spec.storage_capacity is True and new.spec.storage_capacity is not True
+    uses = any(v.csi is not None and v.csi.get("driver") == new.metadata.name for v in pod.spec.volumes)
+    return QueueingHint.QUEUE if stopped and uses else QueueingHint.SKIP
+
+
+def _after_capacity_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """As v1.37.2: a new CSIStorageCapacity queues; an updated one when its volume limit (the
+    maximum volume size, else the capacity) appeared or grew."""
+    if old is None:
+        return QueueingHint.QUEUE
+    if not isinstance(old, CSIStorageCapacity) or not isinstance(new, CSIStorageCapacity):
+        return QueueingHint.QUEUE
+    try:
+        before, after = _volume_limit(old), _volume_limit(new)
+    except QuantityError:
+        return QueueingHint.QUEUE
+    grew = after is not None and (before is None or after > before)
+    return QueueingHint.QUEUE if grew else QueueingHint.SKIP
+
+
+def _volume_limit(cap: CSIStorageCapacity) -> int | None:
+    """The largest volume the capacity admits, in nanos: maximumVolumeSize when set, else capacity."""
+    limit = cap.maximum_volume_size if cap.maximum_volume_size is not None else cap.capacity
+    return None if limit is None else quantity_nanos(limit)
 
 
 def _after_claim_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
