@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api.objects import Node, Pod
+from kubesched.api.resource import DeviceClass
 from kubesched.api.resources import (
     is_scalar_resource,
     pod_container_non_zero_requests,
@@ -36,7 +37,14 @@ from kubesched.api.resources import (
 from kubesched.api.selectors import qualified_name_error
 from kubesched.errors import FieldErrors, InputError
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from kubesched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    always_queue,
+)
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
     BatchScorePlugin,
@@ -629,12 +637,28 @@ class NodeResourcesFit(
 
     # ------------------------------------------------------------------ queueing
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """A deleted pod frees resources; a new or grown node adds them."""
+        """As v1.37.2 with its default gates (DRAExtendedResource and InPlacePodVerticalScaling
+        on): a deleted bound pod frees resources; a new or grown node adds them; a DeviceClass may
+        start backing an extended resource the pod requests; a bound pod scaled down frees some,
+        and the pending pod scaled down needs less."""
         return [
-            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE), self._after_pod_deleted),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE), self._after_pod_deleted
+            ),
             ClusterEventWithHint(
                 ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
                 self._after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
+                _after_device_class_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN),
+                _after_assigned_pod_scale_down,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.TARGET_POD, ActionType.UPDATE_POD_SCALE_DOWN), always_queue
             ),
         ]
 
@@ -667,6 +691,38 @@ class NodeResourcesFit(
             if amount > 0 and resource != PODS and after.get(resource, 0) > before.get(resource, 0):
                 return QueueingHint.QUEUE
         return QueueingHint.SKIP
+
+
+def _after_assigned_pod_scale_down(pod: Pod, old: object, new: object) -> QueueingHint:
+    """As v1.37.2: queue when a bound pod now requests less of a resource the pod requests."""
+    if not isinstance(old, Pod) or not isinstance(new, Pod):
+        return QueueingHint.QUEUE
+    if not new.spec.node_name:
+        return QueueingHint.SKIP
+    before, after = pod_requests(old), pod_requests(new)
+    for name, amount in pod_requests(pod).items():
+        if amount and name != PODS and before.get(name, 0) > after.get(name, 0):
+            return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+#: The resource name under which a pod may request devices of a class by the class's name.
+_DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def _after_device_class_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """As v1.37.2: queue for a class the pod requests by name (when added), or whose extended
+    resource name changed to one the pod requests; an update that keeps the name is skipped."""
+    if not isinstance(new, DeviceClass) or not isinstance(old, DeviceClass | None):
+        return QueueingHint.QUEUE
+    wanted = pod_requests(pod)
+    name = new.spec.extended_resource_name or ""
+    if old is not None:
+        if (old.spec.extended_resource_name or "") == name:
+            return QueueingHint.SKIP
+    elif _DEVICE_CLASS_PREFIX + new.metadata.name in wanted:
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE if name and name in wanted else QueueingHint.SKIP
 
 
 #: Up to this many reason columns, distinct reason sets are found with a table of 2**bits entries.

@@ -38,6 +38,15 @@ UPSTREAM: dict[str, list[Row]] = {
     "NodeAffinity": [(R.NODE, A.ADD | A.UPDATE_NODE_LABEL, HINT)],
     # nodeports/node_ports.go
     "NodePorts": [(R.ASSIGNED_POD, A.DELETE, HINT), (R.NODE, A.ADD, NO_HINT)],
+    # noderesources/fit.go: DRAExtendedResource and InPlacePodVerticalScaling are GA; the
+    # scale-up rows need InPlacePodVerticalScalingSchedulerPreemption, alpha and off.
+    "NodeResourcesFit": [
+        (R.ASSIGNED_POD, A.DELETE, HINT),
+        (R.NODE, A.ADD | A.UPDATE_NODE_ALLOCATABLE, HINT),
+        (R.DEVICE_CLASS, A.ADD | A.UPDATE, HINT),
+        (R.ASSIGNED_POD, A.UPDATE_POD_SCALE_DOWN, HINT),
+        (R.TARGET_POD, A.UPDATE_POD_SCALE_DOWN, HINT),
+    ],
     # volumerestrictions/volume_restrictions.go
     "VolumeRestrictions": [
         (R.ASSIGNED_POD, A.DELETE, HINT),

@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.objects import Node, Pod
+from kubesched.api.resource import DeviceClass
 from kubesched.errors import FieldErrors, InputError
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, QueueingHint, Resource
+from kubesched.framework.events import ActionType, ClusterEvent, QueueingHint, QueueingHintFn, Resource
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.registry import decode_args
 from kubesched.framework.status import Code, Status
@@ -374,12 +375,71 @@ def test_filter_without_pre_filter_computes_the_request() -> None:
     assert plugin.filter_nodes(CycleState(), pod, table.all()).codes.tolist() == [0]
 
 
-def test_events_to_register() -> None:
-    events = [e.event for e in NodeResourcesFit().events_to_register()]
-    assert [(e.resource, e.action) for e in events] == [
-        (Resource.POD, ActionType.DELETE),
-        (Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
-    ]
+def _fit_hint(event: ClusterEvent) -> QueueingHintFn:
+    (hint,) = [r.hint for r in NodeResourcesFit().events_to_register() if r.event == event]
+    assert hint is not None
+    return hint
+
+
+# The cases of v1.37.2's Test_isSchedulableAfterAssignedPodScaleDown (container requests).
+@pytest.mark.parametrize(
+    ("old", "new", "hint"),
+    [
+        ("not-a-pod", make_pod("o", cpu="1", node_name="n"), QueueingHint.QUEUE),
+        (make_pod("o", cpu="2"), make_pod("o", cpu="1"), QueueingHint.SKIP),  # not bound
+        (
+            make_pod("o", memory="2", node_name="n"),
+            make_pod("o", memory="1", node_name="n"),
+            QueueingHint.SKIP,
+        ),
+        (make_pod("o", cpu="2", node_name="n"), make_pod("o", cpu="1", node_name="n"), QueueingHint.QUEUE),
+        (make_pod("o", cpu="1", node_name="n"), make_pod("o", cpu="2", node_name="n"), QueueingHint.SKIP),
+    ],
+)
+def test_a_bound_pod_scaled_down_requeues_if_it_freed_what_the_pod_wants(
+    old: object, new: Pod, hint: QueueingHint
+) -> None:
+    on_scale_down = _fit_hint(ClusterEvent(Resource.ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN))
+    assert on_scale_down(make_pod("p", cpu="1"), old, new) is hint
+
+
+def test_the_pending_pod_scaled_down_always_requeues() -> None:
+    on_own = _fit_hint(ClusterEvent(Resource.TARGET_POD, ActionType.UPDATE_POD_SCALE_DOWN))
+    assert (
+        on_own(make_pod("p", cpu="1"), make_pod("p", cpu="2"), make_pod("p", cpu="1")) is QueueingHint.QUEUE
+    )
+
+
+def _device_class(name: str, extended: str | None = None) -> DeviceClass:
+    return msgspec.convert(
+        {"metadata": {"name": name}, "spec": {"extendedResourceName": extended}}, DeviceClass
+    )
+
+
+# The cases of v1.37.2's Test_isSchedulableAfterDeviceClassChange.
+@pytest.mark.parametrize(
+    ("old", "new", "hint"),
+    [
+        (None, "not-a-class", QueueingHint.QUEUE),
+        (None, _device_class("gpu"), QueueingHint.QUEUE),  # requested by its class name
+        (None, _device_class("other"), QueueingHint.SKIP),
+        (None, _device_class("other", "example.com/gpu"), QueueingHint.QUEUE),
+        (None, _device_class("other", "example.com/fpga"), QueueingHint.SKIP),
+        (_device_class("other"), _device_class("other", "example.com/gpu"), QueueingHint.QUEUE),
+        (
+            _device_class("other", "example.com/gpu"),
+            _device_class("other", "example.com/gpu"),
+            QueueingHint.SKIP,
+        ),
+        (_device_class("other", "example.com/gpu"), _device_class("other"), QueueingHint.SKIP),
+    ],
+)
+def test_a_device_class_change_requeues_for_what_the_pod_requests(
+    old: DeviceClass | None, new: object, hint: QueueingHint
+) -> None:
+    pod = make_pod("p", extra={"deviceclass.resource.kubernetes.io/gpu": 1, "example.com/gpu": 1})
+    on_class = _fit_hint(ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE))
+    assert on_class(pod, old, new) is hint
 
 
 @pytest.mark.parametrize(
