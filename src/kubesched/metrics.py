@@ -24,6 +24,8 @@ kubesched's own, for what upstream has no name for:
 * `kubesched_binds_abandoned_total{reason,profile}` - decisions dropped just before their bind was
   sent and their pods requeued: `NodeGone`, `NoLongerFits`, `PodGone`, `Refused` (not leading or
   shutting down)
+* `kubesched_calls_dropped_total{queue}` - Events (`events`) and pod status writes (`pod-status`)
+  never sent: their queue was full, or they were still queued when a shutdown's time ran out
 
 The registry is our own (not prometheus-client's global one), so two schedulers in one process, as
 in tests, do not collide. `_created` series are turned off: kube-scheduler has none.
@@ -138,6 +140,13 @@ class SchedulerMetrics:
             ["reason", "profile"],
             registry=r,
         )
+        self.calls_dropped = Counter(
+            "kubesched_calls_dropped_total",
+            "Events and pod status writes never sent: their queue was full, or they were still queued "
+            "when a shutdown's time ran out.",
+            ["queue"],
+            registry=r,
+        )
         # Opportunistic batching (KEP-5598); names, labels, help and buckets as kube-scheduler v1.37.2.
         self.batch_attempts = Counter(
             "scheduler_batch_attempts_total",
@@ -183,6 +192,7 @@ class SchedulerMetrics:
         for kind in ("nodes", "pods", "assumed_pods"):
             self.cache_size.labels(kind)
         self._incoming_seen: dict[tuple[str, str], int] = {}
+        self._dropped_seen: dict[str, int] = {}
 
     # ------------------------------------------------------------------ updates
 
@@ -210,6 +220,14 @@ class SchedulerMetrics:
             if delta > 0:
                 self.queue_incoming.labels(*key).inc(delta)
                 self._incoming_seen[key] = total
+
+    def sync_dropped(self, dropped: Mapping[str, int]) -> None:
+        """Mirror the asynchronous call queues' drop counters (queue -> n) into the Prometheus counter."""
+        for queue, total in dropped.items():
+            delta = total - self._dropped_seen.get(queue, 0)
+            if delta > 0:
+                self.calls_dropped.labels(queue).inc(delta)
+                self._dropped_seen[queue] = total
 
     def observe_abandoned_bind(self, reason: str, profile: str) -> None:
         self.binds_abandoned.labels(reason, profile).inc()

@@ -31,6 +31,8 @@ def test_upstream_names_labels_and_buckets() -> None:
     m.sync_incoming({("active", "PodAdd"): 5})
     m.sync_incoming({("active", "PodAdd"): 7, ("unschedulable", "ScheduleAttemptFailure"): 1})
     m.preemption_attempts.inc()
+    m.sync_dropped({"events": 2, "pod-status": 0})
+    m.sync_dropped({"events": 5, "pod-status": 0})
     text = m.render().decode()
     for line in (
         'scheduler_schedule_attempts_total{profile="kubesched",result="scheduled"} 1.0',
@@ -43,6 +45,7 @@ def test_upstream_names_labels_and_buckets() -> None:
         'scheduler_queue_incoming_pods_total{event="PodAdd",queue="active"} 7.0',
         'scheduler_queue_incoming_pods_total{event="ScheduleAttemptFailure",queue="unschedulable"} 1.0',
         "scheduler_preemption_attempts_total 1.0",
+        'kubesched_calls_dropped_total{queue="events"} 5.0',
     ):
         assert line in text, line
     assert "_created" not in text

@@ -613,6 +613,9 @@ class LiveCluster:
         self.metrics.set_pending(counts)
         self.metrics.set_cache_size(*sizes)
         self.metrics.sync_incoming(incoming)
+        self.metrics.sync_dropped(
+            {"events": self._event_calls.dropped, "pod-status": self._status_calls.dropped}
+        )
 
     def _run_binding(self, fn: Callable[[], None]) -> None:
         """The core's `run_binding` hook (called under the lock): hand the cycle to the pipeline."""
