@@ -5,12 +5,13 @@ Plugin authors import from here:
     from kubesched.framework import FilterPlugin, Status
 """
 
-from kubesched.framework.cycle_state import CycleState, NotFoundError, StateData
+from kubesched.framework.cycle_state import CycleState, NotFoundError, StateData, pre_filter_state
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
     BatchScorePlugin,
     BindPlugin,
+    ClusterObjectObserver,
     EnqueueExtensions,
     FilterPlugin,
     Handle,
@@ -52,6 +53,7 @@ __all__ = [
     "BindPlugin",
     "ClusterEvent",
     "ClusterEventWithHint",
+    "ClusterObjectObserver",
     "Code",
     "CycleState",
     "EnqueueExtensions",
@@ -86,4 +88,5 @@ __all__ = [
     "ScorePlugin",
     "StateData",
     "Status",
+    "pre_filter_state",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, TypeVar, runtime_checkable
 
 
@@ -20,6 +21,7 @@ class NotFoundError(KeyError):
 
 
 T = TypeVar("T", bound=StateData)
+U = TypeVar("U")
 
 
 class CycleState:
@@ -62,3 +64,24 @@ class CycleState:
         copy.skip_score_plugins = set(self.skip_score_plugins)
         copy.record_plugin_metrics = self.record_plugin_metrics
         return copy
+
+
+def pre_filter_state(
+    state: CycleState, key: str, kind: type[T], compute: Callable[[], T | U], *, keep: bool
+) -> T | U:
+    """The one way a plugin reads what its PreFilter wrote under `key`, from both Filter forms
+    (per node and batch) and its PreFilter extensions.
+
+    When PreFilter did not run (it is disabled in the profile), `compute` works it out here; what
+    it returns besides a `kind` (e.g. the Status that stops the pod) is passed back as it is.
+    With `keep`, a `kind` it made is written under `key`, so the next node and the other form
+    read it instead of computing it again: for state made from the pod alone, not from the nodes
+    of one call.
+    """
+    found = state.get(key)
+    if isinstance(found, kind):
+        return found
+    made = compute()
+    if keep and isinstance(made, kind):
+        state.write(key, made)
+    return made

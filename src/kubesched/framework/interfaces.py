@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ClusterEventWithHint
+from kubesched.framework.events import ClusterEventWithHint, Resource
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
 from kubesched.framework.status import Status
@@ -311,6 +311,15 @@ class SignPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class ClusterObjectObserver(Plugin, Protocol):
+    """Optional for any plugin that keeps a cache of objects other than Nodes and Pods (claims,
+    volumes, ...): it sees every event of such an object before the pods waiting for that event
+    move (upstream's plugins read informer-fed caches). `old` is None on an add, `new` on a delete."""
+
+    def on_cluster_object(self, resource: Resource, old: Any, new: Any) -> None: ...
+
+
+@runtime_checkable
 class EnqueueExtensions(Plugin, Protocol):
     """Which cluster events may make a pod this plugin rejected schedulable again."""
 
@@ -353,6 +362,7 @@ _PROTOCOLS: tuple[type, ...] = (
     BindPlugin,
     PostBindPlugin,
     SignPlugin,
+    ClusterObjectObserver,
     EnqueueExtensions,
 )
 

@@ -20,6 +20,7 @@ from kubesched.framework.interfaces import (
     EXTENSION_POINT_METHODS,
     BatchFilterPlugin,
     BindPlugin,
+    ClusterObjectObserver,
     EnqueueExtensions,
     FilterPlugin,
     Handle,
@@ -169,6 +170,10 @@ class Framework:
             (n, p) for n, p in self._points.get("preFilter", []) if defines(type(p), "add_pod")
         ]
         self._less = cast(QueueSortPlugin, self._points["queueSort"][0][1]).less
+        #: The plugins that see events of other kinds (`ClusterObjectObserver`), found once.
+        self.object_observers: list[ClusterObjectObserver] = [
+            p for p in self.plugins.values() if defines(type(p), "on_cluster_object")
+        ]
         # Which form each Filter / Score plugin implements, looked up once rather than per cycle.
         #: (name, plugin, form): _BATCH, _PER_NODE, or _BOTH (batch on many nodes, per node on few).
         self._filters: list[tuple[str, Any, int]] = [

@@ -12,7 +12,7 @@ from kubesched.api.objects import Node, NodeSelector, Pod, PreferredSchedulingTe
 from kubesched.api.objects import NodeAffinity as NodeAffinitySpec
 from kubesched.api.selectors import NodeSelectorMatcher, RequiredNodeAffinity, compile_node_selector
 from kubesched.errors import InputError
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import CycleState, pre_filter_state
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
@@ -254,8 +254,9 @@ class NodeAffinity(
         return PreFilterResult(frozenset(names)), None
 
     def _pre_filter_state(self, state: CycleState, pod: Pod) -> _PreFilterState:
-        s = state.get(PRE_FILTER_STATE_KEY)
-        return s if isinstance(s, _PreFilterState) else _PreFilterState.of(pod)  # PreFilter disabled
+        return pre_filter_state(
+            state, PRE_FILTER_STATE_KEY, _PreFilterState, lambda: _PreFilterState.of(pod), keep=False
+        )
 
     # -- Filter
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:

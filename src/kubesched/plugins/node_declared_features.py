@@ -22,7 +22,7 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from kubesched.api.objects import Pod
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import CycleState, pre_filter_state
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
@@ -93,8 +93,9 @@ class NodeDeclaredFeatures(
         return None if result.codes[0] < 0 else result.statuses[int(result.codes[0])]
 
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
-        data = state.get(STATE_KEY)
-        needed = data.features if isinstance(data, _Required) else tuple(required_features(pod))
+        needed = pre_filter_state(
+            state, STATE_KEY, _Required, lambda: _Required(tuple(required_features(pod))), keep=False
+        ).features
         n = len(nodes)
         if not needed:
             return BatchFilterResult.all_pass(n)

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api.objects import Pod
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import CycleState, pre_filter_state
 from kubesched.framework.events import (
     ActionType,
     ClusterEvent,
@@ -68,12 +68,13 @@ class NodePorts(PreFilterPlugin, FilterPlugin, BatchFilterPlugin, EnqueueExtensi
         return [host_ports_fragment(pod)]
 
     def _wanted(self, state: CycleState, pod: Pod) -> tuple[HostPort, ...]:
-        s = state.get(PRE_FILTER_STATE_KEY)
-        if isinstance(s, _PreFilterState):
-            return s.ports
-        ports = pod_host_ports(pod)
-        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(ports))
-        return ports
+        return pre_filter_state(
+            state,
+            PRE_FILTER_STATE_KEY,
+            _PreFilterState,
+            lambda: _PreFilterState(pod_host_ports(pod)),
+            keep=True,
+        ).ports
 
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
         ports = pod_host_ports(pod)

@@ -36,7 +36,7 @@ from kubesched.api.resources import (
 )
 from kubesched.api.selectors import qualified_name_error
 from kubesched.errors import FieldErrors, InputError
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import CycleState, pre_filter_state
 from kubesched.framework.events import (
     ActionType,
     ClusterEvent,
@@ -507,12 +507,9 @@ class NodeResourcesFit(
         return backing_classes(classes)
 
     def _pre_filter_state(self, state: CycleState, pod: Pod) -> _PreFilterState:
-        s = state.get(PRE_FILTER_STATE_KEY)
-        if isinstance(s, _PreFilterState):
-            return s
-        computed = self._compute_pre_filter(pod)
-        state.write(PRE_FILTER_STATE_KEY, computed)
-        return computed
+        return pre_filter_state(
+            state, PRE_FILTER_STATE_KEY, _PreFilterState, lambda: self._compute_pre_filter(pod), keep=True
+        )
 
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
         state.write(PRE_FILTER_STATE_KEY, self._compute_pre_filter(pod))

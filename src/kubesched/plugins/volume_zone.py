@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kubesched.api.objects import PersistentVolume, Pod, StorageClass
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import CycleState, pre_filter_state
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
@@ -184,10 +184,15 @@ class VolumeZone(
         return tuple(out)
 
     def _state(self, state: CycleState, pod: Pod) -> tuple[PVTopology, ...] | Status:
-        data = state.get(PRE_FILTER_STATE_KEY)
-        if isinstance(data, _PreFilterState):
-            return data.topologies
-        return self._topologies(pod)  # PreFilter disabled: work it out here
+        data = pre_filter_state(
+            state, PRE_FILTER_STATE_KEY, _PreFilterState, lambda: self._made(pod), keep=False
+        )
+        return data.topologies if isinstance(data, _PreFilterState) else data
+
+    def _made(self, pod: Pod) -> _PreFilterState | Status:
+        """The PreFilter state, worked out here when PreFilter is disabled."""
+        topologies = self._topologies(pod)
+        return topologies if isinstance(topologies, Status) else _PreFilterState(topologies)
 
     # -- Filter
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:

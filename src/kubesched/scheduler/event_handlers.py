@@ -70,12 +70,10 @@ class EventHandlers:
 
     def on_object_event(self, resource: Resource, action: ActionType, old: Any, new: Any) -> None:
         """Another kind changed (a ResourceClaim, a PV, ...): plugins that keep a cache of such
-        objects (`on_cluster_object`) see it first, then pods waiting for such an event move."""
+        objects (`ClusterObjectObserver`) see it first, then pods waiting for such an event move."""
         for fwk in self._frameworks.values():
-            for plugin in fwk.plugins.values():
-                observe = getattr(plugin, "on_cluster_object", None)
-                if observe is not None:
-                    observe(resource, old, new)
+            for observer in fwk.object_observers:
+                observer.on_cluster_object(resource, old, new)
         self._filter_memo.forget_all()
         self._repeated.objects_changed()
         self._queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, new)

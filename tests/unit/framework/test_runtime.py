@@ -15,6 +15,7 @@ from kubesched.framework import (
     NodeSet,
     PreFilterResult,
     QueuedPodInfo,
+    Resource,
     Status,
 )
 from kubesched.framework.registry import Registry
@@ -79,6 +80,16 @@ def test_profile_needs_exactly_one_queue_sort_and_a_binder() -> None:
         Framework("p", {"bind": [("Binder", 1)]}, {}, registry, handle=None)  # type: ignore[arg-type]
     with pytest.raises(FrameworkError, match="at least one bind"):
         Framework("p", {"queueSort": [("Sort", 1)]}, {}, registry, handle=None)  # type: ignore[arg-type]
+
+
+def test_the_plugins_that_observe_other_objects_are_found_once() -> None:
+    seen: list[tuple[Any, ...]] = []
+    observer = make_plugin("Observer", filter=lambda *a: None, on_cluster_object=lambda *a: seen.append(a))
+    plain = make_plugin("Plain", filter=lambda *a: None)
+    fwk = build({"filter": ["Plain", "Observer"]}, [observer, plain])
+    assert [type(p).__name__ for p in fwk.object_observers] == ["Observer"]
+    fwk.object_observers[0].on_cluster_object(Resource.PERSISTENT_VOLUME, None, "pv")
+    assert seen == [(Resource.PERSISTENT_VOLUME, None, "pv")]
 
 
 def test_plugin_at_a_point_it_does_not_implement_is_refused() -> None:

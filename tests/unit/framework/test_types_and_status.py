@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesched.framework import Code, CycleState, NodeInfo, NotFoundError, PodInfo, Status
+from kubesched.framework import Code, CycleState, NodeInfo, NotFoundError, PodInfo, Status, pre_filter_state
 from kubesched.framework.types import (
     Diagnosis,
     FitError,
@@ -276,3 +276,22 @@ def test_column_counts_match_the_dict_for_any_codes(kinds: int, picks: list[int]
     rows = np.arange(len(picks), dtype=np.intp)[::-1].copy()
     lazy = NodeStatuses.from_columns(StatusColumns(table, rows, codes, statuses))
     assert distinct_statuses(lazy) == distinct_statuses(dict(lazy))
+
+
+def test_pre_filter_state_is_read_or_computed_and_kept_only_when_asked() -> None:
+    made: list[int] = []
+
+    def compute() -> Counter:
+        made.append(1)
+        return Counter(len(made))
+
+    state = CycleState()
+    assert pre_filter_state(state, "k", Counter, compute, keep=False).n == 1
+    assert state.get("k") is None  # not kept: the next read computes again
+    assert pre_filter_state(state, "k", Counter, compute, keep=True).n == 2
+    assert pre_filter_state(state, "k", Counter, compute, keep=True).n == 2 and len(made) == 2
+    state.write("other", Counter(7))
+    assert pre_filter_state(state, "other", Counter, compute, keep=True).n == 7 and len(made) == 2
+    stop = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "no")
+    assert pre_filter_state(state, "s", Counter, lambda: stop, keep=True) is stop
+    assert state.get("s") is None  # only a state of the asked kind is kept

@@ -54,6 +54,7 @@ from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWit
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
     BatchScorePlugin,
+    ClusterObjectObserver,
     EnqueueExtensions,
     FilterPlugin,
     PostFilterPlugin,
@@ -277,6 +278,7 @@ class DynamicResources(
     ReservePlugin,
     PreBindPlugin,
     EnqueueExtensions,
+    ClusterObjectObserver,
     RepeatsFailures,
 ):
     """Allocate devices for a pod's ResourceClaims from ResourceSlices."""
