@@ -6,11 +6,13 @@ import argparse
 import sys
 
 from kubesched.cli.inputs import (
+    add_demo_option,
     add_output_option,
     add_seed_option,
     add_strict_option,
     load_inputs,
     load_objects,
+    require_cluster,
 )
 from kubesched.errors import InputError
 
@@ -23,10 +25,10 @@ def add_capacity_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         "capacity",
         help="how many more replicas of a pod or workload fit, per node and zone, and why not one more",
         description=(
-            "Schedule the cluster of PATHs (or the bundled demo) as `simulate` does, then add copies of "
-            "each pod or workload in SHAPE (a file: several objects mean several shapes, each answered on "
-            "its own) until one does not fit. Prints how many fit, where, and the FailedScheduling "
-            "message of the next one. Copies never preempt."
+            "Schedule the cluster of PATHs (or, with --demo, the bundled demo) as `simulate` does, "
+            "then add copies of each pod or workload in SHAPE (a file: several objects mean several "
+            "shapes, each answered on its own) until one does not fit. Prints how many fit, where, "
+            "and the FailedScheduling message of the next one. Copies never preempt."
         ),
     )
     cmd.add_argument(
@@ -43,6 +45,7 @@ def add_capacity_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         metavar="N",
         help="stop counting a shape at N copies (default 10000); the answer is then 'at least N'",
     )
+    add_demo_option(cmd)
     add_output_option(cmd)
     add_seed_option(cmd)
     add_strict_option(cmd)
@@ -58,6 +61,7 @@ def _capacity(args: argparse.Namespace) -> int:
     from kubesched.simulate.progress import progress_reporter
     from kubesched.simulate.report import to_json
 
+    require_cluster(args.paths, demo=args.demo)
     registry = default_registry()
     objects, config = load_inputs(args.paths, args.config, registry, strict=args.strict)
     found = shapes_of(load_objects([args.shape], strict=args.strict))

@@ -8,12 +8,14 @@ import sys
 from kubesched.cli.inputs import (
     DEMO_DIR,
     add_configs_option,
+    add_demo_option,
     add_output_option,
     add_seed_option,
     add_strict_option,
     load_configs,
     load_objects,
     refuse_html_on_terminal,
+    require_cluster,
 )
 from kubesched.errors import InputError
 
@@ -26,17 +28,18 @@ def add_compare_command(subparsers: argparse._SubParsersAction[argparse.Argument
         "compare",
         help="simulate the same cluster under several configurations and compare them side by side",
         description=(
-            "Simulate PATHs (or the bundled demo cluster) once per --config and print, side by side: pods "
-            "scheduled and unschedulable by reason, preemptions, utilization per resource (mean and spread "
-            "over nodes), fragmentation (stranded extended resources, the largest pod shape still "
-            "placeable), zone balance and gangs placed; `-o html` draws them as charts. "
-            "`--config default` is upstream's default profile."
+            "Simulate PATHs (or, with --demo, the bundled demo cluster) once per --config and print, "
+            "side by side: pods scheduled and unschedulable by reason, preemptions, utilization per "
+            "resource (mean and spread over nodes), fragmentation (stranded extended resources, the "
+            "largest pod shape still placeable), zone balance and gangs placed; `-o html` draws them "
+            "as charts. `--config default` is upstream's default profile."
         ),
     )
     cmd.add_argument("paths", nargs="*", metavar="PATH", help="YAML/JSON files or directories of objects")
     add_configs_option(
         cmd, required=True, help="a KubeSchedulerConfiguration, or `default`; give two or more"
     )
+    add_demo_option(cmd)
     add_output_option(cmd, html=True)
     add_seed_option(cmd)
     add_strict_option(cmd)
@@ -53,6 +56,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     if len(args.configs) < 2:
         raise InputError("give at least two configurations to compare", path="--config")
+    require_cluster(args.paths, demo=args.demo)
     refuse_html_on_terminal(args.output)
     registry = default_registry()
     configs = load_configs(args.configs, registry)

@@ -18,6 +18,7 @@ from kubesched.framework.registry import Registry
 __all__ = [
     "DEMO_DIR",
     "add_configs_option",
+    "add_demo_option",
     "add_output_option",
     "add_seed_option",
     "add_strict_option",
@@ -27,6 +28,7 @@ __all__ = [
     "load_objects",
     "print_warnings",
     "refuse_html_on_terminal",
+    "require_cluster",
 ]
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "simulate" / "demo"
@@ -111,6 +113,30 @@ def load_objects(paths: Sequence[str], *, strict: bool) -> LoadedObjects:
     return objects
 
 
+def add_demo_option(parser: argparse.ArgumentParser) -> None:
+    """`--demo`: the bundled demo cluster, asked for by name (an answer about a cluster the user
+    did not give must never be silent)."""
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="use the bundled demo cluster (and its configuration unless --config is given) instead of PATHs",
+    )
+
+
+def require_cluster(paths: Sequence[str], *, demo: bool) -> None:
+    """A cluster must be given: PATHs, or the demo by name (`--demo`); neither, or both, is an error."""
+    if demo and paths:
+        raise InputError("give PATHs of objects or --demo, not both", source="--demo")
+    if not demo and not paths:
+        raise InputError("no cluster given: pass PATHs of objects, or --demo for the bundled demo cluster")
+
+
+def _demo_dir() -> Path:
+    if not DEMO_DIR.is_dir():
+        raise InputError("the bundled demo cluster is not installed; pass PATHs of objects")
+    return DEMO_DIR
+
+
 def load_inputs(
     paths: Sequence[str],
     config_path: str | None,
@@ -121,16 +147,16 @@ def load_inputs(
 ) -> tuple[LoadedObjects, KubeSchedulerConfiguration]:
     """The configuration (checked first, defaulted under `gates`) and the objects of `paths`.
 
-    Without paths, the bundled demo cluster, with the demo's configuration unless one is given.
+    Without paths, the bundled demo cluster, with the demo's configuration unless one is given;
+    stderr says so (commands that must not fall back to the demo call `require_cluster` first).
     Without a configuration, upstream's defaults. `strict`: see `add_strict_option`.
     """
     from kubesched.config import default_config, load_config
 
     if not paths:
-        if not DEMO_DIR.is_dir():
-            raise InputError("the bundled demo cluster is not installed; pass PATHs of objects")
-        paths = [str(DEMO_DIR / "cluster")]
+        paths = [str(_demo_dir() / "cluster")]
         config_path = config_path or str(DEMO_DIR / "scheduler-config.yaml")
+        print(f"kubesched: note: no PATH given: using the bundled demo cluster ({paths[0]})", file=sys.stderr)
     config = load_config(config_path, registry, gates) if config_path else default_config(registry, gates)
     return load_objects(paths, strict=strict), config
 

@@ -25,7 +25,10 @@ from kubesched.simulate.snapshot.model import POD_SELECTIONS
 if TYPE_CHECKING:
     from kubesched.scheduler.scheduler import Attempt
 
-__all__ = ["DEMO_DIR", "add_simulate_command", "errors_into", "print_tracebacks"]
+__all__ = ["DEMO_DIR", "EXIT_UNSCHEDULABLE", "add_simulate_command", "errors_into", "print_tracebacks"]
+
+#: `--fail-on-unschedulable` and a pod was not placed: distinct from bad input (2) and a crash (1).
+EXIT_UNSCHEDULABLE = 3
 
 
 def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -91,6 +94,12 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
     )
     sim.add_argument("--no-nodes", action="store_true", help="leave out the node utilization")
     sim.add_argument(
+        "--fail-on-unschedulable",
+        action="store_true",
+        help=f"exit with code {EXIT_UNSCHEDULABLE} when a pod was not placed (Unschedulable, Error, "
+        "Gated or Waiting; with --scenario, still pending at the end), after printing the report",
+    )
+    sim.add_argument(
         "--debug",
         action="store_true",
         help="print the traceback of every plugin error (and of an unexpected failure) on stderr",
@@ -138,6 +147,7 @@ def _simulate(args: argparse.Namespace) -> int:
             progress=progress,
             on_attempt=errors_into(errors) if args.debug else None,
         )
+    not_placed = sum(1 for p in report.pods if p.result in POD_SELECTIONS["unschedulable"])
     report = select(report, pods=args.pods, keys=wanted, nodes=not args.no_nodes)
     if args.output == "json":
         sys.stdout.buffer.write(to_json(report) + b"\n")
@@ -151,7 +161,15 @@ def _simulate(args: argparse.Namespace) -> int:
         )
         render_table(report, stdout_console(), options)
     print_tracebacks({pod: e for pod, e in errors.items() if not wanted or pod in wanted})
-    return 0
+    return _exit_code(args, not_placed)
+
+
+def _exit_code(args: argparse.Namespace, not_placed: int) -> int:
+    """0, or `EXIT_UNSCHEDULABLE` (with one line on stderr) for `--fail-on-unschedulable`."""
+    if not (args.fail_on_unschedulable and not_placed):
+        return 0
+    print(f"kubesched: {not_placed} pod(s) not scheduled (--fail-on-unschedulable)", file=sys.stderr)
+    return EXIT_UNSCHEDULABLE
 
 
 def errors_into(errors: dict[str, BaseException]) -> Callable[[Attempt], None]:
@@ -217,4 +235,4 @@ def _replay(args: argparse.Namespace, registry: Registry, gates: FeatureGates) -
         sys.stdout.buffer.write(replay_html(report))
     else:
         render_replay_table(report, stdout_console())
-    return 0
+    return _exit_code(args, report.summary.pending)

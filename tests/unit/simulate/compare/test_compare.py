@@ -104,7 +104,7 @@ def test_one_configuration_is_not_a_comparison(tmp_path: Path, capsys: pytest.Ca
 
 def test_a_bad_configuration_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = write_config(tmp_path / "bad.yaml", "profiles: 3\n")
-    code, _, err = run_cli(capsys, "compare", "--config", "default", "--config", str(bad))
+    code, _, err = run_cli(capsys, "compare", "--demo", "--config", "default", "--config", str(bad))
     assert code == 2 and err.startswith(f"kubesched: {bad}: profiles")
 
 
