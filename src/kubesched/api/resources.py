@@ -14,13 +14,16 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from kubesched.api.objects import Container, Pod
+import msgspec
+
+from kubesched.api.objects import Container, Pod, PodSpec
 from kubesched.api.quantity import MILLI_PER_NANO, NANO, QuantityError, _ceil_div_away, quantity_nanos
 from kubesched.api.selectors import is_qualified_name
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
     "DEFAULT_MILLI_CPU_REQUEST",
+    "default_requests_from_limits",
     "is_scalar_resource",
     "pod_container_non_zero_requests",
     "pod_non_zero_requests",
@@ -229,3 +232,32 @@ def is_scalar_resource(name: str) -> bool:
         return False
     # Upstream checks the name as it would appear in a ResourceQuota (`requests.<name>`).
     return is_qualified_name("requests." + name)
+
+
+def default_requests_from_limits(spec: PodSpec) -> PodSpec:
+    """A container's missing requests default to its limits, as the API server's defaulting does.
+
+    Without this, a manifest that sets only `limits` (common for GPUs) would request nothing.
+    """
+
+    def defaulted(containers: list[Container]) -> list[Container] | None:
+        changed = False
+        out = []
+        for c in containers:
+            missing = {r: v for r, v in c.resources.limits.items() if r not in c.resources.requests}
+            if missing:
+                changed = True
+                resources = msgspec.structs.replace(c.resources, requests={**c.resources.requests, **missing})
+                c = msgspec.structs.replace(c, resources=resources)
+            out.append(c)
+        return out if changed else None
+
+    containers = defaulted(spec.containers)
+    init_containers = defaulted(spec.init_containers)
+    if containers is None and init_containers is None:
+        return spec
+    return msgspec.structs.replace(
+        spec,
+        containers=containers if containers is not None else spec.containers,
+        init_containers=init_containers if init_containers is not None else spec.init_containers,
+    )

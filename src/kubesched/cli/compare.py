@@ -12,6 +12,7 @@ from kubesched.cli.inputs import (
     add_output_option,
     add_seed_option,
     add_strict_option,
+    config_note,
     load_configs,
     load_objects,
     refuse_html_on_terminal,
@@ -61,7 +62,11 @@ def _compare(args: argparse.Namespace) -> int:
     registry = default_registry()
     configs = load_configs(args.configs, registry)
     paths = list(args.paths) or [str(DEMO_DIR / "cluster")]
-    comparison = compare(load_objects(paths, strict=args.strict), configs, registry, seed=args.seed)
+    objects = load_objects(paths, strict=args.strict)
+    note = config_note(paths, objects, args.configs)
+    if note:
+        print(f"kubesched: note: {note}", file=sys.stderr)
+    comparison = compare(objects, configs, registry, seed=args.seed)
     if args.output == "json":
         sys.stdout.buffer.write(to_json(comparison) + b"\n")
     elif args.output == "html":

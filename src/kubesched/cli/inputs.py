@@ -22,6 +22,7 @@ __all__ = [
     "add_output_option",
     "add_seed_option",
     "add_strict_option",
+    "config_note",
     "input_notes",
     "load_configs",
     "load_inputs",
@@ -158,11 +159,36 @@ def load_inputs(
         config_path = config_path or str(DEMO_DIR / "scheduler-config.yaml")
         print(f"kubesched: note: no PATH given: using the bundled demo cluster ({paths[0]})", file=sys.stderr)
     config = load_config(config_path, registry, gates) if config_path else default_config(registry, gates)
-    return load_objects(paths, strict=strict), config
+    objects = load_objects(paths, strict=strict)
+    note = config_note(paths, objects, [config_path] if config_path else [])
+    if note:
+        print(f"kubesched: note: {note}", file=sys.stderr)
+    return objects, config
 
 
 #: Kinds that sit next to a cluster snapshot on purpose (a scheduler configuration): not worth a note.
 EXPECTED_BESIDE = frozenset({"KubeSchedulerConfiguration"})
+
+
+def config_note(paths: Sequence[str], objects: LoadedObjects, configs: Sequence[str]) -> str | None:
+    """Name the KubeSchedulerConfigurations among the input files: they are not used (a configuration
+    comes only from --config), and a user who put one beside the cluster may think it is."""
+    if not objects.skipped.get("KubeSchedulerConfiguration"):
+        return None
+    from kubesched.api.loader import manifest_files
+
+    files = []
+    for given in paths:
+        root = Path(given)
+        for path in manifest_files(root) if root.is_dir() else [root] if root.is_file() else []:
+            if "KubeSchedulerConfiguration" in path.read_text(encoding="utf-8", errors="replace"):
+                files.append(str(path))
+    used = " and ".join(f"--config {c}" for c in configs) or "upstream's default configuration"
+    where = ", ".join(files) or "the input"
+    return (
+        f"not using the KubeSchedulerConfiguration in {where}: configurations come only from --config "
+        f"(this run uses {used})"
+    )
 
 
 def input_notes(objects: LoadedObjects) -> list[str]:

@@ -17,15 +17,14 @@ import msgspec
 from kubesched.api.label_keys import merge_label_keys
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import (
-    Container,
     Node,
     Pod,
     PodCondition,
     PodExtendedResourceClaimStatus,
-    PodSpec,
     PriorityClass,
 )
 from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.api.resources import default_requests_from_limits
 from kubesched.cluster.claims import ClaimConflict, ClaimStore, instantiate_template_claims
 from kubesched.framework.events import ActionType, Resource
 from kubesched.framework.node_info import pod_key
@@ -124,7 +123,7 @@ class MemoryCluster:
                 )
         if namespace != meta.namespace or uid != meta.uid:
             meta = msgspec.structs.replace(meta, namespace=namespace, uid=uid)
-        spec = _default_requests_from_limits(spec)
+        spec = default_requests_from_limits(spec)
         return msgspec.structs.replace(pod, metadata=meta, spec=spec)
 
     # ------------------------------------------------------------------ watchers
@@ -377,32 +376,3 @@ _LOADED_KINDS = {
     "ResourceSlice": "resource_slices",
     "DeviceTaintRule": "device_taint_rules",
 }
-
-
-def _default_requests_from_limits(spec: PodSpec) -> PodSpec:
-    """A container's missing requests default to its limits, as the API server's defaulting does.
-
-    Without this, a manifest that sets only `limits` (common for GPUs) would request nothing.
-    """
-
-    def defaulted(containers: list[Container]) -> list[Container] | None:
-        changed = False
-        out = []
-        for c in containers:
-            missing = {r: v for r, v in c.resources.limits.items() if r not in c.resources.requests}
-            if missing:
-                changed = True
-                resources = msgspec.structs.replace(c.resources, requests={**c.resources.requests, **missing})
-                c = msgspec.structs.replace(c, resources=resources)
-            out.append(c)
-        return out if changed else None
-
-    containers = defaulted(spec.containers)
-    init_containers = defaulted(spec.init_containers)
-    if containers is None and init_containers is None:
-        return spec
-    return msgspec.structs.replace(
-        spec,
-        containers=containers if containers is not None else spec.containers,
-        init_containers=init_containers if init_containers is not None else spec.init_containers,
-    )

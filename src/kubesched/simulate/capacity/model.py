@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kubesched.simulate.held import HeldPods
 from kubesched.simulate.report import ReportStruct
 
 
@@ -33,3 +34,5 @@ class CapacityReport(ReportStruct):
     nodes: int
     #: Wall-clock seconds for every shape (loading files not included).
     seconds: float
+    #: Pending pods of the input that no profile schedules: `fits` does not keep room for them.
+    held_by_another_scheduler: HeldPods

@@ -39,7 +39,7 @@ from kubesched.api.objects import (
     StatefulSet,
 )
 from kubesched.api.quantity import QuantityError, format_quantity
-from kubesched.api.resources import pod_requests
+from kubesched.api.resources import default_requests_from_limits, pod_requests
 from kubesched.api.workloads import pod_template_of
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config.types import KubeSchedulerConfiguration
@@ -51,6 +51,7 @@ from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler
 from kubesched.simulate.capacity.model import CapacityReport, ShapeCapacity
+from kubesched.simulate.held import held_pods
 from kubesched.simulate.node_quantities import check_node_quantities
 from kubesched.simulate.snapshot.run import run_with_controllers
 from kubesched.simulate.virtual_time import new_scheduler, run_until_settled
@@ -107,7 +108,10 @@ def capacity(
             raise InputError(err.message, path=_name(shape)) from None
         answers.append(_ShapeRun(objects, shape, config, registry, seed=seed).count(limit, progress))
     return CapacityReport(
-        shapes=answers, nodes=len(objects.nodes), seconds=round(time.perf_counter() - started, 6)
+        shapes=answers,
+        nodes=len(objects.nodes),
+        seconds=round(time.perf_counter() - started, 6),
+        held_by_another_scheduler=held_pods(objects.pods, config),
     )
 
 
@@ -274,7 +278,8 @@ class _ShapeRun:
         reason = None
         if pending:
             reason = self.messages.get(pending[0]) or "not scheduled (no attempt was made)"
-        requests = pod_requests(Pod(spec=self.template.spec))
+        # limits-only resources (GPUs) request their limits, as the API server and the cluster default them
+        requests = pod_requests(Pod(spec=default_requests_from_limits(self.template.spec)))
         return ShapeCapacity(
             shape=_name(self.shape),
             requests={r: format_quantity(v, r) for r, v in sorted(requests.items())},

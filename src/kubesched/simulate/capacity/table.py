@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched.simulate.capacity.model import CapacityReport
+from kubesched.simulate.held import held_text
 
 #: Nodes named per shape in the table; the JSON report has them all.
 _NODES_SHOWN = 6
@@ -34,3 +35,5 @@ def render_capacity(report: CapacityReport, console: Console) -> None:
         )
     console.print(table)
     console.print(f"{len(report.shapes)} shape(s) on {report.nodes} nodes in {report.seconds:.2f}s")
+    if report.held_by_another_scheduler.pods:
+        console.print(escape(f"note: {held_text(report.held_by_another_scheduler)}"), soft_wrap=True)

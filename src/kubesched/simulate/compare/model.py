@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from kubesched.simulate.compare.gangs import GangCounts
+from kubesched.simulate.held import HeldPods
 from kubesched.simulate.report import ReportStruct
 
 
@@ -42,6 +45,11 @@ class ConfigRun(ReportStruct):
     zone_skew: int
     gangs: GangCounts
     seconds: float
+    #: The `ignored` pods (held by another scheduler) and what they request: the free figures
+    #: (`stranded`, `largestFree`, `largestPlaceable`) do not keep room for them.
+    held_by_another_scheduler: HeldPods = msgspec.field(
+        default_factory=lambda: HeldPods(pods=0, scheduler_names={}, requests={})
+    )
 
 
 class Comparison(ReportStruct):

@@ -39,6 +39,7 @@ from kubesched.framework.registry import Registry
 from kubesched.scheduler.cache import ZONE_LABEL
 from kubesched.simulate.compare.gangs import count_gangs
 from kubesched.simulate.compare.model import Comparison, ConfigRun, Spread
+from kubesched.simulate.held import held
 from kubesched.simulate.snapshot.model import Report
 from kubesched.simulate.snapshot.run import simulate_cluster
 
@@ -113,6 +114,8 @@ def measure(
     for zone in set(zones.values()):
         per_zone.setdefault(zone, 0)
     pending = [p for p in pods if not p.spec.node_name and _requests(p) is not None]
+    ignored = {(r.namespace, r.name) for r in report.pods if r.result == "Ignored"}
+    others = [p for p in pods if (p.metadata.namespace, p.metadata.name) in ignored]
     return ConfigRun(
         name=name,
         config=config,
@@ -131,6 +134,7 @@ def measure(
         zone_skew=max(per_zone.values()) - min(per_zone.values()) if per_zone else 0,
         gangs=count_gangs(pods, objects.pod_groups),
         seconds=report.summary.seconds,
+        held_by_another_scheduler=held(others),
     )
 
 

@@ -39,7 +39,12 @@ def comparison_rows(comparison: Comparison) -> list[tuple[str, list[str]]]:
     row("pods scheduled", [r.scheduled for r in runs])
     row("pods unschedulable", [r.unschedulable for r in runs])
     if any(r.ignored for r in runs):
-        row("pods ignored (no profile of that name)", [r.ignored for r in runs])
+        row("pods held by another scheduler (no profile of that name)", [r.ignored for r in runs])
+        held = [r.held_by_another_scheduler.requests for r in runs]
+        for resource in dict.fromkeys(res for requests in held for res in requests):
+            row(
+                f"  their {resource} requests (not in the free figures)", [h.get(resource, "-") for h in held]
+            )
     for reason, counts in unschedulable_reasons(runs):
         row(f"  {reason}", counts)
     row("pods evicted (preemption)", [r.evicted for r in runs])

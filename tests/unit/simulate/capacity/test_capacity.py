@@ -26,7 +26,7 @@ def capacity_json(capsys: pytest.CaptureFixture[str], *argv: str) -> list[Obj]:
     code, out, err = run_cli(capsys, "capacity", *argv, "--output", "json")
     assert (code, err) == (0, ""), err
     report = json.loads(out)
-    assert set(report) == {"shapes", "nodes", "seconds"}
+    assert set(report) == {"shapes", "nodes", "seconds", "heldByAnotherScheduler"}
     for shape in report["shapes"]:
         assert set(shape) == SHAPE_KEYS
     shapes: list[Obj] = report["shapes"]
@@ -165,3 +165,15 @@ def test_a_job_counts_beyond_its_own_parallel_pods(
         2,
         10,
     )
+
+
+def test_a_limits_only_resource_is_among_the_requests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The API server defaults a missing request to its limit; `requests` shows what `fits` counted."""
+    gpu = "nvidia.com/gpu"
+    cluster = write_yaml(tmp_path / "c.yaml", node("g", cpu="8", extra={gpu: "4"}))
+    shape = pod("trainer", requests={"cpu": "1"})
+    shape["spec"]["containers"][0]["resources"]["limits"] = {gpu: "2"}
+    (answer,) = capacity_json(capsys, str(write_yaml(tmp_path / "shape.yaml", shape)), str(cluster))
+    assert answer["fits"] == 2 and answer["requests"] == {"cpu": "1", gpu: "2"}
