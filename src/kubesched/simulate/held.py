@@ -15,6 +15,7 @@ from kubesched.api.quantity import QuantityError, format_quantity
 from kubesched.api.resources import default_requests_from_limits, pod_requests
 from kubesched.config.types import DEFAULT_SCHEDULER_NAME, KubeSchedulerConfiguration
 from kubesched.simulate.report import ReportStruct
+from kubesched.simulate.units import human_requests
 
 __all__ = ["HeldPods", "held", "held_pods", "held_text", "summed_requests"]
 
@@ -46,7 +47,7 @@ def held(pods: list[Pod]) -> HeldPods:
 def held_text(h: HeldPods) -> str:
     """One line for a table: who holds them and what they request, and that free figures leave them out."""
     names = ", ".join(f"{name} ({n})" for name, n in h.scheduler_names.items())
-    requests = " ".join(f"{r}={v}" for r, v in h.requests.items())
+    requests = human_requests(h.requests)
     return (
         f"{h.pods} pending pod(s) held by another scheduler ({names}; no profile of that name), "
         f"requesting {requests or 'nothing'}: the free-room figures do not keep room for them"

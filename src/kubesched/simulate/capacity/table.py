@@ -8,6 +8,7 @@ from rich.table import Table
 
 from kubesched.simulate.capacity.model import CapacityReport
 from kubesched.simulate.held import held_text
+from kubesched.simulate.units import human_requests
 
 #: Nodes named per shape in the table; the JSON report has them all.
 _NODES_SHOWN = 6
@@ -27,7 +28,7 @@ def render_capacity(report: CapacityReport, console: Console) -> None:
             nodes += f" (+{len(busiest) - _NODES_SHOWN} nodes)"
         table.add_row(
             escape(s.shape),
-            escape(" ".join(f"{r}={v}" for r, v in s.requests.items())),
+            escape(human_requests(s.requests)),
             f"[bold]{fits}[/]",
             escape(" ".join(f"{z}:{c}" for z, c in s.zones.items())),
             escape(nodes),

@@ -11,8 +11,9 @@ cluster it leaves:
   mean and the standard deviation over those nodes (a low spread is an even cluster, a high one a
   packed one);
 * fragmentation: per extended resource (a GPU), the free units stranded on nodes with less free
-  than the smallest request still pending; the largest free amount of each resource on one node;
-  and the largest pod shape of the input that still fits on some schedulable node by its requests;
+  than the smallest request still pending among pods that some node could hold (see `_stranded`);
+  the largest free amount of each resource on one node; and the largest pod shape of the input
+  that still fits on some schedulable node by its requests;
 * zone balance: pods placed in the run per `topology.kubernetes.io/zone`, and max - min;
 * gangs placed whole, in part (holding resources they cannot use), or not at all.
 
@@ -113,9 +114,15 @@ def measure(
     )
     for zone in set(zones.values()):
         per_zone.setdefault(zone, 0)
-    pending = [p for p in pods if not p.spec.node_name and _requests(p) is not None]
     ignored = {(r.namespace, r.name) for r in report.pods if r.result == "Ignored"}
     others = [p for p in pods if (p.metadata.namespace, p.metadata.name) in ignored]
+    pending = [
+        p
+        for p in pods
+        if not p.spec.node_name
+        and (p.metadata.namespace, p.metadata.name) not in ignored
+        and _requests(p) is not None
+    ]
     return ConfigRun(
         name=name,
         config=config,
@@ -210,11 +217,15 @@ def _resource_order(resource: str) -> tuple[int, str]:
 
 
 def _stranded(usage: dict[str, _Usage], pending: Sequence[Pod]) -> dict[str, int]:
-    """Free extended-resource units on nodes whose free amount is below the smallest pending request."""
+    """Free extended-resource units on nodes whose free amount is below the smallest request of a
+    pending pod that could use the resource elsewhere: one whose request some schedulable node has
+    in allocatable. A pod too big for every node strands nothing (fragmentation did not keep it
+    out), and pods held by another scheduler are not among `pending`."""
     extended = sorted({r for node in usage.values() for r in node.allocatable if "/" in r})
     out: dict[str, int] = {}
     for resource in extended:
-        wanted = [amount for p in pending if (amount := (_requests(p) or {}).get(resource, 0)) > 0]
+        biggest = max((n.allocatable.get(resource, 0) for n in usage.values() if n.schedulable), default=0)
+        wanted = [a for p in pending if 0 < (a := (_requests(p) or {}).get(resource, 0)) <= biggest]
         smallest = min(wanted, default=None)
         out[resource] = (
             0

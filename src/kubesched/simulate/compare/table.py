@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched.simulate.compare.model import Comparison, ConfigRun
+from kubesched.simulate.units import human_quantity, human_requests
 
 #: Reasons listed one per row; the rest are summed into one row.
 _REASONS_SHOWN = 8
@@ -38,15 +39,16 @@ def comparison_rows(comparison: Comparison) -> list[tuple[str, list[str]]]:
 
     row("pods scheduled", [r.scheduled for r in runs])
     row("pods unschedulable", [r.unschedulable for r in runs])
+    for reason, counts in unschedulable_reasons(runs):
+        row(f"  {reason}", counts)
     if any(r.ignored for r in runs):
         row("pods held by another scheduler (no profile of that name)", [r.ignored for r in runs])
         held = [r.held_by_another_scheduler.requests for r in runs]
         for resource in dict.fromkeys(res for requests in held for res in requests):
             row(
-                f"  their {resource} requests (not in the free figures)", [h.get(resource, "-") for h in held]
+                f"  their {resource} requests (not in the free figures)",
+                [human_quantity(resource, h[resource]) if resource in h else "-" for h in held],
             )
-    for reason, counts in unschedulable_reasons(runs):
-        row(f"  {reason}", counts)
     row("pods evicted (preemption)", [r.evicted for r in runs])
     row("pods that preempted", [r.preemptors for r in runs])
     resources = list(dict.fromkeys(res for run in runs for res in run.utilization))
@@ -55,7 +57,11 @@ def comparison_rows(comparison: Comparison) -> list[tuple[str, list[str]]]:
     for resource in dict.fromkeys(res for run in runs for res in run.stranded):
         row(f"{resource} stranded", [r.stranded.get(resource, 0) for r in runs])
     for resource in dict.fromkeys(res for run in runs for res in run.largest_free):
-        row(f"most {resource} free on one node", [r.largest_free.get(resource, "-") for r in runs])
+        cells = [r.largest_free.get(resource) for r in runs]
+        row(
+            f"most {resource} free on one node",
+            ["-" if c is None else human_quantity(resource, c) for c in cells],
+        )
     row("largest input pod still placeable", [shape_text(r.largest_placeable) for r in runs])
     zones = list(dict.fromkeys(z for run in runs for z in run.zones))
     for zone in zones:
@@ -93,7 +99,7 @@ def unschedulable_reasons(runs: Sequence[ConfigRun]) -> list[tuple[str, list[int
 
 
 def shape_text(requests: dict[str, str] | None) -> str:
-    return " ".join(f"{k}={v}" for k, v in requests.items()) if requests else "none"
+    return human_requests(requests) if requests else "none"
 
 
 def _spread(run: ConfigRun, resource: str) -> str:

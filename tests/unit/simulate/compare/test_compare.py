@@ -203,3 +203,24 @@ def test_reason_counts_are_most_first_then_by_name() -> None:
     message = "0/9 nodes are available: " + ", ".join(f"1 {r}" for r in reasons) + "."
     counts = count_reasons([message, message, "0/9 nodes are available: 9 Insufficient cpu."])
     assert list(counts.items()) == [(r, 2) for r in sorted(reasons)] + [("Insufficient cpu", 1)]
+
+
+@pytest.mark.parametrize(("waiting", "stranded"), [("16", 0), ("6", 8)])
+def test_gpus_are_stranded_only_against_a_pod_some_node_could_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], waiting: str, stranded: int
+) -> None:
+    """Two 8-GPU nodes with 4 free each: a 16-GPU pod fits on no node even empty, so the free GPUs
+    are not stranded by packing; a 6-GPU pod would fit were the 8 free GPUs on one node."""
+    cluster = write_yaml(
+        tmp_path / "cluster.yaml",
+        node("g1", cpu="32", memory="64Gi", extra={GPU: "8"}),
+        node("g2", cpu="32", memory="64Gi", extra={GPU: "8"}),
+        pod("run-1", requests={GPU: "4"}, nodeName="g1"),
+        pod("run-2", requests={GPU: "4"}, nodeName="g2"),
+        pod("waiting", requests={GPU: waiting}),
+    )
+    code, out, err = run_cli(
+        capsys, "compare", str(cluster), "--config", "default", "--config", "default", "-o", "json"
+    )
+    assert (code, err) == (0, "")
+    assert [r["stranded"] for r in json.loads(out)["runs"]] == [{GPU: stranded}] * 2
