@@ -177,14 +177,17 @@ def config_note(paths: Sequence[str], objects: LoadedObjects, configs: Sequence[
         return None
     from kubesched.api.loader import manifest_files
 
+    used_files = {Path(c).resolve() for c in configs if c != "default"}
     files = []
     for given in paths:
         root = Path(given)
         for path in manifest_files(root) if root.is_dir() else [root] if root.is_file() else []:
             if "KubeSchedulerConfiguration" in path.read_text(encoding="utf-8", errors="replace"):
-                files.append(str(path))
+                files.append(path)
+    if files and all(f.resolve() in used_files for f in files):
+        return None  # the one among the inputs is the one given with --config: it is used
     used = " and ".join(f"--config {c}" for c in configs) or "upstream's default configuration"
-    where = ", ".join(files) or "the input"
+    where = ", ".join(str(f) for f in files) or "the input"
     return (
         f"not using the KubeSchedulerConfiguration in {where}: configurations come only from --config "
         f"(this run uses {used})"

@@ -89,5 +89,21 @@ def test_a_configuration_among_the_input_files_is_named(
         "only from --config (this run uses upstream's default configuration)\n"
     )
     shape = write_yaml(tmp_path / "shape.yaml", pod("s", requests={"cpu": "1"}))
-    code, _, err = run_cli(capsys, "capacity", str(shape), str(cluster.parent), "--config", str(config))
-    assert code == 0 and f"(this run uses --config {config})" in err
+    code, _, err = run_cli(capsys, "capacity", str(shape), str(cluster.parent))
+    assert code == 0 and f"not using the KubeSchedulerConfiguration in {config}" in err
+
+
+def test_a_configuration_among_the_inputs_given_with_config_needs_no_note(
+    cluster: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = cluster.parent / "scheduler.yaml"
+    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    code, _, err = run_cli(capsys, "simulate", str(cluster.parent), "--config", str(config), "-o", "json")
+    assert (code, err) == (0, "")
+
+
+def test_the_compare_page_draws_the_held_pods(cluster: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(
+        capsys, "compare", str(cluster), "--config", "default", "--config", "default", "-o", "html"
+    )
+    assert (code, err) == (0, "") and "pods held by another scheduler" in out

@@ -84,7 +84,7 @@ def _results(runs: list[ConfigRun]) -> Figure:
     names = [r.name for r in runs]
     columns = [("Scheduled", "scheduled"), ("Unschedulable", "unschedulable"), ("Error", "errors")]
     if any(r.ignored for r in runs):
-        columns.append(("Held by another scheduler", "ignored"))
+        columns.append(("Ignored", "ignored"))
     data = [
         {
             "type": "bar",
