@@ -41,7 +41,7 @@ from kubesched.scheduler.cache import ZONE_LABEL
 from kubesched.simulate.compare.gangs import count_gangs
 from kubesched.simulate.compare.model import Comparison, ConfigRun, Spread
 from kubesched.simulate.held import held
-from kubesched.simulate.snapshot.model import Report
+from kubesched.simulate.snapshot.model import PodResult, Report
 from kubesched.simulate.snapshot.run import simulate_cluster
 
 __all__ = ["compare", "measure", "reasons_of", "run_name"]
@@ -91,10 +91,19 @@ def reasons_of(message: str) -> list[str]:
     return out
 
 
-def count_reasons(messages: Iterable[str]) -> dict[str, int]:
+def pod_reasons(result: PodResult) -> list[str]:
+    """The reasons an unschedulable pod was held back. A PreFilter rejection names no node counts:
+    its message is one sentence about this pod (often naming its claims), so it counts under the
+    plugin that rejected it rather than as a reason row of its own."""
+    if result.pre_filter is not None:
+        return [f"rejected by {result.pre_filter.plugin} before filtering nodes (PreFilter)"]
+    return reasons_of(result.message or "")
+
+
+def count_reasons(reasons: Iterable[list[str]]) -> dict[str, int]:
     """How many pods each reason held back, most first; ties by name, so a report prints the same
     every run (a message's reasons come out of a set)."""
-    counts = Counter(reason for message in messages for reason in set(reasons_of(message)))
+    counts = Counter(reason for pod in reasons for reason in set(pod))
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
@@ -102,7 +111,9 @@ def measure(
     name: str, config: str, report: Report, cluster: MemoryCluster, objects: LoadedObjects
 ) -> ConfigRun:
     """The figures of one run, read off its report and the cluster it left."""
-    by_reason = count_reasons(r.message for r in report.pods if r.result == "Unschedulable" and r.message)
+    by_reason = count_reasons(
+        pod_reasons(r) for r in report.pods if r.result == "Unschedulable" and r.message
+    )
     pods = list(cluster.pods.values())
     usage = _node_usage(cluster.nodes.values(), pods)
     placed = {(r.namespace, r.name) for r in report.pods if r.result == "Scheduled"}

@@ -201,7 +201,8 @@ def test_reasons_with_equal_counts_are_listed_by_name(
 def test_reason_counts_are_most_first_then_by_name() -> None:
     reasons = [f"Insufficient example.com/r{i}" for i in (7, 3, 9, 1, 5, 8, 2, 6, 4)]
     message = "0/9 nodes are available: " + ", ".join(f"1 {r}" for r in reasons) + "."
-    counts = count_reasons([message, message, "0/9 nodes are available: 9 Insufficient cpu."])
+    messages = [message, message, "0/9 nodes are available: 9 Insufficient cpu."]
+    counts = count_reasons(reasons_of(m) for m in messages)
     assert list(counts.items()) == [(r, 2) for r in sorted(reasons)] + [("Insufficient cpu", 1)]
 
 
@@ -224,3 +225,23 @@ def test_gpus_are_stranded_only_against_a_pod_some_node_could_hold(
     )
     assert (code, err) == (0, "")
     assert [r["stranded"] for r in json.loads(out)["runs"]] == [{GPU: stranded}] * 2
+
+
+def test_a_prefilter_rejection_counts_under_its_plugin_not_as_a_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each pod's PreFilter message names its own claim; the reason rows must not grow one per pod."""
+    pods = []
+    for i in range(2):
+        p = pod(f"db-{i}", requests={"cpu": "1"})
+        p["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": f"data-{i}"}}]
+        pods.append(p)
+    cluster = write_yaml(tmp_path / "c.yaml", node("n"), *pods)
+    code, out, err = run_cli(
+        capsys, "compare", str(cluster), "--config", "default", "--config", "default", "-o", "json"
+    )
+    assert (code, err) == (0, "")
+    for run in json.loads(out)["runs"]:
+        assert run["unschedulableByReason"] == {
+            "rejected by VolumeRestrictions before filtering nodes (PreFilter)": 2
+        }
