@@ -66,6 +66,21 @@ class ObjectMeta(_Base, frozen=True):
     generation: int = 0
 
 
+def controller_of(meta: ObjectMeta) -> OwnerReference | None:
+    """The ownerReference marked `controller: true` (the API server allows one at most), or None:
+    upstream's `metav1.GetControllerOf`, the one answer to "which workload owns this object"."""
+    for ref in meta.owner_references:
+        if ref.controller:
+            return ref
+    return None
+
+
+def is_controlled_by(meta: ObjectMeta, uid: str) -> bool:
+    """The object's controller is the object with `uid` (upstream's `metav1.IsControlledBy`)."""
+    ref = controller_of(meta)
+    return ref is not None and ref.uid == uid
+
+
 # --------------------------------------------------------------------------- selectors
 
 

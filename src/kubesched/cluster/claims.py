@@ -16,7 +16,13 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from kubesched.api.objects import ObjectMeta, Pod, PodResourceClaimStatus, controller_reference
+from kubesched.api.objects import (
+    ObjectMeta,
+    Pod,
+    PodResourceClaimStatus,
+    controller_reference,
+    is_controlled_by,
+)
 from kubesched.api.resource import (
     DELETE_PROTECTION_FINALIZER,
     AllocatedDeviceStatus,
@@ -232,7 +238,7 @@ class ClaimStore:
         for claim in list(self._claims.values()):
             if claim.metadata.namespace != pod.metadata.namespace:
                 continue
-            owned = any(r.controller and r.uid == pod.metadata.uid for r in claim.metadata.owner_references)
+            owned = is_controlled_by(claim.metadata, pod.metadata.uid)
             reserved = any(r.uid == pod.metadata.uid for r in claim.status.reserved_for)
             if not owned and not reserved:
                 continue

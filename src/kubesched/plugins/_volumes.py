@@ -20,6 +20,7 @@ from kubesched.api.objects import (
     Pod,
     StorageClass,
     Volume,
+    is_controlled_by,
 )
 from kubesched.framework.interfaces import RepeatsFailures
 
@@ -126,9 +127,8 @@ def ephemeral_owner_error(pod: Pod, pvc: PersistentVolumeClaim) -> str | None:
     A claim with the right name but another owner was made for some other pod; using it would
     share (or steal) that pod's data.
     """
-    for ref in pvc.metadata.owner_references:
-        if ref.controller and ref.uid == pod.metadata.uid:
-            return None
+    if is_controlled_by(pvc.metadata, pod.metadata.uid):
+        return None
     return (
         f"PVC {pvc.metadata.namespace}/{pvc.metadata.name} was not created for pod "
         f"{pod.metadata.namespace}/{pod.metadata.name} (pod is not owner)"

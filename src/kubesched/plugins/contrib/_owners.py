@@ -15,11 +15,11 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.objects import OwnerReference, Pod
+from kubesched.api.objects import Pod, controller_of
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import IndexArray, NodeTable
 
-__all__ = ["OwnerPodCounts", "controller_of", "owner_key", "owner_text"]
+__all__ = ["OwnerPodCounts", "owner_key", "owner_text"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -29,18 +29,10 @@ _MAX_REMEMBERED_OWNERS: Final = 64
 _MAX_REMEMBERED_NODES: Final = 200_000
 
 
-def controller_of(pod: Pod) -> OwnerReference | None:
-    """The owner reference marked `controller: true` (a pod has at most one), or None."""
-    for ref in pod.metadata.owner_references:
-        if ref.controller:
-            return ref
-    return None
-
-
 def owner_key(pod: Pod) -> str | None:
     """The identity of the pod's controller: its uid, or `namespace/kind/name` when the reference has
     no uid (hand-written simulator files often omit it); None for a pod without a controller."""
-    ref = controller_of(pod)
+    ref = controller_of(pod.metadata)
     if ref is None:
         return None
     return ref.uid or f"{pod.metadata.namespace}/{ref.kind}/{ref.name}"
@@ -48,7 +40,7 @@ def owner_key(pod: Pod) -> str | None:
 
 def owner_text(pod: Pod) -> str:
     """`ReplicaSet web-abc`: how reasons name the pod's controller."""
-    ref = controller_of(pod)
+    ref = controller_of(pod.metadata)
     return f"{ref.kind} {ref.name}" if ref is not None else ""
 
 

@@ -25,7 +25,7 @@ from typing import ClassVar
 import msgspec
 import numpy as np
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Pod, controller_of
 from kubesched.api.selectors import label_value_error, qualified_name_error
 from kubesched.errors import FieldErrors, InputError
 from kubesched.framework.cycle_state import CycleState
@@ -44,7 +44,7 @@ from kubesched.framework.node_table import NodeSet
 from kubesched.framework.normalize import default_normalize_score
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE
-from kubesched.plugins.contrib._owners import OwnerPodCounts, controller_of, owner_key
+from kubesched.plugins.contrib._owners import OwnerPodCounts, owner_key
 
 __all__ = [
     "DEFAULT_PREFERRED_ANNOTATION",
@@ -158,7 +158,7 @@ class AZScheduler(PreScorePlugin, ScorePlugin, BatchScorePlugin, ScoreExtensions
     def _spread_key(self, pod: Pod) -> str | None:
         if self.args.spread_weight == 0:
             return None
-        ref = controller_of(pod)
+        ref = controller_of(pod.metadata)
         if ref is None or ref.kind not in self._kinds:
             return None
         return owner_key(pod)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Pod, is_controlled_by
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.plugins.dynamic_resources.allocator import AllocatedState, DeviceID
@@ -57,9 +57,7 @@ def resolve_pod_claims(pod: Pod, claims: Mapping[str, ResourceClaim]) -> list[Cl
             return f'could not find ResourceClaim "{namespace}/{name}"'
         if claim.metadata.deletion_timestamp:
             return f'resourceclaim "{name}" is being deleted'
-        if from_template and not any(
-            ref.controller and ref.uid == pod.metadata.uid for ref in claim.metadata.owner_references
-        ):
+        if from_template and not is_controlled_by(claim.metadata, pod.metadata.uid):
             return (
                 f"ResourceClaim {namespace}/{name} was not created for Pod {namespace}/{pod.metadata.name} "
                 "(Pod is not owner)"

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kubesched.api.objects import ObjectMeta, OwnerReference, Pod, PodSpec, PodTemplateSpec
+from kubesched.api.objects import ObjectMeta, OwnerReference, Pod, PodSpec, PodTemplateSpec, controller_of
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.framework.node_info import pod_key
 from kubesched.simulate.workloads.naming import NameSource
@@ -208,7 +208,5 @@ class ControllerContext:
 
 def owner_of(pod: Pod) -> OwnerKey | None:
     """The workload named by the pod's controller ownerReference."""
-    for ref in pod.metadata.owner_references:
-        if ref.controller:
-            return (ref.kind, pod.metadata.namespace, ref.name)
-    return None
+    ref = controller_of(pod.metadata)
+    return (ref.kind, pod.metadata.namespace, ref.name) if ref is not None else None

@@ -28,6 +28,7 @@ from kubesched.api.objects import (
     ReplicaSet,
     ReplicationController,
     StatefulSet,
+    controller_of,
 )
 from kubesched.api.workloads import WorkloadObject, replicas_of
 from kubesched.cluster.memory import MemoryCluster
@@ -109,7 +110,7 @@ def _snapshot_minute(objects: LoadedObjects) -> int:
 
 def _deployment_owner(rs: ReplicaSet) -> tuple[str, str] | None:
     """(namespace, name) of the Deployment that controls `rs`, if one does."""
-    owner = next((r for r in rs.metadata.owner_references if r.controller), None)
+    owner = controller_of(rs.metadata)
     return (_namespace(rs.metadata), owner.name) if owner and owner.kind == "Deployment" else None
 
 
