@@ -1,6 +1,6 @@
 """Prometheus metrics with kube-scheduler's names, and the health/metrics HTTP endpoint.
 
-Metric names, labels and buckets are upstream's (reference/kube-scheduler.md §9), so existing
+Metric names, labels and buckets are upstream's (upstream `pkg/scheduler/metrics/metrics.go`), so existing
 dashboards and alerts work unchanged:
 
 * `scheduler_schedule_attempts_total{result,profile}` - result `scheduled`/`unschedulable`/`error`

@@ -1,4 +1,5 @@
-"""A pod's resource requests as the scheduler counts them (reference §4.1, upstream `PodRequests`).
+"""A pod's resource requests as the scheduler counts them (upstream `PodRequests`,
+`k8s.io/component-helpers/resource/helpers.go`).
 
 Amounts come back in the scheduler's units: milli-cores for `cpu`, plain units (bytes, devices)
 for everything else. Quantities are summed and compared exactly (in nano units) and converted once

@@ -1,10 +1,11 @@
 """ImageLocality: prefer nodes that already hold the pod's container images.
 
-Pulling a large image delays the pod's start, so a node that has it scores higher (reference §3.4).
-Each container (init containers included) whose image is on the node adds
-`int(size * nodesWithImage / totalNodes)`: the spread factor keeps the scheduler from piling pods
-onto the few nodes that happen to hold an image everyone else would pull anyway. The sum is clamped to
-[23 MiB, 1000 MiB x containers] and mapped linearly onto 0..100, so small images do not count at all.
+Pulling a large image delays the pod's start, so a node that has it scores higher (upstream
+`pkg/scheduler/framework/plugins/imagelocality/image_locality.go`). Each container (init containers included)
+whose image is on the node adds `int(size * nodesWithImage / totalNodes)`: the spread factor keeps the
+scheduler from piling pods onto the few nodes that happen to hold an image everyone else would pull anyway.
+The sum is clamped to [23 MiB, 1000 MiB x containers] and mapped linearly onto 0..100, so small images do not
+count at all.
 
 Image names are compared as the node reports them, after appending `:latest` to a pod image that has
 no tag or digest. The image summary (size, number of nodes) covers the whole snapshot; it is built

@@ -1,12 +1,12 @@
 """NodePorts: a pod asking for host ports fits only nodes where those ports are free.
 
-Two pods conflict when they want the same protocol and host port and either binds the wildcard
-address 0.0.0.0 (the default when `hostIP` is empty) or both bind the same address (reference §4.2).
-PreFilter collects the pod's host ports from its regular containers and its sidecars (restartable
-init containers, which run as long as the pod: v1.37's `GetHostPorts`), and returns Skip when there
-are none, which is the case for almost every pod. A node's used ports are a set, as upstream's
-`HostPortInfo`: two pods bound to one port (possible with `spec.nodeName`) hold it once, and the
-preemption dry run frees it by removing either of them.
+Two pods conflict when they want the same protocol and host port and either binds the wildcard address 0.0.0.0
+(the default when `hostIP` is empty) or both bind the same address (upstream
+`pkg/scheduler/framework/plugins/nodeports/node_ports.go`). PreFilter collects the pod's host ports from its
+regular containers and its sidecars (restartable init containers, which run as long as the pod: v1.37's
+`GetHostPorts`), and returns Skip when there are none, which is the case for almost every pod. A node's used
+ports are a set, as upstream's `HostPortInfo`: two pods bound to one port (possible with `spec.nodeName`) hold
+it once, and the preemption dry run frees it by removing either of them.
 """
 
 from __future__ import annotations

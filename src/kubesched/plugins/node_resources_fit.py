@@ -1,17 +1,17 @@
 """NodeResourcesFit: does the pod's request fit what is left on the node, and how full would it be.
 
-Filter (reference §3.3/§3.5): a node fails with `Too many pods` when it already runs its allowed
-number of pods, and with one `Insufficient <resource>` reason per resource whose free amount
-(allocatable minus the *real* requests of the pods already there) is below the pod's request.
-Extended resources listed in `ignoredResources`, or whose domain is in `ignoredResourceGroups`, are
-left to someone else (typically an extender); so is an extended resource a DeviceClass backs, on a
-node whose allocatable lacks it (DynamicResources allocates it from ResourceSlices). As in v1.37, a
-node whose total allocatable is below the request can never fit, so its status is
-UnschedulableAndUnresolvable and preemption skips it.
+Filter (upstream `pkg/scheduler/framework/plugins/noderesources/fit.go`): a node fails with `Too many pods`
+when it already runs its allowed number of pods, and with one `Insufficient <resource>` reason per resource
+whose free amount (allocatable minus the *real* requests of the pods already there) is below the pod's
+request. Extended resources listed in `ignoredResources`, or whose domain is in `ignoredResourceGroups`, are
+left to someone else (typically an extender); so is an extended resource a DeviceClass backs, on a node whose
+allocatable lacks it (DynamicResources allocates it from ResourceSlices). As in v1.37, a node whose total
+allocatable is below the request can never fit, so its status is UnschedulableAndUnresolvable and preemption
+skips it.
 
-Score (reference §3.4): LeastAllocated, MostAllocated or RequestedToCapacityRatio over the configured
-resources, where cpu and memory count the 100m / 200Mi defaults for containers that request nothing,
-so that best-effort pods still spread.
+Score (upstream `pkg/scheduler/framework/plugins/noderesources/resource_allocation.go`): LeastAllocated,
+MostAllocated or RequestedToCapacityRatio over the configured resources, where cpu and memory count the 100m /
+200Mi defaults for containers that request nothing, so that best-effort pods still spread.
 
 The helpers that compute per-resource (allocatable, requested) pairs are shared with
 NodeResourcesBalancedAllocation, as upstream's `resourceAllocationScorer` is.

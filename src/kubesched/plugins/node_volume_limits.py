@@ -2,7 +2,7 @@
 
 The limit of driver D on node X is `spec.drivers[name=D].allocatable.count` of the CSINode named X;
 a node without a CSINode, or a driver without a count, has no limit. Volumes are counted once per
-unique `driver + volume handle` (reference §3.3, §3.5):
+unique `driver + volume handle` (upstream `pkg/scheduler/framework/plugins/nodevolumelimits/csi.go`):
 
 * a claim bound to a PV with `spec.csi` counts as (`csi.driver`, `csi.volumeHandle`);
 * a claim not bound yet counts as (its StorageClass's provisioner, `<namespace>-<claim>`): the

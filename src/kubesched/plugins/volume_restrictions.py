@@ -1,6 +1,6 @@
 """VolumeRestrictions: volumes that only one pod (or one node) may use at a time.
 
-Two rules (reference §3.3, §3.5):
+Two rules (upstream `pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go`):
 
 * **Disk conflicts** — some in-tree volume types cannot be attached read-write to two pods on the
   same node. A node is rejected (`node(s) had no available disk`, Unschedulable) when a pod on it

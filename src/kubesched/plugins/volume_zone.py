@@ -1,12 +1,12 @@
 """VolumeZone: a pod whose bound volumes live in a zone/region may only run on nodes there.
 
-For every claim of the pod bound to a PersistentVolume, the PV's labels
-`topology.kubernetes.io/zone`, `topology.kubernetes.io/region` and their deprecated
-`failure-domain.beta.kubernetes.io/*` forms give the allowed values; a value may list several
-zones separated by `__` (a regional disk). A node that carries none of these four labels passes (a
-single-zone cluster often does not label nodes); otherwise it must carry each PV label key — a
-beta key on the volume is also satisfied by the node's GA key — with one of the allowed values,
-else `node(s) had no available volume zone` (UnschedulableAndUnresolvable; reference §3.3).
+For every claim of the pod bound to a PersistentVolume, the PV's labels `topology.kubernetes.io/zone`,
+`topology.kubernetes.io/region` and their deprecated `failure-domain.beta.kubernetes.io/*` forms give the
+allowed values; a value may list several zones separated by `__` (a regional disk). A node that carries none
+of these four labels passes (a single-zone cluster often does not label nodes); otherwise it must carry each
+PV label key — a beta key on the volume is also satisfied by the node's GA key — with one of the allowed
+values, else `node(s) had no available volume zone` (UnschedulableAndUnresolvable; upstream
+`pkg/scheduler/framework/plugins/volumezone/volume_zone.go`).
 
 PreFilter resolves the claims. Errors are UnschedulableAndUnresolvable: a missing claim, PV or
 StorageClass (the API server's NotFound text), `PersistentVolumeClaim had no name`, `PersistentVolume

@@ -1,6 +1,6 @@
 """HTTP scheduler extenders called from kubesched's own scheduling cycle, as kube-scheduler calls them.
 
-The config's `extenders` list keeps upstream's semantics (reference §7.3-7.5):
+The config's `extenders` list keeps upstream's semantics (upstream `pkg/scheduler/extender.go`):
 
 * filter runs after the plugins' Filter, extender after extender, each on the nodes the previous
   one kept, and only for pods it is interested in (`managedResources` empty, or a container's
@@ -435,7 +435,8 @@ class Extenders:
     def process_preemption(
         self, pod: Pod, candidates: dict[str, tuple[list[Pod], int]], table: NodeTable
     ) -> dict[str, tuple[list[Pod], int]]:
-        """Let every interested preempt-verb extender prune the candidates, in order (upstream §7.5).
+        """Let every interested preempt-verb extender prune the candidates, in order (upstream
+        `callExtenders`, `pkg/scheduler/framework/preemption/preemption.go`).
 
         An extender's error fails the preemption unless it is ignorable, which skips it.
         """

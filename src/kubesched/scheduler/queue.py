@@ -1,4 +1,5 @@
-"""The scheduling queue: activeQ, backoffQ and the unschedulable pool (upstream PriorityQueue, §6).
+"""The scheduling queue: activeQ, backoffQ and the unschedulable pool (upstream PriorityQueue,
+`pkg/scheduler/backend/queue/scheduling_queue.go`).
 
 Synchronous and single-threaded: the caller serialises access (live mode wraps it in a lock and a
 condition), and time comes from the injected clock, so a simulation replays exactly. Every tie is

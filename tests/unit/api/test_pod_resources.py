@@ -1,4 +1,5 @@
-"""Pod requests (reference §4.1): containers, init containers and sidecars, pod-level, overhead."""
+"""Pod requests (upstream `k8s.io/component-helpers/resource/helpers.go`): containers, init containers and
+sidecars, pod-level, overhead."""
 
 from __future__ import annotations
 

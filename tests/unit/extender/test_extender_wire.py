@@ -1,4 +1,5 @@
-"""The extender/v1 wire format against JSON documents written from the reference (§7.1).
+"""The extender/v1 wire format against JSON documents written from upstream's
+`k8s.io/kube-scheduler/extender/v1/types.go`.
 
 kube-scheduler's extender types have no json tags: keys are the Go field names, nil is `null`, and
 decoding ignores case. These documents are what a Go peer sends and expects, byte for byte where

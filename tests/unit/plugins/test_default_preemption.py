@@ -1,6 +1,7 @@
-"""DefaultPreemption (reference §1.7, §3.3, §3.5, §5, §8.3): eligibility, candidates, the dry run with
-PDB-aware reprieve, pickOneNodeForPreemption's criteria in order, preparation (evictions, Events,
-nominations), args validation, and the whole flow through the scheduler and `kubesched simulate`."""
+"""DefaultPreemption (upstream `pkg/scheduler/framework/plugins/defaultpreemption/` and
+`pkg/scheduler/framework/preemption/`): eligibility, candidates, the dry run with PDB-aware reprieve,
+pickOneNodeForPreemption's criteria in order, preparation (evictions, Events, nominations), args validation,
+and the whole flow through the scheduler and `kubesched simulate`."""
 
 from __future__ import annotations
 

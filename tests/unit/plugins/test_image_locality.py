@@ -1,5 +1,6 @@
-"""ImageLocality (reference §3.4): image name normalization, thresholds, spread factor, init
-containers, the snapshot-wide image summary, and batch == per node."""
+"""ImageLocality (upstream `pkg/scheduler/framework/plugins/imagelocality/image_locality.go`): image name
+normalization, thresholds, spread factor, init containers, the snapshot-wide image summary, and batch == per
+node."""
 
 from __future__ import annotations
 

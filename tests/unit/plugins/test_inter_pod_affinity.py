@@ -1,5 +1,6 @@
-"""InterPodAffinity: PreFilter / Filter / AddPod / RemovePod / PreScore / Score / NormalizeScore,
-args, queueing hints, and one run through `kubesched simulate` (reference §3.3-3.5, §4.2, §8.3)."""
+"""InterPodAffinity: PreFilter / Filter / AddPod / RemovePod / PreScore / Score / NormalizeScore, args,
+queueing hints, and one run through `kubesched simulate` (upstream
+`pkg/scheduler/framework/plugins/interpodaffinity/`)."""
 
 from __future__ import annotations
 
@@ -1161,7 +1162,7 @@ def _terms_of(p: Pod, kind: str, which: str) -> list[Any]:
 
 
 def _oracle_filter(table: NodeTable, incoming: Pod) -> dict[str, str]:
-    """§3.5 read literally: compare domains pod by pod, no counting."""
+    """Upstream's filtering.go read literally: compare domains pod by pod, no counting."""
     running = [(pi.pod, ni.labels) for ni in table.infos for pi in ni.pods.values()]
     required = _terms_of(incoming, "affinity", "required")
     anti = _terms_of(incoming, "anti", "required")
@@ -1203,7 +1204,8 @@ def _oracle_filter(table: NodeTable, incoming: Pod) -> dict[str, str]:
 
 
 def _oracle_scores(table: NodeTable, incoming: Pod, hard: int, ignore: bool) -> dict[str, int] | None:
-    """§3.4 read literally: per node, the sum over running pods in the same domains. None = Skip."""
+    """Upstream's scoring.go read literally: per node, the sum over running pods in the same domains. None =
+    Skip."""
     has_preferred = bool(
         _terms_of(incoming, "affinity", "preferred") or _terms_of(incoming, "anti", "preferred")
     )

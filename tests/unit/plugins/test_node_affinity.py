@@ -1,4 +1,5 @@
-"""NodeAffinity PreFilter / Filter / PreScore / Score / NormalizeScore and its args (§3.3-3.5, §8.3)."""
+"""NodeAffinity PreFilter / Filter / PreScore / Score / NormalizeScore and its args (upstream
+`pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go`)."""
 
 from __future__ import annotations
 

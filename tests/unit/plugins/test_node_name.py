@@ -1,4 +1,5 @@
-"""NodeName Filter (reference §3.3): per-node and batch forms."""
+"""NodeName Filter (upstream `pkg/scheduler/framework/plugins/nodename/node_name.go`): per-node and batch
+forms."""
 
 from __future__ import annotations
 

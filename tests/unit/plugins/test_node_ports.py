@@ -1,5 +1,5 @@
-"""NodePorts (reference §3.3, §4.2): host-port collection, the 0.0.0.0 wildcard rule, PreFilter Skip,
-and the batch Filter agreeing with the per-node one."""
+"""NodePorts (upstream `pkg/scheduler/framework/plugins/nodeports/node_ports.go`): host-port collection, the
+0.0.0.0 wildcard rule, PreFilter Skip, and the batch Filter agreeing with the per-node one."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""NodeResourcesBalancedAllocation (reference §3.4, §8.3; v1.37 delta §6.3): hand-computed scores for
-two and more resources under the v1.36+ change-in-balance formula, the best-effort Skip, args
-validation, and batch == per node."""
+"""NodeResourcesBalancedAllocation (upstream
+`pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`): hand-computed scores for two and more
+resources under the v1.36+ change-in-balance formula, the best-effort Skip, args validation, and batch == per
+node."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""NodeResourcesFit (reference §3.3-3.5, §8.3): filter reasons and codes, the three scoring
-strategies with hand-computed numbers, args defaults and validation, and the batch forms agreeing
-exactly with the per-node forms."""
+"""NodeResourcesFit (upstream `pkg/scheduler/framework/plugins/noderesources/`): filter reasons and codes, the
+three scoring strategies with hand-computed numbers, args defaults and validation, and the batch forms
+agreeing exactly with the per-node forms."""
 
 from __future__ import annotations
 

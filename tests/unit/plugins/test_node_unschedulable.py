@@ -1,4 +1,6 @@
-"""NodeUnschedulable Filter (reference §3.3): cordoned nodes and the unschedulable toleration."""
+"""NodeUnschedulable Filter (upstream
+`pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go`): cordoned nodes and the
+unschedulable toleration."""
 
 from __future__ import annotations
 

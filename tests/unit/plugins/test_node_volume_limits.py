@@ -1,6 +1,6 @@
-"""NodeVolumeLimits / CSILimits (reference §3.2, §3.3, §3.5): unique CSI volumes per driver against the
-CSINode's allocatable count, how claims / ephemeral / in-tree volumes are counted, PreFilter Skip,
-both Filter forms, events, and a run through `kubesched simulate`."""
+"""NodeVolumeLimits / CSILimits (upstream `pkg/scheduler/framework/plugins/nodevolumelimits/csi.go`): unique
+CSI volumes per driver against the CSINode's allocatable count, how claims / ephemeral / in-tree volumes are
+counted, PreFilter Skip, both Filter forms, events, and a run through `kubesched simulate`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""default_normalize_score: upstream DefaultNormalizeScore semantics (reference §1.8)."""
+"""default_normalize_score: upstream DefaultNormalizeScore semantics
+(`pkg/scheduler/framework/plugins/helper/normalize_score.go`)."""
 
 from __future__ import annotations
 

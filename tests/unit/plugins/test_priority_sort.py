@@ -1,4 +1,4 @@
-"""PrioritySort QueueSort order (reference §3.4)."""
+"""PrioritySort QueueSort order (upstream `pkg/scheduler/framework/plugins/queuesort/priority_sort.go`)."""
 
 from __future__ import annotations
 

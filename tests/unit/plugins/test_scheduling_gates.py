@@ -1,4 +1,5 @@
-"""SchedulingGates PreEnqueue (reference §3.3, §3.4)."""
+"""SchedulingGates PreEnqueue (upstream
+`pkg/scheduler/framework/plugins/schedulinggates/scheduling_gates.go`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""TaintToleration Filter / PreScore / Score / NormalizeScore (reference §3.3, §3.4, §3.5)."""
+"""TaintToleration Filter / PreScore / Score / NormalizeScore (upstream
+`pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go`)."""
 
 from __future__ import annotations
 

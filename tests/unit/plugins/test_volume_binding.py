@@ -1,6 +1,6 @@
-"""VolumeBinding (reference §3.2, §3.3, §3.5, §8.3): args, PreFilter rejections and node narrowing,
-Filter over bound and WaitForFirstConsumer claims (static PVs and dynamic provisioning), the assume
-cache through Reserve / Unreserve / PreBind, the live-mode VolumeBinder, events, and runs through
+"""VolumeBinding (upstream `pkg/scheduler/framework/plugins/volumebinding/`): args, PreFilter rejections and
+node narrowing, Filter over bound and WaitForFirstConsumer claims (static PVs and dynamic provisioning), the
+assume cache through Reserve / Unreserve / PreBind, the live-mode VolumeBinder, events, and runs through
 `kubesched simulate` (two pods competing for one static PV)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""VolumeRestrictions (reference §3.2, §3.3, §3.5): disk conflicts of GCE PD / AWS EBS / RBD / iSCSI,
-the ReadWriteOncePod claim rule, PreFilter Skip, PreFilter extensions, both Filter forms, events,
-and a run through `kubesched simulate`."""
+"""VolumeRestrictions (upstream `pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go`):
+disk conflicts of GCE PD / AWS EBS / RBD / iSCSI, the ReadWriteOncePod claim rule, PreFilter Skip, PreFilter
+extensions, both Filter forms, events, and a run through `kubesched simulate`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""VolumeZone (reference §3.2, §3.3, §3.5): PV zone/region labels (GA and beta, `__` multi-zone sets)
-against node labels, the PreFilter errors, Skip for unbound WaitForFirstConsumer claims, both Filter
-forms, events, and a run through `kubesched simulate`."""
+"""VolumeZone (upstream `pkg/scheduler/framework/plugins/volumezone/volume_zone.go`): PV zone/region labels
+(GA and beta, `__` multi-zone sets) against node labels, the PreFilter errors, Skip for unbound
+WaitForFirstConsumer claims, both Filter forms, events, and a run through `kubesched simulate`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Nominator: pod <-> nominated node bookkeeping after preemption (reference §1.7)."""
+"""Nominator: pod <-> nominated node bookkeeping after preemption (upstream
+`pkg/scheduler/backend/queue/nominator.go`)."""
 
 from __future__ import annotations
 

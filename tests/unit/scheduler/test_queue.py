@@ -1,4 +1,5 @@
-"""SchedulingQueue: ordering, backoff, hints, in-flight events, gating, flushes (reference §6)."""
+"""SchedulingQueue: ordering, backoff, hints, in-flight events, gating, flushes (upstream
+`pkg/scheduler/backend/queue/scheduling_queue.go`)."""
 
 from __future__ import annotations
 

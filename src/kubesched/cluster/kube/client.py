@@ -4,7 +4,7 @@ lightkube (1.0) reads the kubeconfig or the in-cluster service account and build
 TLS client (tokens, rotating token files, client certificates, exec plugins); we do not hand-write
 any of that. Everything above it is ours: requests carry raw JSON bytes in and out, so the hot
 paths (list/watch streams, binds, events) decode with msgspec straight into the scheduler's lean
-structs instead of paying for a general-purpose model layer (reference/ecosystem.md §1.3). Requests
+structs instead of paying for a general-purpose model layer. Requests
 and watches travel over our own HTTP/1.1 connections (`transport`), which cost a fraction of
 httpx's CPU per request and per watch event, with lightkube's TLS context and credentials; httpx
 carries them only when the environment sets a proxy for the server.

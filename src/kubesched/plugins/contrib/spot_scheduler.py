@@ -1,6 +1,6 @@
 """SpotScheduler: put interruptible work on spot / preemptible capacity and keep the rest off it.
 
-Spot nodes are recognised by the labels the providers put on them (reference §6): EKS managed node
+Spot nodes are recognised by the labels the providers put on them: EKS managed node
 groups `eks.amazonaws.com/capacityType=SPOT`, Karpenter `karpenter.sh/capacity-type=spot`, GKE
 `cloud.google.com/gke-spot=true` (older `cloud.google.com/gke-preemptible=true`), AKS
 `kubernetes.azure.com/scalesetpriority=spot`; the list is configurable.

@@ -1,6 +1,6 @@
 """VolumeBinding: a pod's claims must be bound — or bindable on the node — before it runs there.
 
-What upstream does (reference §3.2, §3.3, §3.5, §8.3), and how it maps here:
+What upstream does (upstream `pkg/scheduler/framework/plugins/volumebinding/`), and how it maps here:
 
 * **PreFilter** resolves the pod's claims (`persistentVolumeClaim` volumes and the claims of
   generic ephemeral volumes, `<pod>-<volume>`). It returns Skip for a pod without claims and
