@@ -1,5 +1,5 @@
-"""PodTopologySpread (§3.3 reasons, §3.4 score, §3.5 filter, §8.3 args): table-driven facts, the
-PreFilter extensions, batch == per node == a plain reference model, and one run through the CLI."""
+"""PodTopologySpread (upstream `pkg/scheduler/framework/plugins/podtopologyspread/`): table-driven facts,
+the PreFilter extensions, batch == per node == a plain reference model, and one run through the CLI."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from explain_harness import simulate_explain, single_plugin_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kubesched.plugins.pod_topology_spread as pts
 from kubesched.api.objects import (
     LabelSelector,
     Node,
@@ -38,6 +37,9 @@ from kubesched.framework.registry import decode_args
 from kubesched.framework.status import Code, Status
 from kubesched.plugins import default_registry
 from kubesched.plugins.pod_topology_spread import PodTopologySpread, PodTopologySpreadArgs
+from kubesched.plugins.pod_topology_spread import common as pts_common
+from kubesched.plugins.pod_topology_spread import filtering as pts_filtering
+from kubesched.plugins.pod_topology_spread import scoring as pts_scoring
 from kubesched.testing.builders import make_node, make_pod, make_table
 
 ZONE = "topology.kubernetes.io/zone"
@@ -472,7 +474,7 @@ def test_pre_filter_skips_without_do_not_schedule_constraints(
     state = CycleState()
     _, status = plugin_with(args, handle).pre_filter(state, incoming, make_table(ZONES_AAB).all())
     assert status is not None and status.code == Code.SKIP
-    assert state.get(pts.PRE_FILTER_STATE_KEY) is None
+    assert state.get(pts_filtering.PRE_FILTER_STATE_KEY) is None
 
 
 def test_list_default_constraints_filter_with_the_service_selector() -> None:
@@ -574,7 +576,7 @@ def test_add_pod_honours_the_node_policies() -> None:
     plugin.pre_filter(state, incoming, table.all())
     # n2 does not match the nodeSelector: zone b is no domain and adding there changes nothing.
     plugin.add_pod(state, incoming, PodInfo(web("x", "n2")), table.infos[1])
-    s = state.read_as(pts.PRE_FILTER_STATE_KEY, pts._FilterState)
+    s = state.read_as(pts_filtering.PRE_FILTER_STATE_KEY, pts_filtering.FilterState)
     assert s.domains[0].count_of("b") == 0 and s.domains[0].min_match == 1
 
 
@@ -610,14 +612,14 @@ def test_add_pod_without_pre_filter_state_is_an_error() -> None:
 
 def test_counts_are_remembered_until_a_node_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     scanned: list[int] = []
-    real = pts._count_matching
+    real = pts_common.count_matching
 
     def spy(pods: Any, namespace: str, matcher: Any) -> int:
         pods = list(pods)
         scanned.append(len(pods))
         return real(pods, namespace, matcher)
 
-    monkeypatch.setattr(pts, "_count_matching", spy)
+    monkeypatch.setattr(pts_common, "count_matching", spy)
     table = make_table(ZONES_AAB, [web("w1", "n1"), web("w2", "n2")])
     plugin = PodTopologySpread()
     incoming = web("new", "", constraints=[tsc(), tsc(key=HOST, max_skew=5)])  # one selector, two keys
@@ -629,18 +631,21 @@ def test_counts_are_remembered_until_a_node_changes(monkeypatch: pytest.MonkeyPa
     state = CycleState()
     plugin.pre_filter(state, incoming, table.all())
     assert scanned[3:] == [1]  # only n3
-    assert state.read_as(pts.PRE_FILTER_STATE_KEY, pts._FilterState).domains[0].count_of("b") == 1
+    assert (
+        state.read_as(pts_filtering.PRE_FILTER_STATE_KEY, pts_filtering.FilterState).domains[0].count_of("b")
+        == 1
+    )
 
 
 def test_nodes_outside_every_domain_are_not_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
     scanned: list[int] = []
-    real = pts._count_matching
+    real = pts_common.count_matching
 
     def spy(pods: Any, namespace: str, matcher: Any) -> int:
         scanned.append(1)
         return real(pods, namespace, matcher)
 
-    monkeypatch.setattr(pts, "_count_matching", spy)
+    monkeypatch.setattr(pts_common, "count_matching", spy)
     table = make_table([*ZONES_AAB, node("n4"), node("n5")], [web("w1", "n4")])
     PodTopologySpread().pre_filter(CycleState(), web("new", "", constraints=[tsc()]), table.all())
     assert len(scanned) == 3  # n4, n5 lack the zone key
@@ -902,8 +907,8 @@ def test_list_defaulting_requires_every_key_and_uses_the_given_constraints() -> 
 
 def test_round_half_away_from_zero() -> None:
     x = np.array([0.5, 1.5, 2.5, 2.4999999999999996, 7.0], dtype=np.float64)
-    assert pts._round_half_away(x).tolist() == [1, 2, 3, 2, 7]
-    assert [pts._round_one(v) for v in x.tolist()] == [1, 2, 3, 2, 7]
+    assert pts_scoring.round_half_away(x).tolist() == [1, 2, 3, 2, 7]
+    assert [pts_scoring.round_one(v) for v in x.tolist()] == [1, 2, 3, 2, 7]
 
 
 # --------------------------------------------------------------------------- args
@@ -1043,7 +1048,7 @@ def test_registered_with_its_extension_points() -> None:
 
 
 def _final_selector(c: dict[str, Any], labels: Mapping[str, str]) -> tuple[Any, bool]:
-    """(matcher, counts existing pods) of a pod constraint, straight from §3.5."""
+    """(matcher, counts existing pods) of a pod constraint, straight from upstream's filtering.go."""
     raw = c.get("labelSelector")
     if raw is None:
         return compile_label_selector(None), False
@@ -1124,7 +1129,7 @@ def reference_scores(
     constraints: list[dict[str, Any]],
     require_all: bool = True,
 ) -> tuple[list[int], list[int]]:
-    """(raw, normalized) scores from §3.4; without `require_all` a missing key reads as ""."""
+    """(raw, normalized) scores from upstream's scoring.go; without `require_all` a missing key reads ""."""
     soft = [c for c in constraints if c["whenUnsatisfiable"] == "ScheduleAnyway"]
     ns, labels = incoming.metadata.namespace, incoming.metadata.labels
     keys = [c["topologyKey"] for c in soft]
@@ -1278,7 +1283,7 @@ def test_batch_agrees_with_per_node_and_reference(
     else:
         assert status.code == Code.SKIP
         assert all(c["whenUnsatisfiable"] == "ScheduleAnyway" for c in constraints)
-        assert state.get(pts.PRE_FILTER_STATE_KEY) is None
+        assert state.get(pts_filtering.PRE_FILTER_STATE_KEY) is None
 
     # Score, on a random feasible subset.
     rows = sorted(data.draw(st.sets(st.integers(0, len(nodes) - 1))))
