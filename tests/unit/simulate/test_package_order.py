@@ -29,6 +29,8 @@ ROOMS = [
     "workloads",
     "scenario",
     "node_quantities",
+    "held",
+    "units",
     "progress",
     "report",
 ]
