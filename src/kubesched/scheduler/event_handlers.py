@@ -24,6 +24,7 @@ from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.failure_memo import RepeatedFailures
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.queue import SchedulingQueue
+from kubesched.scheduler.queueing_hints import pod_update_events
 
 __all__ = ["EventHandlers"]
 
@@ -100,9 +101,17 @@ class EventHandlers:
                 self._queue.delete(key)
             known = self._cache.pod_info(key)  # typically the assumed copy of this very pod
             same_spec = known is not None and known.pod.spec == new.spec
-            self._cache.update_pod(known.with_pod(new) if known is not None and same_spec else PodInfo(new))
+            updated = known.with_pod(new) if known is not None and same_spec else PodInfo(new)
+            self._cache.update_pod(updated)
             if not old.spec.node_name:
-                self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, old, new)
+                # Upstream's assigned-pod informer sees a pod that just got bound as an Add.
+                self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, None, new)
+                return
+            old_requests = known.requests if known is not None else PodInfo(old).requests
+            for event in pod_update_events(
+                old, new, old_requests=old_requests, new_requests=updated.requests
+            ):
+                self._queue.move_all_to_active_or_backoff(event, old, new)
             return
         if not self.responsible_for(new):
             return

@@ -84,6 +84,12 @@ UPSTREAM: dict[str, list[Row]] = {
         (R.TARGET_POD, A.UPDATE_POD_TOLERATION | A.UPDATE_POD_LABEL, HINT),
         (R.NODE, A.ADD | A.DELETE | A.UPDATE_NODE_LABEL | A.UPDATE_NODE_TAINT, HINT),
     ],
+    # interpodaffinity/plugin.go
+    "InterPodAffinity": [
+        (R.ASSIGNED_POD, A.ADD | A.UPDATE_POD_LABEL | A.DELETE, HINT),
+        (R.TARGET_POD, A.UPDATE_POD_LABEL, HINT),
+        (R.NODE, A.ADD | A.UPDATE_NODE_LABEL, HINT),
+    ],
     # defaultpreemption/default_preemption.go (SchedulerAsyncPreemption is on by default)
     "DefaultPreemption": [(R.ASSIGNED_POD, A.DELETE, HINT)],
 }

@@ -19,7 +19,7 @@ from kubesched.api.label_keys import merge_label_keys
 from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
+from kubesched.framework.events import QueueingHint, QueueingHintFn, Resource
 from kubesched.framework.interfaces import Handle
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import NodeSet, NodeTable
@@ -996,61 +996,142 @@ def test_registered_builtin() -> None:
 # --------------------------------------------------------------------------- queueing
 
 
-def test_events() -> None:
-    events = InterPodAffinity().events_to_register()
-    assert [e.event for e in events] == [
-        ClusterEvent(Resource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
-        ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
-    ]
-    assert events[0].hint is not None
-    assert events[1].hint is None
+def _hint(resource: Resource) -> QueueingHintFn:
+    (hint,) = [r.hint for r in InterPodAffinity().events_to_register() if r.event.resource == resource]
+    assert hint is not None
+    return hint
 
 
 _pending = pod("p", affinity=[term(ZONE, {"app": "web"})], anti=[term(ZONE, {"app": "db"})])
-_self_affine = pod("p", {"app": "web"}, affinity=[term(ZONE, {"app": "web"})])
 _web = pod("w", {"app": "web"}, node="a1")
 _db = pod("d", {"app": "db"}, node="a1")
 _other = pod("o", {"app": "other"}, node="a1")
 _guard = pod("g", node="a1", anti=[term(ZONE, {})])
+_two_anti = pod("p", anti=[term(ZONE, {"service": "scan"}), term(ZONE, {"app": "web"})])
+_two_affinity = pod("p", affinity=[term(HOST, {"aaa": ""}), term(ZONE, {"bbb": ""})])
 
 
 def _unbound(p: Pod) -> Pod:
     return msgspec.structs.replace(p, spec=msgspec.structs.replace(p.spec, node_name=""))
 
 
-HINT_CASES: list[tuple[str, Pod, Pod | None, Pod | None, QueueingHint]] = [
-    ("added pod matching all affinity terms", _pending, None, _web, QueueingHint.QUEUE),
+def _nominated(p: Pod) -> Pod:
+    p = _unbound(p)
+    return msgspec.structs.replace(p, status=msgspec.structs.replace(p.status, nominated_node_name="a1"))
+
+
+# The cases of v1.37.2's interpodaffinity Test_isSchedulableAfterAssignedPodChange.
+HINT_CASES: list[tuple[str, Pod, object, object, QueueingHint]] = [
+    ("added pod matching the affinity", _pending, None, _web, QueueingHint.QUEUE),
+    ("added unscheduled pod", _pending, None, _unbound(_web), QueueingHint.SKIP),
     ("added pod matching nothing", _pending, None, _other, QueueingHint.SKIP),
     ("added pod matching an anti-affinity term", _pending, None, _db, QueueingHint.SKIP),
-    ("unscheduled pod added", _pending, None, _unbound(_web), QueueingHint.SKIP),
-    ("pod bound to a node (old unscheduled)", _pending, _unbound(_web), _web, QueueingHint.QUEUE),
     ("relabelled into an affinity match", _pending, _other, _web, QueueingHint.QUEUE),
-    ("relabelled out of an anti-affinity match", _pending, _db, _other, QueueingHint.QUEUE),
-    ("relabelled into an anti-affinity match", _pending, _other, _db, QueueingHint.SKIP),
+    (
+        "matches before and after",
+        _pending,
+        _web,
+        pod("w", {"app": "web", "v": "2"}, node="a1"),
+        QueueingHint.SKIP,
+    ),
+    ("unscheduled pod relabelled", _pending, _unbound(_other), _unbound(_web), QueueingHint.SKIP),
     ("relabelled out of an affinity match", _pending, _web, _other, QueueingHint.SKIP),
     (
-        "relabelled out of the match blocking a self-affine group",
-        _self_affine,
-        _web,
-        _other,
+        "relabelled out of one of two affinity terms",
+        _two_affinity,
+        pod("o", {"aaa": "", "bbb": ""}, node="a1"),
+        pod("o", {"aaa": ""}, node="a1"),
+        QueueingHint.SKIP,
+    ),
+    (
+        "relabelled into both affinity terms",
+        _two_affinity,
+        pod("o", {"aaa": "a"}, node="a1"),
+        pod("o", {"aaa": "", "bbb": ""}, node="a1"),
         QueueingHint.QUEUE,
     ),
-    ("deleted pod matching an anti-affinity term", _pending, _db, None, QueueingHint.QUEUE),
-    ("deleted pod whose anti-affinity selected the pod", _pending, _guard, None, QueueingHint.QUEUE),
-    ("deleted pod matching affinity", _pending, _web, None, QueueingHint.SKIP),
-    ("deleted match of a self-affine pod", _self_affine, _web, None, QueueingHint.QUEUE),
-    ("deleted unrelated pod", _pending, _other, None, QueueingHint.SKIP),
+    ("relabelled out of an anti-affinity match", _pending, _db, _other, QueueingHint.QUEUE),
+    ("relabelled into an anti-affinity match", _pending, _other, _db, QueueingHint.SKIP),
+    ("deleted pod not matching the anti-affinity", _pending, _other, None, QueueingHint.SKIP),
+    ("deleted pod matching the anti-affinity", _pending, _db, None, QueueingHint.QUEUE),
+    (
+        "deleted pod whose anti-affinity selected the pod",
+        pod("p", {"x": "y"}),
+        _guard,
+        None,
+        QueueingHint.QUEUE,
+    ),
+    (
+        "deleted pod whose anti-affinity does not select the pod",
+        pod("p", {"x": "y"}),
+        pod("g", node="a1", anti=[term(ZONE, {"x": "z"})]),
+        None,
+        QueueingHint.SKIP,
+    ),
+    ("deleted nominated pod not matching", _pending, _nominated(_other), None, QueueingHint.SKIP),
+    ("deleted nominated pod matching the anti-affinity", _pending, _nominated(_db), None, QueueingHint.QUEUE),
+    (
+        "relabelled from one anti-affinity term's match to none",
+        _two_anti,
+        pod("o", {"service": "scan", "app": "bar"}, node="a1"),
+        pod("o", {"service": "foo", "app": "bar"}, node="a1"),
+        QueueingHint.QUEUE,
+    ),
+    (
+        "relabelled but still matching one anti-affinity term",
+        _two_anti,
+        pod("o", {"service": "scan", "app": "bar"}, node="a1"),
+        pod("o", {"service": "foo", "app": "web"}, node="a1"),
+        QueueingHint.SKIP,
+    ),
+    (
+        "deleted match of the pod's affinity (kept nothing from starting)",
+        _pending,
+        _web,
+        None,
+        QueueingHint.SKIP,
+    ),
     ("deleted unscheduled pod", _pending, _unbound(_db), None, QueueingHint.SKIP),
+    ("not a pod", _pending, "not-a-pod", None, QueueingHint.QUEUE),
 ]
 
 
 @pytest.mark.parametrize(
     ("pending", "old", "new", "expected"), [c[1:] for c in HINT_CASES], ids=[c[0] for c in HINT_CASES]
 )
-def test_pod_event_hint(pending: Pod, old: Pod | None, new: Pod | None, expected: QueueingHint) -> None:
-    hint = InterPodAffinity().events_to_register()[0].hint
-    assert hint is not None
-    assert hint(pending, old, new) is expected
+def test_pod_event_hint(pending: Pod, old: object, new: object, expected: QueueingHint) -> None:
+    assert _hint(Resource.ASSIGNED_POD)(pending, old, new) is expected
+
+
+def test_target_pod_label_hint_always_queues() -> None:
+    assert _hint(Resource.TARGET_POD)(_pending, _pending, _pending) is QueueingHint.QUEUE
+
+
+_aff = pod("p", affinity=[term(ZONE, {"app": "web"})])
+_anti = pod("p", anti=[term(ZONE, {"app": "web"})])
+
+
+# The cases of v1.37.2's interpodaffinity Test_isSchedulableAfterNodeChange.
+@pytest.mark.parametrize(
+    ("pending", "old", "new", "expected"),
+    [
+        (_aff, None, "not-a-node", QueueingHint.QUEUE),
+        (_aff, None, node("n", "a"), QueueingHint.QUEUE),  # added with the affinity's key
+        (_aff, None, node("n"), QueueingHint.SKIP),
+        (_aff, node("n"), node("n", "a"), QueueingHint.QUEUE),  # gained the key
+        (_aff, node("n", "a"), node("n", "b"), QueueingHint.QUEUE),  # changed its value
+        (_aff, node("n", "a"), node("n", "a", x="y"), QueueingHint.SKIP),
+        (_aff, node("n", "a"), node("n"), QueueingHint.SKIP),  # lost the key: no new domain
+        (_anti, None, node("n"), QueueingHint.QUEUE),  # any node added
+        (_anti, node("n", "a"), node("n"), QueueingHint.QUEUE),  # lost the key
+        (_anti, node("n", "a"), node("n", "b"), QueueingHint.QUEUE),
+        (_anti, node("n"), node("n", "a"), QueueingHint.SKIP),  # gained it: only more conflict
+        (_anti, node("n", "a"), node("n", "a", x="y"), QueueingHint.SKIP),
+        (pod("p"), None, node("n", "a"), QueueingHint.SKIP),  # no terms
+    ],
+)
+def test_node_event_hint(pending: Pod, old: object, new: object, expected: QueueingHint) -> None:
+    assert _hint(Resource.NODE)(pending, old, new) is expected
 
 
 # --------------------------------------------------------------------------- batch == per node == spec

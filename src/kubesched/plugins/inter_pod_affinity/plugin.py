@@ -7,11 +7,12 @@ on the current NodeTable.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
-from kubesched.api.objects import Namespace, Pod
+from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import (
     ActionType,
@@ -19,6 +20,7 @@ from kubesched.framework.events import (
     ClusterEventWithHint,
     QueueingHint,
     Resource,
+    always_queue,
 )
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
@@ -59,10 +61,13 @@ from kubesched.plugins.inter_pod_affinity.scoring import (
     score_rows,
 )
 from kubesched.plugins.inter_pod_affinity.terms import (
+    NO_LABELS,
     NO_TERMS,
     TERM_CACHE_SIZE,
+    AffinityTerm,
     NamespaceLabels,
     PodAffinityTerms,
+    all_match,
     compile_pod_terms,
     merge_namespace_selectors,
     parse_error,
@@ -319,55 +324,85 @@ class InterPodAffinity(
 
     # queueing
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """Pods appearing, leaving or relabelled change the counts; a new or relabelled node may
-        open a domain. Node events get no hint: a node rejected for a running pod's anti-affinity
-        can be helped by a change of any of its labels."""
+        """As v1.37.2: bound pods appearing, leaving or relabelled change what the terms match;
+        the pending pod relabelled may now match its own affinity; a node added or relabelled
+        may open (or, for anti-affinity, move) a domain."""
         return [
             ClusterEventWithHint(
-                ClusterEvent(Resource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+                ClusterEvent(
+                    Resource.ASSIGNED_POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
+                ),
                 self._pod_event_hint,
             ),
-            ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.TARGET_POD, ActionType.UPDATE_POD_LABEL), always_queue
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+                self._node_event_hint,
+            ),
         ]
 
-    def _pod_event_hint(self, pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
-        """May this pod event let `pod` (rejected by this plugin) pass now? Errs towards Queue.
+    def _pod_event_hint(self, pod: Pod, old_obj: object, new_obj: object) -> QueueingHint:
+        """As v1.37.2: may this bound pod's event let `pod` (rejected by this plugin) pass now?
 
-        Only running pods count. A pod starting to run only adds matches, which helps required
-        affinity alone. A relabelled pod helps if it now matches all affinity terms, or stops
-        matching an anti-affinity term. A pod leaving helps if it matched an anti-affinity term,
-        had an anti-affinity term against `pod`, or was the match that kept a self-affine pod
-        from starting its group.
+        Pods neither bound nor nominated are skipped. An added pod helps if it matches all of the
+        pod's affinity terms; a relabelled one if it now does and did not, or no longer matches an
+        anti-affinity term it matched; a deleted one if it matched an anti-affinity term or had an
+        anti-affinity term matching `pod`. Terms match as upstream's hints match them: by the
+        namespaces they list, or a namespace selector that selects an unlabelled namespace.
         """
-        old = old_obj if isinstance(old_obj, Pod) else None
-        new = new_obj if isinstance(new_obj, Pod) else None
-        old_running = old is not None and bool(old.spec.node_name)
+        if not isinstance(old_obj, Pod | None) or not isinstance(new_obj, Pod | None):
+            return QueueingHint.QUEUE
+        if any(
+            p is not None and not (p.spec.node_name or p.status.nominated_node_name)
+            for p in (old_obj, new_obj)
+        ):
+            return QueueingHint.SKIP
         terms = self.terms_of(pod)
+        if terms.errors:
+            return QueueingHint.QUEUE
         req, anti = terms.required_affinity, terms.required_anti_affinity
-        self_affine = bool(req) and all(t.may_match(pod) for t in req)
-
-        def all_affinity(p: Pod) -> bool:
-            return bool(req) and all(t.may_match(p) for t in req)
-
-        def any_anti(p: Pod) -> bool:
-            return any(t.may_match(p) for t in anti)
-
-        if new is not None:
-            if not new.spec.node_name:
-                return QueueingHint.SKIP
-            if old is None or not old_running:
-                return QueueingHint.QUEUE if all_affinity(new) else QueueingHint.SKIP
-            helps = (
-                (all_affinity(new) and not all_affinity(old))
-                or (any_anti(old) and not any_anti(new))
-                or (self_affine and all_affinity(old) and not all_affinity(new))
+        if new_obj is not None:
+            if old_obj is None:
+                return QueueingHint.QUEUE if all_match(req, new_obj) else QueueingHint.SKIP
+            helps = (not all_match(req, old_obj) and all_match(req, new_obj)) or (
+                _matches_any(anti, old_obj) and not _matches_any(anti, new_obj)
             )
             return QueueingHint.QUEUE if helps else QueueingHint.SKIP
-        if old is None or not old_running:
-            return QueueingHint.SKIP
-        helps = (
-            any_anti(old)
-            or any(t.may_match(pod) for t in self.terms_of(old).required_anti_affinity)
-            or (self_affine and all_affinity(old))
-        )
-        return QueueingHint.QUEUE if helps else QueueingHint.SKIP
+        if old_obj is None:
+            return QueueingHint.QUEUE
+        if _matches_any(anti, old_obj):
+            return QueueingHint.QUEUE
+        theirs = self.terms_of(old_obj)
+        if theirs.errors:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE if _matches_any(theirs.required_anti_affinity, pod) else QueueingHint.SKIP
+
+    def _node_event_hint(self, pod: Pod, old_obj: object, new_obj: object) -> QueueingHint:
+        """As v1.37.2: queue when an added node carries an affinity term's topology key, or an
+        updated one gains it or changes its value; for anti-affinity, when a node is added, or an
+        updated one loses a term's key or changes its value."""
+        if not isinstance(new_obj, Node) or not isinstance(old_obj, Node | None):
+            return QueueingHint.QUEUE
+        terms = self.terms_of(pod)
+        if terms.errors:
+            return QueueingHint.QUEUE
+        after = new_obj.metadata.labels
+        before = old_obj.metadata.labels if old_obj is not None else None
+        for t in terms.required_affinity:
+            key = t.topology_key
+            if before is None:
+                if key in after:
+                    return QueueingHint.QUEUE
+            elif key in after and (key not in before or before[key] != after[key]):
+                return QueueingHint.QUEUE
+        for t in terms.required_anti_affinity:
+            key = t.topology_key
+            if before is None or (key in before and (key not in after or before[key] != after[key])):
+                return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+
+def _matches_any(terms: Sequence[AffinityTerm], pod: Pod) -> bool:
+    return any(t.matches(pod, NO_LABELS) for t in terms)

@@ -64,17 +64,6 @@ class AffinityTerm:
             return self.selector.matches(meta.labels)
         return False
 
-    def may_match(self, pod: Pod) -> bool:
-        """`matches`, assuming any namespace selector might select the pod's namespace.
-
-        Queueing hints use it: they must never say "skip" for an event that could help, and they
-        have no namespace labels at hand.
-        """
-        meta = pod.metadata
-        if meta.namespace in self.namespaces or not self.namespace_selector.matches_nothing:
-            return self.selector.matches(meta.labels)
-        return False
-
 
 WeightedTerm = tuple[int, AffinityTerm]
 
