@@ -21,9 +21,9 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Node, Pod
 from kubesched.framework.cycle_state import CycleState, pre_filter_state
-from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
     EnqueueExtensions,
@@ -118,9 +118,28 @@ class NodeDeclaredFeatures(
         )
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
+        """As v1.37.2: a node added, or declaring other features; the pending pod updated so
+        that it requires other features."""
         return [
             ClusterEventWithHint(
-                ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_DECLARED_FEATURE)
+                ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_DECLARED_FEATURE),
+                _after_node_change,
             ),
-            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.UPDATE)),
+            ClusterEventWithHint(ClusterEvent(Resource.TARGET_POD, ActionType.UPDATE), _after_pod_update),
         ]
+
+
+def _after_node_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Skip only an update that leaves the node's declared features (in order) as they were."""
+    if not isinstance(new, Node) or not isinstance(old, Node | None):
+        return QueueingHint.QUEUE
+    if old is not None and old.status.declared_features == new.status.declared_features:
+        return QueueingHint.SKIP
+    return QueueingHint.QUEUE
+
+
+def _after_pod_update(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Queue when the update changed which features the pod requires."""
+    if not isinstance(old, Pod) or not isinstance(new, Pod):
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP if required_features(old) == required_features(new) else QueueingHint.QUEUE

@@ -92,6 +92,13 @@ UPSTREAM: dict[str, list[Row]] = {
     ],
     # defaultpreemption/default_preemption.go (SchedulerAsyncPreemption is on by default)
     "DefaultPreemption": [(R.ASSIGNED_POD, A.DELETE, HINT)],
+    # nodedeclaredfeatures/nodedeclaredfeatures.go (NodeDeclaredFeatures is GA). kubesched's queue
+    # sends no plain TargetPod Update (only the specific kinds), so the second row's hint is asked
+    # only through them.
+    "NodeDeclaredFeatures": [
+        (R.NODE, A.ADD | A.UPDATE_NODE_DECLARED_FEATURE, HINT),
+        (R.TARGET_POD, A.UPDATE, HINT),
+    ],
 }
 
 #: Contributed plugins: no upstream to follow; these pin what they register today.

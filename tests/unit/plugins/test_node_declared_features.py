@@ -9,6 +9,7 @@ import pytest
 
 from kubesched.api.objects import Node, Pod
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import QueueingHint, QueueingHintFn, Resource
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import NodeTable
 from kubesched.plugins.node_declared_features import NodeDeclaredFeatures, required_features
@@ -81,3 +82,37 @@ def test_filter_names_the_missing_features_sorted() -> None:
         "RestartAllContainersOnContainerExits, UserNamespacesHostNetworkSupport"
     )
     assert str(verdicts[2].code) == "UnschedulableAndUnresolvable"
+
+
+def _hints() -> dict[Resource, QueueingHintFn]:
+    return {
+        r.event.resource: r.hint for r in NodeDeclaredFeatures().events_to_register() if r.hint is not None
+    }
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (None, "not-a-node", QueueingHint.QUEUE),
+        (None, node("n", []), QueueingHint.QUEUE),  # added
+        (node("n", ["A"]), node("n", ["A"]), QueueingHint.SKIP),
+        (node("n", ["A"]), node("n", ["A", "B"]), QueueingHint.QUEUE),
+        (node("n", ["A", "B"]), node("n", ["B", "A"]), QueueingHint.QUEUE),  # compared in order, as upstream
+    ],
+)
+def test_node_hint(old: object, new: object, expected: QueueingHint) -> None:
+    assert _hints()[Resource.NODE](pod(), old, new) is expected
+
+
+# As v1.37.2's TestIsSchedulableAfterTargetPodUpdate: a requirement added or removed queues.
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (pod(), pod(hostNetwork=True, hostUsers=False), QueueingHint.QUEUE),
+        (pod(hostNetwork=True, hostUsers=False), pod(), QueueingHint.QUEUE),
+        (pod(), pod(hostNetwork=True), QueueingHint.SKIP),
+        ("not-a-pod", pod(), QueueingHint.QUEUE),
+    ],
+)
+def test_pod_update_hint(old: object, new: object, expected: QueueingHint) -> None:
+    assert _hints()[Resource.TARGET_POD](pod(), old, new) is expected
