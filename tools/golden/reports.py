@@ -31,6 +31,8 @@ MASKS = (
     (re.compile(r'"generatedAt":\s*"[^"]*"'), '"generatedAt":""'),
     # compare's "seconds" figure: the last cell of each column of its HTML table
     (re.compile(r'"\d+\.\d\d"\]'), '"<secs>"]'),
+    # the bundled demo's path names the tree it runs from
+    (re.compile(r"using the bundled demo cluster \([^)]*\)"), "using the bundled demo cluster (<path>)"),
 )
 #: Lines naming seconds or rates keep their words, not their decimals (compare's table rows).
 _TIMED_LINE = re.compile(r"seconds|per second|/s\b", re.I)
