@@ -168,13 +168,7 @@ class ConnectionPool:
         while True:
             conn, kept = self._take(deadline)
             try:
-                conn.sock.settimeout(_left(deadline))
-                try:
-                    conn.sock.sendall(data)
-                except (BrokenPipeError, ConnectionResetError) as exc:
-                    if kept:
-                        raise _Dead(False, str(exc)) from None
-                    raise
+                _send(conn, data, deadline, kept)
                 reader = _Reader(conn.reader, conn.sock, deadline, self.max_body)
                 head = reader.head("GET", kept)
             except _Dead:
@@ -249,16 +243,21 @@ class ConnectionPool:
     ) -> tuple[int, bytes, bool]:
         """Write the request, read the answer: (status, body, connection reusable)."""
         try:
-            conn.sock.settimeout(_left(deadline))
-            try:
-                conn.sock.sendall(data)
-            except (BrokenPipeError, ConnectionResetError) as exc:
-                if kept:
-                    raise _Dead(False, f"kept connection closed by the server: {exc}") from None
-                raise
+            _send(conn, data, deadline, kept)
             return _Reader(conn.reader, conn.sock, deadline, self.max_body).response(method, kept)
         except OSError as exc:
             raise _transport_error(exc, method) from None
+
+
+def _send(conn: _Conn, data: bytes, deadline: float, kept: bool) -> None:
+    """Write a request; a kept connection the server has closed meanwhile is `_Dead` (go again)."""
+    conn.sock.settimeout(_left(deadline))
+    try:
+        conn.sock.sendall(data)
+    except (BrokenPipeError, ConnectionResetError) as exc:
+        if kept:
+            raise _Dead(False, f"kept connection closed by the server: {exc}") from None
+        raise
 
 
 class Stream:
