@@ -62,7 +62,7 @@ from kubesched.api.objects import (
     StatefulSet,
     StorageClass,
 )
-from kubesched.api.openapi import check_kind, unknown_fields, unknown_list_fields
+from kubesched.api.openapi import check_kind, map_key_path, unknown_fields, unknown_list_fields
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.resource import (
     RESOURCE_KINDS,
@@ -290,14 +290,15 @@ def _check_node_quantities(node: Node) -> None:
     fail (or show as `0/-4`) far from its file."""
     for field_name, values in (("capacity", node.status.capacity), ("allocatable", node.status.allocatable)):
         for resource, value in values.items():
+            path = map_key_path(f"status.{field_name}", resource)
             try:
                 nanos = quantity_nanos(value)
             except QuantityError as err:
-                raise InputError(err.message, path=f"status.{field_name}[{resource}]") from None
+                raise InputError(err.message, path=path) from None
             if nanos < 0:
                 raise InputError(
                     f"must be greater than or equal to 0, got {value!r}",
-                    path=f"status.{field_name}[{resource}]",
+                    path=path,
                 )
 
 

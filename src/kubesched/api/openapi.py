@@ -24,7 +24,14 @@ from typing import Any
 
 from kubesched.errors import InputError, did_you_mean
 
-__all__ = ["API_VERSION_TEXT", "KindProblem", "check_kind", "unknown_fields", "unknown_list_fields"]
+__all__ = [
+    "API_VERSION_TEXT",
+    "KindProblem",
+    "check_kind",
+    "map_key_path",
+    "unknown_fields",
+    "unknown_list_fields",
+]
 
 #: How error messages name the API the inputs are checked against.
 API_VERSION_TEXT = "Kubernetes v1.37"
@@ -100,7 +107,7 @@ def _key_path(path: str, key: Any) -> str:
     return f"{path}[{json.dumps(key)}]"
 
 
-def _map_key_path(path: str, key: Any) -> str:
+def map_key_path(path: str, key: Any) -> str:
     """`path[key]`, as the loader names map entries (`attributes[productName]`), quoted if odd."""
     key = str(key)
     return f"{path}[{key}]" if _PLAIN_MAP_KEY.fullmatch(key) else f"{path}[{json.dumps(key)}]"
@@ -169,7 +176,7 @@ def _visit(value: Any, node: _Node, path: str, found: list[InputError]) -> None:
         assert item is not None
         for key, entry in value.items():
             if entry is not None:
-                _visit(entry, item, _map_key_path(path, key), found)
+                _visit(entry, item, map_key_path(path, key), found)
 
 
 def unknown_fields(doc: dict[str, Any], kind: str, api_version: str) -> list[InputError]:

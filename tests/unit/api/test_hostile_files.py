@@ -89,6 +89,11 @@ def test_node_capacities_must_be_finite_and_non_negative(cpu: str, message: str)
     assert message in str(load(NODE.format(cpu=cpu)))
 
 
+def test_an_odd_resource_name_in_a_bad_capacity_is_quoted_so_the_error_stays_one_line() -> None:
+    err = load('kind: Node\nmetadata: {name: n1}\nstatus:\n  capacity: {"a.b\\nc": "-1"}\n')
+    assert str(err) == 'f.yaml: status.capacity["a.b\\nc"]: must be greater than or equal to 0, got \'-1\''
+
+
 def test_integers_out_of_their_kubernetes_range_name_the_field() -> None:
     err = load(
         "kind: Pod\nmetadata: {name: p}\nspec: {priority: 99999999999999999999, containers: [{name: c}]}\n"
