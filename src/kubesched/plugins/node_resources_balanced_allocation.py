@@ -33,12 +33,11 @@ from kubesched.framework.signature import SignFragment, requests_fragment
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE
 from kubesched.plugins.node_resources_fit import (
-    ResourceSpec,
-    default_resources,
     node_allocatable_requested,
     score_pod_requests,
     table_allocatable_requested,
 )
+from kubesched.plugins.node_resources_fit_args import ResourceSpec, default_resources
 
 __all__ = [
     "NodeResourcesBalancedAllocation",

@@ -5,8 +5,12 @@ from __future__ import annotations
 import msgspec
 
 from kubesched.errors import InputError
-from kubesched.plugins.node_resources_fit import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, validate_shape
-from kubesched.plugins.node_resources_fit import UtilizationShapePoint as _FitShapePoint
+from kubesched.plugins.node_resources_fit_args import (
+    MAX_CUSTOM_PRIORITY_SCORE,
+    MAX_UTILIZATION,
+    validate_shape,
+)
+from kubesched.plugins.node_resources_fit_args import UtilizationShapePoint as _FitShapePoint
 
 __all__ = ["DEFAULT_BIND_TIMEOUT_SECONDS", "UtilizationShapePoint", "VolumeBindingArgs", "default_shape"]
 

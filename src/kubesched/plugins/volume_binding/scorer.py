@@ -14,7 +14,8 @@ from kubesched.api.objects import CSIStorageCapacity
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.framework.node_table import IntArray
 from kubesched.framework.types import MAX_NODE_SCORE
-from kubesched.plugins.node_resources_fit import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, broken_linear
+from kubesched.plugins.node_resources_fit import broken_linear
+from kubesched.plugins.node_resources_fit_args import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION
 from kubesched.plugins.volume_binding.args import VolumeBindingArgs
 from kubesched.plugins.volume_binding.binder import Evaluation, storage_of
 
