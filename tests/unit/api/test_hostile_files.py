@@ -91,7 +91,7 @@ def test_node_capacities_must_be_finite_and_non_negative(cpu: str, message: str)
 
 def test_an_odd_resource_name_in_a_bad_capacity_is_quoted_so_the_error_stays_one_line() -> None:
     err = load('kind: Node\nmetadata: {name: n1}\nstatus:\n  capacity: {"a.b\\nc": "-1"}\n')
-    assert str(err) == 'f.yaml: status.capacity["a.b\\nc"]: must be greater than or equal to 0, got \'-1\''
+    assert str(err) == "f.yaml: status.capacity[\"a.b\\nc\"]: must be greater than or equal to 0, got '-1'"
 
 
 def test_integers_out_of_their_kubernetes_range_name_the_field() -> None:
