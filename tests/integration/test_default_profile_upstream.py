@@ -49,6 +49,8 @@ def _upstream(tmp_path: Path, gates: str = "") -> dict[str, Any]:
             str(out),
             "--kubeconfig",
             str(kubeconfig),
+            # its default 10259 may be taken by another test's scheduler: listen on any free port
+            "--secure-port=0",
             *flags,
         ],
         capture_output=True,
