@@ -5,6 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kubesched.cli.cluster_input import (
+    add_cluster_options,
+    cluster_given,
+    cluster_objects,
+    refuse_paths_with_cluster,
+)
 from kubesched.cli.inputs import (
     add_demo_option,
     add_output_option,
@@ -25,7 +31,8 @@ def add_capacity_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         "capacity",
         help="how many more replicas of a pod or workload fit, per node and zone, and why not one more",
         description=(
-            "Schedule the cluster of PATHs (or, with --demo, the bundled demo) as `simulate` does, "
+            "Schedule the cluster of PATHs (or the live cluster of --kubeconfig, read-only; or, with "
+            "--demo, the bundled demo) as `simulate` does, "
             "then add copies of each pod or workload in SHAPE (a file: several objects mean several "
             "shapes, each answered on its own) until one does not fit. Prints how many fit, where, "
             "and the FailedScheduling message of the next one. Copies never preempt."
@@ -45,6 +52,7 @@ def add_capacity_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         metavar="N",
         help="stop counting a shape at N copies (default 10000); the answer is then 'at least N'",
     )
+    add_cluster_options(cmd)
     add_demo_option(cmd)
     add_output_option(cmd)
     add_seed_option(cmd)
@@ -61,9 +69,12 @@ def _capacity(args: argparse.Namespace) -> int:
     from kubesched.simulate.progress import progress_reporter
     from kubesched.simulate.report import to_json
 
-    require_cluster(args.paths, demo=args.demo)
+    live = cluster_given(args)
+    require_cluster(args.paths, demo=args.demo, live=live)
+    refuse_paths_with_cluster(args.paths, args)
     registry = default_registry()
-    objects, config = load_inputs(args.paths, args.config, registry, strict=args.strict)
+    reader = (lambda: cluster_objects(args, command="capacity")) if live else None
+    objects, config = load_inputs(args.paths, args.config, registry, strict=args.strict, live=reader)
     found = shapes_of(load_objects([args.shape], strict=args.strict))
     if not found:
         raise InputError(

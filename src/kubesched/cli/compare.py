@@ -5,6 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kubesched.cli.cluster_input import (
+    add_cluster_options,
+    cluster_given,
+    cluster_objects,
+    refuse_paths_with_cluster,
+)
 from kubesched.cli.inputs import (
     DEMO_DIR,
     add_configs_option,
@@ -29,7 +35,8 @@ def add_compare_command(subparsers: argparse._SubParsersAction[argparse.Argument
         "compare",
         help="simulate the same cluster under several configurations and compare them side by side",
         description=(
-            "Simulate PATHs (or, with --demo, the bundled demo cluster) once per --config and print, "
+            "Simulate PATHs (or the live cluster of --kubeconfig, read-only; or, with --demo, the "
+            "bundled demo cluster) once per --config and print, "
             "side by side: pods scheduled and unschedulable by reason, preemptions, utilization per "
             "resource (mean and spread over nodes), fragmentation (stranded extended resources, the "
             "largest pod shape still placeable), zone balance and gangs placed; `-o html` draws them "
@@ -40,6 +47,7 @@ def add_compare_command(subparsers: argparse._SubParsersAction[argparse.Argument
     add_configs_option(
         cmd, required=True, help="a KubeSchedulerConfiguration, or `default`; give two or more"
     )
+    add_cluster_options(cmd)
     add_demo_option(cmd)
     add_output_option(cmd, html=True)
     add_seed_option(cmd)
@@ -57,15 +65,20 @@ def _compare(args: argparse.Namespace) -> int:
 
     if len(args.configs) < 2:
         raise InputError("give at least two configurations to compare", path="--config")
-    require_cluster(args.paths, demo=args.demo)
+    live = cluster_given(args)
+    require_cluster(args.paths, demo=args.demo, live=live)
+    refuse_paths_with_cluster(args.paths, args)
     refuse_html_on_terminal(args.output)
     registry = default_registry()
     configs = load_configs(args.configs, registry)
-    paths = list(args.paths) or [str(DEMO_DIR / "cluster")]
-    objects = load_objects(paths, strict=args.strict)
-    note = config_note(paths, objects, args.configs)
-    if note:
-        print(f"kubesched: note: {note}", file=sys.stderr)
+    if live:
+        objects = cluster_objects(args, command="compare")
+    else:
+        paths = list(args.paths) or [str(DEMO_DIR / "cluster")]
+        objects = load_objects(paths, strict=args.strict)
+        note = config_note(paths, objects, args.configs)
+        if note:
+            print(f"kubesched: note: {note}", file=sys.stderr)
     comparison = compare(objects, configs, registry, seed=args.seed)
     if args.output == "json":
         sys.stdout.buffer.write(to_json(comparison) + b"\n")

@@ -13,14 +13,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from kubesched.cli._flags import add_feature_gates_flag, feature_gates
+from kubesched.cli.cluster_input import add_cluster_options, read_cluster
 from kubesched.cli.inputs import add_strict_option, load_objects, print_warnings
 from kubesched.errors import InputError
 
 if TYPE_CHECKING:
     from kubesched.api.objects import Pod
-    from kubesched.cluster.kube.snapshot import Snapshot
-    from kubesched.config.types import KubeSchedulerConfiguration
-    from kubesched.framework.registry import Registry
     from kubesched.simulate.explain.model import PodExplanation
 
 __all__ = ["add_explain_command"]
@@ -49,8 +47,7 @@ def add_explain_command(subparsers: argparse._SubParsersAction[argparse.Argument
         metavar="FILE",
         help="explain this pod manifest instead (- reads stdin): where would it go, and why not elsewhere",
     )
-    p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig (default: in-cluster, then $KUBECONFIG)")
-    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: its current-context)")
+    add_cluster_options(p, implied=True)
     p.add_argument(
         "--snapshot",
         action="append",
@@ -77,7 +74,7 @@ def add_explain_command(subparsers: argparse._SubParsersAction[argparse.Argument
 def _explain(args: argparse.Namespace) -> int:
     from kubesched.config import default_config, load_config
     from kubesched.plugins import default_registry
-    from kubesched.simulate.explain.run import explain_pod, find_pod
+    from kubesched.simulate.explain.run import explain_pod, find_pod, kinds_read
 
     if (args.pod is None) == (args.filename is None):
         raise InputError("name a pod (NAMESPACE/POD) or give a manifest with -f, not both")
@@ -90,7 +87,7 @@ def _explain(args: argparse.Namespace) -> int:
         objects = load_objects(args.snapshot, strict=args.strict)
         source = "the snapshot " + " ".join(args.snapshot)
     else:
-        snap = _read_cluster(args, config, registry)
+        snap = read_cluster(args, command="explain", kinds=kinds_read(config, registry))
         objects, source = snap.objects, f"cluster {snap.server}"
         notes = snap.notes
     if manifest is not None:
@@ -114,27 +111,6 @@ def _explain(args: argparse.Namespace) -> int:
 
         print_tracebacks(errors)
     return 0
-
-
-def _read_cluster(
-    args: argparse.Namespace, config: KubeSchedulerConfiguration, registry: Registry
-) -> Snapshot:
-    from kubesched.cluster.kube.client import ApiError, KubeClient, load_connection, where_from
-    from kubesched.cluster.kube.informer import KINDS
-    from kubesched.cluster.kube.snapshot import read_snapshot
-    from kubesched.simulate.explain.run import kinds_read
-
-    kinds = kinds_read(config, registry)
-    connection = load_connection(args.kubeconfig, context=args.context)
-    with KubeClient(connection, name="explain") as client:
-        try:
-            return read_snapshot(client, sorted(kinds) if kinds is not None else list(KINDS))
-        except InputError as err:
-            raise InputError(
-                f"{err.message} (server from {where_from(args.kubeconfig)})", source=err.source
-            ) from None
-        except ApiError as err:  # discovery of an unexpected kind; the lists themselves are handled
-            raise InputError(str(err), source=client.server) from None
 
 
 def _read_manifest(filename: str, namespace: str, *, strict: bool) -> Pod:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,12 +124,17 @@ def add_demo_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def require_cluster(paths: Sequence[str], *, demo: bool) -> None:
-    """A cluster must be given: PATHs, or the demo by name (`--demo`); neither, or both, is an error."""
-    if demo and paths:
-        raise InputError("give PATHs of objects or --demo, not both", source="--demo")
-    if not demo and not paths:
-        raise InputError("no cluster given: pass PATHs of objects, or --demo for the bundled demo cluster")
+def require_cluster(paths: Sequence[str], *, demo: bool, live: bool = False) -> None:
+    """A cluster must be given: PATHs, a live cluster (`live`: `--kubeconfig` and co.), or the demo
+    by name (`--demo`); none, or the demo with another, is an error."""
+    if demo and (paths or live):
+        given = "PATHs of objects" if paths else "a live cluster"
+        raise InputError(f"give {given} or --demo, not both", source="--demo")
+    if not demo and not paths and not live:
+        raise InputError(
+            "no cluster given: pass PATHs of objects, --kubeconfig (or --context, --in-cluster) for a "
+            "live cluster, or --demo for the bundled demo cluster"
+        )
 
 
 def _demo_dir() -> Path:
@@ -145,15 +150,20 @@ def load_inputs(
     gates: FeatureGates = DEFAULT_GATES,
     *,
     strict: bool = True,
+    live: Callable[[], LoadedObjects] | None = None,
 ) -> tuple[LoadedObjects, KubeSchedulerConfiguration]:
-    """The configuration (checked first, defaulted under `gates`) and the objects of `paths`.
+    """The configuration (checked first, defaulted under `gates`) and the objects of `paths`, or of
+    `live` (the reader of a live cluster, called once the configuration is known to be good).
 
-    Without paths, the bundled demo cluster, with the demo's configuration unless one is given;
+    Without either, the bundled demo cluster, with the demo's configuration unless one is given;
     stderr says so (commands that must not fall back to the demo call `require_cluster` first).
     Without a configuration, upstream's defaults. `strict`: see `add_strict_option`.
     """
     from kubesched.config import default_config, load_config
 
+    if live is not None:
+        config = load_config(config_path, registry, gates) if config_path else default_config(registry, gates)
+        return live(), config
     if not paths:
         paths = [str(_demo_dir() / "cluster")]
         config_path = config_path or str(DEMO_DIR / "scheduler-config.yaml")

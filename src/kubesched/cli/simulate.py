@@ -8,6 +8,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kubesched.cli._flags import add_feature_gates_flag, feature_gates
+from kubesched.cli.cluster_input import (
+    add_cluster_options,
+    cluster_given,
+    cluster_objects,
+    refuse_paths_with_cluster,
+)
 from kubesched.cli.inputs import (
     DEMO_DIR,
     add_strict_option,
@@ -23,6 +29,7 @@ from kubesched.framework.registry import Registry
 from kubesched.simulate.snapshot.model import POD_SELECTIONS
 
 if TYPE_CHECKING:
+    from kubesched.api.loader import LoadedObjects
     from kubesched.scheduler.scheduler import Attempt
 
 __all__ = ["DEMO_DIR", "EXIT_UNSCHEDULABLE", "add_simulate_command", "errors_into", "print_tracebacks"]
@@ -38,7 +45,8 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         help="schedule pods on an in-memory cluster loaded from YAML and explain every decision",
         description=(
             "Schedule the pending pods of PATHs (files or directories of Kubernetes objects, e.g. the "
-            "output of `kubectl get nodes,pods -A -o yaml`) in memory. Without PATH the bundled demo "
+            "output of `kubectl get nodes,pods -A -o yaml`), or of the live cluster of --kubeconfig "
+            "(read-only, one consistent snapshot), in memory. Without either, the bundled demo "
             "cluster and its configuration are used."
         ),
     )
@@ -107,6 +115,7 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
     sim.add_argument(
         "--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)"
     )
+    add_cluster_options(sim)
     add_feature_gates_flag(sim)
     add_strict_option(sim)
     sim.set_defaults(func=_simulate)
@@ -124,9 +133,11 @@ def _simulate(args: argparse.Namespace) -> int:
     gates = feature_gates(args)
     registry = default_registry(features=gates)
     refuse_html_on_terminal(args.output)
+    refuse_paths_with_cluster(args.paths, args)
     if args.scenario is not None:
         return _replay(args, registry, gates)
-    objects, config = load_inputs(args.paths, args.config, registry, gates, strict=args.strict)
+    live = (lambda: cluster_objects(args, command="simulate")) if cluster_given(args) else None
+    objects, config = load_inputs(args.paths, args.config, registry, gates, strict=args.strict, live=live)
     for note in input_notes(objects):
         print(f"kubesched: note: {note}", file=sys.stderr)
     wanted = frozenset(args.pod)
@@ -216,7 +227,11 @@ def _replay(args: argparse.Namespace, registry: Registry, gates: FeatureGates) -
     ignored: list[InputError] | None = None if args.strict else []
     scenario = load_scenario(args.scenario, lenient=ignored)
     print_warnings(ignored or [])
-    initial = load_objects(args.paths, strict=args.strict) if args.paths else None
+    initial: LoadedObjects | None = None
+    if cluster_given(args):
+        initial = cluster_objects(args, command="simulate")
+    elif args.paths:
+        initial = load_objects(args.paths, strict=args.strict)
     with progress_reporter(enabled=sys.stderr.isatty(), label="replaying") as progress:
         report = replay(
             scenario,

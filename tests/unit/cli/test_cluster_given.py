@@ -13,7 +13,10 @@ from tests.unit.simulate.simulate_helpers import node, pod, run_cli, write_yaml
 from kubesched.cli.inputs import DEMO_DIR
 from kubesched.cli.simulate import EXIT_UNSCHEDULABLE
 
-NO_CLUSTER = "kubesched: no cluster given: pass PATHs of objects, or --demo for the bundled demo cluster\n"
+NO_CLUSTER = (
+    "kubesched: no cluster given: pass PATHs of objects, --kubeconfig (or --context, --in-cluster) for a "
+    "live cluster, or --demo for the bundled demo cluster\n"
+)
 
 
 @pytest.fixture
@@ -70,3 +73,33 @@ def test_fail_on_unschedulable_exits_3_after_the_report(
     assert run_cli(capsys, "simulate", str(cluster), str(pods))[0] == 0
     small = write_yaml(tmp_path / "small.yaml", pod("fits", requests={"cpu": "1"}))
     assert run_cli(capsys, "simulate", str(cluster), str(small), "--fail-on-unschedulable")[0] == 0
+
+
+def test_a_live_cluster_is_a_cluster_given_but_not_with_paths_or_the_demo(
+    shape: Path, cluster: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-kubeconfig"
+    # capacity accepts --kubeconfig as the cluster: it gets as far as reading the kubeconfig
+    code, out, err = run_cli(capsys, "capacity", str(shape), "--kubeconfig", str(missing))
+    assert (code, out) == (2, "")
+    assert err == f"kubesched: {missing}: kubeconfig not found (pass --kubeconfig, or run in a cluster)\n"
+    both = "kubesched: give PATHs of objects or a cluster (--kubeconfig, --context, --in-cluster), not both\n"
+    for argv in (
+        ("simulate", str(cluster), "--kubeconfig", str(missing)),
+        ("capacity", str(shape), str(cluster), "--context", "prod"),
+        ("compare", "--config", "default", "--config", "default", str(cluster), "--kubeconfig", "k"),
+    ):
+        assert run_cli(capsys, *argv) == (2, "", both), argv
+    code, _, err = run_cli(capsys, "capacity", str(shape), "--demo", "--kubeconfig", str(missing))
+    assert (code, err) == (2, "kubesched: --demo: give a live cluster or --demo, not both\n")
+
+
+def test_in_cluster_outside_a_cluster_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    code, _, err = run_cli(capsys, "simulate", "--in-cluster")
+    assert (code, err) == (
+        2,
+        "kubesched: --in-cluster: not running in a cluster (KUBERNETES_SERVICE_HOST is not set)\n",
+    )
