@@ -221,10 +221,12 @@ class ListWatch(Protocol):
 
 
 class ApiListWatch:
-    """ListWatch over a KubeClient."""
+    """ListWatch over a KubeClient. `exact`: a LIST at a resourceVersion asks for that revision
+    exactly (`resourceVersionMatch=Exact`), not for one at least as new (a consistent snapshot)."""
 
-    def __init__(self, client: KubeClient) -> None:
+    def __init__(self, client: KubeClient, *, exact: bool = False) -> None:
         self.client = client
+        self.exact = exact
 
     def list_page(
         self, kind: ResourceKind, *, limit: int, continue_token: str, resource_version: str = ""
@@ -234,6 +236,8 @@ class ApiListWatch:
             params["continue"] = continue_token
         elif resource_version:
             params["resourceVersion"] = resource_version
+            if self.exact:
+                params["resourceVersionMatch"] = "Exact"
         if kind.field_selector:
             params["fieldSelector"] = kind.field_selector
         return self.client.get(kind.path, params).body

@@ -133,7 +133,7 @@ def _read_consistent(client: KubeClient, listable: list[ResourceKind], on_kind: 
     for _ in range(CONSISTENT_TRIES):
         snap = Snapshot(LoadedObjects(), client.server)
         version = _take(snap, client, first, _list_kind(ApiListWatch(client), first, ""), on_kind)
-        results = _list_all(_ExactListWatch(client), rest, version)
+        results = _list_all(ApiListWatch(client, exact=True), rest, version)
         if not any(error is not None and error.code == 410 for _, _, error, _ in results):
             for rk, result in zip(rest, results, strict=True):
                 _take(snap, client, rk, result, on_kind)
@@ -175,24 +175,6 @@ def _take(
     if on_kind is not None:
         on_kind(rk.kind, len(items))
     return version
-
-
-class _ExactListWatch(ApiListWatch):
-    """LISTs whose first page asks for exactly `resource_version` (`resourceVersionMatch=Exact`);
-    the continue token of the later pages carries it."""
-
-    def list_page(
-        self, kind: ResourceKind, *, limit: int, continue_token: str, resource_version: str = ""
-    ) -> bytes:
-        params: dict[str, str | int] = {"limit": limit}
-        if continue_token:
-            params["continue"] = continue_token
-        elif resource_version:
-            params["resourceVersion"] = resource_version
-            params["resourceVersionMatch"] = "Exact"
-        if kind.field_selector:
-            params["fieldSelector"] = kind.field_selector
-        return self.client.get(kind.path, params).body
 
 
 def _served(client: KubeClient, group_version: str) -> set[str] | None:
