@@ -24,7 +24,7 @@ from kubesched.cli.inputs import (
     refuse_html_on_terminal,
 )
 from kubesched.config.features import FeatureGates
-from kubesched.errors import InputError, did_you_mean
+from kubesched.errors import InputError
 from kubesched.framework.registry import Registry
 from kubesched.simulate.snapshot.model import POD_SELECTIONS
 
@@ -97,8 +97,10 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         "--pod",
         action="append",
         default=[],
-        metavar="NS/NAME",
-        help="list only this pod (repeatable); with --explain it gets full per-node detail and scores",
+        metavar="NAME",
+        help="list only this pod (NS/NAME, or NAME), or the pods of this workload as the report prints "
+        "it ('Deployment NS/NAME'); repeatable; with --explain a pod named so gets full per-node detail "
+        "and scores",
     )
     sim.add_argument("--no-nodes", action="store_true", help="leave out the node utilization")
     sim.add_argument(
@@ -127,6 +129,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from kubesched.simulate.progress import progress_reporter
     from kubesched.simulate.report import to_json
     from kubesched.simulate.snapshot.model import select
+    from kubesched.simulate.snapshot.names import resolve_pod_names
     from kubesched.simulate.snapshot.run import simulate
     from kubesched.simulate.snapshot.table import TableOptions, render_table
 
@@ -141,10 +144,6 @@ def _simulate(args: argparse.Namespace) -> int:
     for note in input_notes(objects):
         print(f"kubesched: note: {note}", file=sys.stderr)
     wanted = frozenset(args.pod)
-    pending = {
-        f"{p.metadata.namespace or 'default'}/{p.metadata.name}" for p in objects.pods if not p.spec.node_name
-    }
-    _check_pod_names(wanted, pending)
     errors: dict[str, BaseException] = {}
     with progress_reporter(enabled=sys.stderr.isatty()) as progress:
         report = simulate(
@@ -159,7 +158,8 @@ def _simulate(args: argparse.Namespace) -> int:
             on_attempt=errors_into(errors) if args.debug else None,
         )
     not_placed = sum(1 for p in report.pods if p.result in POD_SELECTIONS["unschedulable"])
-    report = select(report, pods=args.pods, keys=wanted, nodes=not args.no_nodes)
+    keys = resolve_pod_names(report.pods, sorted(wanted))
+    report = select(report, pods=args.pods, keys=keys, nodes=not args.no_nodes)
     if args.output == "json":
         sys.stdout.buffer.write(to_json(report) + b"\n")
     elif args.output == "html":
@@ -171,7 +171,7 @@ def _simulate(args: argparse.Namespace) -> int:
             explain=args.explain, scores=args.scores or bool(wanted), nodes=not args.no_nodes
         )
         render_table(report, stdout_console(), options)
-    print_tracebacks({pod: e for pod, e in errors.items() if not wanted or pod in wanted})
+    print_tracebacks({pod: e for pod, e in errors.items() if not keys or pod in keys})
     return _exit_code(args, not_placed)
 
 
@@ -201,16 +201,6 @@ def print_tracebacks(errors: dict[str, BaseException]) -> None:
         cause = error.__cause__ or error
         text = "".join(traceback.format_exception(cause)).rstrip()
         print(f"kubesched: traceback of {pod}'s error ({error}):\n{text}", file=sys.stderr)
-
-
-def _check_pod_names(wanted: frozenset[str], pending: set[str]) -> None:
-    """Every `--pod` must name a pending pod of the input (`namespace/name`)."""
-    for key in sorted(wanted):
-        if key not in pending:
-            if "/" not in key:
-                hint = did_you_mean(f"default/{key}", pending) or did_you_mean(key, pending)
-                raise InputError(f"expected NAMESPACE/NAME, got {key!r}{hint}", source="--pod")
-            raise InputError(f"no pending pod {key} in the input{did_you_mean(key, pending)}", source="--pod")
 
 
 def _replay(args: argparse.Namespace, registry: Registry, gates: FeatureGates) -> int:

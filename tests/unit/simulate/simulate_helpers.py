@@ -31,6 +31,7 @@ POD_KEYS = frozenset(
         "result",
         "node",
         "nominatedNode",
+        "workload",
         "message",
         "attempts",
         "filter",

@@ -34,6 +34,9 @@ class PodResult(ReportStruct):
     result: str
     node: str | None = None
     nominated_node: str | None = None
+    #: The workload the pod belongs to, as the report prints it (`Deployment shop/checkout`): the
+    #: input's workload whose controller made it, else its controller ownerReference; None for a bare pod.
+    workload: str | None = None
     #: Pods evicted to make room for this pod (preemption), as `namespace/name`; [] when none.
     victims: list[str] = []
     message: str | None = None

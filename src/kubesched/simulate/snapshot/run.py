@@ -29,7 +29,7 @@ from kubesched.simulate.snapshot.model import (
     Report,
     Summary,
 )
-from kubesched.simulate.snapshot.workloads import workload_results
+from kubesched.simulate.snapshot.workloads import owner_label, pod_workloads, workload_results
 from kubesched.simulate.virtual_time import long_lived_heap, new_scheduler, run_until_settled
 from kubesched.simulate.workloads import (
     PodChanges,
@@ -226,6 +226,9 @@ def simulate_cluster(
             if where is not None and where != "gated":
                 rec.result = "Unschedulable"
     report = _build_report(records, ignored, scheduler, seconds, cluster)
+    owners = pod_workloads(controllers) if controllers is not None else {}
+    for result, pod in zip(report.pods, [*(r.pod for r in records.values()), *ignored], strict=True):
+        result.workload = owners.get(pod_key(pod)) or result.workload
     if controllers is not None:
         messages = {key: rec.message for key, rec in records.items() if rec.message}
         report.workloads = workload_results(controllers, cluster.nodes, messages)
@@ -276,6 +279,7 @@ def _build_report(
             name=p.metadata.name,
             scheduler_name=p.spec.scheduler_name,
             result="Ignored",
+            workload=owner_label(p),
             message=f'no profile named "{p.spec.scheduler_name}"',
         )
         for p in ignored
@@ -354,6 +358,7 @@ def pod_result(rec: PodRecord, cluster: MemoryCluster | None = None) -> PodResul
         result=rec.result,
         node=rec.node if rec.result in ("Scheduled", "Waiting") else None,
         nominated_node=rec.nominated_node or None,
+        workload=owner_label(pod),
         victims=list(rec.victims),
         message=message if rec.result != "Scheduled" else None,
         attempts=rec.attempts,

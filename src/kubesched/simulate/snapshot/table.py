@@ -15,7 +15,9 @@ from rich.table import Table
 
 from kubesched.api.quantity import parse_quantity
 from kubesched.simulate.explain.table import pre_filter_line, rejection_table, score_table
+from kubesched.simulate.snapshot.groups import PodGroup, group_pods
 from kubesched.simulate.snapshot.model import NodeUsage, PodResult, Report, WorkloadResult
+from kubesched.simulate.snapshot.workloads import workload_label
 
 _STYLE = {
     "Scheduled": "green",
@@ -28,6 +30,8 @@ _STYLE = {
 }
 #: Bytes in a GiB: node memory is shown in GiB on both sides of the usage column.
 GIB = 1024**3
+#: Pod names a grouped explanation lists before `...`.
+GROUP_NAMES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +48,9 @@ def render_table(report: Report, console: Console, options: TableOptions = Table
     console.print(_pod_table(report.pods))
     if options.explain:
         weights = {p.scheduler_name: p.score_weights for p in report.profiles}
-        for p in report.pods:
-            block = _explanation(p, weights.get(p.scheduler_name, {}), scores=options.scores)
+        for group in group_pods(report.pods):
+            p = group.first
+            block = _explanation(group, weights.get(p.scheduler_name, {}), scores=options.scores)
             if block is not None:
                 console.print()
                 console.print(block)
@@ -74,7 +79,7 @@ def workload_table(workloads: list[WorkloadResult], *, title: str = "Workloads")
     for w in workloads:
         style = "green" if w.complete else "red"
         table.add_row(
-            escape(f"{w.kind} {w.namespace}/{w.name}"),
+            escape(workload_label(w.kind, w.namespace, w.name)),
             f"[{style}]{w.scheduled}/{w.desired}[/]",
             str(w.pending),
             str(w.old),
@@ -106,10 +111,12 @@ def _pod_table(pods: list[PodResult]) -> Table:
     return table
 
 
-def _explanation(p: PodResult, weights: dict[str, int], *, scores: bool) -> RenderableType | None:
-    """Why one pod ended where it did; None when there is nothing to explain."""
+def _explanation(group: PodGroup, weights: dict[str, int], *, scores: bool) -> RenderableType | None:
+    """Why one pod (or a group of identical pods) ended where it did; None when there is nothing
+    to explain."""
+    p = group.first
     ex = p.explanation
-    name = escape(f"{p.namespace}/{p.name}")
+    name = escape(_group_name(group))
     if p.result == "Scheduled":
         if not scores or ex is None:
             return None
@@ -125,7 +132,8 @@ def _explanation(p: PodResult, weights: dict[str, int], *, scores: bool) -> Rend
     if p.result not in ("Unschedulable", "Waiting") or ex is None:
         return None
     parts: list[RenderableType] = []
-    head = f"[bold]{name}[/] is [red]{p.result}[/] after {p.attempts} attempt(s)"
+    verb = "is" if len(group.pods) == 1 else "are"
+    head = f"[bold]{name}[/] {verb} [red]{p.result}[/] after {group.attempts} attempt(s)"
     if p.pre_filter is not None:
         parts.append(head)
         parts.append(Padding(pre_filter_line(p.pre_filter), (0, 0, 0, 2)))
@@ -143,6 +151,16 @@ def _explanation(p: PodResult, weights: dict[str, int], *, scores: bool) -> Rend
     elif p.nominated_node:
         parts.append(f"  nominated to {escape(p.nominated_node)} (waiting for victims to leave)")
     return Group(*parts)
+
+
+def _group_name(group: PodGroup) -> str:
+    """`ns/pod` for one pod; `N pods of Deployment ns/name (first, second, ...)` for a group."""
+    p = group.first
+    if len(group.pods) == 1:
+        return f"{p.namespace}/{p.name}"
+    names = ", ".join(q.name for q in group.pods[:GROUP_NAMES])
+    more = ", ..." if len(group.pods) > GROUP_NAMES else ""
+    return f"{len(group.pods)} pods of {p.workload} ({names}{more})"
 
 
 def _node_table(nodes: list[NodeUsage]) -> Table:

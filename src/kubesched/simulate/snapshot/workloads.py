@@ -5,13 +5,34 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from kubesched.api.objects import Node
+from kubesched.api.objects import Node, Pod, controller_of
 from kubesched.framework.node_info import pod_key
 from kubesched.scheduler.cache import ZONE_LABEL
 from kubesched.simulate.snapshot.model import WorkloadResult
 from kubesched.simulate.workloads import WorkloadControllers, WorkloadStatus
 
-__all__ = ["workload_results"]
+__all__ = ["owner_label", "pod_workloads", "workload_label", "workload_results"]
+
+
+def workload_label(kind: str, namespace: str, name: str) -> str:
+    """A workload as every report prints it: `Deployment shop/checkout`."""
+    return f"{kind} {namespace}/{name}"
+
+
+def owner_label(pod: Pod) -> str | None:
+    """The pod's controller ownerReference as a workload label; None for a bare pod."""
+    ref = controller_of(pod.metadata)
+    return None if ref is None else workload_label(ref.kind, pod.metadata.namespace or "default", ref.name)
+
+
+def pod_workloads(controllers: WorkloadControllers) -> dict[str, str]:
+    """pod key -> the label of the input's workload that holds it (a Deployment, not its ReplicaSet)."""
+    owners: dict[str, str] = {}
+    for status in controllers.statuses():
+        label = workload_label(status.kind, status.namespace, status.name)
+        for pod in [*status.current, *status.old]:
+            owners.setdefault(pod_key(pod), label)
+    return owners
 
 
 def workload_results(

@@ -123,12 +123,10 @@ def test_unknown_pod_or_selection_is_one_line_with_a_suggestion(tmp_path: Path, 
     path = str(mixed_cluster(tmp_path))
     code, out, err = run_cli(capsys, "simulate", path, "--pod", "default/meduim")
     assert (code, out) == (2, "")
-    assert (
-        err
-        == 'kubesched: --pod: no pending pod default/meduim in the input (did you mean "default/medium"?)\n'
+    assert err == (
+        "kubesched: --pod: no pod or workload 'default/meduim' in the report "
+        '(did you mean "default/medium"?)\n'
     )
-    code, _, err = run_cli(capsys, "simulate", path, "--pod", "medium")
-    assert code == 2
-    assert (
-        err == "kubesched: --pod: expected NAMESPACE/NAME, got 'medium' (did you mean \"default/medium\"?)\n"
-    )
+    # A bare name is a pod of the default namespace (before: refused with a suggestion).
+    one = table(capsys, path, "--pod", "medium", "--no-nodes")
+    assert [r[0] for r in rows(one)] == ["default/medium"]
