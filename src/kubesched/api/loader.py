@@ -24,6 +24,7 @@ one walk along the API schema (`openapi`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -143,6 +144,18 @@ class LoadedObjects:
 
     def __len__(self) -> int:
         return sum(len(getattr(self, name)) for name in _ATTRIBUTES.values())
+
+    def with_object(self, obj: LoadedObject) -> LoadedObjects:
+        """A shallow copy holding `obj` instead of the object of its kind, namespace and name (a new
+        version of it), or besides the others when there is none; this one stays as it is."""
+        attribute = _ATTRIBUTES[type(obj)]
+        meta = obj.metadata
+        same = (meta.namespace or "default", meta.name)
+        others = getattr(self, attribute)
+        kept = [o for o in others if (o.metadata.namespace or "default", o.metadata.name) != same]
+        copy = dataclasses.replace(self)
+        setattr(copy, attribute, [*kept, obj])
+        return copy
 
 
 _ATTRIBUTES: dict[type[msgspec.Struct], str] = {

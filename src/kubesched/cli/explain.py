@@ -19,6 +19,7 @@ from kubesched.errors import InputError
 
 if TYPE_CHECKING:
     from kubesched.api.objects import Pod
+    from kubesched.api.workloads import WorkloadObject
     from kubesched.simulate.explain.model import PodExplanation
 
 __all__ = ["add_explain_command"]
@@ -45,7 +46,8 @@ def add_explain_command(subparsers: argparse._SubParsersAction[argparse.Argument
         "-f",
         "--filename",
         metavar="FILE",
-        help="explain this pod manifest instead (- reads stdin): where would it go, and why not elsewhere",
+        help="explain this pod manifest instead (- reads stdin): where would it go, and why not elsewhere; "
+        "a workload (Deployment, StatefulSet, Job, ...) explains the next pod its controller would create",
     )
     add_cluster_options(p, implied=True)
     p.add_argument(
@@ -72,6 +74,7 @@ def add_explain_command(subparsers: argparse._SubParsersAction[argparse.Argument
 
 
 def _explain(args: argparse.Namespace) -> int:
+    from kubesched.api.objects import Pod
     from kubesched.config import default_config, load_config
     from kubesched.plugins import default_registry
     from kubesched.simulate.explain.run import explain_pod, find_pod, kinds_read
@@ -90,8 +93,17 @@ def _explain(args: argparse.Namespace) -> int:
         snap = read_cluster(args, command="explain", kinds=kinds_read(config, registry))
         objects, source = snap.objects, f"cluster {snap.server}"
         notes = snap.notes
-    if manifest is not None:
+    if isinstance(manifest, Pod):
         target = manifest
+    elif manifest is not None:
+        from kubesched.simulate.explain.next_pod import next_pod
+
+        target = next_pod(objects, manifest)
+        meta = manifest.metadata
+        notes.append(
+            f"{target.metadata.name} is the next pod of {manifest.kind} {meta.namespace or args.namespace}/"
+            f"{meta.name}, as its controller would create it from the template"
+        )
     else:
         key = args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
         target = find_pod(objects, key)
@@ -113,11 +125,12 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_manifest(filename: str, namespace: str, *, strict: bool) -> Pod:
+def _read_manifest(filename: str, namespace: str, *, strict: bool) -> Pod | WorkloadObject:
     import msgspec
 
     from kubesched.api.loader import load_documents
     from kubesched.api.objects import Pod
+    from kubesched.api.workloads import WORKLOAD_KINDS, WorkloadObject
 
     source = "<stdin>" if filename == "-" else filename
     if filename == "-":
@@ -132,16 +145,21 @@ def _read_manifest(filename: str, namespace: str, *, strict: bool) -> Pod:
     ignored: list[InputError] | None = None if strict else []
     objects = load_documents(text, source, skipped=skipped, lenient=ignored)
     print_warnings(ignored or [])
-    pods = [o for o in objects if isinstance(o, Pod)]
-    if len(pods) != 1 or len(objects) != 1 or skipped:
+    wanted = [o for o in objects if isinstance(o, (Pod, *WORKLOAD_KINDS))]
+    if len(wanted) != 1 or len(objects) != 1 or skipped:
         kinds = [type(o).__name__ for o in objects] + [k for k, n in skipped.items() for _ in range(n)]
-        raise InputError(f"expected one Pod, found {', '.join(kinds) or 'nothing'}", source=source)
-    pod = pods[0]
-    if not pod.metadata.namespace:
-        pod = msgspec.structs.replace(
-            pod, metadata=msgspec.structs.replace(pod.metadata, namespace=namespace)
+        raise InputError(
+            f"expected one Pod or workload (Deployment, StatefulSet, Job, ...), found "
+            f"{', '.join(kinds) or 'nothing'}",
+            source=source,
         )
-    return pod
+    obj = wanted[0]
+    assert isinstance(obj, Pod | WorkloadObject)
+    if not obj.metadata.namespace:
+        obj = msgspec.structs.replace(
+            obj, metadata=msgspec.structs.replace(obj.metadata, namespace=namespace)
+        )
+    return obj
 
 
 def _print(report: PodExplanation, output: str) -> None:

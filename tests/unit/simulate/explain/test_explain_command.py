@@ -174,7 +174,12 @@ def test_manifest_from_stdin_where_would_it_go(
     # Not a pod: one line naming stdin.
     monkeypatch.setattr("sys.stdin", io.StringIO("kind: ConfigMap\napiVersion: v1\nmetadata: {name: d}\n"))
     code, out, err = run_cli(capsys, "explain", "-f", "-", "--snapshot", str(path))
-    assert (code, out, err) == (2, "", "kubesched: <stdin>: expected one Pod, found ConfigMap\n")
+    assert (code, out, err) == (
+        2,
+        "",
+        "kubesched: <stdin>: expected one Pod or workload (Deployment, StatefulSet, Job, ...), "
+        "found ConfigMap\n",
+    )
 
 
 def test_running_gated_and_unknown_pods(tmp_path: Path, capsys: Capsys) -> None:
