@@ -171,3 +171,28 @@ def test_a_comparison_report_draws_each_configuration_side_by_side(browser: obje
     assert page.locator("#cards .card").count() == 5  # type: ignore[attr-defined]
     assert page.locator("#pods").is_hidden()  # type: ignore[attr-defined]
     assert problems == []
+
+
+def test_a_snapshot_report_lists_its_workloads_and_their_pods(browser: object, tmp_path: Path) -> None:
+    demo = REPO / "examples/demo"
+    path = kubesched_html(
+        tmp_path, "workloads", str(demo / "cluster"), str(REPO / "examples/what-if/rollout.yaml"), "--explain"
+    )
+    page, problems = open_report(browser, path, "simulate-workloads.png")
+    section = page.locator("#workloads")  # type: ignore[attr-defined]
+    assert section.is_visible()
+    rows = page.locator("#workloads-body tr")  # type: ignore[attr-defined]
+    labels = [rows.nth(i).get_attribute("data-workload") for i in range(rows.count())]
+    assert "Deployment shop/checkout" in labels and "DaemonSet kube-system/node-agent" in labels
+    checkout = page.locator("#workloads-body tr[data-workload='Deployment shop/checkout']")  # type: ignore[attr-defined]
+    assert checkout.locator("td").nth(1).inner_text() == "12/12"
+    checkout.click()
+    pods = page.locator("#pods-body tr")  # type: ignore[attr-defined]
+    names = [pods.nth(i).get_attribute("data-pod") for i in range(pods.count())]
+    assert len(names) == 12 and all(n.startswith("shop/checkout-") for n in names), names
+    pods.first.click()
+    assert "Deployment shop/checkout" in page.locator("#explain").inner_text()  # type: ignore[attr-defined]
+    # The table fits the 1400-pixel viewport: no column is cut off.
+    width = page.evaluate("() => document.getElementById('workloads-table').scrollWidth")  # type: ignore[attr-defined]
+    assert width <= 1400 - 2 * 28, width
+    assert problems == []

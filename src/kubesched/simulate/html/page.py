@@ -28,8 +28,10 @@ def render_page(
     figures: Sequence[Figure],
     columns: Sequence[tuple[str, str]],
     pods: Sequence[dict[str, Any]],
+    workloads: Sequence[dict[str, Any]] = (),
 ) -> bytes:
-    """The page for any report: summary cards, figures (drawn in order) and the pods table (if columns)."""
+    """The page for any report: summary cards, figures (drawn in order), the workloads table (if
+    any; see `workload_row`) and the pods table (if columns)."""
     data = {
         "title": title,
         "subtitle": subtitle,
@@ -37,6 +39,7 @@ def render_page(
         "figures": list(figures),
         "columns": [list(c) for c in columns],
         "pods": list(pods),
+        "workloads": list(workloads),
     }
     parts = {
         "TITLE": _escape_text(title),

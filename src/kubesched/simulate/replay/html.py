@@ -9,7 +9,7 @@ from typing import Any
 from kubesched.simulate.html.figures import HEAT_COLORSCALE, Figure, chart_layout, new_figure
 from kubesched.simulate.html.page import duration, render_page
 from kubesched.simulate.replay.model import HeatMap, ReplayPod, ReplayReport
-from kubesched.simulate.snapshot.html import pod_row
+from kubesched.simulate.snapshot.html import pod_row, workload_row
 
 __all__ = ["replay_figures", "replay_html"]
 
@@ -52,6 +52,7 @@ def replay_html(report: ReplayReport, *, title: str | None = None) -> bytes:
         figures,
         _REPLAY_COLUMNS,
         [_pod(p) for p in report.pods],
+        [workload_row(w) for w in report.workloads],
     )
 
 

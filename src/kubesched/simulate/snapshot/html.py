@@ -1,5 +1,5 @@
-"""`kubesched simulate --output html`: result counts, the node utilization heat map, and every pod
-with its explanation."""
+"""`kubesched simulate --output html`: result counts, the node utilization heat map, the workloads
+(does each fit, where, why not), and every pod with its explanation."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from kubesched.simulate.html.figures import (
     new_figure,
 )
 from kubesched.simulate.html.page import render_page
-from kubesched.simulate.snapshot.model import NodeUsage, PodResult, Report
+from kubesched.simulate.snapshot.model import NodeUsage, PodResult, Report, WorkloadResult
+from kubesched.simulate.snapshot.workloads import workload_label
 
-__all__ = ["pod_row", "snapshot_figures", "snapshot_html"]
+__all__ = ["pod_row", "snapshot_figures", "snapshot_html", "workload_row"]
 
 #: With --explain, a pod lists at most this many rejected nodes per (plugin, reason) and scored nodes.
 NODES_PER_REASON = 10
@@ -47,7 +48,15 @@ def snapshot_html(report: Report, *, title: str = "kubesched simulate") -> bytes
     figures = snapshot_figures(report)
     for figure in figures:
         figure["wide"] = figure["id"] == "chart-heatmap"
-    return render_page(title, subtitle, cards, figures, _SNAPSHOT_COLUMNS, [pod_row(p) for p in report.pods])
+    return render_page(
+        title,
+        subtitle,
+        cards,
+        figures,
+        _SNAPSHOT_COLUMNS,
+        [pod_row(p) for p in report.pods],
+        [workload_row(w) for w in report.workloads],
+    )
 
 
 def pod_row(pod: PodResult) -> dict[str, Any]:
@@ -58,6 +67,7 @@ def pod_row(pod: PodResult) -> dict[str, Any]:
         "profile": pod.scheduler_name,
         "result": pod.result,
         "node": pod.node,
+        "workload": pod.workload,
         "nominated": pod.nominated_node,
         "message": pod.message,
         "attempts": pod.attempts,
@@ -66,6 +76,20 @@ def pod_row(pod: PodResult) -> dict[str, Any]:
         "scores": _score_rows(pod) or None,
     }
     return {k: v for k, v in out.items() if v is not None}
+
+
+def workload_row(w: WorkloadResult) -> dict[str, Any]:
+    """A workload as the page's Workloads table reads it: its label is what its pods' `workload` says."""
+    return {
+        "workload": workload_label(w.kind, w.namespace, w.name),
+        "scheduled": w.scheduled,
+        "desired": w.desired,
+        "pending": w.pending,
+        "old": w.old,
+        "complete": w.complete,
+        "zones": " ".join(f"{zone}:{n}" for zone, n in w.zones.items()),
+        "message": w.message or "",
+    }
 
 
 def _filter_rows(pod: PodResult) -> list[dict[str, Any]]:

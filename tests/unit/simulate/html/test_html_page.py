@@ -97,3 +97,30 @@ def test_the_bundled_scenario_replays_from_the_cli(capsys: pytest.CaptureFixture
     assert out["summary"]["evictions"] == {"Preempted": 2, "NodeDeleted": 3}
     thumbnails = [p for p in out["pods"] if p["name"].startswith("thumbnail-")]
     assert {p["waitSeconds"] for p in thumbnails} == {540.0}  # from 3m until the reports complete at 12m
+
+
+def test_a_snapshot_page_carries_its_workloads_and_each_pods_workload(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.unit.simulate.simulate_helpers import node, write_yaml
+    from tests.unit.simulate.test_workloads import deployment
+
+    cluster = write_yaml(tmp_path / "c.yaml", node("n1", cpu="1"), deployment("web", replicas=3, cpu="400m"))
+    assert main(["simulate", str(cluster), "-o", "html"]) == 0
+    data = embedded_data(capsys.readouterr().out.encode())
+    assert data["workloads"] == [
+        {
+            "workload": "Deployment default/web",
+            "scheduled": 2,
+            "desired": 3,
+            "pending": 1,
+            "old": 0,
+            "complete": False,
+            "zones": "",
+            "message": "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+            "1 No preemption victims found for incoming pod.",
+        }
+    ]
+    assert {p["workload"] for p in data["pods"]} == {"Deployment default/web"}  # type: ignore[attr-defined]
+    page = render_page("t", "", [], [], [], [])
+    assert b'id="workloads"' in page and embedded_data(page)["workloads"] == []

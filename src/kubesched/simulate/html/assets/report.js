@@ -93,7 +93,8 @@
     shown = report.pods.filter(
       (p) =>
         (!wanted || p.result === wanted) &&
-        (!needle || `${p.ns}/${p.name} ${p.node || ""} ${p.message || ""}`.toLowerCase().includes(needle)),
+        (!needle ||
+          `${p.ns}/${p.name} [${p.workload || ""}] ${p.node || ""} ${p.message || ""}`.toLowerCase().includes(needle)),
     );
     page = 0;
     render();
@@ -102,6 +103,31 @@
   resultFilter.addEventListener("change", filter);
   document.getElementById("pods-prev").addEventListener("click", () => { page = Math.max(0, page - 1); render(); });
   document.getElementById("pods-next").addEventListener("click", () => { page += 1; render(); });
+
+  // ------------------------------------------------------------------ the workloads table
+  const workloads = report.workloads || [];
+  document.getElementById("workloads").hidden = workloads.length === 0;
+  document.getElementById("workloads-count").textContent = `(${workloads.length})`;
+  const workloadBody = document.getElementById("workloads-body");
+  for (const w of workloads) {
+    const row = el(
+      "tr",
+      { "data-workload": w.workload },
+      el("td", {}, w.workload),
+      el("td", { class: w.complete ? "complete" : "incomplete" }, `${w.scheduled}/${w.desired}`),
+      el("td", {}, w.pending),
+      el("td", {}, w.old),
+      el("td", {}, w.zones),
+      el("td", { class: "message" }, w.message),
+    );
+    row.addEventListener("click", () => {
+      search.value = `[${w.workload}]`; // brackets: exactly this workload, not one whose name extends it
+      resultFilter.value = "";
+      filter();
+      document.getElementById("pods").scrollIntoView();
+    });
+    workloadBody.append(row);
+  }
 
   // ------------------------------------------------------------------ one pod, explained
   function facts(pairs) {
@@ -134,6 +160,7 @@
       facts([
         ["result", pod.result],
         ["node", pod.node],
+        ["workload", pod.workload],
         ["profile", pod.profile],
         ["attempts", pod.attempts],
         ["nominated node", pod.nominated],
