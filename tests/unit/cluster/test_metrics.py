@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kubesched.errors import InputError
+from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Code, Status
 from kubesched.metrics import (
     HealthServer,
@@ -108,6 +109,20 @@ def test_plugin_calls_are_timed_with_point_and_status_labels() -> None:
     ) in text
     assert 'extension_point="Bind",plugin="Mine",status="Error"} 1.0' in text
     assert 'extension_point="Filter"' not in text
+
+
+def test_a_cycle_not_sampled_is_not_timed() -> None:
+    m = SchedulerMetrics()
+    plugin = Plugin()
+    instrument_plugins({"Mine": plugin}, m)
+    sampled, skipped = CycleState(), CycleState()
+    sampled.record_plugin_metrics = True
+    for state in (sampled, skipped, skipped):
+        plugin.pre_filter(state, None, None)
+    assert (
+        'scheduler_plugin_execution_duration_seconds_count{extension_point="PreFilter",plugin="Mine",'
+        'status="Unschedulable"} 1.0'
+    ) in m.render().decode()
 
 
 def test_parse_listen() -> None:

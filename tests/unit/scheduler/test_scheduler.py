@@ -165,6 +165,26 @@ def test_reserve_failure_unreserves_in_reverse_and_forgets_the_pod() -> None:
     assert h.attempts[-1].message == "0/1 nodes are available: 1 volume taken."
 
 
+def test_one_cycle_in_ten_is_sampled_for_plugin_metrics_and_its_binding_cycle_too() -> None:
+    seen: list[tuple[str, bool]] = []
+
+    class Sampled:
+        name = "Sampled"
+
+        def reserve(self, state: CycleState, pod: Pod, node: str) -> None:
+            seen.append(("reserve", state.record_plugin_metrics))
+
+        def pre_bind(self, state: CycleState, pod: Pod, node: str) -> None:
+            seen.append(("preBind", state.record_plugin_metrics))
+
+    h = Harness(25, [make_pod(f"p{i:02}") for i in range(25)], {"reserve": [("Sampled", 1)],
+                "preBind": [("Sampled", 1)]}, [Sampled])  # fmt: skip
+    h.run()
+    assert len(seen) == 50
+    assert [i for i, (point, on) in enumerate(seen) if point == "reserve" and on] == [0, 20, 40]
+    assert [i for i, (point, on) in enumerate(seen) if point == "preBind" and on] == [1, 21, 41]
+
+
 class WaitForPair:
     """Permit holds pods until two are waiting, then allows both (a tiny gang)."""
 
