@@ -36,7 +36,7 @@ LOADED_KINDS = (
     "StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity", "PodDisruptionBudget", "Service",
     "ReplicationController", "ReplicaSet", "StatefulSet", "Deployment", "DaemonSet", "Job", "CronJob",
     "PodGroup", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice",
-    "DeviceTaintRule",
+    "DeviceTaintRule", "Workload", "CompositePodGroup",
 )  # fmt: skip
 
 #: Kinds every group version lists that are not objects one would give kubesched.

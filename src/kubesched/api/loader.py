@@ -4,6 +4,8 @@ Accepted: a single object, multi-document YAML (`---`), JSON, `kind: List` and t
 (`PodList`, `NodeList`, ...) whose items may omit `kind`. Kinds the scheduler does not model
 (ConfigMap, Ingress, ...) are counted in `LoadedObjects.skipped`, not rejected. Workloads
 (Deployment, Job, ...) are checked as the API server validates them (`kubesched.api.workloads`).
+A `PodGroup` is the `scheduling.k8s.io` kind (`kubesched.api.scheduling_groups`) when its apiVersion
+(or its list's) is of that group, scheduler-plugins' `scheduling.x-k8s.io` kind otherwise.
 Empty documents are ignored. As in the API server, a field set to null counts as absent.
 
 Errors are `InputError`s with `source` = the file and a path inside it:
@@ -74,6 +76,8 @@ from kubesched.api.resource import (
     ResourceSlice,
 )
 from kubesched.api.safe_yaml import check_yaml
+from kubesched.api.scheduling_groups import SCHEDULING_GROUP, SCHEDULING_KINDS, CompositePodGroup, Workload
+from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
 from kubesched.api.workloads import WORKLOAD_KINDS, check_workload
 from kubesched.api.yaml_events import load_all
 from kubesched.errors import InputError
@@ -92,10 +96,22 @@ __all__ = [
 
 #: Any object the loader returns.
 LoadedObject = (
-    KubeObject | DeviceClass | ResourceClaim | ResourceClaimTemplate | ResourceSlice | DeviceTaintRule
+    KubeObject
+    | DeviceClass
+    | ResourceClaim
+    | ResourceClaimTemplate
+    | ResourceSlice
+    | DeviceTaintRule
+    | Workload
+    | SchedulingPodGroup
+    | CompositePodGroup
 )
-#: Every kind the loader decodes, by `kind`.
-_KINDS: dict[str, type[msgspec.Struct]] = {**KINDS, **RESOURCE_KINDS}
+#: Every kind the loader decodes, by `kind` ("PodGroup": scheduler-plugins' unless `_GROUP_KINDS` says).
+_KINDS: dict[str, type[msgspec.Struct]] = {**SCHEDULING_KINDS, **KINDS, **RESOURCE_KINDS}
+#: Kinds whose name two API groups share, by (group, kind): the group of `apiVersion` picks the type.
+_GROUP_KINDS: dict[tuple[str, str], type[msgspec.Struct]] = {
+    (SCHEDULING_GROUP, "PodGroup"): SchedulingPodGroup
+}
 
 #: The PATH that means standard input.
 STDIN = "-"
@@ -132,6 +148,10 @@ class LoadedObjects:
     resource_claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
     resource_slices: list[ResourceSlice] = field(default_factory=list)
     device_taint_rules: list[DeviceTaintRule] = field(default_factory=list)
+    workloads: list[Workload] = field(default_factory=list)
+    #: `scheduling.k8s.io` PodGroups (`pod_groups` holds scheduler-plugins' kind of that name).
+    scheduling_pod_groups: list[SchedulingPodGroup] = field(default_factory=list)
+    composite_pod_groups: list[CompositePodGroup] = field(default_factory=list)
     #: kind -> number of objects of that kind that were not loaded (the scheduler ignores them).
     skipped: dict[str, int] = field(default_factory=dict)
     #: Fields and kinds the v1.37 API does not have, ignored because loaded with `strict=False`.
@@ -184,6 +204,9 @@ _ATTRIBUTES: dict[type[msgspec.Struct], str] = {
     ResourceClaimTemplate: "resource_claim_templates",
     ResourceSlice: "resource_slices",
     DeviceTaintRule: "device_taint_rules",
+    Workload: "workloads",
+    SchedulingPodGroup: "scheduling_pod_groups",
+    CompositePodGroup: "composite_pod_groups",
 }
 
 
@@ -363,6 +386,18 @@ def _is_list(kind: str, doc: dict[str, Any]) -> bool:
     return kind == "List" or (kind.endswith("List") and ("items" in doc or kind[: -len("List")] in _KINDS))
 
 
+def _kind_type(kind: str, doc: dict[str, Any], list_version: str) -> type[msgspec.Struct] | None:
+    """The Struct `kind` decodes into; for a kind name two groups share, the one of its apiVersion."""
+    kind_type = _KINDS.get(kind)
+    if kind_type is not None and kind in _SHARED_NAMES:
+        group = _api_version(doc, list_version).rpartition("/")[0]
+        return _GROUP_KINDS.get((group, kind), kind_type)
+    return kind_type
+
+
+_SHARED_NAMES = frozenset(kind for _group, kind in _GROUP_KINDS)
+
+
 def _kind_of(doc: dict[str, Any], default: str | None) -> str:
     kind = doc.get("kind")
     if kind is None or kind == "":
@@ -393,7 +428,7 @@ def _decode_object(
     if not isinstance(doc, dict):
         raise InputError(f"expected an object with a kind, got {type_name(doc)}")
     kind = _kind_of(doc, default_kind)
-    kind_type = _KINDS.get(kind)
+    kind_type = _kind_type(kind, doc, list_version)
     if kind_type is not None:
         obj = _decode_checked(
             doc, kind, kind_type, list_version, partial(_refuse, lenient=lenient, path=path)
@@ -472,7 +507,7 @@ def decode_object(doc: Any, *, lenient: list[InputError] | None = None) -> Loade
     as are the paths of the problems appended to `lenient` (see `_decode_object`).
     """
     kind = doc.get("kind") if type(doc) is dict else None
-    kind_type = _KINDS.get(kind) if type(kind) is str else None
+    kind_type = _kind_type(kind, doc, "") if type(kind) is str else None
     if kind_type is not None:  # a plain object of a known kind (no kind ends in "List"): decoded directly
         # A scenario holds 100,000 of them; this skips the general path.
         assert isinstance(kind, str)

@@ -212,6 +212,12 @@ class PodSchedulingGate(_Base, frozen=True):
     name: str
 
 
+class PodSchedulingGroup(_Base, frozen=True):
+    """`spec.schedulingGroup`: the scheduling.k8s.io PodGroup the pod belongs to (GenericWorkload)."""
+
+    pod_group_name: str | None = None
+
+
 class TopologySpreadConstraint(_Base, frozen=True):
     max_skew: Int32
     topology_key: str
@@ -268,6 +274,7 @@ class PodSpec(_Base, frozen=True):
     host_network: bool = False
     host_users: bool | None = None
     resource_claims: list[PodResourceClaim] = []
+    scheduling_group: PodSchedulingGroup | None = None
 
 
 class PodCondition(_Base, frozen=True):

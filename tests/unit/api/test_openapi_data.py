@@ -14,6 +14,7 @@ import pytest
 
 from kubesched.api.objects import KINDS
 from kubesched.api.resource import RESOURCE_KINDS
+from kubesched.api.scheduling_groups import SCHEDULING_KINDS
 
 ROOT = Path(__file__).resolve().parents[3]
 TOOL = ROOT / "tools" / "openapi" / "compact_schema.py"
@@ -52,7 +53,8 @@ def test_the_data_file_matches_the_upstream_spec() -> None:
 def test_every_kind_the_loader_decodes_has_a_schema_for_its_default_version() -> None:
     kinds = _data()["kinds"]
     missing = []
-    for name, struct in {**KINDS, **RESOURCE_KINDS}.items():
+    structs = [*KINDS.items(), *RESOURCE_KINDS.items(), *SCHEDULING_KINDS.items()]
+    for name, struct in structs:
         version = struct().api_version  # type: ignore[attr-defined]
         if f"{version}/{name}" not in kinds and not version.startswith("scheduling.x-k8s.io/"):
             missing.append(f"{version}/{name}")
