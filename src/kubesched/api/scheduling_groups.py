@@ -26,6 +26,7 @@ from kubesched.api.resource import Condition
 
 __all__ = [
     "COMPOSITE_POD_GROUP_KEY",
+    "GATE_OF",
     "POD_GROUP_INITIALLY_SCHEDULED",
     "POD_GROUP_KEY",
     "SCHEDULING_GROUP",
@@ -67,6 +68,12 @@ V1ALPHA3: Final = "scheduling.k8s.io/v1alpha3"
 WORKLOAD_KEY: Final = "scheduling.k8s.io/Workload"
 POD_GROUP_KEY: Final = "scheduling.k8s.io/PodGroup"
 COMPOSITE_POD_GROUP_KEY: Final = "scheduling.k8s.io/CompositePodGroup"
+#: The feature gate with which kube-scheduler reads each kind, by key (Workloads: see the informers).
+GATE_OF: Final = {
+    POD_GROUP_KEY: "GenericWorkload",
+    WORKLOAD_KEY: "GenericWorkload",
+    COMPOSITE_POD_GROUP_KEY: "CompositePodGroup",
+}
 
 #: The condition the scheduler sets on a PodGroup once it has been placed (or found unschedulable).
 POD_GROUP_INITIALLY_SCHEDULED: Final = "PodGroupInitiallyScheduled"

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.errors import InputError
 
 if TYPE_CHECKING:
@@ -65,9 +66,15 @@ def refuse_paths_with_cluster(paths: Sequence[str], args: argparse.Namespace) ->
 
 
 def read_cluster(
-    args: argparse.Namespace, *, command: str, kinds: Iterable[str] | None = None, all_pods: bool = False
+    args: argparse.Namespace,
+    *,
+    command: str,
+    kinds: Iterable[str] | None = None,
+    all_pods: bool = False,
+    gates: FeatureGates = DEFAULT_GATES,
 ) -> Snapshot:
-    """The snapshot of the cluster the flags name (`kinds`, or every kind kubesched reads).
+    """The snapshot of the cluster the flags name (`kinds`, or every kind kubesched reads; kinds whose
+    feature gate is off in `gates` are not read).
 
     `all_pods` keeps finished pods: a simulated Job counts them. Errors are InputErrors naming the
     server and where its address came from.
@@ -92,6 +99,7 @@ def read_cluster(
                 sorted(kinds) if kinds is not None else list(SNAPSHOT_KINDS),
                 all_pods=all_pods,
                 on_kind=_print_kind if loud else None,
+                gates=gates,
             )
         except InputError as err:
             raise InputError(
@@ -113,9 +121,11 @@ def _print_kind(kind: str, count: int) -> None:
     print(f"kubesched: read {count} {kind}(s)", file=sys.stderr, flush=True)
 
 
-def cluster_objects(args: argparse.Namespace, *, command: str) -> LoadedObjects:
+def cluster_objects(
+    args: argparse.Namespace, *, command: str, gates: FeatureGates = DEFAULT_GATES
+) -> LoadedObjects:
     """Every kind a simulation reads, finished pods included; the snapshot's notes on stderr."""
-    snap = read_cluster(args, command=command, all_pods=True)
+    snap = read_cluster(args, command=command, all_pods=True, gates=gates)
     for note in snap.notes:
         print(f"kubesched: note: {note}", file=sys.stderr)
     return snap.objects

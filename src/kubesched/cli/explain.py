@@ -90,7 +90,9 @@ def _explain(args: argparse.Namespace) -> int:
         objects = load_objects(args.snapshot, strict=args.strict)
         source = "the snapshot " + " ".join(args.snapshot)
     else:
-        snap = read_cluster(args, command="explain", kinds=kinds_read(config, registry))
+        snap = read_cluster(
+            args, command="explain", kinds=kinds_read(config, registry), gates=registry.features
+        )
         objects, source = snap.objects, f"cluster {snap.server}"
         notes = snap.notes
     if isinstance(manifest, Pod):

@@ -29,6 +29,7 @@ from kubesched.cli._flags import add_feature_gates_flag
 from kubesched.errors import InputError
 
 if TYPE_CHECKING:
+    from kubesched.config import FeatureGates
     from kubesched.extender.engine import Binder
     from kubesched.extender.state import ClusterState
 
@@ -230,7 +231,7 @@ def extender(args: argparse.Namespace) -> int:
     else:
         spec = specs[0]
 
-    state, binder, closers = _cluster_state(args)
+    state, binder, closers = _cluster_state(args, gates)
     try:
         try:
             engine = ExtenderEngine(spec, registry, state, binder=binder)
@@ -322,7 +323,7 @@ def _ignore(signum: int, frame: FrameType | None) -> None:
 
 
 def _cluster_state(
-    args: argparse.Namespace,
+    args: argparse.Namespace, gates: FeatureGates
 ) -> tuple[ClusterState, Binder | None, list[Callable[[], None]]]:
     """The node cache and binder the flags ask for, and what to close on the way out."""
     from kubesched.extender.state import ClusterState, LiveClusterState
@@ -338,5 +339,5 @@ def _cluster_state(
         single = load_connection(args.kubeconfig or None)
         client = KubeClient(single, qps=0, burst=1, name="extender")
         binder = Binder(client)
-        return LiveClusterState(client), binder.bind, [client.close]
+        return LiveClusterState(client, gates=gates), binder.bind, [client.close]
     return ClusterState(), None, []

@@ -139,7 +139,7 @@ def _simulate(args: argparse.Namespace) -> int:
     refuse_paths_with_cluster(args.paths, args)
     if args.scenario is not None:
         return _replay(args, registry, gates)
-    live = (lambda: cluster_objects(args, command="simulate")) if cluster_given(args) else None
+    live = (lambda: cluster_objects(args, command="simulate", gates=gates)) if cluster_given(args) else None
     objects, config = load_inputs(args.paths, args.config, registry, gates, strict=args.strict, live=live)
     for note in input_notes(objects):
         print(f"kubesched: note: {note}", file=sys.stderr)
@@ -219,7 +219,7 @@ def _replay(args: argparse.Namespace, registry: Registry, gates: FeatureGates) -
     print_warnings(ignored or [])
     initial: LoadedObjects | None = None
     if cluster_given(args):
-        initial = cluster_objects(args, command="simulate")
+        initial = cluster_objects(args, command="simulate", gates=gates)
     elif args.paths:
         initial = load_objects(args.paths, strict=args.strict)
     with progress_reporter(enabled=sys.stderr.isatty(), label="replaying") as progress:

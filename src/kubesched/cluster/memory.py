@@ -28,6 +28,7 @@ from kubesched.api.resources import default_requests_from_limits
 from kubesched.cluster.claims import ClaimConflict, ClaimStore, instantiate_template_claims
 from kubesched.framework.events import ActionType, Resource
 from kubesched.framework.node_info import pod_key
+from kubesched.framework.pod_groups import SchedulingGroups
 
 _UID_NAMESPACE = uuid.UUID("6f1c4b52-9d7a-4a55-bf11-0d6c2f1b7e10")
 
@@ -99,7 +100,13 @@ class MemoryCluster:
         self.objects = objects
         self.events: list[RecordedEvent] = []
         self.bind_count: dict[str, int] = {}
-        self._handlers: list[EventHandler] = []
+        #: Workloads, PodGroups, CompositePodGroups and the pods of each group, kept current as the
+        #: first watcher of every pod change.
+        self.groups = SchedulingGroups(
+            [*objects.workloads, *objects.scheduling_pod_groups, *objects.composite_pod_groups],
+            self.pods.values(),
+        )
+        self._handlers: list[EventHandler] = [self.groups]
 
     # ------------------------------------------------------------------ admission
     def admit(self, pod: Pod) -> Pod:
@@ -345,6 +352,9 @@ class MemoryCluster:
         """Objects of `kind`; only the requested kind is materialised (plugins call this every cycle)."""
         if kind == "ResourceClaim":
             return self.claims.all()
+        groups = self.groups.lister(kind)
+        if groups is not None:
+            return groups
         live: dict[str, Mapping[str, Any]] = {
             "Pod": self.pods,
             "Node": self.nodes,

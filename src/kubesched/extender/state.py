@@ -27,9 +27,11 @@ import msgspec
 
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Node, Pod
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.errors import InputError
 from kubesched.framework.node_info import PodInfo, pod_key
 from kubesched.framework.node_table import NodeTable
+from kubesched.framework.pod_groups import SchedulingGroups
 from kubesched.scheduler.cache import Cache
 
 if TYPE_CHECKING:
@@ -67,6 +69,8 @@ class ClusterState:
         self.has_node_cache = has_node_cache
         self._objects: LoadedObjects | None = None
         self._pods_by_name: dict[str, Pod] = {}
+        #: The scheduling.k8s.io groups (PodGroups, ...) and their pods.
+        self.groups = SchedulingGroups()
         #: Node objects seen in recent stateless (`Nodes`) requests, for preempt (see `remember_nodes`).
         self._recent_nodes: dict[str, Node] = {}
 
@@ -84,6 +88,10 @@ class ClusterState:
             state._pods_by_name[pod.key] = pod
             if pod.spec.node_name:
                 state._add_bound_pod(pod)
+        state.groups = SchedulingGroups(
+            [*objects.workloads, *objects.scheduling_pod_groups, *objects.composite_pod_groups],
+            state._pods_by_name.values(),
+        )
         return state
 
     # ------------------------------------------------------------------ reads (hold `lock`)
@@ -98,6 +106,9 @@ class ClusterState:
             return list(self._pods_by_name.values())
         if kind == "Node":
             return self._objects.nodes
+        groups = self.groups.lister(kind)
+        if groups is not None:
+            return groups
         attr = _LISTED.get(kind)
         return getattr(self._objects, attr) if attr else []
 
@@ -157,10 +168,13 @@ class LiveClusterState(ClusterState):
     this extender binds itself (`assume_bound`).
     """
 
-    def __init__(self, client: KubeClient, *, kinds: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, client: KubeClient, *, kinds: Sequence[str] | None = None, gates: FeatureGates = DEFAULT_GATES
+    ) -> None:
         super().__init__(has_node_cache=True)
         self.client = client
         self._kinds = kinds
+        self._gates = gates
         self.informers: dict[str, Informer] = {}
 
     def start(self) -> None:
@@ -172,6 +186,8 @@ class LiveClusterState(ClusterState):
         served: dict[str, set[str] | None] = {}
         for name in names:
             rk = KINDS[name]
+            if rk.gate and not self._gates.enabled(rk.gate):
+                continue  # kube-scheduler does not watch it either; never listed
             if rk.group_version not in served:
                 served[rk.group_version] = self.client.served_resources(rk.group_version)
             resources = served[rk.group_version]
@@ -183,6 +199,8 @@ class LiveClusterState(ClusterState):
                 handlers = CallbackHandlers(self._node_add, self._node_update, self._node_delete)
             elif name == "Pod":
                 handlers = CallbackHandlers(self._pod_add, self._pod_update, self._pod_delete)
+            elif self.groups.lister(name) is not None:
+                handlers = CallbackHandlers(self.groups.put, self.groups.update, self.groups.remove)
             self.informers[name] = Informer(rk, source, handlers, dispatch=self._dispatch)
         for informer in self.informers.values():
             informer.start()
@@ -231,14 +249,17 @@ class LiveClusterState(ClusterState):
         self.cache.remove_node(node.metadata.name)
 
     def _pod_add(self, pod: Pod) -> None:
+        self.groups.on_pod_add(pod)
         if pod.spec.node_name:
             self._add_bound_pod(pod)
 
     def _pod_update(self, old: Pod, new: Pod) -> None:
+        self.groups.on_pod_update(old, new)
         if new.spec.node_name:
             self._add_bound_pod(new)
         elif self.cache.has_pod(pod_key(new)):
             self.cache.remove_pod(pod_key(new))
 
     def _pod_delete(self, pod: Pod) -> None:
+        self.groups.on_pod_delete(pod)
         self.cache.remove_pod(pod_key(pod))

@@ -34,6 +34,7 @@ import msgspec
 
 from kubesched.api import objects as k8s
 from kubesched.api import resource as dra
+from kubesched.api import scheduling_groups as sg
 from kubesched.cluster.kube.client import ApiError, KubeClient, error_from_body
 
 __all__ = [
@@ -68,6 +69,14 @@ class ResourceKind:
     type: type[msgspec.Struct]
     #: Server-side filter, e.g. the scheduler's `status.phase!=Succeeded,status.phase!=Failed`.
     field_selector: str = ""
+    #: Its key in `KINDS` and `Handle.lister` when `kind` alone is ambiguous ("scheduling.k8s.io/PodGroup").
+    listed_as: str = ""
+    #: The feature gate without which kube-scheduler does not watch it ("" for none).
+    gate: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.listed_as or self.kind
 
     @property
     def group_version(self) -> str:
@@ -83,11 +92,12 @@ class ResourceKind:
 #: Pods that finished hold no resources; kube-scheduler's pod informer leaves them out the same way.
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
-#: Every kind the live scheduler watches, by `kind`. Pods and Nodes drive scheduling; the others feed
-#: `Handle.lister(kind)` for plugins (volumes, spreading, disruption budgets, namespaces, priorities,
-#: gangs). Kinds the server does not serve (a CRD not installed) are skipped by `LiveCluster.discover`.
+#: Every kind the live scheduler watches, by `key`. Pods and Nodes drive scheduling; the others feed
+#: `Handle.lister(key)` for plugins (volumes, spreading, disruption budgets, namespaces, priorities,
+#: gangs). Kinds the server does not serve (a CRD not installed, an API not enabled) are skipped by
+#: `LiveCluster.discover`, and kinds whose `gate` is off are not even discovered.
 KINDS: dict[str, ResourceKind] = {
-    rk.kind: rk
+    rk.key: rk
     for rk in (
         ResourceKind("Node", "", "v1", "nodes", k8s.Node),
         ResourceKind("Pod", "", "v1", "pods", k8s.Pod, NON_TERMINAL_PODS),
@@ -108,6 +118,24 @@ KINDS: dict[str, ResourceKind] = {
         ResourceKind("ReplicationController", "", "v1", "replicationcontrollers", k8s.ReplicationController),
         # scheduler-plugins' CRD, for Coscheduling; not the native `scheduling.k8s.io` PodGroup.
         ResourceKind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", k8s.PodGroup),
+        # Workload-aware scheduling: kube-scheduler watches PodGroups with GenericWorkload on and
+        # CompositePodGroups with CompositePodGroup on; Workloads are read for explain and what-ifs.
+        *(
+            ResourceKind(
+                kind, "scheduling.k8s.io", version, plural, type_, listed_as=key, gate=sg.GATE_OF[key]
+            )
+            for kind, version, plural, type_, key in (
+                ("PodGroup", "v1beta1", "podgroups", sg.PodGroup, sg.POD_GROUP_KEY),
+                ("Workload", "v1beta1", "workloads", sg.Workload, sg.WORKLOAD_KEY),
+                (
+                    "CompositePodGroup",
+                    "v1alpha3",
+                    "compositepodgroups",
+                    sg.CompositePodGroup,
+                    sg.COMPOSITE_POD_GROUP_KEY,
+                ),
+            )
+        ),
         # Dynamic Resource Allocation (DynamicResources).
         ResourceKind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", dra.DeviceClass),
         ResourceKind("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", dra.ResourceClaim),

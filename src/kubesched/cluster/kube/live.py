@@ -66,6 +66,7 @@ from kubesched.api.objects import (
     PodExtendedResourceClaimStatus,
 )
 from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.api.scheduling_groups import COMPOSITE_POD_GROUP_KEY, POD_GROUP_KEY, WORKLOAD_KEY
 from kubesched.cluster.kube.bad_pods import pod_identity
 from kubesched.cluster.kube.binder import BindConflict, Binder
 from kubesched.cluster.kube.claims import ApiClaimWriter
@@ -89,6 +90,7 @@ from kubesched.cluster.kube.workers import AsyncCalls
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.errors import InputError
 from kubesched.framework.events import ActionType, Resource
+from kubesched.framework.pod_groups import SchedulingGroups
 from kubesched.framework.registry import Registry
 from kubesched.scheduler.clock import Clock, RealClock
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
@@ -120,6 +122,9 @@ _EVENT_RESOURCES: dict[str, Resource] = {
 #: A LIST we are forbidden to make would keep the informer, and so the scheduler, unsynced forever;
 #: such a kind is skipped with a warning naming the missing permission instead.
 _SKIP_IF_FORBIDDEN = frozenset({"PodGroup"})
+#: The scheduling.k8s.io kinds, kept in `LiveCluster.groups` (no queueing event: nothing schedules by
+#: them yet).
+_GROUP_KINDS = frozenset({POD_GROUP_KEY, COMPOSITE_POD_GROUP_KEY, WORKLOAD_KEY})
 #: Kinds without which there is nothing to schedule.
 _REQUIRED_KINDS = ("Node", "Pod")
 #: Pods parked longer than upstream's 5 minutes are retried; checked this often (upstream: 30 s).
@@ -214,6 +219,9 @@ class LiveCluster:
                 )
         self.binder = Binder(client)
         self.informers: dict[str, Informer] = {}
+        self._features = registry.features
+        #: The scheduling.k8s.io groups and their pods, fed by the informers (empty with the gates off).
+        self.groups = SchedulingGroups()
         #: VolumeBinding's PreBind writes (PV claimRef, selected-node) and waits through this.
         self.volumes = ApiVolumeBinder(client, InformerVolumeReader(self.informers, ApiVolumeReader(client)))
         self.claims = ApiClaimWriter(client, now=lambda: time.time())
@@ -371,6 +379,8 @@ class LiveCluster:
         kinds: list[ResourceKind] = []
         for name in names:
             rk = KINDS[name]
+            if rk.gate and not self._features.enabled(rk.gate):
+                continue  # never listed: a cluster without the API must not see a request for it
             if rk.group_version not in served:
                 served[rk.group_version] = self.client.served_resources(rk.group_version)
             resources = served[rk.group_version]
@@ -408,11 +418,11 @@ class LiveCluster:
             informer = Informer(
                 rk,
                 self._source,
-                self._handlers_for(rk.kind),
+                self._handlers_for(rk.key),
                 dispatch=self._dispatch,
-                on_decode_error=self._pod_decode_error if rk.kind == "Pod" else None,
+                on_decode_error=self._pod_decode_error if rk.key == "Pod" else None,
             )
-            self.informers[rk.kind] = informer
+            self.informers[rk.key] = informer
         self._event_calls.start()
         self._status_calls.start()
         self.events.start()
@@ -447,7 +457,9 @@ class LiveCluster:
         if kind == "Node":
             return CallbackHandlers(s.on_node_add, s.on_node_update, s.on_node_delete)
         if kind == "Pod":
-            return CallbackHandlers(self._on_pod_add, self._on_pod_update, s.on_pod_delete)
+            return CallbackHandlers(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
+        if kind in _GROUP_KINDS:
+            return CallbackHandlers(self.groups.put, self.groups.update, self.groups.remove)
         resource = _EVENT_RESOURCES.get(kind)
         if resource is None:
             return None  # listed by plugins, but no queueing event is tied to it
@@ -462,16 +474,22 @@ class LiveCluster:
         return CallbackHandlers(lambda o: add(None, o), update, lambda o: delete(o, None))
 
     def _on_pod_add(self, pod: Pod) -> None:
+        self.groups.on_pod_add(pod)
         try:
             self.scheduler.on_pod_add(pod)
         except InputError as exc:
             self._bad_pod(pod, str(exc))
 
     def _on_pod_update(self, old: Pod, new: Pod) -> None:
+        self.groups.on_pod_update(old, new)
         try:
             self.scheduler.on_pod_update(old, new)
         except InputError as exc:
             self._bad_pod(new, str(exc))
+
+    def _on_pod_delete(self, pod: Pod) -> None:
+        self.groups.on_pod_delete(pod)
+        self.scheduler.on_pod_delete(pod)
 
     def _pod_decode_error(self, raw: bytes, exc: Exception) -> None:
         pod = pod_identity(raw)

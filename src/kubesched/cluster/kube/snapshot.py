@@ -35,6 +35,7 @@ from kubesched.api import resource as dra
 from kubesched.api.loader import LoadedObjects
 from kubesched.cluster.kube.client import ApiError, KubeClient
 from kubesched.cluster.kube.informer import KINDS, ApiListWatch, ObjectDecoder, ResourceKind, list_objects
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.errors import InputError
 
 __all__ = ["REQUIRED_KINDS", "SNAPSHOT_KINDS", "Snapshot", "read_snapshot"]
@@ -93,14 +94,18 @@ def read_snapshot(
     *,
     all_pods: bool = False,
     on_kind: KindRead | None = None,
+    gates: FeatureGates = DEFAULT_GATES,
 ) -> Snapshot:
-    """LIST `kinds` (plus Pods and Nodes) from the API server into LoadedObjects, at one revision.
+    """LIST `kinds` (keys of `SNAPSHOT_KINDS`; plus Pods and Nodes) from the API server into
+    LoadedObjects, at one revision. A kind whose feature gate is off in `gates` is not listed (nor
+    discovered), as kube-scheduler would not watch it.
 
     Raises InputError naming the server when it cannot be reached or refuses a required list.
     """
     started = time.perf_counter()
     names = list(dict.fromkeys([*REQUIRED_KINDS, *kinds]))
     wanted = [SNAPSHOT_KINDS[name] for name in names if name in SNAPSHOT_KINDS]
+    wanted = [rk for rk in wanted if not rk.gate or gates.enabled(rk.gate)]
     if all_pods:
         wanted = [dataclasses.replace(rk, field_selector="") if rk.kind == "Pod" else rk for rk in wanted]
     notes = [f"{name}: not read, kubesched does not list it" for name in names if name not in SNAPSHOT_KINDS]
@@ -121,7 +126,7 @@ def _listable(client: KubeClient, wanted: list[ResourceKind], notes: list[str]) 
         elif rk.kind in REQUIRED_KINDS:
             raise InputError(f"the server does not serve {rk.path}", source=client.server)
         else:
-            notes.append(f"{rk.kind}: not served by this cluster ({rk.path})")
+            notes.append(f"{rk.key}: not served by this cluster ({rk.path})")
     return listable
 
 
@@ -165,15 +170,15 @@ def _take(
     items, notes, error, version = result
     if error is not None:
         if error.code == 403 and rk.kind not in REQUIRED_KINDS:
-            snap.notes.append(f"{rk.kind}: not read, listing {rk.path} is forbidden")
+            snap.notes.append(f"{rk.key}: not read, listing {rk.path} is forbidden")
             return version
         raise _unreachable(client, rk.path, error)
     for obj in items:
         snap.objects.add(obj)
     snap.notes.extend(notes)
-    snap.kinds.append(rk.kind)
+    snap.kinds.append(rk.key)
     if on_kind is not None:
-        on_kind(rk.kind, len(items))
+        on_kind(rk.key, len(items))
     return version
 
 
@@ -209,7 +214,7 @@ def _list(source: ApiListWatch, rk: ResourceKind, version: str) -> _Listed:
     items, listed_at = list_objects(
         source, rk, decode, page_size=SNAPSHOT_PAGE_SIZE, resource_version=version
     )
-    notes = [f"{rk.kind}: {bad} object(s) could not be decoded and were left out"] if bad else []
+    notes = [f"{rk.key}: {bad} object(s) could not be decoded and were left out"] if bad else []
     return items, notes, None, listed_at
 
 

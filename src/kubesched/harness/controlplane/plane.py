@@ -66,6 +66,8 @@ class ControlPlane:
         keep_workdir: bool = False,
         users: Sequence[str] = (),
         audit_bindings: bool = False,
+        runtime_config: Sequence[str] = (),
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         self._binaries = binaries
         #: Extra users (all `system:masters`), each with its own token and kubeconfig
@@ -77,7 +79,15 @@ class ControlPlane:
         self._api_args: list[str] = []
         self.start_timeout = start_timeout
         self._workdir_parent = str(workdir_parent) if workdir_parent is not None else default_workdir_parent()
-        self._extra_apiserver_args = list(extra_apiserver_args)
+        #: `--runtime-config` entries (`scheduling.k8s.io/v1beta1=true`) and `--feature-gates` of the
+        #: API server, before `extra_apiserver_args`: APIs that are off by default, such as the
+        #: workload-aware scheduling kinds, need both.
+        gate_text = ",".join(f"{k}={str(v).lower()}" for k, v in (feature_gates or {}).items())
+        self._extra_apiserver_args = [
+            *([f"--runtime-config={','.join(runtime_config)}"] if runtime_config else []),
+            *([f"--feature-gates={gate_text}"] if gate_text else []),
+            *extra_apiserver_args,
+        ]
         self._extra_etcd_args = list(extra_etcd_args)
         self.keep_workdir = keep_workdir
         self.token = secrets.token_hex(24)

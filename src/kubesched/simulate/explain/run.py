@@ -23,6 +23,7 @@ import msgspec
 
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Namespace, Pod
+from kubesched.api.scheduling_groups import GATE_OF
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.errors import InputError, did_you_mean
@@ -49,9 +50,12 @@ TOP = 5
 
 def kinds_read(config: KubeSchedulerConfiguration, registry: Registry) -> set[str] | None:
     """The kinds the config's plugins read through `handle.lister` (their `listed_kinds`), plus
-    PriorityClass and Namespace, which admission and selectors need; None (read everything) when
-    a plugin does not say."""
+    PriorityClass and Namespace, which admission and selectors need, and the scheduling.k8s.io
+    kinds the scheduler itself watches when their gates are on; None (read everything) when a
+    plugin does not say."""
+    gates = registry.features
     kinds = {"PriorityClass", "Namespace"}
+    kinds.update(key for key, gate in GATE_OF.items() if gates.enabled(gate))
     for spec in profiles_from_config(config, registry):
         for refs in spec.points.values():
             for name, _ in refs:
