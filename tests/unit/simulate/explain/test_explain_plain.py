@@ -14,9 +14,11 @@ Capsys = pytest.CaptureFixture[str]
 
 
 def plain_block(out: str) -> list[str]:
+    """The sentences under "In plain words", each on one line whatever the terminal's width."""
     lines = out.splitlines()
     start = lines.index("In plain words")
-    return [line for line in lines[start + 1 :] if line.startswith("- ")]
+    block = " ".join(line.strip() for line in lines[start + 1 :] if not line.startswith("explained in"))
+    return ["- " + item.strip() for item in block.split("- ")[1:]]
 
 
 def test_a_missing_claim_keeps_the_exact_message_and_explains_the_bare_not_found(
