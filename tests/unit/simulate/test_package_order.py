@@ -33,6 +33,7 @@ ROOMS = [
     "units",
     "progress",
     "report",
+    "malloc",
 ]
 
 
