@@ -248,7 +248,13 @@ class BatchScorePlugin(Plugin, Protocol):
 
 @runtime_checkable
 class ScoreExtensions(Plugin, Protocol):
-    """NormalizeScore: rewrite `scores` (aligned with `nodes`) in place into [0, 100]."""
+    """NormalizeScore: rewrite `scores` (aligned with `nodes`) in place into [0, 100].
+
+    A plugin whose normalization maps each score through one function of that score and of the
+    highest score, reading neither the nodes nor their number (`default_normalize_score` does),
+    may say so with a class attribute `normalize_is_pointwise = True`: a uniform score
+    (`uniform_scores.uniform`) is then normalized as one score instead of one per node.
+    """
 
     def normalize_score(
         self, state: CycleState, pod: Pod, nodes: NodeSet, scores: Scores

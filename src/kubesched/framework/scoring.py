@@ -6,6 +6,7 @@ A plugin scores through its batch form (`score_nodes`) when it has one, else per
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -28,6 +29,7 @@ from kubesched.framework.plugin_calls import (
 )
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
+from kubesched.framework.uniform_scores import is_uniform, uniform
 
 __all__ = ["ScoreOutcome", "Scorer", "Scoring"]
 
@@ -57,11 +59,15 @@ class Scorer:
     batch: bool
     #: Whether it defines `normalize_score`.
     normalizes: bool
+    #: Whether its normalization is pointwise (`ScoreExtensions.normalize_is_pointwise`).
+    pointwise: bool = False
 
     @classmethod
     def of(cls, name: str, plugin: Any, weight: int) -> Scorer:
         kind = type(plugin)
-        return cls(name, plugin, weight, defines(kind, "score_nodes"), defines(kind, "normalize_score"))
+        normalizes = defines(kind, "normalize_score")
+        pointwise = normalizes and getattr(kind, "normalize_is_pointwise", False) is True
+        return cls(name, plugin, weight, defines(kind, "score_nodes"), normalizes, pointwise)
 
 
 class Scoring:
@@ -81,6 +87,8 @@ class Scoring:
         node again and normalize it with the nodes it kept (`normalized_totals`)."""
         totals = np.zeros(len(nodes), dtype=np.int64)
         outcome = ScoreOutcome(nodes, totals)
+        # Weighted uniform scores (`uniform_scores`) are summed here and added to totals once.
+        offset = 0
         skip = state.skip_score_plugins
         for scorer in self._scorers:
             name, plugin, normalizes, weight = scorer.name, scorer.plugin, scorer.normalizes, scorer.weight
@@ -88,27 +96,29 @@ class Scoring:
                 continue
             try:
                 if scorer.batch:
-                    scores = _batch_scores(plugin, state, pod, nodes)
+                    scores = _batch_scores(scorer, state, pod, nodes)
                 else:
                     scores = _per_node_scores(plugin, state, pod, nodes)
+                same = is_uniform(scores)
                 if keep_raw or not normalize:
-                    outcome.raw[name] = scores.copy() if normalizes else scores
+                    outcome.raw[name] = scores.copy() if normalizes and not same else scores
                 if not normalize:
                     continue
                 if normalizes:
-                    status = cast(ScoreExtensions, plugin).normalize_score(state, pod, nodes, scores)
+                    scores, status = _normalized(scorer, state, pod, nodes, scores, same)
                     if status is not None and not status.is_success():
                         outcome.error = error_status(
                             f'running Normalize on Score plugin "{name}": {status.message()}', name
                         )
                         return outcome
+                    same = is_uniform(scores)
             except ScoreError as exc:
                 outcome.error = error_status(f'running Score plugin "{name}": {exc}', name)
                 return outcome
             except Exception as exc:
                 outcome.error = crashed(f'running Score plugin "{name}"', name, exc)
                 return outcome
-            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+            if not _in_range(scores[:1] if same else scores):
                 bad = int(scores[(scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)][0])
                 outcome.error = error_status(
                     f'plugin "{name}" returns an invalid score {bad}, it should in the range of '
@@ -117,10 +127,14 @@ class Scoring:
                 )
                 return outcome
             outcome.by_plugin[name] = scores
-            if weight == 1:
+            if same:
+                offset += int(scores[0]) * weight
+            elif weight == 1:
                 totals += scores
             else:
                 totals += scores * weight
+        if offset:
+            totals += offset
         return outcome
 
     def normalized_totals(
@@ -144,7 +158,7 @@ class Scoring:
                         )
             except Exception as exc:
                 return totals, crashed(f'running Score plugin "{name}"', name, exc)
-            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+            if not _in_range(scores):
                 return totals, error_status(
                     f'plugin "{name}" returns an invalid score after normalizing', name
                 )
@@ -152,10 +166,61 @@ class Scoring:
         return totals, None
 
 
-def _batch_scores(plugin: Any, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
-    raw = cast(BatchScorePlugin, plugin).score_nodes(state, pod, nodes)
-    # A fresh int64 array the framework owns (normalization writes into it in place).
-    scores = np.array(raw, dtype=np.int64, copy=True)
+def _unshared_refcount() -> int:
+    """What `sys.getrefcount` says of an array only a local variable refers to (interpreters
+    differ in the references their own frames hold)."""
+    probe = np.empty(0, dtype=np.int64)
+    return sys.getrefcount(probe)
+
+
+#: At most this count, an array a plugin returned is referred to by nobody else (not the plugin,
+#: not a view): the framework takes it as is instead of copying 8 bytes per node.
+_UNSHARED_REFCOUNT = _unshared_refcount()
+
+
+def _in_range(scores: IntArray) -> bool:
+    """Whether every score lies in [MIN_NODE_SCORE, MAX_NODE_SCORE], in one pass: shifted to start
+    at 0 and read as unsigned, a score below the range wraps above it."""
+    if not len(scores):
+        return True
+    shifted = scores - MIN_NODE_SCORE if MIN_NODE_SCORE else scores
+    return int(shifted.view(np.uint64).max()) <= MAX_NODE_SCORE - MIN_NODE_SCORE
+
+
+def _normalized(
+    scorer: Scorer, state: CycleState, pod: Pod, nodes: NodeSet, scores: IntArray, same: bool
+) -> tuple[IntArray, Status | None]:
+    """NormalizeScore of `scorer` over `scores`. A uniform score of a plugin whose normalization is
+    pointwise is normalized as one score (of the first node) and stays uniform; any other uniform
+    score becomes one writable score per node first."""
+    plugin = cast(ScoreExtensions, scorer.plugin)
+    if same and scorer.pointwise:
+        one = np.array(scores[:1])
+        status = plugin.normalize_score(state, pod, NodeSet(nodes.table, nodes.rows[:1]), one)
+        return uniform(len(nodes), int(one[0])), status
+    if same:
+        scores = np.array(scores)
+    return scores, plugin.normalize_score(state, pod, nodes, scores)
+
+
+def _batch_scores(scorer: Scorer, state: CycleState, pod: Pod, nodes: NodeSet) -> IntArray:
+    raw = cast(BatchScorePlugin, scorer.plugin).score_nodes(state, pod, nodes)
+    # The framework writes into scores only to normalize them, in place. So it takes as they are
+    # a uniform array (normalized apart, `_normalized`), the array of a plugin without
+    # NormalizeScore (read-only views of the scores RowScores keeps, say), and an array nothing
+    # else refers to; anything else is copied.
+    if (
+        type(raw) is np.ndarray
+        and raw.dtype == np.int64
+        and (
+            not scorer.normalizes
+            or is_uniform(raw)
+            or (raw.flags.owndata and raw.flags.writeable and sys.getrefcount(raw) <= _UNSHARED_REFCOUNT)
+        )
+    ):
+        scores: IntArray = raw
+    else:
+        scores = np.array(raw, dtype=np.int64, copy=True)
     if scores.shape != (len(nodes),):
         raise ScoreError(f"returned {scores.shape[0] if scores.ndim else 0} scores for {len(nodes)} nodes")
     return scores

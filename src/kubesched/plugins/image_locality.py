@@ -28,6 +28,7 @@ from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.signature import SignFragment, images_fragment
 from kubesched.framework.status import Status
 from kubesched.framework.types import MAX_NODE_SCORE
+from kubesched.framework.uniform_scores import uniform
 
 __all__ = [
     "MAX_CONTAINER_THRESHOLD",
@@ -170,7 +171,7 @@ class ImageLocality(ScorePlugin, BatchScorePlugin):
         """One numpy pass per distinct image of the pod, not per node."""
         s = self._state(state, pod, nodes.table)
         if not s.contributions:  # no node has any of the pod's images: one score for all
-            return np.full(len(nodes), image_priority(0, len(s.images)), dtype=np.int64)
+            return uniform(len(nodes), image_priority(0, len(s.images)))
         totals = np.zeros(len(nodes), dtype=np.int64)
         table_size = len(nodes.table)
         for name in s.images:

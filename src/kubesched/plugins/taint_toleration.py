@@ -36,6 +36,7 @@ from kubesched.framework.node_table import BatchFilterResult, NodeSet
 from kubesched.framework.normalize import default_normalize_score
 from kubesched.framework.signature import SignFragment, tolerations_fragment
 from kubesched.framework.status import Status
+from kubesched.framework.uniform_scores import uniform
 
 __all__ = ["ERR_REASON_UNTOLERATED", "TaintToleration"]
 
@@ -93,6 +94,8 @@ class TaintToleration(
     filter_reads_only_the_node: ClassVar[Literal[True]] = True
     #: What it reads through `handle.lister` (what `kubesched explain` snapshots for it).
     listed_kinds: ClassVar[tuple[str, ...]] = ()
+    #: NormalizeScore is default_normalize_score (`ScoreExtensions`).
+    normalize_is_pointwise: ClassVar[bool] = True
 
     # -- Filter
     def sign_pod(self, pod: Pod) -> list[SignFragment] | Status:
@@ -136,7 +139,7 @@ class TaintToleration(
         table = nodes.table
         counts = [_count_intolerable(taints, tolerations) for taints in table.taint_sets]
         if len(set(counts)) == 1:  # one count for every node (e.g. no PreferNoSchedule taints)
-            return np.full(len(nodes), counts[0], dtype=np.int64)
+            return uniform(len(nodes), counts[0])
         per_set = np.asarray(counts, dtype=np.int64)
         return per_set[nodes.gather(table.taint_set_ids)]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -278,6 +279,85 @@ def test_batch_score_must_return_one_score_per_node() -> None:
 
     outcome = build({"score": ["Bad"]}, [Bad]).run_score(CycleState(), POD, all_nodes())
     assert outcome.error is not None and "1 scores for 4 nodes" in outcome.error.message()
+
+
+def _halve(state: Any, pod: Any, nodes: NodeSet, scores: Any) -> None:
+    scores //= 2
+
+
+def test_batch_scores_a_plugin_keeps_are_copied_before_normalize_writes() -> None:
+    class Keeps:
+        name = "Keeps"
+        kept = np.array([10, 20, 30, 40], dtype=np.int64)
+        view = kept[:]
+
+        def score_nodes(self, state: Any, pod: Any, nodes: NodeSet) -> Any:
+            return self.kept
+
+        normalize_score = staticmethod(_halve)
+
+    class KeepsAView(Keeps):
+        name = "KeepsAView"
+        kept = np.array([10, 20, 30, 40], dtype=np.int64)
+        view = kept[1:]
+
+        def score_nodes(self, state: Any, pod: Any, nodes: NodeSet) -> Any:
+            return np.array(self.view.base, copy=False)
+
+    outcome = build({"score": ["Keeps", "KeepsAView"]}, [Keeps, KeepsAView]).run_score(
+        CycleState(), POD, all_nodes()
+    )
+    assert outcome.error is None
+    assert outcome.by_plugin["Keeps"].tolist() == outcome.by_plugin["KeepsAView"].tolist() == [5, 10, 15, 20]
+    assert Keeps.kept.tolist() == KeepsAView.kept.tolist() == [10, 20, 30, 40]
+
+
+def test_batch_scores_nobody_else_holds_are_taken_without_a_copy() -> None:
+    returned: list[weakref.ref[Any]] = []
+
+    class Fresh:
+        name = "Fresh"
+
+        def score_nodes(self, state: Any, pod: Any, nodes: NodeSet) -> Any:
+            scores = np.full(len(nodes), 40, dtype=np.int64)
+            returned.append(weakref.ref(scores))  # a weak reference: the plugin does not hold it
+            return scores
+
+        normalize_score = staticmethod(_halve)
+
+    outcome = build({"score": ["Fresh"]}, [Fresh]).run_score(CycleState(), POD, all_nodes())
+    assert outcome.by_plugin["Fresh"] is returned[0]()
+    assert outcome.by_plugin["Fresh"].tolist() == [20] * 4
+
+
+def test_batch_scores_of_a_plugin_without_normalize_are_read_where_they_are() -> None:
+    kept = np.array([10, 20, 30, 40], dtype=np.int64)
+
+    class ReadOnly:
+        name = "ReadOnly"
+
+        def score_nodes(self, state: Any, pod: Any, nodes: NodeSet) -> Any:
+            view = kept.view()
+            view.flags.writeable = False
+            return view
+
+    outcome = build({"score": ["ReadOnly"]}, [ReadOnly], weights={"ReadOnly": 2}).run_score(
+        CycleState(), POD, all_nodes()
+    )
+    assert outcome.by_plugin["ReadOnly"].base is kept
+    assert outcome.totals.tolist() == [20, 40, 60, 80] and kept.tolist() == [10, 20, 30, 40]
+
+
+@pytest.mark.parametrize("bad", [-1, 101, np.iinfo(np.int64).min, np.iinfo(np.int64).max])
+def test_batch_scores_out_of_range_are_named(bad: int) -> None:
+    class Out:
+        name = "Out"
+
+        def score_nodes(self, state: Any, pod: Any, nodes: NodeSet) -> Any:
+            return np.array([0, 100, bad, 50], dtype=np.int64)
+
+    outcome = build({"score": ["Out"]}, [Out]).run_score(CycleState(), POD, all_nodes())
+    assert outcome.error is not None and f"invalid score {bad}," in outcome.error.message()
 
 
 # ------------------------------------------------------------------ Reserve / Permit / Bind

@@ -33,6 +33,7 @@ from kubesched.framework.node_table import BatchFilterResult, IntArray, NodeSet,
 from kubesched.framework.signature import SignFragment, volumes_fragment
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PreFilterResult
+from kubesched.framework.uniform_scores import uniform
 from kubesched.plugins._volumes import VOLUME_KINDS, RepeatsFailuresWithoutClaims, VolumeHandle, pod_claims
 from kubesched.plugins.volume_binding.args import VolumeBindingArgs
 from kubesched.plugins.volume_binding.assume_cache import AssumeCache
@@ -177,14 +178,13 @@ class VolumeBinding(
         by the static PVs chosen there if any, else by the volumes to provision there against the
         capacity their CSIStorageCapacity reports; 0 where the pod has neither."""
         n = len(nodes)
-        out = np.zeros(n, dtype=np.int64)
         data = self._state(state, pod)
         if not isinstance(data, PreFilterState) or not data.delayed or n == 0:
-            return out
+            return uniform(n, 0)
         try:
             ev = self._evaluate(data, nodes)
         except QuantityError:
-            return out  # Filter reported it already
+            return uniform(n, 0)  # Filter reported it already
         return self._scorer.scores(ev, n)
 
     # Reserve / Unreserve
