@@ -19,13 +19,9 @@ from dra_fixtures import (
 )
 
 from kubesched.api.resource import ResourceClaim
-from kubesched.plugins.dynamic_resources.allocator import (
-    AllocatedState,
-    AllocationError,
-    Allocator,
-    DeviceID,
-    SliceIndex,
-)
+from kubesched.plugins.dynamic_resources.allocator import Allocator
+from kubesched.plugins.dynamic_resources.allocator_types import AllocatedState, AllocationError, DeviceID
+from kubesched.plugins.dynamic_resources.pools import SliceIndex
 
 CLASSES = {DRIVER: device_class()}
 
@@ -366,8 +362,8 @@ def test_device_table_maps_the_rows_of_each_new_node_table() -> None:
     # Snapshots are new tables; a freed one's id is often reused by the next, whose rows may differ.
     from kubesched.framework.node_info import NodeInfo
     from kubesched.framework.node_table import NodeTable
-    from kubesched.plugins.dynamic_resources.allocator import MatchCache
     from kubesched.plugins.dynamic_resources.device_table import DeviceTable
+    from kubesched.plugins.dynamic_resources.match_cache import MatchCache
 
     slices = [slice_(f"{n}-gpus", [gpu("gpu-0")], node=n) for n in ("n1", "n2")]
     table = DeviceTable(SliceIndex(slices), MatchCache())

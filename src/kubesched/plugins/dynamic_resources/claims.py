@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from kubesched.api.objects import Pod, is_controlled_by
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.resource import AllocationResult, ResourceClaim
-from kubesched.plugins.dynamic_resources.allocator import AllocatedState, DeviceID
+from kubesched.plugins.dynamic_resources.allocator_types import AllocatedState, DeviceID
 
 __all__ = ["ClaimLedger", "ClaimRef", "claim_index", "resolve_pod_claims"]
 

@@ -24,8 +24,9 @@ import numpy.typing as npt
 from kubesched.api.resource import Device, DeviceClass, DeviceSelector
 from kubesched.cel import CELError, DeviceInput
 from kubesched.framework.node_table import NodeTable
-from kubesched.plugins.dynamic_resources.allocator import MatchCache, SliceIndex
 from kubesched.plugins.dynamic_resources.claims import ClaimLedger
+from kubesched.plugins.dynamic_resources.match_cache import MatchCache
+from kubesched.plugins.dynamic_resources.pools import SliceIndex
 
 __all__ = ["DeviceTable", "RequestMatch"]
 

@@ -26,31 +26,19 @@ Every rejection is UnschedulableAndUnresolvable, so preemption never picks nodes
 from __future__ import annotations
 
 import contextlib
-import datetime
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol
 
-import msgspec
 import numpy as np
 
-from kubesched.api.objects import ContainerExtendedResourceRequest, Pod, PodExtendedResourceClaimStatus
-from kubesched.api.quantity import QuantityError
-from kubesched.api.resource import (
-    AllocationResult,
-    DeviceClass,
-    DeviceTaintRule,
-    ResourceClaim,
-    ResourceSlice,
-)
-from kubesched.api.resources import pod_requests
+from kubesched.api.objects import Pod
+from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.api.selectors import NodeSelectorMatcher, compile_node_selector
 from kubesched.config.duration import parse_duration_ns
 from kubesched.config.features import DEFAULT_GATES, FeatureGates
-from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from kubesched.framework.events import ClusterEventWithHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
     BatchScorePlugin,
@@ -72,199 +60,44 @@ from kubesched.framework.normalize import default_normalize_score
 from kubesched.framework.signature import SignFragment
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PostFilterResult
-from kubesched.plugins.dynamic_resources.allocator import (
-    FIRST_AVAILABLE_MAX_SIZE,
-    AllocationError,
-    Allocator,
-    MatchCache,
-    SliceIndex,
+from kubesched.plugins.dynamic_resources.allocator import Allocator
+from kubesched.plugins.dynamic_resources.allocator_types import FIRST_AVAILABLE_MAX_SIZE, AllocationError
+from kubesched.plugins.dynamic_resources.allocator_types import TimeoutError as AllocationTimeout
+from kubesched.plugins.dynamic_resources.args import DynamicResourcesArgs
+from kubesched.plugins.dynamic_resources.binding import (
+    bind_extended_claim,
+    binding_failed,
+    wait_for_binding_conditions,
 )
-from kubesched.plugins.dynamic_resources.allocator import TimeoutError as AllocationTimeout
-from kubesched.plugins.dynamic_resources.claims import ClaimLedger, ClaimRef, resolve_pod_claims
+from kubesched.plugins.dynamic_resources.claims import ClaimLedger, resolve_pod_claims
 from kubesched.plugins.dynamic_resources.device_table import DeviceTable
-from kubesched.plugins.dynamic_resources.extended import (
-    IN_MEMORY_CLAIM_NAME,
-    BackingClasses,
-    backing_classes,
-    find_extended_claim,
-    in_memory_claim,
-    is_dra_extended_resource_name,
-    requests_and_mappings,
-    with_requests,
+from kubesched.plugins.dynamic_resources.events import events_to_register
+from kubesched.plugins.dynamic_resources.extended import IN_MEMORY_CLAIM_NAME
+from kubesched.plugins.dynamic_resources.extended_claim import (
+    NodeRejected,
+    claims_on_node,
+    pod_extended_claim,
 )
+from kubesched.plugins.dynamic_resources.fast_filter import fast_filter, fast_requests, first_available_score
+from kubesched.plugins.dynamic_resources.manager import DeviceState
+from kubesched.plugins.dynamic_resources.match_cache import MatchCache
+from kubesched.plugins.dynamic_resources.pools import SliceIndex
+from kubesched.plugins.dynamic_resources.state import STATE_KEY, PreFilterState
+from kubesched.plugins.dynamic_resources.writer import ResourceClaimWriter
 
-__all__ = [
-    "CANNOT_ALLOCATE",
-    "NOT_AVAILABLE",
-    "DynamicResources",
-    "DynamicResourcesArgs",
-    "ResourceClaimWriter",
-]
+__all__ = ["CANNOT_ALLOCATE", "NOT_AVAILABLE", "DynamicResources"]
+
 
 NAME = "DynamicResources"
-STATE_KEY = "DynamicResources"
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
 TIMED_OUT = "timed out trying to allocate devices"
-#: How often PreBind looks at binding conditions (upstream polls every 5 s).
-BINDING_POLL_SECONDS = 5.0
-
-
-class DynamicResourcesArgs(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
-    """pluginConfig args (kind DynamicResourcesArgs)."""
-
-    #: Per-node allocation limit in Filter; 0 disables it.
-    filter_timeout: str = "10s"
-    #: How long PreBind waits for devices' binding conditions.
-    binding_timeout: str = "10m0s"
-
-    def validate(self) -> list[InputError]:
-        errors: list[InputError] = []
-        for path, value in (("filterTimeout", self.filter_timeout), ("bindingTimeout", self.binding_timeout)):
-            try:
-                ns = parse_duration_ns(value)
-            except InputError as err:
-                errors.append(InputError(err.message, path=path))
-                continue
-            if ns < 0:
-                errors.append(InputError("must be zero or positive", path=path))
-        try:
-            if parse_duration_ns(self.binding_timeout) == 0:
-                errors.append(InputError("must be positive", path="bindingTimeout"))
-        except InputError:
-            pass
-        return errors
-
-
-@runtime_checkable
-class ResourceClaimWriter(Protocol):
-    """Writes allocations to the cluster; offered by the Handle (API calls live, the in-memory cluster
-    in the simulator). Each call raises with a message on failure (the pod's binding then fails)."""
-
-    def write_claim_allocation(
-        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
-    ) -> ResourceClaim:
-        """Add the finalizer, set `status.allocation` (unless None: already allocated) and add the pod
-        to `status.reservedFor`; return the claim as stored."""
-        ...
-
-    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
-        """Remove the pod from `status.reservedFor` (Unreserve after a failed binding)."""
-        ...
-
-    def deallocate_claim(self, claim: ResourceClaim) -> None:
-        """Clear `status.allocation`, `reservedFor` and `devices` (PostFilter)."""
-        ...
-
-    def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
-        """Create `claim` under a name generated from its `generateName`; return it as stored."""
-        ...
-
-    def delete_claim(self, claim: ResourceClaim) -> None:
-        """Remove the delete-protection finalizer and delete the claim."""
-        ...
-
-    def write_extended_resource_claim_status(self, pod: Pod, status: PodExtendedResourceClaimStatus) -> None:
-        """Set `pod.status.extendedResourceClaimStatus`."""
-        ...
-
-    def pause(self, seconds: float) -> None:
-        """Let the cluster move on (live: sleep without holding the scheduler's lock)."""
-        ...
 
 
 class _Handle(Protocol):
     def lister(self, kind: str) -> Sequence[Any]: ...
 
     def now(self) -> float: ...
-
-
-@dataclass(slots=True)
-class _Request:
-    """One request of a claim being allocated, for the fast filter: its options in order."""
-
-    options: list[tuple[DeviceClass, Sequence[Any], int]]  # (class, selectors, count) per (sub)request
-
-
-@dataclass(slots=True)
-class _Extended:
-    """The pod's extended resources backed by DRA: its claim (in memory, or from an earlier attempt)."""
-
-    claim: ResourceClaim
-    #: every extended-resource request of the pod (units), backed or not
-    amounts: dict[str, int]
-    classes: BackingClasses
-    pod: Pod
-    #: per set of resources DRA serves on a node: that node's claim and the container mappings
-    by_needed: dict[tuple[str, ...], tuple[ResourceClaim, list[ContainerExtendedResourceRequest]]] = field(
-        default_factory=dict
-    )
-    mappings: list[ContainerExtendedResourceRequest] = field(default_factory=list)
-    created: ResourceClaim | None = None
-
-
-class _NodeRejected(Exception):
-    def __init__(self, status: Status) -> None:
-        super().__init__(status.message())
-        self.status = status
-
-
-@dataclass(slots=True)
-class _State:
-    refs: list[ClaimRef]
-    to_allocate: list[ResourceClaim]
-    allocator: Allocator | None
-    #: (claim position in refs, compiled allocation.nodeSelector) for allocated claims
-    allocated_selectors: list[tuple[int, NodeSelectorMatcher]]
-    fast: list[_Request] | None
-    has_subrequests: bool
-    deadline_seconds: float
-    results: dict[str, list[AllocationResult] | None] = field(default_factory=dict)
-    #: per table row: the subrequest the fast filter found for the pod's one request (-1: unknown)
-    fast_sub: np.ndarray[Any, np.dtype[np.int64]] | None = None
-    unavailable: set[int] = field(default_factory=set)
-    reserved: list[tuple[ResourceClaim, AllocationResult | None]] = field(default_factory=list)
-    extended: _Extended | None = None
-    #: per node: the claims allocated there (the user's, then the node's extended-resource claim)
-    node_claims: dict[str, list[ResourceClaim]] = field(default_factory=dict)
-    rejected: dict[str, Status] = field(default_factory=dict)
-    #: allocated claims (positions in refs) whose binding failed or timed out
-    stale: list[int] = field(default_factory=list)
-
-    def clone(self) -> _State:
-        return self
-
-
-class _DeviceState:
-    """What every profile's DynamicResources shares, as upstream's plugins share the DRA manager:
-    the devices in use (so two profiles never hand out one device), selector results, and the
-    slice index and device table built from the listed slices."""
-
-    def __init__(self) -> None:
-        self.ledger = ClaimLedger()
-        self.match_cache = MatchCache()
-        self._seen: tuple[int, int, int] | None = None
-        self._slices: Sequence[ResourceSlice] | None = None
-        self._rules: Sequence[DeviceTaintRule] | None = None
-        self._index: SliceIndex | None = None
-        self._table: DeviceTable | None = None
-
-    def slice_index(self, slices: Sequence[ResourceSlice], rules: Sequence[DeviceTaintRule]) -> SliceIndex:
-        if self._index is not None and slices is self._slices and rules is self._rules:
-            return self._index  # the same lists: nothing changed (the simulator keeps its lists)
-        seen = (_fingerprint(slices), len(slices), _fingerprint(rules))
-        if self._index is None or seen != self._seen:
-            self._index = SliceIndex(slices, rules)
-            self._table = None
-            self._seen = seen
-        self._slices, self._rules = slices, rules
-        return self._index
-
-    def device_table(self, index: SliceIndex) -> DeviceTable:
-        if self._table is None or self._table.index is not index:
-            self._table = DeviceTable(index, self.match_cache)
-        self._table.sync_free(self.ledger)
-        return self._table
 
 
 class DynamicResources(
@@ -317,7 +150,7 @@ class DynamicResources(
         # Checked once: a runtime Protocol isinstance costs more than the rest of a PreBind.
         self._claim_writer = handle if isinstance(handle, ResourceClaimWriter) else None
         shared = getattr(handle, "shared_state", None)
-        self._devices: _DeviceState = shared(NAME, _DeviceState) if callable(shared) else _DeviceState()
+        self._devices: DeviceState = shared(NAME, DeviceState) if callable(shared) else DeviceState()
 
     @property
     def ledger(self) -> ClaimLedger:
@@ -364,8 +197,8 @@ class DynamicResources(
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
         # Upstream writes its state before anything else: PostFilter tells "PreFilter never ran"
         # (an earlier PreFilter rejected the pod) from "nothing to do" by it.
-        state.write(STATE_KEY, _State([], [], None, [], None, False, self.filter_timeout))
-        extended = self._extended(pod)
+        state.write(STATE_KEY, PreFilterState([], [], None, [], None, False, self.filter_timeout))
+        extended = pod_extended_claim(pod, self._list("DeviceClass"), self._claims)
         if not pod.spec.resource_claims and extended is None:
             return Status.skip()
         resolved = resolve_pod_claims(pod, self._claims())
@@ -407,7 +240,7 @@ class DynamicResources(
             else:
                 if allocation.node_selector is not None:
                     selectors.append((i, compile_node_selector(allocation.node_selector)))
-                if self._binding_failed(claim):
+                if binding_failed(claim, self.binding_timeout):
                     stale.append(i)
         allocator = None
         fast = None
@@ -423,34 +256,12 @@ class DynamicResources(
             index = self._slice_index()
             allocator = Allocator(index, classes, self.ledger.state, match_cache=self.match_cache)
             # The extended-resource claim differs per node: the allocator decides every node.
-            fast = _fast_requests(to_allocate, classes) if extended is None else None
-        data = _State(resolved, to_allocate, allocator, selectors, fast, has_sub, self.filter_timeout)
+            fast = fast_requests(to_allocate, classes) if extended is None else None
+        data = PreFilterState(resolved, to_allocate, allocator, selectors, fast, has_sub, self.filter_timeout)
         data.extended = extended
         data.stale = stale
         state.write(STATE_KEY, data)
         return None
-
-    def _extended(self, pod: Pod) -> _Extended | None:
-        """The pod's extended resources a DeviceClass backs, or None when it requests none."""
-        classes = backing_classes(self._list("DeviceClass"))
-        if not classes:
-            return None
-        named = {
-            r
-            for c in (*pod.spec.init_containers, *pod.spec.containers)
-            for r in (*c.resources.requests, *c.resources.limits)
-        }
-        if not any(classes.get(r) is not None for r in named):
-            return None  # the common case, decided without summing the pod's requests
-        try:
-            requests = pod_requests(pod)
-        except QuantityError:
-            return None  # NodeResourcesFit reports the bad quantity
-        amounts = {r: q for r, q in requests.items() if q > 0 and is_dra_extended_resource_name(r)}
-        if not any(classes.get(r) is not None for r in amounts):
-            return None
-        claim = find_extended_claim(pod, list(self._claims().values())) or in_memory_claim(pod)
-        return _Extended(claim, amounts, classes, pod)
 
     # ------------------------------------------------------------------ Filter
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -460,7 +271,7 @@ class DynamicResources(
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
         data = state.get(STATE_KEY)
         n = len(nodes)
-        if not isinstance(data, _State):
+        if not isinstance(data, PreFilterState):
             return BatchFilterResult.all_pass(n)
         codes = np.full(n, -1, dtype=np.int32)
         statuses: list[Status] = []
@@ -485,14 +296,15 @@ class DynamicResources(
         if data.allocator is None and data.extended is None:
             return BatchFilterResult(codes, statuses)
         undecided = codes < 0
-        feasible, verify = self._fast_filter(data, nodes, undecided)
+        table = self._device_table(self._slice_index()) if data.fast else None
+        feasible, verify = fast_filter(data, table, nodes, undecided)
         cannot = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, CANNOT_ALLOCATE)
         timed_out = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, TIMED_OUT)
         for i in np.flatnonzero(verify).tolist():
             info = nodes.table.infos[int(nodes.rows[i])]
             try:
                 result = self._allocate_on(data, info)
-            except _NodeRejected as refused:
+            except NodeRejected as refused:
                 codes[i] = _status_code(statuses, refused.status)
                 continue
             except AllocationTimeout:
@@ -507,17 +319,17 @@ class DynamicResources(
             codes[rejected] = _status_code(statuses, cannot)
         return BatchFilterResult(codes, statuses)
 
-    def _allocate_on(self, data: _State, info: NodeInfo) -> list[AllocationResult] | None:
-        """One result per claim of `_claims_on` (None: they do not fit); raises _NodeRejected."""
+    def _allocate_on(self, data: PreFilterState, info: NodeInfo) -> list[AllocationResult] | None:
+        """One result per claim of `claims_on_node` (None: they do not fit); raises NodeRejected."""
         name = info.name
         if name in data.results:
             return data.results[name]
         rejected = data.rejected.get(name)
         if rejected is not None:
-            raise _NodeRejected(rejected)
+            raise NodeRejected(rejected)
         try:
-            claims = self._claims_on(data, info)
-        except _NodeRejected as err:
+            claims = claims_on_node(data.to_allocate, data.extended, info)
+        except NodeRejected as err:
             data.rejected[name] = err.status
             raise
         result: list[AllocationResult] | None = []
@@ -529,73 +341,12 @@ class DynamicResources(
         data.node_claims[name] = claims
         return result
 
-    @staticmethod
-    def _claims_on(data: _State, info: NodeInfo) -> list[ResourceClaim]:
-        """The claims to allocate on this node: the user's, plus the extended-resource claim for the
-        extended resources no device plugin serves here (upstream `filterExtendedResources`)."""
-        ext = data.extended
-        if ext is None:
-            return data.to_allocate
-        if ext.claim.spec.devices.requests:  # an earlier attempt's claim: PostFilter deletes it
-            raise _NodeRejected(
-                Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "cannot schedule extended resource claim")
-            )
-        allocatable = info.allocatable
-        needed = []
-        for resource in ext.amounts:
-            total = allocatable.get(resource, 0)
-            if total == 0 and ext.classes.get(resource) is not None:
-                needed.append(resource)
-            elif resource not in allocatable:
-                raise _NodeRejected(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "cannot fit resource"))
-        if not needed or ext.claim.status.allocation is not None:
-            return data.to_allocate
-        key = tuple(sorted(needed))
-        found = ext.by_needed.get(key)
-        if found is None:
-            requests, mappings = requests_and_mappings(ext.pod, key, ext.classes)
-            found = ext.by_needed[key] = (with_requests(ext.claim, requests), mappings)
-        return [*data.to_allocate, found[0]]
-
-    def _fast_filter(self, data: _State, nodes: NodeSet, undecided: np.ndarray[Any, Any]) -> tuple[Any, Any]:
-        """(feasible, verify): nodes known to fit, and nodes the allocator must decide."""
-        n = len(nodes)
-        table = self._device_table(self._slice_index()) if data.fast else None
-        if not data.fast or table is None or not table.usable:
-            return np.zeros(n, dtype=np.bool_), undecided.copy()
-        ok: np.ndarray[Any, Any] | None = None
-        unusable: np.ndarray[Any, Any] | None = None
-        sub: np.ndarray[Any, Any] | None = None
-        single = len(data.fast) == 1
-        for request in data.fast:
-            options = [(*table.match(cls, selectors), count) for cls, selectors, count in request.options]
-            fits, first, bad = table.request_rows(nodes.table, options)
-            if not nodes.full:
-                fits, first, bad = fits[nodes.rows], first[nodes.rows], bad[nodes.rows]
-            ok = fits if ok is None else ok & fits
-            unusable = bad if unusable is None else unusable | bad
-            sub = first
-        assert ok is not None and unusable is not None
-        feasible = undecided & ok & ~unusable
-        verify = undecided & unusable
-        if not single:
-            verify |= feasible  # several requests may compete for the same devices: let the allocator decide
-            feasible = np.zeros(n, dtype=np.bool_)
-        elif data.has_subrequests and sub is not None:
-            if nodes.full:
-                data.fast_sub = np.where(feasible, sub, -1)
-            else:
-                by_row = np.full(len(nodes.table), -1, dtype=np.int64)
-                by_row[nodes.rows[feasible]] = sub[feasible]
-                data.fast_sub = by_row
-        return feasible, verify
-
     # ------------------------------------------------------------------ PostFilter
     def post_filter(
         self, state: CycleState, pod: Pod, node_to_status: dict[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
         data = state.get(STATE_KEY)
-        if not isinstance(data, _State):
+        if not isinstance(data, PreFilterState):
             # Upstream reads its PreFilter state first; when an earlier PreFilter rejected the pod
             # there is none, and CycleState's "not found" ends PostFilter (no preemption attempt).
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "not found")
@@ -636,7 +387,7 @@ class DynamicResources(
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Scores:
         data = state.get(STATE_KEY)
         scores = np.zeros(len(nodes), dtype=np.int64)
-        if not isinstance(data, _State) or not data.has_subrequests:
+        if not isinstance(data, PreFilterState) or not data.has_subrequests:
             return scores
         slow = np.ones(len(nodes), dtype=np.bool_)
         if data.fast_sub is not None and len(data.fast_sub) == len(nodes.table):
@@ -653,7 +404,7 @@ class DynamicResources(
             except AllocationError:
                 results = None
             if results is not None:
-                scores[i] = _first_available_score(data.to_allocate, results)
+                scores[i] = first_available_score(data.to_allocate, results)
         return scores
 
     def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeSet, scores: Scores) -> Status | None:
@@ -663,7 +414,7 @@ class DynamicResources(
     # ------------------------------------------------------------------ Reserve
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         data = state.get(STATE_KEY)
-        if not isinstance(data, _State):
+        if not isinstance(data, PreFilterState):
             return None
         data.reserved = []
         results: list[AllocationResult] | None = None
@@ -679,7 +430,7 @@ class DynamicResources(
                 return Status.as_error("claim allocation not found for node")
             try:
                 results = self._allocate_on(data, info)
-            except (AllocationError, _NodeRejected) as err:
+            except (AllocationError, NodeRejected) as err:
                 return Status.as_error(str(err))
             claims = data.node_claims.get(node_name, data.to_allocate)
             if results is None or (not results and data.to_allocate):
@@ -715,7 +466,7 @@ class DynamicResources(
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         data = state.get(STATE_KEY)
-        if not isinstance(data, _State):
+        if not isinstance(data, PreFilterState):
             return
         writer = self._writer()
         for claim, allocation in data.reserved:
@@ -745,13 +496,13 @@ class DynamicResources(
         """Work for every pod with claims, its extended-resource claim included (upstream's
         pre-flight asks only that)."""
         data = state.get(STATE_KEY)
-        if isinstance(data, _State) and (data.refs or data.extended is not None):
+        if isinstance(data, PreFilterState) and (data.refs or data.extended is not None):
             return None
         return Status.skip()
 
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         data = state.get(STATE_KEY)
-        if not isinstance(data, _State) or not data.reserved:
+        if not isinstance(data, PreFilterState) or not data.reserved:
             return None
         writer = self._writer()
         if writer is None:
@@ -760,7 +511,7 @@ class DynamicResources(
         for claim, allocation in data.reserved:
             try:
                 if claim.metadata.name == IN_MEMORY_CLAIM_NAME and data.extended is not None:
-                    stored = self._bind_extended_claim(data.extended, claim, allocation, pod, writer)
+                    stored = bind_extended_claim(self.ledger, data.extended, claim, allocation, pod, writer)
                 else:
                     stored = writer.write_claim_allocation(claim, allocation, pod)
             except Exception as exc:
@@ -783,145 +534,14 @@ class DynamicResources(
                     action="Binding",
                     note=f"waiting for binding conditions for device on node {node_name}",
                 )
-            return self._wait_for_binding_conditions(written, writer)
+            return wait_for_binding_conditions(written, self._claims, writer, self.binding_timeout)
         return None
-
-    def _bind_extended_claim(
-        self,
-        ext: _Extended,
-        claim: ResourceClaim,
-        allocation: AllocationResult | None,
-        pod: Pod,
-        writer: ResourceClaimWriter,
-    ) -> ResourceClaim:
-        """Create the extended-resource claim, store its allocation, and tell the pod which request
-        serves which container (upstream `bindClaim` for the special claim)."""
-        created = writer.create_claim(claim)
-        ext.created = created
-        self.ledger.rename_pending(claim.metadata.uid, created.metadata.uid)
-        stored = writer.write_claim_allocation(created, allocation, pod)
-        if not ext.mappings:
-            raise RuntimeError(
-                f"nil or empty request mappings, no update of pod {pod.key} ExtendedResourceClaimStatus"
-            )
-        writer.write_extended_resource_claim_status(
-            pod,
-            PodExtendedResourceClaimStatus(
-                request_mappings=ext.mappings, resource_claim_name=created.metadata.name
-            ),
-        )
-        return stored
-
-    def _wait_for_binding_conditions(
-        self, claims: list[ResourceClaim], writer: ResourceClaimWriter
-    ) -> Status | None:
-        """Poll the claims until every device's binding conditions are True (or one failure condition is)."""
-        deadline = time.monotonic() + self.binding_timeout
-        keys = [c.key for c in claims]
-        while True:
-            current = self._claims()
-            pending = False
-            for key in keys:
-                claim = current.get(key)
-                if claim is None:
-                    return Status.as_error(f"claim {key} got deleted in the meantime")
-                verdict = _binding_state(claim)
-                if verdict is not None and verdict.startswith("failed:"):
-                    return Status.as_error(f"claim {key} binding failed: {verdict.removeprefix('failed:')}")
-                if verdict == "pending":
-                    pending = True
-            if not pending:
-                return None
-            if time.monotonic() >= deadline:
-                return Status.as_error("device binding timeout")
-            writer.pause(min(BINDING_POLL_SECONDS, max(deadline - time.monotonic(), 0.0)))
-
-    def _binding_failed(self, claim: ResourceClaim) -> bool:
-        """A binding failure condition is True, or the binding conditions are not all True
-        `bindingTimeout` after `allocationTimestamp` (upstream `isClaimReadyForBinding` /
-        `isClaimTimeout`, as Filter applies them)."""
-        verdict = _binding_state(claim)
-        if verdict is None:
-            return False
-        if verdict.startswith("failed:"):
-            return True
-        allocation = claim.status.allocation
-        stamp = allocation.allocation_timestamp if allocation is not None else None
-        if not stamp:
-            return False
-        try:
-            allocated_at = datetime.datetime.fromisoformat(stamp).timestamp()
-        except ValueError:
-            return False
-        return allocated_at + self.binding_timeout < time.time()  # wall clock, as the timestamp
 
     def _writer(self) -> ResourceClaimWriter | None:
         return self._claim_writer
 
-    # ------------------------------------------------------------------ requeueing
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        return [
-            ClusterEventWithHint(
-                ClusterEvent(
-                    Resource.NODE,
-                    ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE,
-                )
-            ),
-            ClusterEventWithHint(
-                ClusterEvent(Resource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
-                _claim_hint,
-            ),
-            ClusterEventWithHint(ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE)),
-            ClusterEventWithHint(ClusterEvent(Resource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE)),
-            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)),
-            ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE)),
-        ]
-
-
-def _claim_hint(pod: Pod, old: Any, new: Any) -> QueueingHint:
-    """A pod waits for its own claims; any claim being deallocated may free devices for it."""
-    if not pod.spec.resource_claims:
-        return QueueingHint.SKIP
-    if (
-        isinstance(old, ResourceClaim)
-        and old.status.allocation is not None
-        and (new is None or (isinstance(new, ResourceClaim) and new.status.allocation is None))
-    ):
-        return QueueingHint.QUEUE
-    return QueueingHint.QUEUE if _own_claim(pod, new if new is not None else old) else QueueingHint.SKIP
-
-
-def _own_claim(pod: Pod, claim: Any) -> bool:
-    if not isinstance(claim, ResourceClaim) or claim.metadata.namespace != pod.metadata.namespace:
-        return False
-    names = {c.resource_claim_name for c in pod.spec.resource_claims if c.resource_claim_name}
-    names |= {s.resource_claim_name for s in pod.status.resource_claim_statuses if s.resource_claim_name}
-    return claim.metadata.name in names or any(
-        r.uid == pod.metadata.uid for r in claim.metadata.owner_references
-    )
-
-
-def _binding_state(claim: ResourceClaim) -> str | None:
-    """None: nothing to wait for; "pending"; or "failed:reason=..., message=..."."""
-    allocation = claim.status.allocation
-    if allocation is None:
-        return None
-    devices = {(d.driver, d.pool, d.device): d for d in claim.status.devices}
-    waiting = False
-    for r in allocation.devices.results:
-        if not r.binding_conditions:
-            continue
-        status = devices.get((r.driver, r.pool, r.device))
-        conditions = {c.type: c for c in status.conditions} if status is not None else {}
-        for name in r.binding_failure_conditions:
-            cond = conditions.get(name)
-            if cond is not None and cond.status == "True":
-                return f'failed:reason={cond.reason}, message="{cond.message}"'
-        if not all(
-            conditions.get(n) is not None and conditions[n].status == "True" for n in r.binding_conditions
-        ):
-            waiting = True
-    return "pending" if waiting else None
+        return events_to_register()
 
 
 def _status_code(statuses: list[Status], status: Status) -> int:
@@ -930,50 +550,3 @@ def _status_code(statuses: list[Status], status: Status) -> int:
             return i
     statuses.append(status)
     return len(statuses) - 1
-
-
-def _fingerprint(objects: Sequence[Any]) -> int:
-    """Changes when any object of the list is replaced (objects are immutable structs)."""
-    return hash(tuple(id(o) for o in objects))
-
-
-def _fast_requests(claims: list[ResourceClaim], classes: dict[str, DeviceClass]) -> list[_Request] | None:
-    """The claims' requests in the fast filter's terms, or None when one needs the full allocator."""
-    out: list[_Request] = []
-    for claim in claims:
-        spec = claim.spec.devices
-        if spec.constraints:
-            return None
-        for req in spec.requests:
-            options: list[tuple[DeviceClass, Sequence[Any], int]] = []
-            subs = req.first_available or []
-            if subs:
-                for sub in subs:
-                    if (sub.allocation_mode or "ExactCount") != "ExactCount" or sub.capacity is not None:
-                        return None
-                    options.append((classes[sub.device_class_name], sub.selectors, sub.count or 1))
-            else:
-                ex = req.exactly
-                if ex is None or ex.admin_access or ex.capacity is not None:
-                    return None
-                if (ex.allocation_mode or "ExactCount") != "ExactCount":
-                    return None
-                options.append(
-                    (classes[ex.device_class_name], ex.selectors, ex.count if ex.count is not None else 1)
-                )
-            out.append(_Request(options))
-    return out
-
-
-def _first_available_score(claims: Sequence[ResourceClaim], results: Sequence[AllocationResult]) -> int:
-    score = 0
-    for claim, result in zip(claims, results, strict=False):
-        for req in claim.spec.devices.requests:
-            if not req.first_available:
-                continue
-            used = {r.request for r in result.devices.results}
-            for i, sub in enumerate(req.first_available):
-                if f"{req.name}/{sub.name}" in used:
-                    score += FIRST_AVAILABLE_MAX_SIZE - i
-                    break
-    return score

@@ -1,0 +1,51 @@
+"""ResourceClaimWriter: how the plugin writes allocations to the cluster, offered by the Handle.
+
+Separate because it is a contract with the outside (the live client and the in-memory cluster both
+implement it), not part of the plugin's decisions.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
+from kubesched.api.resource import AllocationResult, ResourceClaim
+
+__all__ = ["ResourceClaimWriter"]
+
+
+@runtime_checkable
+class ResourceClaimWriter(Protocol):
+    """Writes allocations to the cluster; offered by the Handle (API calls live, the in-memory cluster
+    in the simulator). Each call raises with a message on failure (the pod's binding then fails)."""
+
+    def write_claim_allocation(
+        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+    ) -> ResourceClaim:
+        """Add the finalizer, set `status.allocation` (unless None: already allocated) and add the pod
+        to `status.reservedFor`; return the claim as stored."""
+        ...
+
+    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
+        """Remove the pod from `status.reservedFor` (Unreserve after a failed binding)."""
+        ...
+
+    def deallocate_claim(self, claim: ResourceClaim) -> None:
+        """Clear `status.allocation`, `reservedFor` and `devices` (PostFilter)."""
+        ...
+
+    def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """Create `claim` under a name generated from its `generateName`; return it as stored."""
+        ...
+
+    def delete_claim(self, claim: ResourceClaim) -> None:
+        """Remove the delete-protection finalizer and delete the claim."""
+        ...
+
+    def write_extended_resource_claim_status(self, pod: Pod, status: PodExtendedResourceClaimStatus) -> None:
+        """Set `pod.status.extendedResourceClaimStatus`."""
+        ...
+
+    def pause(self, seconds: float) -> None:
+        """Let the cluster move on (live: sleep without holding the scheduler's lock)."""
+        ...
