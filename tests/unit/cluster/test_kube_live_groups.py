@@ -10,13 +10,14 @@ import msgspec
 import pytest
 from kube_fakes import pod_json
 
+from kubesched.api.loader import LoadedObjects, load_documents
 from kubesched.api.scheduling_groups import COMPOSITE_POD_GROUP_KEY, POD_GROUP_KEY, WORKLOAD_KEY, PodGroup
-from kubesched.cluster.kube.client import Response
+from kubesched.cluster.kube.client import ApiError, Response
 from kubesched.cluster.kube.informer import KINDS
 from kubesched.cluster.kube.live import LiveCluster
 from kubesched.cluster.kube.snapshot import read_snapshot
 from kubesched.config import FeatureGates, default_config
-from kubesched.extender.state import LiveClusterState
+from kubesched.extender.state import ClusterState, LiveClusterState
 from kubesched.plugins import default_registry
 
 GATES_ON = FeatureGates(
@@ -27,9 +28,10 @@ GATES_ON = FeatureGates(
 class DiscoveryKube:
     """Serves the core kinds, and scheduling.k8s.io's when `api` says so; records what is asked."""
 
-    def __init__(self, *, api: bool) -> None:
+    def __init__(self, *, api: bool, forbidden: frozenset[str] = frozenset()) -> None:
         self.server = "https://fake"
         self.api = api
+        self.forbidden = forbidden
         self.discovered: list[str] = []
         self.gets: list[str] = []
 
@@ -45,6 +47,8 @@ class DiscoveryKube:
 
     def get(self, path: str, params: Any = None) -> Response:
         self.gets.append(path)
+        if path.rpartition("/")[2] in self.forbidden:
+            raise ApiError(403, "Forbidden", f"{path} is forbidden")
         return Response(200, b'{"metadata": {"resourceVersion": "1"}, "items": []}')
 
 
@@ -77,6 +81,20 @@ def test_the_kinds_are_watched_only_with_the_gate_on_and_the_api_served(
     if not gates.enabled("GenericWorkload"):
         assert "scheduling.k8s.io/v1beta1" not in kube.discovered
         assert "scheduling.k8s.io/v1alpha3" not in kube.discovered
+
+
+def test_a_kind_the_scheduler_may_not_list_is_skipped_with_the_permission_to_grant(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Upstream's kube-scheduler role grants no `workloads`: a scheduler run under it must not wait
+    forever for an informer that cannot list."""
+    cluster = _live(GATES_ON, DiscoveryKube(api=True, forbidden=frozenset({"workloads"})))
+    try:
+        keys = [rk.key for rk in cluster.discover()]
+    finally:
+        cluster.stop(1)
+    assert POD_GROUP_KEY in keys and WORKLOAD_KEY not in keys
+    assert "grant get/list/watch on workloads in API group scheduling.k8s.io" in caplog.text
 
 
 def test_informer_events_and_pods_feed_the_groups() -> None:
@@ -122,3 +140,22 @@ def test_explain_snapshot_and_extender_follow_the_gates(gates: FeatureGates) -> 
         assert (POD_GROUP_KEY in state.informers) == gates.enabled("GenericWorkload")
     finally:
         state.stop()
+
+
+def test_the_extenders_fixed_snapshot_has_the_groups_of_its_files() -> None:
+    text = (
+        "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\n"
+        "spec: {schedulingPolicy: {gang: {minCount: 2}}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: w0, namespace: ml}\n"
+        "spec: {schedulingGroup: {podGroupName: g}, containers: [{name: c}]}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: done, namespace: ml}\n"
+        "spec: {schedulingGroup: {podGroupName: g}, containers: [{name: c}]}\nstatus: {phase: Succeeded}\n"
+    )
+    objects = LoadedObjects()
+    for obj in load_documents(text, "in.yaml"):
+        objects.add(obj)
+    state = ClusterState.from_objects(objects)
+    (group,) = state.lister(POD_GROUP_KEY)
+    assert isinstance(group, PodGroup) and state.groups.pod_group("ml", "g") is group
+    assert [p.metadata.name for p in state.groups.pods_of("ml", "g")] == ["w0"]  # finished pods left out
+    assert state.lister("PodGroup") == []

@@ -118,13 +118,14 @@ _EVENT_RESOURCES: dict[str, Resource] = {
     "DeviceClass": Resource.DEVICE_CLASS,
     "DeviceTaintRule": Resource.DEVICE_TAINT_RULE,
 }
-#: Optional kinds served by a CRD, which a cluster may install after the scheduler's RBAC was written.
-#: A LIST we are forbidden to make would keep the informer, and so the scheduler, unsynced forever;
-#: such a kind is skipped with a warning naming the missing permission instead.
-_SKIP_IF_FORBIDDEN = frozenset({"PodGroup"})
 #: The scheduling.k8s.io kinds, kept in `LiveCluster.groups` (no queueing event: nothing schedules by
 #: them yet).
 _GROUP_KINDS = frozenset({POD_GROUP_KEY, COMPOSITE_POD_GROUP_KEY, WORKLOAD_KEY})
+#: Optional kinds that a cluster may serve after the scheduler's RBAC was written: a CRD installed
+#: later, an API enabled later (and upstream's kube-scheduler role grants no `workloads`). A LIST we
+#: are forbidden to make would keep the informer, and so the scheduler, unsynced forever; such a
+#: kind is skipped with a warning naming the missing permission instead.
+_SKIP_IF_FORBIDDEN = frozenset({"PodGroup", *_GROUP_KINDS})
 #: Kinds without which there is nothing to schedule.
 _REQUIRED_KINDS = ("Node", "Pod")
 #: Pods parked longer than upstream's 5 minutes are retried; checked this often (upstream: 30 s).
