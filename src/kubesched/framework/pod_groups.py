@@ -77,6 +77,21 @@ class SchedulingGroups:
         members = self._members.get((namespace, name))
         return list(members.values()) if members else []
 
+    def children_of(self, namespace: str, name: str) -> tuple[list[PodGroup], list[CompositePodGroup]]:
+        """The PodGroups and CompositePodGroups whose `parentCompositePodGroupName` is CompositePodGroup
+        `namespace/name` (a parent and its children share a namespace), in the order they were put."""
+        groups = [
+            g
+            for (ns, _), g in self.pod_groups.items()
+            if ns == namespace and g.spec.parent_composite_pod_group_name == name
+        ]
+        composites = [
+            c
+            for (ns, _), c in self.composite_pod_groups.items()
+            if ns == namespace and c.spec.parent_composite_pod_group_name == name
+        ]
+        return groups, composites
+
     def groups_with_pods(self) -> list[GroupKey]:
         """Every group some pod names (its PodGroup may not exist yet), in the order first named."""
         return list(self._members)

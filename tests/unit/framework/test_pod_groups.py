@@ -3,6 +3,8 @@ the pod changes a cluster delivers; MemoryCluster keeps one from its input files
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -79,6 +81,23 @@ def test_objects_are_put_replaced_and_removed_by_kind() -> None:
     assert groups.lister(POD_GROUP_KEY) == [newer]
     groups.remove(newer)
     assert groups.pod_group("ml", "g") is None
+
+
+def test_a_composites_children_are_the_groups_that_name_it_in_its_namespace() -> None:
+    def child(kind: type[PodGroup] | type[CompositePodGroup], name: str, parent: str, ns: str = "ml") -> Any:
+        obj = kind(metadata=ObjectMeta(name=name, namespace=ns))
+        spec = msgspec.structs.replace(obj.spec, parent_composite_pod_group_name=parent)
+        return msgspec.structs.replace(obj, spec=spec)
+
+    a, b = child(PodGroup, "a", "top"), child(PodGroup, "b", "mid")
+    mid, elsewhere = child(CompositePodGroup, "mid", "top"), child(PodGroup, "c", "top", ns="other")
+    groups = SchedulingGroups(
+        [a, b, mid, elsewhere, CompositePodGroup(metadata=ObjectMeta(name="top", namespace="ml"))]
+    )
+    assert groups.children_of("ml", "top") == ([a], [mid])
+    assert groups.children_of("ml", "mid") == ([b], [])
+    assert groups.children_of("other", "top") == ([elsewhere], [])
+    assert groups.children_of("ml", "a") == ([], [])
 
 
 MANIFESTS = """\
