@@ -217,6 +217,12 @@ def input_notes(objects: LoadedObjects) -> list[str]:
     controllers: list[list[Any]] = [objects.deployments, objects.daemon_sets, objects.jobs, objects.cron_jobs]
     controllers += [objects.replica_sets, objects.stateful_sets, objects.replication_controllers]
     workloads = any(controllers)  # they create pods during the run
+    grouped = sum(1 for p in objects.pods if p.spec.scheduling_group is not None and not p.spec.node_name)
+    if grouped:
+        notes.append(
+            f"{grouped} pending pod(s) name a PodGroup (spec.schedulingGroup): each is scheduled on its own, "
+            "as kube-scheduler does with GenericWorkload off (kubesched does not schedule pod groups yet)"
+        )
     if not objects.nodes:
         notes.append("the input has no nodes, so no pod can be scheduled")
     if not pending and not workloads:

@@ -57,6 +57,30 @@ def test_an_input_with_nothing_to_schedule_says_so(tmp_path: Path, capsys: Capsy
     assert run(capsys, "simulate", str(path), "-o", "json")[2] == ""  # nothing to say
 
 
+def test_pods_of_a_pod_group_are_scheduled_one_by_one_and_the_input_says_so(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    group = "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g}\n"
+    group += "spec: {schedulingPolicy: {gang: {minCount: 3}}}\n"
+    members = [
+        POD.replace("p}", f"p{i}}}").replace("spec: {", "spec: {schedulingGroup: {podGroupName: g}, ")
+        for i in range(2)
+    ]
+    path = tmp_path / "gang.yaml"
+    path.write_text("---\n".join([NODE, group, *members]))
+    code, out, err = run(capsys, "simulate", str(path), "-o", "json")
+    assert code == 0
+    assert [p["result"] for p in json.loads(out)["pods"]] == [
+        "Scheduled",
+        "Scheduled",
+    ]  # minCount 3: no gang yet
+    assert err == (
+        "kubesched: note: 2 pending pod(s) name a PodGroup (spec.schedulingGroup): "
+        "each is scheduled on its own, as kube-scheduler does with GenericWorkload off "
+        "(kubesched does not schedule pod groups yet)\n"
+    )
+
+
 def test_dash_reads_stdin(monkeypatch: pytest.MonkeyPatch, capsys: Capsys) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(NODE + "---\n" + POD))
     code, out, err = run(capsys, "simulate", "-", "-o", "json")
