@@ -18,14 +18,8 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from kubesched.api.objects import (
-    LabelSelector,
-    LabelSelectorRequirement,
-    Pod,
-    PodAffinity,
-    PodAffinityTerm,
-    TopologySpreadConstraint,
-)
+from kubesched.api.meta import LabelSelector, LabelSelectorRequirement
+from kubesched.api.objects import Pod, PodAffinity, PodAffinityTerm, TopologySpreadConstraint
 
 __all__ = ["merge_label_keys", "selector_with_label_keys"]
 

@@ -20,7 +20,7 @@ finite, non-negative quantities. The same object (kind, namespace, name) given t
 naming both places (`load_paths`).
 
 Speed: YAML is parsed by libyaml and built from its event stream (`yaml_events`), JSON by msgspec;
-each object then costs one `msgspec.convert` into the lean Structs of `kubesched.api.objects` and
+each object then costs one `msgspec.convert` into the lean Structs of `kubesched.api` (`kinds`) and
 one walk along the API schema (`openapi`).
 """
 
@@ -40,31 +40,19 @@ from typing import Any, cast
 import msgspec
 import yaml
 
-from kubesched.api.json_shape import drop_nulls, type_name
-from kubesched.api.objects import (
-    KINDS,
+from kubesched.api.cluster_objects import Namespace, PodDisruptionBudget, PriorityClass, Service
+from kubesched.api.controllers import (
     CronJob,
-    CSIDriver,
-    CSINode,
-    CSIStorageCapacity,
     DaemonSet,
     Deployment,
     Job,
-    KubeObject,
-    Namespace,
-    Node,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    Pod,
-    PodDisruptionBudget,
-    PodGroup,
-    PriorityClass,
     ReplicaSet,
     ReplicationController,
-    Service,
     StatefulSet,
-    StorageClass,
 )
+from kubesched.api.json_shape import drop_nulls, type_name
+from kubesched.api.kinds import KINDS, KubeObject
+from kubesched.api.objects import Node, Pod
 from kubesched.api.openapi import check_kind, map_key_path, unknown_fields, unknown_list_fields
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.resource import (
@@ -76,8 +64,17 @@ from kubesched.api.resource import (
     ResourceSlice,
 )
 from kubesched.api.safe_yaml import check_yaml
+from kubesched.api.scheduler_plugins import PodGroup
 from kubesched.api.scheduling_groups import SCHEDULING_GROUP, SCHEDULING_KINDS, CompositePodGroup, Workload
 from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
+from kubesched.api.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 from kubesched.api.workloads import WORKLOAD_KINDS, check_workload
 from kubesched.api.yaml_events import load_all
 from kubesched.errors import InputError

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.objects import NodeSelector, ObjectMeta
+from kubesched.api.meta import KubeStruct, NodeSelector, ObjectMeta
 
 __all__ = [
     "ALLOCATION_MODE_ALL",
@@ -61,31 +61,27 @@ _Int = int
 _Bool = bool
 
 
-class _Base(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel", frozen=True):
-    """Keyword construction, camelCase wire names, defaults omitted, immutable."""
-
-
 # --------------------------------------------------------------------------- shared pieces
 
 
-class CELDeviceSelector(_Base, frozen=True):
+class CELDeviceSelector(KubeStruct, frozen=True):
     expression: str = ""
 
 
-class DeviceSelector(_Base, frozen=True):
+class DeviceSelector(KubeStruct, frozen=True):
     cel: CELDeviceSelector | None = None
 
 
-class OpaqueDeviceConfiguration(_Base, frozen=True):
+class OpaqueDeviceConfiguration(KubeStruct, frozen=True):
     driver: str = ""
     parameters: Any = None
 
 
-class DeviceClassConfiguration(_Base, frozen=True):
+class DeviceClassConfiguration(KubeStruct, frozen=True):
     opaque: OpaqueDeviceConfiguration | None = None
 
 
-class DeviceToleration(_Base, frozen=True):
+class DeviceToleration(KubeStruct, frozen=True):
     key: str = ""
     operator: str = ""
     value: str = ""
@@ -93,7 +89,7 @@ class DeviceToleration(_Base, frozen=True):
     toleration_seconds: int | None = None
 
 
-class DeviceTaint(_Base, frozen=True):
+class DeviceTaint(KubeStruct, frozen=True):
     key: str = ""
     value: str = ""
     effect: str = ""
@@ -103,13 +99,13 @@ class DeviceTaint(_Base, frozen=True):
 # --------------------------------------------------------------------------- DeviceClass
 
 
-class DeviceClassSpec(_Base, frozen=True):
+class DeviceClassSpec(KubeStruct, frozen=True):
     selectors: list[DeviceSelector] = []
     config: list[DeviceClassConfiguration] = []
     extended_resource_name: str | None = None
 
 
-class DeviceClass(_Base, frozen=True):
+class DeviceClass(KubeStruct, frozen=True):
     api_version: str = RESOURCE_API_VERSION
     kind: str = "DeviceClass"
     metadata: ObjectMeta = ObjectMeta()
@@ -119,11 +115,11 @@ class DeviceClass(_Base, frozen=True):
 # --------------------------------------------------------------------------- ResourceClaim
 
 
-class CapacityRequirements(_Base, frozen=True):
+class CapacityRequirements(KubeStruct, frozen=True):
     requests: dict[str, str | int | float] = {}
 
 
-class ExactDeviceRequest(_Base, frozen=True):
+class ExactDeviceRequest(KubeStruct, frozen=True):
     device_class_name: str = ""
     selectors: list[DeviceSelector] = []
     allocation_mode: str = ""
@@ -133,7 +129,7 @@ class ExactDeviceRequest(_Base, frozen=True):
     capacity: CapacityRequirements | None = None
 
 
-class DeviceSubRequest(_Base, frozen=True):
+class DeviceSubRequest(KubeStruct, frozen=True):
     name: str = ""
     device_class_name: str = ""
     selectors: list[DeviceSelector] = []
@@ -143,34 +139,34 @@ class DeviceSubRequest(_Base, frozen=True):
     capacity: CapacityRequirements | None = None
 
 
-class DeviceRequest(_Base, frozen=True):
+class DeviceRequest(KubeStruct, frozen=True):
     name: str = ""
     exactly: ExactDeviceRequest | None = None
     first_available: list[DeviceSubRequest] = []
 
 
-class DeviceConstraint(_Base, frozen=True):
+class DeviceConstraint(KubeStruct, frozen=True):
     requests: list[str] = []
     match_attribute: str | None = None
     distinct_attribute: str | None = None
 
 
-class DeviceClaimConfiguration(_Base, frozen=True):
+class DeviceClaimConfiguration(KubeStruct, frozen=True):
     requests: list[str] = []
     opaque: OpaqueDeviceConfiguration | None = None
 
 
-class DeviceClaim(_Base, frozen=True):
+class DeviceClaim(KubeStruct, frozen=True):
     requests: list[DeviceRequest] = []
     constraints: list[DeviceConstraint] = []
     config: list[DeviceClaimConfiguration] = []
 
 
-class ResourceClaimSpec(_Base, frozen=True):
+class ResourceClaimSpec(KubeStruct, frozen=True):
     devices: DeviceClaim = DeviceClaim()
 
 
-class DeviceRequestAllocationResult(_Base, frozen=True):
+class DeviceRequestAllocationResult(KubeStruct, frozen=True):
     request: str = ""
     driver: str = ""
     pool: str = ""
@@ -183,31 +179,31 @@ class DeviceRequestAllocationResult(_Base, frozen=True):
     consumed_capacity: dict[str, str | int | float] = {}
 
 
-class DeviceAllocationConfiguration(_Base, frozen=True):
+class DeviceAllocationConfiguration(KubeStruct, frozen=True):
     source: str = ""
     requests: list[str] = []
     opaque: OpaqueDeviceConfiguration | None = None
 
 
-class DeviceAllocationResult(_Base, frozen=True):
+class DeviceAllocationResult(KubeStruct, frozen=True):
     results: list[DeviceRequestAllocationResult] = []
     config: list[DeviceAllocationConfiguration] = []
 
 
-class AllocationResult(_Base, frozen=True):
+class AllocationResult(KubeStruct, frozen=True):
     devices: DeviceAllocationResult = DeviceAllocationResult()
     node_selector: NodeSelector | None = None
     allocation_timestamp: str | None = None
 
 
-class ResourceClaimConsumerReference(_Base, frozen=True):
+class ResourceClaimConsumerReference(KubeStruct, frozen=True):
     api_group: str = ""
     resource: str = ""
     name: str = ""
     uid: str = ""
 
 
-class Condition(_Base, frozen=True):
+class Condition(KubeStruct, frozen=True):
     """A metav1.Condition (binding conditions of allocated devices)."""
 
     type: str = ""
@@ -218,7 +214,7 @@ class Condition(_Base, frozen=True):
     observed_generation: int | None = None
 
 
-class AllocatedDeviceStatus(_Base, frozen=True):
+class AllocatedDeviceStatus(KubeStruct, frozen=True):
     driver: str = ""
     pool: str = ""
     device: str = ""
@@ -228,13 +224,13 @@ class AllocatedDeviceStatus(_Base, frozen=True):
     network_data: Any = None
 
 
-class ResourceClaimStatus(_Base, frozen=True):
+class ResourceClaimStatus(KubeStruct, frozen=True):
     allocation: AllocationResult | None = None
     reserved_for: list[ResourceClaimConsumerReference] = []
     devices: list[AllocatedDeviceStatus] = []
 
 
-class ResourceClaim(_Base, frozen=True):
+class ResourceClaim(KubeStruct, frozen=True):
     api_version: str = RESOURCE_API_VERSION
     kind: str = "ResourceClaim"
     metadata: ObjectMeta = ObjectMeta()
@@ -246,12 +242,12 @@ class ResourceClaim(_Base, frozen=True):
         return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
-class ResourceClaimTemplateSpec(_Base, frozen=True):
+class ResourceClaimTemplateSpec(KubeStruct, frozen=True):
     metadata: ObjectMeta = ObjectMeta()
     spec: ResourceClaimSpec = ResourceClaimSpec()
 
 
-class ResourceClaimTemplate(_Base, frozen=True):
+class ResourceClaimTemplate(KubeStruct, frozen=True):
     api_version: str = RESOURCE_API_VERSION
     kind: str = "ResourceClaimTemplate"
     metadata: ObjectMeta = ObjectMeta()
@@ -261,13 +257,13 @@ class ResourceClaimTemplate(_Base, frozen=True):
 # --------------------------------------------------------------------------- ResourceSlice
 
 
-class ResourcePool(_Base, frozen=True):
+class ResourcePool(KubeStruct, frozen=True):
     name: str = ""
     generation: int = 0
     resource_slice_count: int = 0
 
 
-class DeviceAttribute(_Base, frozen=True):
+class DeviceAttribute(KubeStruct, frozen=True):
     """Exactly one of the four is set."""
 
     int: _Int | None = None
@@ -276,38 +272,38 @@ class DeviceAttribute(_Base, frozen=True):
     version: str | None = None
 
 
-class CapacityRequestPolicyRange(_Base, frozen=True):
+class CapacityRequestPolicyRange(KubeStruct, frozen=True):
     min: str | int | float | None = None
     max: str | int | float | None = None
     step: str | int | float | None = None
 
 
-class CapacityRequestPolicy(_Base, frozen=True):
+class CapacityRequestPolicy(KubeStruct, frozen=True):
     default: str | int | float | None = None
     valid_values: list[str | int | float] = []
     valid_range: CapacityRequestPolicyRange | None = None
 
 
-class DeviceCapacity(_Base, frozen=True):
+class DeviceCapacity(KubeStruct, frozen=True):
     value: str | int | float = "0"
     request_policy: CapacityRequestPolicy | None = None
 
 
-class Counter(_Base, frozen=True):
+class Counter(KubeStruct, frozen=True):
     value: str | int | float = "0"
 
 
-class CounterSet(_Base, frozen=True):
+class CounterSet(KubeStruct, frozen=True):
     name: str = ""
     counters: dict[str, Counter] = {}
 
 
-class DeviceCounterConsumption(_Base, frozen=True):
+class DeviceCounterConsumption(KubeStruct, frozen=True):
     counter_set: str = ""
     counters: dict[str, Counter] = {}
 
 
-class Device(_Base, frozen=True):
+class Device(KubeStruct, frozen=True):
     name: str = ""
     attributes: dict[str, DeviceAttribute] = {}
     capacity: dict[str, DeviceCapacity] = {}
@@ -322,7 +318,7 @@ class Device(_Base, frozen=True):
     allow_multiple_allocations: bool | None = None
 
 
-class ResourceSliceSpec(_Base, frozen=True):
+class ResourceSliceSpec(KubeStruct, frozen=True):
     driver: str = ""
     pool: ResourcePool = ResourcePool()
     node_name: str | None = None
@@ -333,7 +329,7 @@ class ResourceSliceSpec(_Base, frozen=True):
     shared_counters: list[CounterSet] = []
 
 
-class ResourceSlice(_Base, frozen=True):
+class ResourceSlice(KubeStruct, frozen=True):
     api_version: str = RESOURCE_API_VERSION
     kind: str = "ResourceSlice"
     metadata: ObjectMeta = ObjectMeta()
@@ -343,7 +339,7 @@ class ResourceSlice(_Base, frozen=True):
 # --------------------------------------------------------------------------- DeviceTaintRule
 
 
-class DeviceTaintSelector(_Base, frozen=True):
+class DeviceTaintSelector(KubeStruct, frozen=True):
     device_class_name: str | None = None
     driver: str | None = None
     pool: str | None = None
@@ -351,16 +347,16 @@ class DeviceTaintSelector(_Base, frozen=True):
     selectors: list[DeviceSelector] = []
 
 
-class DeviceTaintRuleSpec(_Base, frozen=True):
+class DeviceTaintRuleSpec(KubeStruct, frozen=True):
     device_selector: DeviceTaintSelector | None = None
     taint: DeviceTaint = DeviceTaint()
 
 
-class DeviceTaintRuleStatus(_Base, frozen=True):
+class DeviceTaintRuleStatus(KubeStruct, frozen=True):
     conditions: list[Condition] = []
 
 
-class DeviceTaintRule(_Base, frozen=True):
+class DeviceTaintRule(KubeStruct, frozen=True):
     api_version: str = RESOURCE_API_VERSION
     kind: str = "DeviceTaintRule"
     metadata: ObjectMeta = ObjectMeta()

@@ -11,8 +11,9 @@ what it needs; the API server's own checks (exactly one policy, minCount >= 1) a
 policy objects (`basic: {}`, `disruptionMode.single: {}`) are `Marker`s: only their presence counts.
 
 The native PodGroup shares its kind name with scheduler-plugins' `scheduling.x-k8s.io` PodGroup
-(`api.objects.PodGroup`, for Coscheduling): the loader tells them apart by `apiVersion`, and clusters
-list the native kinds under the group-qualified keys below (upstream's event resource names).
+(`api.scheduler_plugins.PodGroup`, for Coscheduling): the loader tells them apart by `apiVersion`,
+and clusters list the native kinds under the group-qualified keys below (upstream's event resource
+names).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Final
 
 import msgspec
 
-from kubesched.api.objects import Int32, ObjectMeta
+from kubesched.api.meta import Int32, ObjectMeta
 from kubesched.api.resource import Condition
 
 __all__ = [

@@ -23,14 +23,14 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Final
 
-from kubesched.api.objects import (
+from kubesched.api.meta import (
     LabelSelector,
     LabelSelectorRequirement,
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
-    Pod,
 )
+from kubesched.api.objects import Pod
 from kubesched.errors import InputError
 
 __all__ = [

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from typing import Final
 
-from kubesched.api.objects import (
+from kubesched.api.controllers import (
     CronJob,
     DaemonSet,
     Deployment,
     Job,
     JobSpec,
-    KubeObject,
-    LabelSelector,
     PodTemplateSpec,
     ReplicaSet,
     ReplicationController,
     StatefulSet,
 )
+from kubesched.api.kinds import KubeObject
+from kubesched.api.meta import LabelSelector
 from kubesched.api.selectors import compile_label_selector
 from kubesched.errors import InputError
 

@@ -16,13 +16,8 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from kubesched.api.objects import (
-    ObjectMeta,
-    Pod,
-    PodResourceClaimStatus,
-    controller_reference,
-    is_controlled_by,
-)
+from kubesched.api.meta import ObjectMeta, controller_reference, is_controlled_by
+from kubesched.api.objects import Pod, PodResourceClaimStatus
 from kubesched.api.resource import (
     DELETE_PROTECTION_FINALIZER,
     AllocatedDeviceStatus,

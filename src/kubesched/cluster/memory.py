@@ -14,15 +14,10 @@ from typing import Any, Protocol
 
 import msgspec
 
+from kubesched.api.cluster_objects import PriorityClass
 from kubesched.api.label_keys import merge_label_keys
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import (
-    Node,
-    Pod,
-    PodCondition,
-    PodExtendedResourceClaimStatus,
-    PriorityClass,
-)
+from kubesched.api.objects import Node, Pod, PodCondition, PodExtendedResourceClaimStatus
 from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.api.resources import default_requests_from_limits
 from kubesched.cluster.claims import ClaimConflict, ClaimStore, instantiate_template_claims

@@ -42,7 +42,8 @@ from kubesched.api.extender_v1 import (
     RawNodeList,
     WireError,
 )
-from kubesched.api.objects import Node, ObjectMeta, Pod
+from kubesched.api.meta import ObjectMeta
+from kubesched.api.objects import Node, Pod
 from kubesched.errors import InputError
 from kubesched.extender.state import ClusterState
 from kubesched.framework.cycle_state import CycleState

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.objects import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from kubesched.api.meta import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from kubesched.api.selectors import compile_node_selector
 from kubesched.framework.node_table import NodeSet
 

@@ -11,16 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kubesched.api.objects import (
+from kubesched.api.meta import is_controlled_by
+from kubesched.api.objects import Pod, Volume
+from kubesched.api.storage import (
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
-    Pod,
     StorageClass,
-    Volume,
-    is_controlled_by,
 )
 from kubesched.framework.interfaces import RepeatsFailures
 

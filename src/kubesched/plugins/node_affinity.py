@@ -8,7 +8,8 @@ from typing import ClassVar, Literal
 import msgspec
 import numpy as np
 
-from kubesched.api.objects import Node, NodeSelector, Pod, PreferredSchedulingTerm
+from kubesched.api.meta import NodeSelector
+from kubesched.api.objects import Node, Pod, PreferredSchedulingTerm
 from kubesched.api.objects import NodeAffinity as NodeAffinitySpec
 from kubesched.api.selectors import NodeSelectorMatcher, RequiredNodeAffinity, compile_node_selector
 from kubesched.errors import InputError

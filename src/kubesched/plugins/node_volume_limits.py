@@ -37,7 +37,8 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.objects import CSINode, CSINodeDriver, PersistentVolume, PersistentVolumeClaim, Pod, Volume
+from kubesched.api.objects import Pod, Volume
+from kubesched.api.storage import CSINode, CSINodeDriver, PersistentVolume, PersistentVolumeClaim
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (

@@ -24,7 +24,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kubesched.api.objects import PersistentVolume, Pod, StorageClass
+from kubesched.api.objects import Pod
+from kubesched.api.storage import PersistentVolume, StorageClass
 from kubesched.framework.cycle_state import CycleState, pre_filter_state
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (

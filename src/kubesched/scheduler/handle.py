@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
-from kubesched.api.objects import PersistentVolumeClaim, Pod, PodExtendedResourceClaimStatus
+from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
 from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.api.storage import PersistentVolumeClaim
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import BackgroundEvictionPort
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key

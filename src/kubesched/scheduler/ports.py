@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from kubesched.api.objects import PersistentVolumeClaim, Pod, PodExtendedResourceClaimStatus
+from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
 from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.api.storage import PersistentVolumeClaim
 
 
 class ClusterPort(Protocol):

@@ -36,9 +36,10 @@ from typing import Any
 import msgspec
 import yaml
 
+from kubesched.api.controllers import CronJob
 from kubesched.api.json_shape import type_name
 from kubesched.api.loader import LoadedObject, LoadedObjects, decode_object, parse_documents, read_text
-from kubesched.api.objects import CronJob, Pod
+from kubesched.api.objects import Pod
 from kubesched.api.workloads import WORKLOAD_KINDS
 from kubesched.config.duration import parse_duration
 from kubesched.errors import InputError

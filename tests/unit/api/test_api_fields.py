@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from kubesched.api.controllers import Deployment
 from kubesched.api.loader import decode_object, load_documents
-from kubesched.api.objects import Deployment, Node, Pod
+from kubesched.api.objects import Node, Pod
 from kubesched.errors import InputError
 
 POD = """\

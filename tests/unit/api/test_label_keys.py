@@ -10,7 +10,8 @@ import msgspec
 
 from kubesched.api.label_keys import merge_label_keys
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import LabelSelectorRequirement, Pod
+from kubesched.api.meta import LabelSelectorRequirement
+from kubesched.api.objects import Pod
 from kubesched.cluster.memory import MemoryCluster
 
 ZONE = "topology.kubernetes.io/zone"

@@ -11,8 +11,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubesched.api.cluster_objects import PriorityClass
+from kubesched.api.kinds import KINDS
 from kubesched.api.loader import LoadedObjects, load_documents, load_paths
-from kubesched.api.objects import KINDS, Node, Pod, PriorityClass
+from kubesched.api.objects import Node, Pod
 from kubesched.errors import InputError
 
 POD = """\

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kubesched.api.objects import KINDS
+from kubesched.api.kinds import KINDS
 from kubesched.api.resource import RESOURCE_KINDS
 from kubesched.api.scheduling_groups import SCHEDULING_KINDS
 

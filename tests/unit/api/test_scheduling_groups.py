@@ -9,10 +9,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesched.api import objects
 from kubesched.api.loader import decode_object, load_documents
-from kubesched.api.objects import ObjectMeta, Pod
+from kubesched.api.meta import ObjectMeta
+from kubesched.api.objects import Pod, PodSchedulingGroup, PodSpec
 from kubesched.api.resource import Condition
+from kubesched.api.scheduler_plugins import PodGroup as PluginsPodGroup
 from kubesched.api.scheduling_groups import (
     CompositeDisruptionMode,
     CompositeGangSchedulingPolicy,
@@ -165,7 +166,7 @@ def test_a_kubectl_list_loads_into_the_native_types_with_every_field() -> None:
     assert composite.api_version == "scheduling.k8s.io/v1alpha3"
     assert composite.spec.scheduling_policy.gang == CompositeGangSchedulingPolicy(min_group_count=2)
     assert isinstance(pod, Pod)
-    assert pod.spec.scheduling_group == objects.PodSchedulingGroup(pod_group_name="train-workers")
+    assert pod.spec.scheduling_group == PodSchedulingGroup(pod_group_name="train-workers")
 
 
 def test_the_pod_group_kind_is_told_apart_by_its_api_group() -> None:
@@ -179,9 +180,9 @@ def test_the_pod_group_kind_is_told_apart_by_its_api_group() -> None:
         "- metadata: {name: d}\n  spec: {schedulingPolicy: {gang: {minCount: 2}}}\n"
     )
     a, b, c, d = load_documents(text, "in.yaml")
-    assert type(a) is objects.PodGroup and a.spec.min_member == 2
+    assert type(a) is PluginsPodGroup and a.spec.min_member == 2
     # without an apiVersion: scheduler-plugins', as before
-    assert type(b) is objects.PodGroup and b.spec.min_member == 3
+    assert type(b) is PluginsPodGroup and b.spec.min_member == 3
     assert type(c) is PodGroup and c.spec.scheduling_policy.basic == Marker()
     assert type(d) is PodGroup and d.api_version == "scheduling.k8s.io/v1beta1"
     assert d.spec.scheduling_policy.gang == GangSchedulingPolicy(min_count=2)
@@ -394,7 +395,7 @@ def test_every_field_round_trips_through_a_file_and_the_strict_check(
 def test_the_pod_scheduling_group_round_trips() -> None:
     pod = Pod(
         metadata=ObjectMeta(name="p", namespace="ml"),
-        spec=objects.PodSpec(scheduling_group=objects.PodSchedulingGroup(pod_group_name="g")),
+        spec=PodSpec(scheduling_group=PodSchedulingGroup(pod_group_name="g")),
     )
     doc = {"apiVersion": "v1", "kind": "Pod", **msgspec.to_builtins(pod)}
     assert doc["spec"]["schedulingGroup"] == {"podGroupName": "g"}

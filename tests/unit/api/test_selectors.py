@@ -6,17 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesched.api.objects import (
-    Affinity,
+from kubesched.api.meta import (
     LabelSelector,
     LabelSelectorRequirement,
-    NodeAffinity,
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
-    Pod,
-    PodSpec,
 )
+from kubesched.api.objects import Affinity, NodeAffinity, Pod, PodSpec
 from kubesched.api.selectors import (
     RequiredNodeAffinity,
     compile_label_selector,

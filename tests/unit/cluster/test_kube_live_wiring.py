@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from kube_fakes import FakeKube, ScriptedListWatch, event_line, list_page, node_json, pod_json
 
-from kubesched.api.objects import PodGroup
+from kubesched.api.scheduler_plugins import PodGroup
 from kubesched.cluster.kube.client import ApiError, Response
 from kubesched.cluster.kube.informer import KINDS, ResourceKind
 from kubesched.cluster.kube.live import LiveCluster, LiveOptions

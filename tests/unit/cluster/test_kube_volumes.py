@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from kube_fakes import FakeKube
 
-from kubesched.api.objects import PersistentVolume, PersistentVolumeClaim
+from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.cluster.kube.client import ApiError, Response
 from kubesched.cluster.kube.live import LiveCluster
 from kubesched.cluster.kube.volumes import (

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
+from kubesched.api.cluster_objects import PriorityClass
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import Pod, PriorityClass
+from kubesched.api.objects import Pod
 from kubesched.api.resources import pod_requests
 from kubesched.cluster.memory import MemoryCluster
 

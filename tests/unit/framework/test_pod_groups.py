@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.loader import LoadedObjects, load_documents
-from kubesched.api.objects import ObjectMeta, Pod, PodSchedulingGroup, PodSpec
+from kubesched.api.meta import ObjectMeta
+from kubesched.api.objects import Pod, PodSchedulingGroup, PodSpec
 from kubesched.api.scheduling_groups import (
     COMPOSITE_POD_GROUP_KEY,
     POD_GROUP_KEY,

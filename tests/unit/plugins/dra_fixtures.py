@@ -6,7 +6,8 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.objects import Node, ObjectMeta
+from kubesched.api.meta import ObjectMeta
+from kubesched.api.objects import Node
 from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceSlice
 
 DRIVER = "gpu.example.com"

@@ -14,8 +14,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from kubesched.api.cluster_objects import PodDisruptionBudget
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import Node, Pod, PodCondition, PodDisruptionBudget, PodStatus
+from kubesched.api.objects import Node, Pod, PodCondition, PodStatus
 from kubesched.cli import main
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.errors import FieldErrors, InputError

@@ -15,8 +15,9 @@ from explain_harness import simulate_explain, single_plugin_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubesched.api.cluster_objects import Namespace
 from kubesched.api.label_keys import merge_label_keys
-from kubesched.api.objects import Namespace, Node, Pod
+from kubesched.api.objects import Node, Pod
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import QueueingHint, QueueingHintFn, Resource

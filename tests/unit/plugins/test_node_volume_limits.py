@@ -12,14 +12,8 @@ import msgspec
 import pytest
 from volume_fixtures import FakeHandle, simulate
 
-from kubesched.api.objects import (
-    CSIDriver,
-    CSINode,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    Pod,
-    StorageClass,
-)
+from kubesched.api.objects import Pod
+from kubesched.api.storage import CSIDriver, CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
 from kubesched.framework.node_table import NodeTable

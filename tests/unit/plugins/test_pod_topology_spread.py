@@ -15,18 +15,10 @@ from explain_harness import simulate_explain, single_plugin_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesched.api.objects import (
-    LabelSelector,
-    Node,
-    OwnerReference,
-    Pod,
-    ReplicaSet,
-    ReplicationController,
-    Service,
-    StatefulSet,
-    Taint,
-    Toleration,
-)
+from kubesched.api.cluster_objects import Service
+from kubesched.api.controllers import ReplicaSet, ReplicationController, StatefulSet
+from kubesched.api.meta import LabelSelector, OwnerReference
+from kubesched.api.objects import Node, Pod, Taint, Toleration
 from kubesched.api.selectors import compile_label_selector
 from kubesched.api.taints import find_untolerated_taint
 from kubesched.errors import InputError

@@ -13,14 +13,14 @@ import msgspec
 import pytest
 from volume_fixtures import FakeHandle, simulate
 
-from kubesched.api.objects import (
+from kubesched.api.meta import ObjectMeta
+from kubesched.api.objects import Pod
+from kubesched.api.storage import (
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
-    ObjectMeta,
     PersistentVolume,
     PersistentVolumeClaim,
-    Pod,
     StorageClass,
 )
 from kubesched.config import parse_feature_gates

@@ -12,7 +12,8 @@ import msgspec
 import pytest
 from volume_fixtures import FakeHandle, simulate
 
-from kubesched.api.objects import PersistentVolumeClaim, Pod
+from kubesched.api.objects import Pod
+from kubesched.api.storage import PersistentVolumeClaim
 from kubesched.config.defaults import UPSTREAM_DEFAULT_PLUGINS
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, QueueingHint, Resource

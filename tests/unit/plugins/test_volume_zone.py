@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from volume_fixtures import FakeHandle, simulate
 
-from kubesched.api.objects import PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+from kubesched.api.objects import Pod
+from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim, StorageClass
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, QueueingHint, Resource
 from kubesched.framework.status import Code, Status

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.api.objects import ObjectMeta, Pod, PodSpec, PodStatus
+from kubesched.api.meta import ObjectMeta
+from kubesched.api.objects import Pod, PodSpec, PodStatus
 from kubesched.framework.node_info import PodInfo
 from kubesched.scheduler.nominator import Nominator
 

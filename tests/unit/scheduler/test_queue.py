@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from kubesched.api.objects import ObjectMeta, Pod, PodSchedulingGate, PodSpec, PodStatus, Toleration
+from kubesched.api.meta import ObjectMeta
+from kubesched.api.objects import Pod, PodSchedulingGate, PodSpec, PodStatus, Toleration
 from kubesched.framework.events import (
     ASSIGNED_POD_DELETE,
     FORCE_ACTIVATE,

@@ -13,7 +13,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesched.api.objects import Node, Pod, PriorityClass
+from kubesched.api.cluster_objects import PriorityClass
+from kubesched.api.objects import Node, Pod
 from kubesched.errors import InputError
 from kubesched.simulate.scenario import (
     API_VERSION,

@@ -14,8 +14,9 @@ import msgspec
 import pytest
 from tests.unit.simulate.simulate_helpers import Obj, node, run_cli, simulate_json, taint, write_yaml
 
+from kubesched.api.controllers import PodTemplateSpec
 from kubesched.api.loader import LoadedObjects, load_documents, load_paths
-from kubesched.api.objects import Pod, PodTemplateSpec
+from kubesched.api.objects import Pod
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config import default_config
 from kubesched.plugins import default_registry

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import msgspec
 
-from kubesched.api.objects import ObjectMeta, Pod, PodSpec
+from kubesched.api.meta import ObjectMeta
+from kubesched.api.objects import Pod, PodSpec
 
 __all__ = ["pod_identity"]
 

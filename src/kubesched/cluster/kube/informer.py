@@ -32,9 +32,21 @@ from typing import Any, Protocol
 
 import msgspec
 
-from kubesched.api import objects as k8s
 from kubesched.api import resource as dra
 from kubesched.api import scheduling_groups as sg
+from kubesched.api.cluster_objects import Namespace, PodDisruptionBudget, PriorityClass, Service
+from kubesched.api.controllers import ReplicaSet, ReplicationController, StatefulSet
+from kubesched.api.meta import ObjectMeta
+from kubesched.api.objects import Node, Pod
+from kubesched.api.scheduler_plugins import PodGroup
+from kubesched.api.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 from kubesched.cluster.kube.client import ApiError, KubeClient, error_from_body
 
 __all__ = [
@@ -99,25 +111,25 @@ NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 KINDS: dict[str, ResourceKind] = {
     rk.key: rk
     for rk in (
-        ResourceKind("Node", "", "v1", "nodes", k8s.Node),
-        ResourceKind("Pod", "", "v1", "pods", k8s.Pod, NON_TERMINAL_PODS),
-        ResourceKind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", k8s.PriorityClass),
-        ResourceKind("Namespace", "", "v1", "namespaces", k8s.Namespace),
-        ResourceKind("PersistentVolume", "", "v1", "persistentvolumes", k8s.PersistentVolume),
-        ResourceKind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", k8s.PersistentVolumeClaim),
-        ResourceKind("StorageClass", "storage.k8s.io", "v1", "storageclasses", k8s.StorageClass),
-        ResourceKind("CSINode", "storage.k8s.io", "v1", "csinodes", k8s.CSINode),
-        ResourceKind("CSIDriver", "storage.k8s.io", "v1", "csidrivers", k8s.CSIDriver),
+        ResourceKind("Node", "", "v1", "nodes", Node),
+        ResourceKind("Pod", "", "v1", "pods", Pod, NON_TERMINAL_PODS),
+        ResourceKind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", PriorityClass),
+        ResourceKind("Namespace", "", "v1", "namespaces", Namespace),
+        ResourceKind("PersistentVolume", "", "v1", "persistentvolumes", PersistentVolume),
+        ResourceKind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", PersistentVolumeClaim),
+        ResourceKind("StorageClass", "storage.k8s.io", "v1", "storageclasses", StorageClass),
+        ResourceKind("CSINode", "storage.k8s.io", "v1", "csinodes", CSINode),
+        ResourceKind("CSIDriver", "storage.k8s.io", "v1", "csidrivers", CSIDriver),
         ResourceKind(
-            "CSIStorageCapacity", "storage.k8s.io", "v1", "csistoragecapacities", k8s.CSIStorageCapacity
+            "CSIStorageCapacity", "storage.k8s.io", "v1", "csistoragecapacities", CSIStorageCapacity
         ),
-        ResourceKind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", k8s.PodDisruptionBudget),
-        ResourceKind("Service", "", "v1", "services", k8s.Service),
-        ResourceKind("ReplicaSet", "apps", "v1", "replicasets", k8s.ReplicaSet),
-        ResourceKind("StatefulSet", "apps", "v1", "statefulsets", k8s.StatefulSet),
-        ResourceKind("ReplicationController", "", "v1", "replicationcontrollers", k8s.ReplicationController),
+        ResourceKind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", PodDisruptionBudget),
+        ResourceKind("Service", "", "v1", "services", Service),
+        ResourceKind("ReplicaSet", "apps", "v1", "replicasets", ReplicaSet),
+        ResourceKind("StatefulSet", "apps", "v1", "statefulsets", StatefulSet),
+        ResourceKind("ReplicationController", "", "v1", "replicationcontrollers", ReplicationController),
         # scheduler-plugins' CRD, for Coscheduling; not the native `scheduling.k8s.io` PodGroup.
-        ResourceKind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", k8s.PodGroup),
+        ResourceKind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", PodGroup),
         # Workload-aware scheduling: kube-scheduler watches PodGroups with GenericWorkload on and
         # CompositePodGroups with CompositePodGroup on; Workloads are read for explain and what-ifs.
         *(
@@ -172,7 +184,7 @@ class _WatchEvent(msgspec.Struct, kw_only=True, frozen=True):
 class _MetaOnly(msgspec.Struct, kw_only=True, frozen=True):
     """What a BOOKMARK carries that we use: the resourceVersion."""
 
-    metadata: k8s.ObjectMeta = k8s.ObjectMeta()
+    metadata: ObjectMeta = ObjectMeta()
 
 
 _list_decoder = msgspec.json.Decoder(_ListEnvelope)
@@ -211,7 +223,7 @@ class ObjectDecoder:
 
 def object_key(obj: Any) -> str:
     """The store key: `namespace/name`, or `name` for cluster-scoped objects (client-go's key)."""
-    meta: k8s.ObjectMeta = obj.metadata
+    meta: ObjectMeta = obj.metadata
     return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
 
 

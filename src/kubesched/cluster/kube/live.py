@@ -60,13 +60,10 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.objects import (
-    PersistentVolumeClaim,
-    Pod,
-    PodExtendedResourceClaimStatus,
-)
+from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
 from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.api.scheduling_groups import COMPOSITE_POD_GROUP_KEY, POD_GROUP_KEY, WORKLOAD_KEY
+from kubesched.api.storage import PersistentVolumeClaim
 from kubesched.cluster.kube.bad_pods import pod_identity
 from kubesched.cluster.kube.binder import BindConflict, Binder
 from kubesched.cluster.kube.claims import ApiClaimWriter

@@ -30,8 +30,8 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api import objects as k8s
 from kubesched.api import resource as dra
+from kubesched.api.controllers import CronJob, DaemonSet, Deployment, Job
 from kubesched.api.loader import LoadedObjects
 from kubesched.cluster.kube.client import ApiError, KubeClient
 from kubesched.cluster.kube.informer import KINDS, ApiListWatch, ObjectDecoder, ResourceKind, list_objects
@@ -56,10 +56,10 @@ SNAPSHOT_KINDS: dict[str, ResourceKind] = {
     **{
         rk.kind: rk
         for rk in (
-            ResourceKind("Deployment", "apps", "v1", "deployments", k8s.Deployment),
-            ResourceKind("DaemonSet", "apps", "v1", "daemonsets", k8s.DaemonSet),
-            ResourceKind("Job", "batch", "v1", "jobs", k8s.Job),
-            ResourceKind("CronJob", "batch", "v1", "cronjobs", k8s.CronJob),
+            ResourceKind("Deployment", "apps", "v1", "deployments", Deployment),
+            ResourceKind("DaemonSet", "apps", "v1", "daemonsets", DaemonSet),
+            ResourceKind("Job", "batch", "v1", "jobs", Job),
+            ResourceKind("CronJob", "batch", "v1", "cronjobs", CronJob),
             ResourceKind(
                 "ResourceClaimTemplate",
                 "resource.k8s.io",

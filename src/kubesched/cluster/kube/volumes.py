@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from kubesched.api.objects import PersistentVolume, PersistentVolumeClaim
+from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.cluster.kube.client import ApiError, KubeClient
 
 __all__ = [

@@ -15,7 +15,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.objects import Pod, controller_of
+from kubesched.api.meta import controller_of
+from kubesched.api.objects import Pod
 from kubesched.framework.node_info import NodeInfo
 from kubesched.framework.node_table import IndexArray, NodeTable
 

@@ -25,7 +25,8 @@ from typing import ClassVar
 import msgspec
 import numpy as np
 
-from kubesched.api.objects import Pod, controller_of
+from kubesched.api.meta import controller_of
+from kubesched.api.objects import Pod
 from kubesched.api.selectors import label_value_error, qualified_name_error
 from kubesched.errors import FieldErrors, InputError
 from kubesched.framework.cycle_state import CycleState

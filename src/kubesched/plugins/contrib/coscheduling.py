@@ -30,9 +30,10 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.objects import Pod, PodGroup
+from kubesched.api.objects import Pod
 from kubesched.api.quantity import format_quantity, resource_amount
 from kubesched.api.resources import pod_requests
+from kubesched.api.scheduler_plugins import PodGroup
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState, StateData
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource

@@ -15,7 +15,8 @@ from itertools import repeat
 
 import numpy as np
 
-from kubesched.api.objects import Pod, PodDisruptionBudget
+from kubesched.api.cluster_objects import PodDisruptionBudget
+from kubesched.api.objects import Pod
 from kubesched.api.selectors import LabelSelectorMatcher, compile_label_selector
 from kubesched.errors import InputError
 from kubesched.framework.node_info import PodInfo

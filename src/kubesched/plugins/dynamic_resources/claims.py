@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kubesched.api.objects import Pod, is_controlled_by
+from kubesched.api.meta import is_controlled_by
+from kubesched.api.objects import Pod
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.plugins.dynamic_resources.allocator_types import AllocatedState, DeviceID

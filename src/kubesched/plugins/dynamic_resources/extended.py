@@ -20,13 +20,8 @@ from dataclasses import dataclass
 
 import msgspec
 
-from kubesched.api.objects import (
-    Container,
-    ContainerExtendedResourceRequest,
-    ObjectMeta,
-    Pod,
-    controller_reference,
-)
+from kubesched.api.meta import ObjectMeta, controller_reference
+from kubesched.api.objects import Container, ContainerExtendedResourceRequest, Pod
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.resource import (
     ALLOCATION_MODE_EXACT_COUNT,

@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from kubesched.api.objects import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from kubesched.api.meta import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from kubesched.api.objects import Node
 from kubesched.api.resource import (
     ALLOCATION_MODE_ALL,
     ALLOCATION_MODE_EXACT_COUNT,

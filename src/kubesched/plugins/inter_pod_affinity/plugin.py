@@ -12,7 +12,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from kubesched.api.objects import Namespace, Node, Pod
+from kubesched.api.cluster_objects import Namespace
+from kubesched.api.objects import Node, Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import (
     ActionType,

@@ -13,7 +13,8 @@ from typing import Final
 
 import msgspec
 
-from kubesched.api.objects import Namespace, Pod, PodAffinity, PodAffinityTerm, WeightedPodAffinityTerm
+from kubesched.api.cluster_objects import Namespace
+from kubesched.api.objects import Pod, PodAffinity, PodAffinityTerm, WeightedPodAffinityTerm
 from kubesched.api.selectors import LabelSelectorMatcher, compile_label_selector
 from kubesched.errors import InputError
 from kubesched.framework.interfaces import Handle

@@ -7,9 +7,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from kubesched.api.objects import (
-    LabelSelector,
-)
+from kubesched.api.meta import LabelSelector
 from kubesched.api.selectors import (
     qualified_name_error,
 )

@@ -17,12 +17,8 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.objects import (
-    LabelSelector,
-    Node,
-    Pod,
-    TopologySpreadConstraint,
-)
+from kubesched.api.meta import LabelSelector
+from kubesched.api.objects import Node, Pod, TopologySpreadConstraint
 from kubesched.api.selectors import (
     LabelSelectorMatcher,
     RequiredNodeAffinity,

@@ -12,9 +12,7 @@ from typing import Final
 
 import numpy as np
 
-from kubesched.api.objects import (
-    Pod,
-)
+from kubesched.api.objects import Pod
 from kubesched.api.selectors import (
     RequiredNodeAffinity,
 )

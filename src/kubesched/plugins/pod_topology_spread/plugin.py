@@ -8,13 +8,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from kubesched.api.label_keys import selector_with_label_keys
-from kubesched.api.objects import (
-    LabelSelector,
-    LabelSelectorRequirement,
-    Node,
-    Pod,
-    controller_of,
-)
+from kubesched.api.meta import LabelSelector, LabelSelectorRequirement, controller_of
+from kubesched.api.objects import Node, Pod
 from kubesched.api.selectors import (
     compile_label_selector,
 )

@@ -13,9 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.objects import (
-    Pod,
-)
+from kubesched.api.objects import Pod
 from kubesched.framework.interfaces import (
     Scores,
 )

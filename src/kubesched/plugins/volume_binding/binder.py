@@ -13,16 +13,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from kubesched.api.objects import (
-    CSIStorageCapacity,
-    NodeSelector,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    Pod,
-    StorageClass,
-)
+from kubesched.api.meta import NodeSelector
+from kubesched.api.objects import Pod
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.selectors import compile_label_selector
+from kubesched.api.storage import CSIStorageCapacity, PersistentVolume, PersistentVolumeClaim, StorageClass
 from kubesched.errors import InputError
 from kubesched.framework.node_table import BoolArray, IntArray, NodeSet, NodeTable
 from kubesched.framework.status import Status

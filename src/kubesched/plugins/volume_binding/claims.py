@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kubesched.api.objects import PersistentVolume, PersistentVolumeClaim
+from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.plugins._volumes import (

@@ -12,8 +12,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kubesched.api.objects import CSIDriver, CSINode, CSIStorageCapacity, Pod, StorageClass
+from kubesched.api.objects import Pod
 from kubesched.api.quantity import QuantityError, quantity_nanos
+from kubesched.api.storage import CSIDriver, CSINode, CSIStorageCapacity, StorageClass
 from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched.api.objects import CSIStorageCapacity
 from kubesched.api.quantity import QuantityError, quantity_nanos
+from kubesched.api.storage import CSIStorageCapacity
 from kubesched.framework.node_table import IntArray
 from kubesched.framework.types import MAX_NODE_SCORE
 from kubesched.plugins.node_resources_fit import broken_linear

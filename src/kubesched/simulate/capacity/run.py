@@ -24,20 +24,19 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import (
+from kubesched.api.controllers import (
     CronJob,
     DaemonSet,
     Deployment,
     Job,
-    KubeObject,
-    Pod,
-    PodSpec,
     PodTemplateSpec,
     ReplicaSet,
     ReplicationController,
     StatefulSet,
 )
+from kubesched.api.kinds import KubeObject
+from kubesched.api.loader import LoadedObjects
+from kubesched.api.objects import Pod, PodSpec
 from kubesched.api.quantity import QuantityError, format_quantity
 from kubesched.api.resources import default_requests_from_limits, pod_requests
 from kubesched.api.workloads import pod_template_of

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from kubesched.api.objects import Pod, PodGroup
+from kubesched.api.objects import Pod
+from kubesched.api.scheduler_plugins import PodGroup
 from kubesched.plugins.contrib.coscheduling import (
     MIN_AVAILABLE_ANNOTATION,
     POD_GROUP_API_VERSION,

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import msgspec
 
+from kubesched.api.controllers import DaemonSet
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import DaemonSet, Pod
+from kubesched.api.objects import Pod
 from kubesched.api.workloads import WorkloadObject
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.errors import InputError

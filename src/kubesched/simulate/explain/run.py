@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
+from kubesched.api.cluster_objects import Namespace
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import Namespace, Pod
+from kubesched.api.objects import Pod
 from kubesched.api.scheduling_groups import GATE_OF
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config.types import KubeSchedulerConfiguration

@@ -29,7 +29,9 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.objects import Node, ObjectMeta, Pod, PriorityClass
+from kubesched.api.cluster_objects import PriorityClass
+from kubesched.api.meta import ObjectMeta
+from kubesched.api.objects import Node, Pod
 from kubesched.cluster.kube.client import ApiError, KubeClient
 from kubesched.cluster.kube.informer import (
     KINDS,

@@ -16,8 +16,9 @@ from typing import Protocol
 
 import msgspec
 
+from kubesched.api.controllers import CronJob
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import CronJob, Node, Pod
+from kubesched.api.objects import Node, Pod
 from kubesched.api.workloads import WORKLOAD_KINDS, WorkloadObject
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.errors import InputError

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from kubesched.api.objects import Node, Pod, controller_of
+from kubesched.api.meta import controller_of
+from kubesched.api.objects import Node, Pod
 from kubesched.framework.node_info import pod_key
 from kubesched.scheduler.cache import ZONE_LABEL
 from kubesched.simulate.snapshot.model import WorkloadResult

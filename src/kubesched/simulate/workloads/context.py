@@ -12,7 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kubesched.api.objects import ObjectMeta, OwnerReference, Pod, PodSpec, PodTemplateSpec, controller_of
+from kubesched.api.controllers import PodTemplateSpec
+from kubesched.api.meta import ObjectMeta, OwnerReference, controller_of
+from kubesched.api.objects import Pod, PodSpec
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.framework.node_info import pod_key
 from kubesched.simulate.workloads.naming import NameSource

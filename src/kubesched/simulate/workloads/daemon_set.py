@@ -15,19 +15,9 @@ from typing import Final
 
 import msgspec
 
-from kubesched.api.objects import (
-    Affinity,
-    DaemonSet,
-    Node,
-    NodeAffinity,
-    NodeSelector,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
-    OwnerReference,
-    Pod,
-    PodSpec,
-    Toleration,
-)
+from kubesched.api.controllers import DaemonSet
+from kubesched.api.meta import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, OwnerReference
+from kubesched.api.objects import Affinity, Node, NodeAffinity, Pod, PodSpec, Toleration
 from kubesched.api.selectors import RequiredNodeAffinity
 from kubesched.api.taints import tolerates_all
 from kubesched.simulate.workloads.context import ControllerContext, OwnerKey, WorkloadStatus, is_available

@@ -22,14 +22,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from kubesched.api.objects import (
-    Deployment,
-    LabelSelector,
-    ObjectMeta,
-    PodTemplateSpec,
-    ReplicaSet,
-    WorkloadSpec,
-)
+from kubesched.api.controllers import Deployment, PodTemplateSpec, ReplicaSet, WorkloadSpec
+from kubesched.api.meta import LabelSelector, ObjectMeta
 from kubesched.simulate.workloads.context import ControllerContext, OwnerKey, WorkloadStatus, is_available
 from kubesched.simulate.workloads.naming import (
     POD_TEMPLATE_HASH_LABEL,

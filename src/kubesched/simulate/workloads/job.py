@@ -24,7 +24,8 @@ from typing import Final
 
 import msgspec
 
-from kubesched.api.objects import CronJob, Job, JobSpec, ObjectMeta, OwnerReference
+from kubesched.api.controllers import CronJob, Job, JobSpec
+from kubesched.api.meta import ObjectMeta, OwnerReference
 from kubesched.simulate.workloads.context import ControllerContext, OwnerKey, WorkloadStatus
 from kubesched.simulate.workloads.naming import controller_reference, object_uid
 from kubesched.simulate.workloads.ranking import deletion_order

@@ -17,19 +17,18 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import (
+from kubesched.api.controllers import (
     CronJob,
     DaemonSet,
     Deployment,
     Job,
-    ObjectMeta,
-    Pod,
     ReplicaSet,
     ReplicationController,
     StatefulSet,
-    controller_of,
 )
+from kubesched.api.loader import LoadedObjects
+from kubesched.api.meta import ObjectMeta, controller_of
+from kubesched.api.objects import Pod
 from kubesched.api.workloads import WorkloadObject, replicas_of
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.simulate.workloads.context import Controller, ControllerContext, PodChanges, WorkloadStatus

@@ -17,7 +17,9 @@ from typing import Final
 
 import msgspec
 
-from kubesched.api.objects import Container, PodTemplateSpec, controller_reference
+from kubesched.api.controllers import PodTemplateSpec
+from kubesched.api.meta import controller_reference
+from kubesched.api.objects import Container
 from kubesched.api.quantity import QuantityError, quantity_nanos
 
 __all__ = [

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kubesched.api.objects import OwnerReference, Pod, PodTemplateSpec
+from kubesched.api.controllers import PodTemplateSpec
+from kubesched.api.meta import OwnerReference
+from kubesched.api.objects import Pod
 from kubesched.simulate.workloads.context import ControllerContext, OwnerKey, WorkloadStatus, is_available
 from kubesched.simulate.workloads.ranking import deletion_order
 

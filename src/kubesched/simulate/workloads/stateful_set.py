@@ -17,16 +17,10 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from kubesched.api.objects import (
-    ObjectMeta,
-    OwnerReference,
-    PersistentVolumeClaim,
-    PersistentVolumeClaimVolumeSource,
-    Pod,
-    PodSpec,
-    StatefulSet,
-    Volume,
-)
+from kubesched.api.controllers import StatefulSet
+from kubesched.api.meta import ObjectMeta, OwnerReference
+from kubesched.api.objects import PersistentVolumeClaimVolumeSource, Pod, PodSpec, Volume
+from kubesched.api.storage import PersistentVolumeClaim
 from kubesched.simulate.workloads.context import ControllerContext, OwnerKey, WorkloadStatus, is_available
 from kubesched.simulate.workloads.naming import template_hash
 

@@ -22,7 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.loader import LoadedObjects, load_documents
-from kubesched.api.objects import Pod, PodGroup
+from kubesched.api.objects import Pod
+from kubesched.api.scheduler_plugins import PodGroup
 from kubesched.cli import main
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config import load_config

@@ -9,7 +9,8 @@ import msgspec
 import pytest
 from tests.unit.simulate.simulate_helpers import node, pod, run_cli, write_config, write_yaml
 
-from kubesched.api.objects import Pod, PodGroup
+from kubesched.api.objects import Pod
+from kubesched.api.scheduler_plugins import PodGroup
 from kubesched.simulate.compare.gangs import count_gangs
 from kubesched.simulate.compare.run import count_reasons, reasons_of
 

@@ -18,7 +18,8 @@ from tests.unit.simulate.simulate_helpers import Obj, node, run_cli, taint, writ
 from tests.unit.simulate.test_workloads import daemon_set, deployment, job, loaded, stateful_set
 
 from kubesched.api.loader import LoadedObjects, load_documents
-from kubesched.api.objects import ObjectMeta, Pod, PodSpec
+from kubesched.api.meta import ObjectMeta
+from kubesched.api.objects import Pod, PodSpec
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config import default_config
 from kubesched.errors import InputError
