@@ -32,7 +32,9 @@ records when each pod's `spec.nodeName` appears: pods/s is N / (last bind - firs
 informer sync are not counted (scheduler_perf leaves them out too). Peak RSS of each scheduler is its
 `VmHWM` from `/proc/<pid>/status`, read just before it is stopped; its CPU seconds (start-up included)
 and the API server's + etcd's over the phase are reported too, with the load average: on a shared
-two-core machine rates move with whatever else runs, CPU seconds much less.
+two-core machine rates move with whatever else runs, CPU seconds much less. For kubesched,
+`events_unsent_at_stop` is how many Events it still had queued when stopped right after the last
+bind (from its shutdown log line): how far Events fell behind binds.
 
 `--shape` picks the pending pods (scheduler_perf's workloads): `basic` (above), `anti-affinity` (anti-affine
 to each other on the hostname), `spreading` (maxSkew 5 over three zones), `preemption` (every node runs
@@ -60,6 +62,7 @@ import http.client
 import itertools
 import json
 import os
+import re
 import ssl
 import sys
 import threading
@@ -717,7 +720,8 @@ class Bench:
         times = sorted(watch.bound_at.values())
         bound = len(times)
         span = times[-1] - times[0] if bound > 1 else 0.0
-        return {
+        unsent = {} if phase == "upstream" else {"events_unsent_at_stop": unsent_events(proc.log_path)}
+        return unsent | {
             "bound": bound,
             "complete": complete,
             "seconds": round(span, 3),
@@ -730,6 +734,17 @@ class Bench:
             "apiserver_etcd_cpu_seconds": round(server_cpu, 2),
             "load_average_1m": load_average(),
         }
+
+
+def unsent_events(log: Path) -> int:
+    """Events kubesched still had queued when it was stopped (right after the last bind), from the
+    line its Event queue logs at shutdown: how far Events fell behind binds."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return 0
+    found = re.findall(r"events: (\d+) calls not made at shutdown", text)
+    return int(found[-1]) if found else 0
 
 
 def label(figure: dict[str, Any]) -> str:

@@ -163,6 +163,8 @@ def live_throughput(out: list[Any]) -> None:
         has(o, "seconds", "start_to_first_bind_seconds", "peak_rss_mib", "scheduler_cpu_seconds")
         assert o["complete"] is True and o["bound"] == o["pods"] and o["pods_per_second"] > 0
     assert phases["raw"]["pods_per_second"] > 0
+    assert phases["kubesched"]["events_unsent_at_stop"] >= 0
+    assert "events_unsent_at_stop" not in phases["upstream"]
     assert out[-1]["summary"] == "live_throughput"
 
 

@@ -64,3 +64,35 @@ def test_stop_gives_waiting_calls_one_last_try_at_once_and_no_retry_after_it() -
     assert time.monotonic() - started < 5
     assert sent == [1] and len(attempts) == 2 and calls.pending == 0 and calls.waiting == 0
     assert not calls.submit(lambda: None) and not calls.submit_later(lambda: None, 0)
+
+
+def test_workers_start_as_calls_wait_for_them_up_to_the_limit() -> None:
+    calls = AsyncCalls("t", 3)
+    calls.start()
+    release = threading.Event()
+    try:
+        assert calls.workers == 1
+        assert calls.submit(lambda: None) and calls.drain(10)
+        assert calls.workers == 1  # the one worker was idle: no second one
+        for _ in range(5):
+            assert calls.submit(release.wait)
+        assert calls.workers == 3  # every call found the others busy, up to the limit
+    finally:
+        release.set()
+        assert calls.drain(10)
+        calls.stop(1)
+    assert calls.pending == 0 and calls.failed == 0 and calls.dropped == 0
+
+
+def test_calls_queued_before_the_start_get_their_workers_at_the_start() -> None:
+    calls = AsyncCalls("t", 4)
+    ran: list[int] = []
+    for i in range(6):
+        assert calls.submit(lambda i=i: ran.append(i))  # type: ignore[misc]
+    assert calls.workers == 0
+    calls.start()
+    try:
+        assert calls.drain(10) and sorted(ran) == list(range(6))
+        assert calls.workers == 4
+    finally:
+        calls.stop(1)

@@ -5,6 +5,12 @@ asynchronous broadcaster for the same reason). Calls queue up to a bound; past i
 dropped and counted, as client-go's event broadcaster drops events when its queue is full, because a
 scheduler that blocks on telemetry under load only makes the overload worse.
 
+Workers are started as calls need them, up to `workers`: a new call that finds no worker idle
+starts one more. A burst of Events (one per bind) is therefore sent with as many requests in flight
+as it takes to keep up, as upstream's events broadcaster sends each Event on a goroutine of its own,
+while a quiet scheduler keeps one or two threads. What bounds the work is the queue, not the
+threads: a slow API server fills it and further calls are dropped, never the scheduling loop held.
+
 A call that failed for a reason that passes (the API server restarting) can come back later
 (`submit_later`): it waits off the workers, in a second bounded store, so an outage costs neither a
 worker thread nor unbounded memory. `stop` gives every waiting call one last try within its budget,
@@ -33,18 +39,18 @@ Call = Callable[[], None]
 
 
 class AsyncCalls:
-    """A bounded queue of calls served by `workers` daemon threads, and a bounded store of calls
-    waiting to be retried."""
+    """A bounded queue of calls served by up to `workers` daemon threads (started as needed), and a
+    bounded store of calls waiting to be retried."""
 
     def __init__(
         self, name: str, workers: int = 2, *, maxsize: int = 10_000, max_waiting: int = 5_000
     ) -> None:
         self.name = name
         self._queue: queue.Queue[object] = queue.Queue(maxsize)
-        self._threads = [
-            threading.Thread(target=self._serve, name=f"{name}-{i}", daemon=True)
-            for i in range(max(1, workers))
-        ]
+        self._max_workers = max(1, workers)
+        self._threads: list[threading.Thread] = []
+        self._idle_workers = 0  # workers waiting for a call (under `_lock`)
+        self._unclaimed = 0  # calls put on the queue that no worker has taken yet (under `_lock`)
         self._started = False
         self._closing = False  # `stop` began: the waiting calls get their last try, no new retries
         self._stopped = False
@@ -62,10 +68,24 @@ class AsyncCalls:
 
     def start(self) -> None:
         if not self._started:
-            self._started = True
-            for t in self._threads:
-                t.start()
+            with self._lock:
+                self._started = True
+                # Calls queued before the start get as many workers as they would have started.
+                for _ in range(min(self._max_workers, max(1, self._unclaimed))):
+                    self._add_worker()
             self._timer_thread.start()
+
+    @property
+    def workers(self) -> int:
+        """Worker threads started so far."""
+        return len(self._threads)
+
+    def _add_worker(self) -> None:
+        """Start one more worker (under `_lock`); it counts as idle until it takes a call."""
+        t = threading.Thread(target=self._serve, name=f"{self.name}-{len(self._threads)}", daemon=True)
+        self._threads.append(t)
+        self._idle_workers += 1
+        t.start()
 
     def submit(self, call: Call) -> bool:
         """Queue `call`; False (and counted) if the queue is full or the calls were stopped."""
@@ -74,11 +94,17 @@ class AsyncCalls:
                 self.dropped += 1
                 return False
             self._pending += 1
+            self._unclaimed += 1
+            # More calls waiting on the queue than idle workers to take them: one more worker.
+            short = self._unclaimed > self._idle_workers
+            if short and self._started and len(self._threads) < self._max_workers:
+                self._add_worker()
         try:
             self._queue.put_nowait(call)
         except queue.Full:
             with self._lock:
                 self._pending -= 1
+                self._unclaimed -= 1
                 self.dropped += 1
                 if not self._pending:
                     self._idle.notify_all()
@@ -122,10 +148,11 @@ class AsyncCalls:
         with self._lock:
             self._stopped = True
             left = self._pending
+            workers = len(self._threads)
             self._timer.notify()
         if left:
             log.warning("%s: %d calls not made at shutdown", self.name, left)
-        for _ in self._threads:
+        for _ in range(workers):
             try:
                 self._queue.put_nowait(_STOP)
             except queue.Full:
@@ -146,6 +173,9 @@ class AsyncCalls:
             call = self._queue.get()
             if call is _STOP:
                 return
+            with self._lock:
+                self._idle_workers -= 1
+                self._unclaimed -= 1
             try:
                 if self._stopped:
                     self.dropped += 1  # queued when the shutdown's budget ran out
@@ -160,6 +190,7 @@ class AsyncCalls:
             finally:
                 with self._idle:
                     self._pending -= 1
+                    self._idle_workers += 1
                     if not self._pending:
                         self._idle.notify_all()
 
@@ -184,6 +215,7 @@ class AsyncCalls:
                 _, _, call = heapq.heappop(self._waiting)
                 try:
                     self._queue.put_nowait(call)
+                    self._unclaimed += 1
                 except queue.Full:
                     self._pending -= 1
                     self.dropped += 1
