@@ -92,8 +92,9 @@ def pod_update_events(
 ) -> list[ClusterEvent]:
     """The Pod update events that may change a scheduling result (upstream PodSchedulingPropertiesChange).
 
-    Labels, tolerations, scheduling gates dropping to none and (when both request maps are given)
-    any request shrinking. Other changes (status, annotations) yield nothing: no hint can care.
+    Labels, tolerations, scheduling gates dropping to none, a generated ResourceClaim recorded in
+    the status and (when both request maps are given) any request shrinking. Other changes (the
+    rest of the status, annotations) yield nothing: no hint can care.
     The queue asks this only for the pending pod's own update, so the resource is AssignedPod when
     the new object has a `spec.nodeName`, else TargetPod (v1.37.2's queue Update does the same).
     """
@@ -111,4 +112,10 @@ def pod_update_events(
         actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     if old_pod.spec.tolerations != new_pod.spec.tolerations:
         actions.append(ActionType.UPDATE_POD_TOLERATION)
+    if (
+        old_pod.status.resource_claim_statuses != new_pod.status.resource_claim_statuses
+        or old_pod.status.extended_resource_claim_status != new_pod.status.extended_resource_claim_status
+    ):
+        # The resourceclaim controller recorded a generated claim (DynamicResourceAllocation is GA).
+        actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     return [ClusterEvent(resource, a) for a in actions]

@@ -90,6 +90,14 @@ UPSTREAM: dict[str, list[Row]] = {
         (R.TARGET_POD, A.UPDATE_POD_LABEL, HINT),
         (R.NODE, A.ADD | A.UPDATE_NODE_LABEL, HINT),
     ],
+    # dynamicresources/dynamicresources.go (DynamicResourceAllocation is GA, so `enabled` holds)
+    "DynamicResources": [
+        (R.NODE, A.ADD | A.UPDATE_NODE_LABEL | A.UPDATE_NODE_ALLOCATABLE, NO_HINT),
+        (R.RESOURCE_CLAIM, A.ADD | A.UPDATE | A.DELETE, HINT),
+        (R.TARGET_POD, A.UPDATE_POD_GENERATED_RESOURCE_CLAIM, HINT),
+        (R.DEVICE_CLASS, A.ADD | A.UPDATE, NO_HINT),
+        (R.RESOURCE_SLICE, A.ADD | A.UPDATE, NO_HINT),
+    ],
     # defaultpreemption/default_preemption.go (SchedulerAsyncPreemption is on by default)
     "DefaultPreemption": [(R.ASSIGNED_POD, A.DELETE, HINT)],
     # nodedeclaredfeatures/nodedeclaredfeatures.go (NodeDeclaredFeatures is GA). kubesched's queue

@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from kubesched.api.meta import ObjectMeta
-from kubesched.api.objects import Pod, PodSchedulingGate, PodSpec, PodStatus, Toleration
+from kubesched.api.objects import (
+    Pod,
+    PodExtendedResourceClaimStatus,
+    PodResourceClaimStatus,
+    PodSchedulingGate,
+    PodSpec,
+    PodStatus,
+    Toleration,
+)
 from kubesched.framework.events import (
     ASSIGNED_POD_DELETE,
     FORCE_ACTIVATE,
@@ -47,6 +55,8 @@ def make_pod(
     tolerations: Sequence[Toleration] = (),
     nominated: str = "",
     node_name: str = "",
+    claim_statuses: Sequence[tuple[str, str | None]] = (),
+    extended_claim: str = "",
 ) -> Pod:
     return Pod(
         metadata=ObjectMeta(name=name, namespace="default", uid=f"uid-{name}", labels=labels or {}),
@@ -57,7 +67,17 @@ def make_pod(
             tolerations=list(tolerations),
             node_name=node_name,
         ),
-        status=PodStatus(nominated_node_name=nominated),
+        status=PodStatus(
+            nominated_node_name=nominated,
+            resource_claim_statuses=[
+                PodResourceClaimStatus(name=n, resource_claim_name=c) for n, c in claim_statuses
+            ],
+            extended_resource_claim_status=(
+                PodExtendedResourceClaimStatus(request_mappings=[], resource_claim_name=extended_claim)
+                if extended_claim
+                else None
+            ),
+        ),
     )
 
 
@@ -610,6 +630,14 @@ def test_unschedulable_pod_update_uses_pod_event_hints(new_kw: dict[str, Any], e
         ({"gates": ["g", "h"]}, {"gates": ["h"]}, []),
         ({}, {"tolerations": [Toleration(key="k")]}, [ActionType.UPDATE_POD_TOLERATION]),
         ({"nominated": "n"}, {}, []),
+        ({}, {"claim_statuses": [("gpu", "a-gpu-x")]}, [ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM]),
+        (
+            {"claim_statuses": [("gpu", None)]},
+            {"claim_statuses": [("gpu", "a-gpu-x")]},
+            [ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM],
+        ),
+        ({"claim_statuses": [("gpu", "a-gpu-x")]}, {"claim_statuses": [("gpu", "a-gpu-x")]}, []),
+        ({}, {"extended_claim": "a-extended-resources-x"}, [ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM]),
     ],
 )
 def test_pod_update_events(old_kw: dict[str, Any], new_kw: dict[str, Any], actions: list[ActionType]) -> None:

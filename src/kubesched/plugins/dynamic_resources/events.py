@@ -1,58 +1,82 @@
 """DynamicResources' cluster events and queueing hints: which changes may let a rejected pod fit.
 
 Separate because the hints are the plugin's contract with the scheduling queue, read against
-upstream's `EventsToRegister` on their own, and they need none of the plugin's state.
+v1.37.2's `EventsToRegister` and its `isSchedulableAfter*` functions in
+`pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go` on their own. They need only
+the claims the plugin sees (the claim ledger, already updated by the event when a hint runs, as
+upstream's assume cache is).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubesched.api.objects import Pod
 from kubesched.api.resource import ResourceClaim
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from kubesched.plugins.dynamic_resources.claims import resolve_pod_claims
 
-__all__ = ["events_to_register"]
-
-
-def events_to_register() -> list[ClusterEventWithHint]:
-    """The cluster events that may make a pod DynamicResources rejected schedulable."""
-    return [
-        ClusterEventWithHint(
-            ClusterEvent(
-                Resource.NODE,
-                ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE,
-            )
-        ),
-        ClusterEventWithHint(
-            ClusterEvent(Resource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
-            _claim_hint,
-        ),
-        ClusterEventWithHint(ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE)),
-        ClusterEventWithHint(ClusterEvent(Resource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE)),
-        ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)),
-        ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE)),
-    ]
+__all__ = ["ClaimHints"]
 
 
-def _claim_hint(pod: Pod, old: Any, new: Any) -> QueueingHint:
-    """A pod waits for its own claims; any claim being deallocated may free devices for it."""
-    if not pod.spec.resource_claims:
-        return QueueingHint.SKIP
-    if (
-        isinstance(old, ResourceClaim)
-        and old.status.allocation is not None
-        and (new is None or (isinstance(new, ResourceClaim) and new.status.allocation is None))
-    ):
+class ClaimHints:
+    """The registrations and the two hints, over the claims by `namespace/name`."""
+
+    def __init__(self, claims: Callable[[], Mapping[str, ResourceClaim]]) -> None:
+        self._claims = claims
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Upstream's five rows, in its order; no Pod deletion (a deleted pod's claims are
+        deallocated or deleted by the resourceclaim controller, and that claim event queues)."""
+        return [
+            # Node labels may decide a slice's or an allocation's node selector; new capacity.
+            ClusterEventWithHint(
+                ClusterEvent(
+                    Resource.NODE,
+                    ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE,
+                )
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
+                self.after_claim_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.TARGET_POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                self.after_target_pod_update,
+            ),
+            ClusterEventWithHint(ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE)),
+            ClusterEventWithHint(ClusterEvent(Resource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE)),
+        ]
+
+    def after_claim_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """Upstream `isSchedulableAfterClaimChange`: a deallocation (or the deletion of an allocated
+        claim) may free devices for any pod whose claims all exist, with or without claims of its
+        own; otherwise only the creation of one of the pod's claims, or a change of its status."""
+        if new is None:
+            if not isinstance(old, ResourceClaim):
+                return QueueingHint.QUEUE  # final state unknown: play safe
+            # Deleted: it freed devices only if it still held an allocation.
+            return QueueingHint.QUEUE if old.status.allocation is not None else QueueingHint.SKIP
+        if not isinstance(new, ResourceClaim) or (old is not None and not isinstance(old, ResourceClaim)):
+            return QueueingHint.QUEUE
+        resolved = resolve_pod_claims(pod, self._claims())
+        if isinstance(resolved, str):
+            return QueueingHint.SKIP  # still missing a claim: PreEnqueue would stop it again
+        if old is not None and old.status.allocation is not None and new.status.allocation is None:
+            return QueueingHint.QUEUE
+        if not any(ref.claim.metadata.uid == new.metadata.uid for ref in resolved):
+            return QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        # The same status: a finalizer or a label changed, nothing the pod waits for.
+        return QueueingHint.SKIP if old.status == new.status else QueueingHint.QUEUE
+
+    def after_target_pod_update(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """Upstream `isSchedulableAfterTargetPodUpdate`: the controller recorded a generated claim in
+        the pod's status; queue once every claim of the updated pod exists."""
+        if not isinstance(new, Pod):
+            return QueueingHint.QUEUE
+        if isinstance(resolve_pod_claims(new, self._claims()), str):
+            return QueueingHint.SKIP
         return QueueingHint.QUEUE
-    return QueueingHint.QUEUE if _own_claim(pod, new if new is not None else old) else QueueingHint.SKIP
-
-
-def _own_claim(pod: Pod, claim: Any) -> bool:
-    if not isinstance(claim, ResourceClaim) or claim.metadata.namespace != pod.metadata.namespace:
-        return False
-    names = {c.resource_claim_name for c in pod.spec.resource_claims if c.resource_claim_name}
-    names |= {s.resource_claim_name for s in pod.status.resource_claim_statuses if s.resource_claim_name}
-    return claim.metadata.name in names or any(
-        r.uid == pod.metadata.uid for r in claim.metadata.owner_references
-    )

@@ -71,7 +71,7 @@ from kubesched.plugins.dynamic_resources.binding import (
 )
 from kubesched.plugins.dynamic_resources.claims import ClaimLedger, resolve_pod_claims
 from kubesched.plugins.dynamic_resources.device_table import DeviceTable
-from kubesched.plugins.dynamic_resources.events import events_to_register
+from kubesched.plugins.dynamic_resources.events import ClaimHints
 from kubesched.plugins.dynamic_resources.extended import IN_MEMORY_CLAIM_NAME
 from kubesched.plugins.dynamic_resources.extended_claim import (
     NodeRejected,
@@ -151,6 +151,7 @@ class DynamicResources(
         self._claim_writer = handle if isinstance(handle, ResourceClaimWriter) else None
         shared = getattr(handle, "shared_state", None)
         self._devices: DeviceState = shared(NAME, DeviceState) if callable(shared) else DeviceState()
+        self._hints = ClaimHints(self._claims)
 
     @property
     def ledger(self) -> ClaimLedger:
@@ -541,7 +542,7 @@ class DynamicResources(
         return self._claim_writer
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        return events_to_register()
+        return self._hints.events_to_register()
 
 
 def _status_code(statuses: list[Status], status: Status) -> int:
