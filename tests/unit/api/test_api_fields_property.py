@@ -10,13 +10,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_api_fields import KUBECTL_LIST
+from test_scheduling_groups import KUBECTL_LIST as GROUPS_LIST
 
 from kubesched.api.loader import decode_object, load_documents
 from kubesched.errors import InputError
 
 ITEMS: list[dict[str, Any]] = [
     item for item in yaml.safe_load(KUBECTL_LIST)["items"] if item["kind"] in ("Node", "Pod", "Deployment")
-]
+] + yaml.safe_load(GROUPS_LIST)["items"]  # Workload, PodGroup, CompositePodGroup, a pod of the group
 
 
 def _objects(doc: Any) -> list[dict[str, Any]]:

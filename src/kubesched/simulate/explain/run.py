@@ -30,6 +30,7 @@ from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.errors import InputError, did_you_mean
 from kubesched.framework.node_info import PodInfo, pod_key
 from kubesched.framework.node_table import NodeTable
+from kubesched.framework.pod_groups import pod_group_of
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework
 from kubesched.scheduler.clock import VirtualClock
@@ -66,6 +67,30 @@ def kinds_read(config: KubeSchedulerConfiguration, registry: Registry) -> set[st
                     return None
                 kinds.update(listed)
     return kinds
+
+
+def _group_note(objects: LoadedObjects, cluster: MemoryCluster, pod: Pod) -> list[str]:
+    """What a pod that names a PodGroup should be told: it is explained on its own, as the gate-off
+    scheduler kubesched runs schedules it."""
+    group = pod_group_of(pod)
+    if group is None:
+        return []
+    namespace, name = group
+    found = cluster.groups.pod_group(namespace, name)
+    gang = found.spec.scheduling_policy.gang if found is not None else None
+    what = (
+        "which the snapshot does not hold"
+        if found is None
+        else f"(gang, minCount {gang.min_count})"
+        if gang is not None
+        else "(basic policy)"
+    )
+    members = sum(1 for p in objects.pods if pod_group_of(p) == group)
+    return [
+        f"the pod names PodGroup {namespace}/{name} {what}, with {members} pod(s) in the snapshot: it is "
+        "explained on its own, as kube-scheduler schedules it with GenericWorkload off (kubesched does "
+        "not schedule pod groups yet)"
+    ]
 
 
 def find_pod(objects: LoadedObjects, key: str) -> Pod:
@@ -137,7 +162,7 @@ def explain_pod(
             scored_nodes=0,
             top_nodes=[],
             score_weights=dict(fwk.score_weights),
-            notes=list(notes),
+            notes=[*notes, *_group_note(objects, cluster, admitted)],
             seconds=0.0,
         )
         if refused:

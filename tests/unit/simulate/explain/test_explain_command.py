@@ -135,6 +135,31 @@ def test_schedulable_pod_top_nodes_with_scores_and_weights(tmp_path: Path, capsy
     assert (report["nearestNodes"], report["preemption"]) == ([], None)
 
 
+def test_a_pod_of_a_pod_group_is_explained_on_its_own_and_told_so(tmp_path: Path, capsys: Capsys) -> None:
+    member = pod("w0", requests={"cpu": "1"})
+    member["spec"]["schedulingGroup"] = {"podGroupName": "train"}
+    other = pod("w1", requests={"cpu": "1"}) | {"spec": member["spec"]}
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "train", "namespace": "default"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}},
+    }
+    path = write_yaml(tmp_path / "c.yaml", node("a", cpu="4"), group, member, other)
+    report = explain_json(capsys, "w0", "--snapshot", str(path))
+    assert report["verdict"] == "Schedulable"
+    assert report["notes"] == [
+        "the pod names PodGroup default/train (gang, minCount 4), with 2 pod(s) in the snapshot: it is "
+        "explained on its own, as kube-scheduler schedules it with GenericWorkload off (kubesched does "
+        "not schedule pod groups yet)"
+    ]
+    path = write_yaml(tmp_path / "c.yaml", node("a", cpu="4"), member)
+    (note,) = explain_json(capsys, "w0", "--snapshot", str(path))["notes"]
+    assert note.startswith(
+        "the pod names PodGroup default/train which the snapshot does not hold, with 1 pod(s)"
+    )
+
+
 def test_preemption_names_the_victims(tmp_path: Path, capsys: Capsys) -> None:
     path = write_yaml(
         tmp_path / "c.yaml",
