@@ -98,6 +98,23 @@ def test_other_kinds_created_at_zero_become_objects_of_the_cluster() -> None:
     assert [e.ref.kind for e in scenario.events] == ["Node"]
 
 
+def test_scheduling_k8s_io_groups_at_zero_become_objects_of_the_cluster() -> None:
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+    }
+    member = POD | {"spec": POD["spec"] | {"schedulingGroup": {"podGroupName": "g"}}}
+    scenario = parse(document({"at": 0, "create": group}, {"at": 5, "create": member}))
+    (loaded,) = scenario.objects.scheduling_pod_groups
+    assert type(loaded).__module__ == "kubesched.api.scheduling_groups" and scenario.objects.pod_groups == []
+    (event,) = scenario.events
+    assert isinstance(event.obj, Pod) and event.obj.spec.scheduling_group is not None
+    with pytest.raises(InputError, match=r"spec.events\[0\].at: PodGroup objects can only be created at 0s"):
+        parse(document({"at": 5, "create": group}))
+
+
 @pytest.mark.parametrize(
     ("doc", "error"),
     [
