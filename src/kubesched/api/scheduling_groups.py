@@ -22,7 +22,7 @@ from typing import Final
 
 import msgspec
 
-from kubesched.api.meta import Int32, ObjectMeta
+from kubesched.api.meta import Int32, KubeStruct, ObjectMeta
 from kubesched.api.resource import Condition
 
 __all__ = [
@@ -80,39 +80,35 @@ GATE_OF: Final = {
 POD_GROUP_INITIALLY_SCHEDULED: Final = "PodGroupInitiallyScheduled"
 
 
-class _Base(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel", frozen=True):
-    """Keyword construction, camelCase wire names, defaults omitted, immutable."""
-
-
-class Marker(_Base, frozen=True):
+class Marker(KubeStruct, frozen=True):
     """An API object without fields (`basic: {}`, `all: {}`): set or not, nothing more."""
 
 
 # --------------------------------------------------------------------------- shared pieces
 
 
-class GangSchedulingPolicy(_Base, frozen=True):
+class GangSchedulingPolicy(KubeStruct, frozen=True):
     #: Pods that must be placed together before any of them binds.
     min_count: Int32 = 0
 
 
-class PodGroupSchedulingPolicy(_Base, frozen=True):
+class PodGroupSchedulingPolicy(KubeStruct, frozen=True):
     """Exactly one of `basic` (pods scheduled one by one) or `gang` (all or nothing)."""
 
     basic: Marker | None = None
     gang: GangSchedulingPolicy | None = None
 
 
-class TopologyConstraint(_Base, frozen=True):
+class TopologyConstraint(KubeStruct, frozen=True):
     #: A node label: the group's pods must all land in nodes sharing one value of it.
     key: str = ""
 
 
-class PodGroupSchedulingConstraints(_Base, frozen=True):
+class PodGroupSchedulingConstraints(KubeStruct, frozen=True):
     topology: list[TopologyConstraint] = []
 
 
-class PodGroupResourceClaim(_Base, frozen=True):
+class PodGroupResourceClaim(KubeStruct, frozen=True):
     """A claim shared by the group's pods: by name, or a template made into one claim per group."""
 
     name: str = ""
@@ -120,29 +116,29 @@ class PodGroupResourceClaim(_Base, frozen=True):
     resource_claim_template_name: str | None = None
 
 
-class DisruptionMode(_Base, frozen=True):
+class DisruptionMode(KubeStruct, frozen=True):
     """Whether one pod may be disrupted alone (`single`) or the group only as a whole (`all`)."""
 
     single: Marker | None = None
     all: Marker | None = None
 
 
-class WorkloadReference(_Base, frozen=True):
+class WorkloadReference(KubeStruct, frozen=True):
     workload_name: str = ""
     template_name: str = ""
 
 
-class CompositeGangSchedulingPolicy(_Base, frozen=True):
+class CompositeGangSchedulingPolicy(KubeStruct, frozen=True):
     #: Child groups that must be placed together.
     min_group_count: Int32 = 0
 
 
-class CompositePodGroupSchedulingPolicy(_Base, frozen=True):
+class CompositePodGroupSchedulingPolicy(KubeStruct, frozen=True):
     basic: Marker | None = None
     gang: CompositeGangSchedulingPolicy | None = None
 
 
-class CompositeDisruptionMode(_Base, frozen=True):
+class CompositeDisruptionMode(KubeStruct, frozen=True):
     single: Marker | None = None
     all: Marker | None = None
 
@@ -150,7 +146,7 @@ class CompositeDisruptionMode(_Base, frozen=True):
 # --------------------------------------------------------------------------- Workload
 
 
-class TypedLocalObjectReference(_Base, frozen=True):
+class TypedLocalObjectReference(KubeStruct, frozen=True):
     """The object (a Job, ...) that manages the Workload."""
 
     api_group: str = ""
@@ -158,7 +154,7 @@ class TypedLocalObjectReference(_Base, frozen=True):
     name: str = ""
 
 
-class PodGroupTemplate(_Base, frozen=True):
+class PodGroupTemplate(KubeStruct, frozen=True):
     name: str = ""
     scheduling_policy: PodGroupSchedulingPolicy = PodGroupSchedulingPolicy()
     scheduling_constraints: PodGroupSchedulingConstraints | None = None
@@ -169,7 +165,7 @@ class PodGroupTemplate(_Base, frozen=True):
     preemption_policy: str | None = None
 
 
-class CompositePodGroupTemplate(_Base, frozen=True):
+class CompositePodGroupTemplate(KubeStruct, frozen=True):
     name: str = ""
     scheduling_policy: CompositePodGroupSchedulingPolicy = CompositePodGroupSchedulingPolicy()
     scheduling_constraints: PodGroupSchedulingConstraints | None = None
@@ -181,13 +177,13 @@ class CompositePodGroupTemplate(_Base, frozen=True):
     composite_pod_group_templates: list[CompositePodGroupTemplate] = []
 
 
-class WorkloadSpec(_Base, frozen=True):
+class WorkloadSpec(KubeStruct, frozen=True):
     controller_ref: TypedLocalObjectReference | None = None
     pod_group_templates: list[PodGroupTemplate] = []
     composite_pod_group_templates: list[CompositePodGroupTemplate] = []
 
 
-class Workload(_Base, frozen=True):
+class Workload(KubeStruct, frozen=True):
     api_version: str = V1BETA1
     kind: str = "Workload"
     metadata: ObjectMeta = ObjectMeta()
@@ -197,7 +193,7 @@ class Workload(_Base, frozen=True):
 # --------------------------------------------------------------------------- PodGroup
 
 
-class PodGroupSpec(_Base, frozen=True):
+class PodGroupSpec(KubeStruct, frozen=True):
     parent_composite_pod_group_name: str | None = None
     workload_ref: WorkloadReference | None = None
     scheduling_policy: PodGroupSchedulingPolicy = PodGroupSchedulingPolicy()
@@ -209,19 +205,19 @@ class PodGroupSpec(_Base, frozen=True):
     preemption_policy: str | None = None
 
 
-class PodGroupResourceClaimStatus(_Base, frozen=True):
+class PodGroupResourceClaimStatus(KubeStruct, frozen=True):
     """The claim made from a template entry of `spec.resourceClaims` (None: none needed)."""
 
     name: str = ""
     resource_claim_name: str | None = None
 
 
-class PodGroupStatus(_Base, frozen=True):
+class PodGroupStatus(KubeStruct, frozen=True):
     conditions: list[Condition] = []
     resource_claim_statuses: list[PodGroupResourceClaimStatus] = []
 
 
-class PodGroup(_Base, frozen=True):
+class PodGroup(KubeStruct, frozen=True):
     """A group of pods at run time; its pods set `spec.schedulingGroup.podGroupName` to its name."""
 
     api_version: str = V1BETA1
@@ -234,7 +230,7 @@ class PodGroup(_Base, frozen=True):
 # --------------------------------------------------------------------------- CompositePodGroup
 
 
-class CompositePodGroupSpec(_Base, frozen=True):
+class CompositePodGroupSpec(KubeStruct, frozen=True):
     parent_composite_pod_group_name: str | None = None
     workload_ref: WorkloadReference | None = None
     scheduling_policy: CompositePodGroupSchedulingPolicy = CompositePodGroupSchedulingPolicy()
@@ -245,11 +241,11 @@ class CompositePodGroupSpec(_Base, frozen=True):
     preemption_policy: str | None = None
 
 
-class CompositePodGroupStatus(_Base, frozen=True):
+class CompositePodGroupStatus(KubeStruct, frozen=True):
     conditions: list[Condition] = []
 
 
-class CompositePodGroup(_Base, frozen=True):
+class CompositePodGroup(KubeStruct, frozen=True):
     """PodGroups (named by their `parentCompositePodGroupName`) and composites placed as one."""
 
     api_version: str = V1ALPHA3
