@@ -12,6 +12,12 @@ whether the server still answered a normal request afterwards. Every process is 
 stopped by pid; every request loop is bounded in count and time.
 
     python benchmarks/extender_abuse.py [--connections 200] [--body-mib 64] [--chunked] [--smoke]
+
+With `--idle N` it measures waiting connections instead: N connections held open, half of them
+silent and half stopped in the middle of their headers (slow clients), while normal filter
+requests are timed one after another. It prints the resident set per waiting connection, the
+requests' latencies, and how many got their 200 (all should: a waiting connection gives its slot
+to a caller).
 """
 
 from __future__ import annotations
@@ -133,10 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--body-mib", type=int, default=64)
     parser.add_argument("--chunked", action="store_true", help="send bodies chunked, without a length")
     parser.add_argument("--smoke", action="store_true", help="4 connections of 1 MiB (CI)")
+    parser.add_argument("--idle", type=int, default=0, metavar="N", help="hold N waiting connections instead")
     parser.add_argument("--server-args", nargs=argparse.REMAINDER, default=[], help="extra extender flags")
     args = parser.parse_args(argv)
     if args.smoke:
         args.connections, args.body_mib = 4, 1
+        args.idle = min(args.idle, 8)
 
     body = make_body(args.body_mib)
     port = free_port()
@@ -150,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         try:
             wait_ready(port, proc)
+            if args.idle:
+                print(json.dumps(waiting(port, proc, args.idle, args.server_args)), flush=True)
+                return 0
             idle = status_kib(proc.pid, "VmRSS")
             peak = [idle]
             sampling = threading.Event()
@@ -193,6 +204,60 @@ def main(argv: list[str] | None = None) -> int:
                 proc.kill()
                 proc.wait()
     return 0
+
+
+#: Normal requests timed while the waiting connections are held.
+WAITING_REQUESTS = 20
+
+
+def waiting(port: int, proc: subprocess.Popen[bytes], count: int, server_args: list[str]) -> dict[str, Any]:
+    """Hold `count` waiting connections (half silent, half mid-headers) and time normal requests."""
+    before = status_kib(proc.pid, "VmRSS")
+    held: list[socket.socket] = []
+    try:
+        for i in range(count):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            if i % 2:
+                s.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+            held.append(s)
+        time.sleep(1.0)  # let the server accept them all
+        during = status_kib(proc.pid, "VmRSS")
+        latencies: list[float] = []
+        served = 0
+        for _ in range(WAITING_REQUESTS):
+            started = time.monotonic()
+            served += healthy_after(port)
+            latencies.append((time.monotonic() - started) * 1000)
+        still_open = sum(1 for s in held if _open(s))
+    finally:
+        for s in held:
+            s.close()
+    latencies.sort()
+    return {
+        "benchmark": "extender_idle",
+        "idle_connections": count,
+        "server_args": server_args,
+        "rss_before_mib": round(before / 1024, 1),
+        "rss_waiting_mib": round(during / 1024, 1),
+        "kib_per_waiting_connection": round((during - before) / max(count, 1), 2),
+        "requests": WAITING_REQUESTS,
+        "served": served,
+        "p50_ms": round(latencies[len(latencies) // 2], 2),
+        "max_ms": round(latencies[-1], 2),
+        "waiting_still_open": still_open,
+        "server_alive": proc.poll() is None,
+    }
+
+
+def _open(s: socket.socket) -> bool:
+    """Whether the server has not closed `s` (checked without blocking)."""
+    s.setblocking(False)
+    try:
+        return s.recv(1) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
 
 
 def wait_ready(port: int, proc: subprocess.Popen[bytes]) -> None:

@@ -132,7 +132,9 @@ def add_extender_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         type=int,
         default=None,
         metavar="N",
-        help="connections open at once; one more is closed on accept (default 128)",
+        help="connections open at once, a quarter of them per peer address; a new one closes the"
+        " longest-idle one, or is closed on accept when all are in a request (default 4096, at most"
+        " half the open-file limit)",
     )
     p.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error"), help="log verbosity"

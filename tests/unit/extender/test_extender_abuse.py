@@ -5,6 +5,7 @@ checked over real loopback sockets, since they live below the ASGI app."""
 from __future__ import annotations
 
 import json
+import resource
 import socket
 import time
 from collections.abc import Iterator
@@ -190,18 +191,83 @@ def parse_response(s: socket.socket) -> tuple[int, str]:
     return int(head.split()[1]), payload.decode(errors="replace")
 
 
-def test_connections_beyond_the_cap_are_closed_on_accept() -> None:
-    with running(ConnectionLimits(max_connections=3)) as srv:
+def connect_from(srv: BackgroundServer, source: str) -> socket.socket:
+    """A connection from another loopback address: another peer, as the server sees it."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", srv.port))
+    return s
+
+
+def mid_request(s: socket.socket) -> socket.socket:
+    """`s` with its request headers sent and its body still to come: busy, not waiting."""
+    s.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+    return s
+
+
+FILTER = json.dumps({"Pod": POD, "NodeNames": ["n1"]}).encode()
+
+
+def test_idle_connections_make_room_for_a_caller_oldest_first() -> None:
+    with running(ConnectionLimits(max_connections=3, max_connections_per_peer=3)) as srv:
         held = [connect(srv) for _ in range(3)]
+        time.sleep(0.2)
+        code, _ = request(srv, FILTER)  # a fourth connection: the longest-waiting one makes room
+        assert code == 200
+        assert closed_by_server(held[0], 2.0)
+        assert not closed_by_server(held[2], 0.3)
+        for s in held:
+            s.close()
+
+
+def test_a_caller_is_refused_only_when_every_slot_is_in_a_request() -> None:
+    with running(ConnectionLimits(max_connections=3, max_connections_per_peer=3, header_timeout=30)) as srv:
+        busy = [mid_request(connect(srv)) for _ in range(3)]
         time.sleep(0.2)
         extra = connect(srv)
         assert closed_by_server(extra, 2.0)
-        held.pop().close()
+        busy.pop().close()
         time.sleep(0.2)
-        code, _ = request(srv, json.dumps({"Pod": POD, "NodeNames": ["n1"]}).encode())
+        code, _ = request(srv, FILTER)
         assert code == 200
-        for s in held:
+        for s in busy:
             s.close()
+
+
+def test_one_peer_cannot_take_every_slot() -> None:
+    limits = ConnectionLimits(max_connections=4, max_connections_per_peer=2, header_timeout=30)
+    with running(limits) as srv:
+        busy = [mid_request(connect_from(srv, "127.0.0.2")) for _ in range(2)]
+        time.sleep(0.2)
+        third = connect_from(srv, "127.0.0.2")
+        assert closed_by_server(third, 2.0)  # its peer holds its share, all of it in requests
+        code, _ = request(srv, FILTER)  # another peer still gets served
+        assert code == 200
+        for s in busy:
+            s.close()
+
+
+def test_slow_headers_do_not_hold_a_slot_against_a_caller() -> None:
+    with running(ConnectionLimits(max_connections=2, max_connections_per_peer=2, header_timeout=30)) as srv:
+        slow = [connect(srv) for _ in range(2)]
+        for s in slow:
+            s.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\n")  # headers never finished
+        time.sleep(0.2)
+        code, _ = request(srv, FILTER)
+        assert code == 200
+        assert closed_by_server(slow[0], 2.0)
+        for s in slow:
+            s.close()
+
+
+def test_default_limits_follow_the_open_file_limit() -> None:
+    limits = ConnectionLimits()
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    expected = 4096 if soft == resource.RLIM_INFINITY else max(1, min(4096, soft // 2))
+    assert limits.max_connections == expected
+    assert limits.max_connections_per_peer == max(1, limits.max_connections // 4)
+    assert ConnectionLimits(max_connections=10).max_connections_per_peer == 2
 
 
 def test_a_client_that_never_finishes_its_headers_is_disconnected() -> None:
