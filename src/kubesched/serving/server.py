@@ -42,6 +42,7 @@ def server_config(
         access_log=False,
         lifespan="off",
         http=TLSAwareH11Protocol,
+        ws="none",  # nothing served here speaks WebSocket; "auto" would import a library for it
         loop="asyncio",
         **kwargs,
     )

@@ -450,3 +450,28 @@ def test_kube_client_watches_over_the_pool_and_reads_error_statuses(
             pass
         assert (info.value.code, info.value.reason) == (410, "Expired")
     assert all(s.headers["authorization"] == "Bearer t" for s in server.seen)
+
+
+def test_httpx_is_built_only_for_a_server_behind_a_proxy(
+    serve: Callable[..., Server], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def ok(req: Seen, sock: socket.socket) -> bool:
+        sock.sendall(answer())
+        return True
+
+    proxy = serve(ok)
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    with KubeClient(
+        load_connection(str(_kubeconfig(tmp_path / "direct", proxy.url, {"token": "t"})))
+    ) as direct:
+        assert direct.get("/api").code == 200
+        assert direct._httpx is None  # our own connections: httpx never built
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    kc = _kubeconfig(tmp_path / "proxied", "http://kube.invalid:6443", {"token": "t"})
+    with KubeClient(load_connection(str(kc))) as proxied:
+        assert proxied._httpx is None
+        assert proxied.get("/api").code == 200
+        assert proxied._httpx is not None
+    assert proxy.seen[-1].target == "http://kube.invalid:6443/api"  # sent to the proxy, for the server

@@ -256,11 +256,15 @@ class KubeClient:
         except (ConfigError, OSError) as exc:
             raise InputError(f"cannot set up the connection to {self.server}: {exc}") from None
         agent = f"{USER_AGENT} ({name})"
-        self._http = httpx2.Client(
+        self._httpx_params: dict[str, Any] = {
             **kwargs,
-            limits=httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            headers={"User-Agent": agent, "Accept": JSON},
-        )
+            "limits": httpx2.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            "headers": {"User-Agent": agent, "Accept": JSON},
+        }
+        self._httpx: httpx2.Client | None = None
+        self._httpx_lock = threading.Lock()
         #: Requests and watches go through our own connections, unless a proxy from the environment
         #: applies to the server, which only httpx knows how to use.
         self._pool: ConnectionPool | None = None
@@ -283,10 +287,21 @@ class KubeClient:
     ) -> KubeClient:
         return cls(load_connection(kubeconfig, context=context), **kwargs)
 
+    @property
+    def _http(self) -> httpx2.Client:
+        """The httpx client, made on first use: only a proxied server needs it, and building one
+        costs start-up time (its transport's imports) that every other client would pay for nothing."""
+        with self._httpx_lock:
+            if self._httpx is None:
+                self._httpx = httpx2.Client(**self._httpx_params)
+            return self._httpx
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
-        self._http.close()
+        with self._httpx_lock:
+            if self._httpx is not None:
+                self._httpx.close()
 
     def __enter__(self) -> KubeClient:
         return self
