@@ -65,6 +65,7 @@ from kubesched.api.resource import (
 )
 from kubesched.api.safe_yaml import check_yaml
 from kubesched.api.scheduler_plugins import PodGroup
+from kubesched.api.scheduling_group_checks import check_scheduling_group
 from kubesched.api.scheduling_groups import SCHEDULING_GROUP, SCHEDULING_KINDS, CompositePodGroup, Workload
 from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
 from kubesched.api.storage import (
@@ -494,6 +495,7 @@ def _check(obj: LoadedObject) -> None:
 _CHECKS: dict[type[msgspec.Struct], Callable[[Any], None]] = {
     Node: _check_node_quantities,
     **dict.fromkeys(WORKLOAD_KINDS, check_workload),
+    **dict.fromkeys((Workload, SchedulingPodGroup, CompositePodGroup), check_scheduling_group),
 }
 
 

@@ -257,10 +257,11 @@ def test_a_value_of_the_wrong_type_is_named_with_its_path() -> None:
 # --------------------------------------------------------------------------- round trips
 
 _NAMES = st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True)
+_KEYS = st.from_regex(r"([a-z]+\.)?[a-z]+/[a-z]([a-z0-9-]{0,8}[a-z0-9])?|[a-z][a-z0-9]{0,8}", fullmatch=True)
 _INT32 = st.integers(-(2**31), 2**31 - 1)
 _MARKER = st.none() | st.just(Marker())
 _TOPOLOGY = st.none() | st.builds(
-    PodGroupSchedulingConstraints, topology=st.lists(st.builds(TopologyConstraint, key=_NAMES), max_size=2)
+    PodGroupSchedulingConstraints, topology=st.lists(st.builds(TopologyConstraint, key=_KEYS), max_size=1)
 )
 _CLAIMS = st.lists(
     st.builds(
@@ -276,15 +277,13 @@ _PRIORITY = {
     "priority": st.none() | _INT32,
     "preemption_policy": st.sampled_from([None, "PreemptLowerPriority", "Never"]),
 }
-_POLICY = st.builds(
-    PodGroupSchedulingPolicy,
-    basic=_MARKER,
-    gang=st.none() | st.builds(GangSchedulingPolicy, min_count=_INT32),
+_COUNT = st.integers(1, 2**31 - 1)
+#: Exactly one of basic and gang, as the API server requires (`test_invalid_groups_are_refused...`).
+_POLICY = st.builds(PodGroupSchedulingPolicy, basic=st.just(Marker())) | st.builds(
+    PodGroupSchedulingPolicy, gang=st.builds(GangSchedulingPolicy, min_count=_COUNT)
 )
-_COMPOSITE_POLICY = st.builds(
-    CompositePodGroupSchedulingPolicy,
-    basic=_MARKER,
-    gang=st.none() | st.builds(CompositeGangSchedulingPolicy, min_group_count=_INT32),
+_COMPOSITE_POLICY = st.builds(CompositePodGroupSchedulingPolicy, basic=st.just(Marker())) | st.builds(
+    CompositePodGroupSchedulingPolicy, gang=st.builds(CompositeGangSchedulingPolicy, min_group_count=_COUNT)
 )
 _TEMPLATE = st.builds(
     PodGroupTemplate,
@@ -348,7 +347,7 @@ _OBJECTS = st.one_of(
             resource_claims=_CLAIMS,
             disruption_mode=st.none() | st.builds(DisruptionMode, single=_MARKER, all=_MARKER),
             **_PRIORITY,
-        ),
+        ).filter(lambda spec: spec.parent_composite_pod_group_name is None or spec.workload_ref is not None),
         status=st.builds(
             PodGroupStatus,
             conditions=_CONDITIONS,
@@ -400,3 +399,63 @@ def test_the_pod_scheduling_group_round_trips() -> None:
     doc = {"apiVersion": "v1", "kind": "Pod", **msgspec.to_builtins(pod)}
     assert doc["spec"]["schedulingGroup"] == {"podGroupName": "g"}
     assert load_documents(yaml.safe_dump(doc), "in.yaml") == [pod]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "schedulingPolicy:\n      gang: {minCount: 4}\n    schedulingConstraints",
+            "schedulingPolicy:\n      basic: {}\n      gang: {minCount: 4}\n    schedulingConstraints",
+            'items[1].spec.schedulingPolicy: Invalid value: "{basic, gang}": must specify exactly one of: '
+            "`basic`, `gang`",
+        ),
+        (
+            "schedulingPolicy:\n      gang: {minGroupCount: 2}",
+            "schedulingPolicy: {}",
+            'items[2].spec.schedulingPolicy: Invalid value: "": must specify one of: `basic`, `gang`',
+        ),
+        (
+            "gang: {minCount: 4}\n    schedulingConstraints",
+            "gang: {minCount: 0}\n    schedulingConstraints",
+            "items[1].spec.schedulingPolicy.gang.minCount: Required value",
+        ),
+        (
+            "gang: {minCount: 4}\n      schedulingConstraints",
+            "gang: {minCount: -3}\n      schedulingConstraints",
+            "items[0].spec.podGroupTemplates[0].schedulingPolicy.gang.minCount: Invalid value: -3: "
+            "must be greater than or equal to 1",
+        ),
+        (
+            "gang: {minGroupCount: 2}",
+            "gang: {minGroupCount: 0}",
+            "items[2].spec.schedulingPolicy.gang.minGroupCount: Required value",
+        ),
+        (
+            "      topology: [{key: example.com/rack}]\n    resourceClaims",
+            "      topology: [{key: example.com/rack}, {key: zone}]\n    resourceClaims",
+            "items[1].spec.schedulingConstraints.topology: Too many: 2: must have at most 1 item",
+        ),
+        (
+            "topology: [{key: example.com/block}]",
+            "topology: [{key: ''}]",
+            "items[2].spec.schedulingConstraints.topology[0].key: Required value",
+        ),
+        (
+            "topology: [{key: example.com/block}]",
+            "topology: [{key: a b}]",
+            'items[2].spec.schedulingConstraints.topology[0].key: Invalid value: "a b": name part must '
+            "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+            "alphanumeric character",
+        ),
+        (
+            "    workloadRef: {workloadName: train, templateName: workers}\n",
+            "",
+            "items[1].spec.workloadRef: Required value: must be set when parentCompositePodGroupName is set",
+        ),
+    ],
+)
+def test_invalid_groups_are_refused_as_the_api_server_refuses_them(old: str, new: str, message: str) -> None:
+    """The texts are the v1.37.2 API server's for the same objects (posted with every gate on)."""
+    assert old in KUBECTL_LIST
+    assert _error(KUBECTL_LIST.replace(old, new, 1)) == f"in.yaml: {message}"
