@@ -43,6 +43,9 @@ class LabelColumn:
     ids: npt.NDArray[np.int32]
     values: list[str]
     index: dict[str, int]
+    #: Every node has the key with a value of its own (kubernetes.io/hostname): values are interned
+    #: in row order, so `ids[row] == row`, and whatever is per row is already per value.
+    one_per_row: bool = False
 
     def matching(self, predicate: Callable[[str], bool]) -> BoolArray:
         """Rows whose value satisfies `predicate` (evaluated once per distinct value)."""
@@ -242,7 +245,8 @@ class NodeTable:
                         j = index[v] = len(values)
                         values.append(v)
                     ids[i] = j
-            col = self._label_columns[key] = LabelColumn(ids, values, index)
+            one_per_row = len(values) == len(self.infos)
+            col = self._label_columns[key] = LabelColumn(ids, values, index, one_per_row)
         return col
 
     def match_taint_sets(self, predicate: Callable[[tuple[Taint, ...]], bool]) -> BoolArray:
@@ -400,20 +404,23 @@ class NodeSet:
 
 
 class PodRowCounts:
-    """A per-node count (`count(node_info)`, e.g. the pods matching a selector) for every row of a
-    table, remembered between cycles: only rows whose pods changed since the last read (from the
-    table's pod change log) and rows never counted are counted again.
+    """A per-node count of the node's pods (`count(node_info)`, e.g. the pods matching a selector;
+    0 for a node without pods) for every row of a table, remembered between cycles: only rows whose
+    pods changed since the last read (from the table's pod change log) and rows never counted are
+    counted again.
 
     Valid only while pods change through the table (`add_pod` / `remove_pod`).
     """
 
-    __slots__ = ("_counts", "_known", "_position", "count", "table")
+    __slots__ = ("_complete", "_counts", "_known", "_position", "count", "table")
 
     def __init__(self, table: NodeTable, count: Callable[[NodeInfo], int]) -> None:
         self.table = table
         self.count = count
         self._counts: IntArray = np.zeros(len(table), dtype=np.int64)
         self._known: BoolArray = np.zeros(len(table), dtype=np.bool_)
+        #: Every row is known: a read recounts the changed rows and touches no other.
+        self._complete = False
         self._position = table.pod_log_position
 
     def changed_rows(self) -> list[int] | None:
@@ -431,18 +438,33 @@ class PodRowCounts:
         Other rows may hold stale values. The caller must not modify the array.
         """
         changed = self.changed_rows()
-        known = self._known
+        known, counts = self._known, self._counts
         if changed is None:
             known[:] = False
+            self._complete = False
+        elif changed and self._complete:
+            infos, count = self.table.infos, self.count
+            for row in changed:
+                counts[row] = count(infos[row])
+            return counts
         elif changed:
             known[changed] = False
+        if self._complete:
+            return counts
+        if wanted is None:
+            # Rows without pods count 0 (no pod to count); only the others are visited.
+            empty = ~known & (self.table.pod_count == 0)
+            counts[empty] = 0
+            known |= empty
         missing = np.flatnonzero(~known if wanted is None else wanted & ~known)
         if len(missing):
-            infos, count, counts = self.table.infos, self.count, self._counts
+            infos, count = self.table.infos, self.count
             for row in missing.tolist():
                 counts[row] = count(infos[row])
             known[missing] = True
-        return self._counts
+        if wanted is None:
+            self._complete = True
+        return counts
 
 
 @dataclass(slots=True)

@@ -101,11 +101,33 @@ def test_row_counts_recount_only_changed_rows() -> None:
         seen.append(info.name)
         return len(info.pods)
 
+    table.add_pod(1, PodInfo(make_pod("w", node_name="n1")))
     counter = PodRowCounts(table, count)
-    assert counter.current().tolist() == [0, 0, 0] and len(seen) == 3
-    assert counter.current().tolist() == [0, 0, 0] and len(seen) == 3
+    # Rows without pods count 0 without a visit.
+    assert counter.current().tolist() == [0, 1, 0] and seen == ["n1"]
+    assert counter.current().tolist() == [0, 1, 0] and seen == ["n1"]
     table.add_pod(2, PodInfo(make_pod("x", node_name="n2")))
-    assert counter.current().tolist() == [0, 0, 1] and seen[3:] == ["n2"]
+    assert counter.current().tolist() == [0, 1, 1] and seen == ["n1", "n2"]
+    table.remove_pod(1, next(iter(table.infos[1].pods)))
+    assert counter.current().tolist() == [0, 0, 1] and seen == ["n1", "n2", "n1"]
+
+
+def test_row_counts_for_some_rows_then_all() -> None:
+    table = make_table([make_node(f"n{i}") for i in range(4)])
+    for row in (0, 2, 3):
+        table.add_pod(row, PodInfo(make_pod(f"p{row}", node_name=f"n{row}")))
+    seen: list[str] = []
+
+    def count(info: NodeInfo) -> int:
+        seen.append(info.name)
+        return len(info.pods)
+
+    counter = PodRowCounts(table, count)
+    wanted = np.array([True, True, False, False])
+    assert counter.current(wanted)[:2].tolist() == [1, 0] and seen == ["n0", "n1"]
+    table.add_pod(0, PodInfo(make_pod("q", node_name="n0")))
+    assert counter.current().tolist() == [2, 0, 1, 1] and sorted(seen) == ["n0", "n0", "n1", "n2", "n3"]
+    assert counter.current(wanted).tolist() == [2, 0, 1, 1] and len(seen) == 5
 
 
 def test_pod_info_with_pod_shares_the_precomputed_facts() -> None:

@@ -61,7 +61,15 @@ class DomainCounts:
     def add_rows(self, key: str, per_row: IntArray, factor: int = 1) -> bool:
         """Add `factor * per_row[r]` to the domain of each row `r` carrying `key` (aligned with the
         table's rows); True if some row carrying the key had a non-zero amount."""
-        ids = self.table.label_column(key).ids
+        col = self.table.label_column(key)
+        if col.one_per_row:  # each row its own domain: the rows' amounts are the domains'
+            if not per_row.any():
+                return False
+            arr = self._array(key)
+            arr[:-1] += per_row * factor if factor != 1 else per_row
+            self._any = None
+            return True
+        ids = col.ids
         present = ids >= 0
         amounts = per_row[present]
         if not amounts.any():
@@ -111,6 +119,12 @@ class DomainCounts:
             arr = self.arrays.get(key)
             if arr is None:
                 return np.zeros(len(nodes), dtype=np.int64)
+            if col.one_per_row:  # value id == row
+                own: Scores = arr[:-1] if nodes.full else arr[nodes.rows]
+                if nodes.full:
+                    own = own.view()
+                    own.flags.writeable = False
+                return own
             gathered: Scores = arr[nodes.gather(col.ids)]
             return gathered
         # Another table (a one-node table of a nominated node or a preemption dry run): by value.
@@ -290,5 +304,6 @@ class TableIndex:
                 self.counters.popitem(last=False)
         else:
             self.counters.move_to_end(key)
-        occupied = self.table.pod_count > 0
-        return np.where(occupied, counter.current(occupied), 0)
+        view = counter.current().view()  # every row current, 0 on rows without pods
+        view.flags.writeable = False
+        return view
