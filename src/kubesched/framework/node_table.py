@@ -46,6 +46,8 @@ class LabelColumn:
     #: Every node has the key with a value of its own (kubernetes.io/hostname): values are interned
     #: in row order, so `ids[row] == row`, and whatever is per row is already per value.
     one_per_row: bool = False
+    #: Every node has the key.
+    complete: bool = False
 
     def matching(self, predicate: Callable[[str], bool]) -> BoolArray:
         """Rows whose value satisfies `predicate` (evaluated once per distinct value)."""
@@ -246,7 +248,8 @@ class NodeTable:
                         values.append(v)
                     ids[i] = j
             one_per_row = len(values) == len(self.infos)
-            col = self._label_columns[key] = LabelColumn(ids, values, index, one_per_row)
+            complete = not len(ids) or int(ids.min()) >= 0
+            col = self._label_columns[key] = LabelColumn(ids, values, index, one_per_row, complete)
         return col
 
     def match_taint_sets(self, predicate: Callable[[tuple[Taint, ...]], bool]) -> BoolArray:
@@ -462,8 +465,9 @@ class PodRowCounts:
             for row in missing.tolist():
                 counts[row] = count(infos[row])
             known[missing] = True
-        if wanted is None:
-            self._complete = True
+        # Every row known now (asked for all, or the rows wanted were all the unknown ones): the
+        # next reads recount only the rows that change.
+        self._complete = wanted is None or bool(known.all())
         return counts
 
 

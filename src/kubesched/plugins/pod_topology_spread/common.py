@@ -117,7 +117,9 @@ def has_all_keys(table: NodeTable, rows: IndexArray, constraints: Sequence[Const
     """Rows carrying the topology key of every constraint."""
     ok = np.ones(len(rows), dtype=np.bool_)
     for key in dict.fromkeys(c.topology_key for c in constraints):
-        ok &= table.label_column(key).ids[rows] >= 0
+        column = table.label_column(key)
+        if not column.complete:  # a key every node carries leaves `ok` as it is
+            ok &= column.ids[rows] >= 0
     return ok
 
 
@@ -286,13 +288,17 @@ class PodCounters:
                 union = by_selector.get(c.selector_key)
                 by_selector[c.selector_key] = want.copy() if union is None else union | want
         counted: dict[bytes, IntArray] = {}
+        every_row = rows is table.all().rows  # rows in table order: no scatter, no gather
         for c in constraints:
             need = by_selector.get(c.selector_key)
             if need is None or c.selector_key in counted:
                 continue
-            on_rows = np.zeros(len(table), dtype=np.bool_)
-            on_rows[rows[need]] = True
+            if every_row:
+                on_rows = need
+            else:
+                on_rows = np.zeros(len(table), dtype=np.bool_)
+                on_rows[rows[need]] = True
             per_row = self.rows_counter(namespace, c, table).current(on_rows)
-            counted[c.selector_key] = np.where(need, per_row[rows], 0)
+            counted[c.selector_key] = np.where(need, per_row if every_row else per_row[rows], 0)
         zeros = np.zeros(len(rows), dtype=np.int64)
         return [counted.get(c.selector_key, zeros) if c.counts_pods else zeros for c in constraints]

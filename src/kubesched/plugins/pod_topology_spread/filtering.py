@@ -154,7 +154,7 @@ def filter_state(
     domains: list[Domains] = []
     for c, elig, counts in zip(constraints, eligible, row_counts, strict=True):
         column = table.label_column(c.topology_key)
-        ids = column.ids[rows][elig]  # eligible rows carry the key: ids >= 0
+        ids = nodes.gather(column.ids)[elig]  # eligible rows carry the key: ids >= 0
         size = len(column.values)
         registered = np.bincount(ids, minlength=size)[:size] > 0
         per_domain = np.bincount(ids, weights=counts[elig], minlength=size)[:size].astype(np.int64)
@@ -204,14 +204,14 @@ def filter_rows(s: FilterState, nodes: NodeSet) -> BatchFilterResult:
     """Constraints in order; each node keeps the first failure, as the per-node form returns it."""
     codes = np.full(len(nodes), -1, dtype=np.int32)
     for c, domains, self_match in zip(s.constraints, s.domains, s.self_match, strict=True):
-        undecided = codes < 0
         column = nodes.table.label_column(c.topology_key)
-        ids = column.ids[nodes.rows]
-        missing = ids < 0
-        codes[undecided & missing] = 0
-        per_row = np.append(domains.lookup(column), 0)[ids]  # -1 (missing) reads the appended 0
-        skew = per_row + int(self_match) - domains.min_match
-        codes[undecided & ~missing & (skew > c.max_skew)] = 1
+        ids = nodes.gather(column.ids)
+        if not column.complete:
+            codes[(codes < 0) & (ids < 0)] = 0
+        # Whether each domain's skew is over, once per domain; -1 (key missing) reads the appended False.
+        over = np.append(domains.lookup(column) + int(self_match) - domains.min_match > c.max_skew, False)
+        if over.any():
+            codes[(codes < 0) & over[ids]] = 1
     return BatchFilterResult(
         codes,
         [
