@@ -288,7 +288,7 @@ class MemoryCluster:
         for old, new in self.claims.pod_gone(current):
             self._claim_event(old, new)
 
-    # ------------------------------------------------------------------ ResourceClaimPort
+    # ------------------------------------------------------------------ ResourceClaimWriter
     def write_claim_allocation(
         self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
     ) -> ResourceClaim:

@@ -17,11 +17,12 @@ from kubesched.framework.node_table import NodeTable
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status
 from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
+from kubesched.plugins.dynamic_resources import ResourceClaimWriter
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator, filter_with_nominated_pods
 from kubesched.scheduler.options import SchedulerOptions
-from kubesched.scheduler.ports import ClusterPort, ResourceClaimPort, VolumeBinderPort
+from kubesched.scheduler.ports import ClusterPort, VolumeBinderPort
 from kubesched.scheduler.queue import SchedulingQueue
 
 if TYPE_CHECKING:
@@ -116,13 +117,15 @@ class ProfileHandle:
         return cast(T, found)
 
     # -- ResourceClaim writes (DynamicResources' PreBind, Unreserve, PostFilter)
-    def _claims_port(self) -> ResourceClaimPort:
+    def _claims_port(self) -> ResourceClaimWriter:
+        """The port, when it stores ResourceClaim allocations (the in-memory cluster, the live API):
+        the same contract the Handle offers DynamicResources, so these methods only forward."""
         port = self._s.port
         if port is not self._claims_checked:
-            if not isinstance(port, ResourceClaimPort):
+            if not isinstance(port, ResourceClaimWriter):
                 raise RuntimeError("this cluster does not store ResourceClaim allocations")
             self._claims_checked = port
-        return cast(ResourceClaimPort, port)
+        return cast(ResourceClaimWriter, port)
 
     def write_claim_allocation(
         self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
-from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.api.objects import Pod
 from kubesched.api.storage import PersistentVolumeClaim
 
 
@@ -61,45 +60,6 @@ class VolumeBinderPort(Protocol):
 
     def provision_pvc(self, pvc: PersistentVolumeClaim, node_name: str, *, timeout: float) -> None:
         """Have `pvc` provisioned for `node_name` and wait (up to `timeout` s) until it is bound."""
-        ...
-
-
-@runtime_checkable
-class ResourceClaimPort(Protocol):
-    """Optional: a port that stores ResourceClaim allocations (the in-memory cluster, the live API).
-
-    DynamicResources writes through the Handle, which forwards to these when the port offers them.
-    Each raises with a one-line message when the cluster refuses.
-    """
-
-    def write_claim_allocation(
-        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
-    ) -> ResourceClaim:
-        """Finalizer, `status.allocation` (None: keep the existing one) and `reservedFor += pod`."""
-        ...
-
-    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
-        """`reservedFor -= pod`."""
-        ...
-
-    def deallocate_claim(self, claim: ResourceClaim) -> None:
-        """Clear `status.allocation`, `reservedFor` and `devices`."""
-        ...
-
-    def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
-        """Create `claim` (named from its `generateName`); return it as stored."""
-        ...
-
-    def delete_claim(self, claim: ResourceClaim) -> None:
-        """Remove the delete-protection finalizer, then delete the claim."""
-        ...
-
-    def write_extended_resource_claim_status(self, pod: Pod, status: PodExtendedResourceClaimStatus) -> None:
-        """Set `pod.status.extendedResourceClaimStatus`."""
-        ...
-
-    def pause(self, seconds: float) -> None:
-        """Let the cluster move on for `seconds` (PreBind polling binding conditions)."""
         ...
 
 

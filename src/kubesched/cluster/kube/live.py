@@ -291,7 +291,7 @@ class LiveCluster:
         with self._lock.released():
             self.volumes.provision_pvc(pvc, node_name, timeout=timeout)
 
-    # -- ResourceClaimPort: DynamicResources' writes, with the state lock let go during the calls
+    # -- ResourceClaimWriter: DynamicResources' writes, with the state lock let go during the calls
     def write_claim_allocation(
         self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
     ) -> ResourceClaim:
