@@ -28,10 +28,10 @@ from kubesched.plugins.contrib.gpu_scheduler import (
     NON_GPU_POD_REASON,
     GPUScheduler,
     GPUSchedulerArgs,
-    _distinct_rows,
     insufficient_gpus_reason,
     rank_normalize,
 )
+from kubesched.plugins.contrib.gpu_scheduler.filtering import distinct_rows
 from kubesched.testing.builders import make_node, make_pod, make_table
 
 GPU = "nvidia.com/gpu"
@@ -443,7 +443,7 @@ def test_distinct_rows(rows: int, columns: int, spread: int) -> None:
     """Grouping failing nodes: exact, also when the mixed-radix key would overflow (the second case
     has up to 400**8 > 2**62 combinations and takes the np.unique(axis=0) path)."""
     keys = np.random.default_rng(7).integers(-2, spread, size=(rows, columns), dtype=np.int64)
-    distinct, inverse = _distinct_rows(keys)
+    distinct, inverse = distinct_rows(keys)
     assert (distinct[inverse] == keys).all()
     assert (
         len({tuple(r) for r in distinct.tolist()}) == len(distinct) == len({tuple(r) for r in keys.tolist()})
