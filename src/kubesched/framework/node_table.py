@@ -489,6 +489,11 @@ class BatchFilterResult:
     def all_pass(cls, n: int) -> BatchFilterResult:
         return cls(np.full(n, -1, dtype=np.int32), [])
 
+    @classmethod
+    def all_fail(cls, n: int, status: Status) -> BatchFilterResult:
+        """Every row gets `status` (a pod every node rejects alike, e.g. its state is missing)."""
+        return cls(np.zeros(n, dtype=np.int32), [status])
+
     @property
     def passed(self) -> BoolArray:
         return self.codes < 0

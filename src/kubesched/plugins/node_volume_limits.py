@@ -245,7 +245,7 @@ class NodeVolumeLimits(
         try:
             counter.attachable(pod, new_pod=True, into=drivers)
         except _LookupError as err:
-            return BatchFilterResult.from_mask(np.zeros(n, dtype=np.bool_), _status(err))
+            return BatchFilterResult.all_fail(n, _status(err))
         wanted = set(drivers.values())
         if not wanted:
             return BatchFilterResult.all_pass(n)

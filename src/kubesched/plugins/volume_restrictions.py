@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kubesched.api.objects import Pod, Volume
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import CycleState, pre_filter_state
 from kubesched.framework.events import (
     ActionType,
     ClusterEvent,
@@ -82,6 +82,11 @@ def _source(volume: Volume) -> tuple[str, Mapping[str, Any]] | None:
     if volume.iscsi is not None:
         return "iscsi", volume.iscsi
     return None
+
+
+def _restricted(pod: Pod) -> tuple[Volume, ...]:
+    """The pod's volumes that conflict with other pods' use of the same disk."""
+    return tuple(v for v in pod.spec.volumes if _source(v) is not None)
 
 
 def _read_only(source: Mapping[str, Any]) -> bool:
@@ -183,7 +188,7 @@ class VolumeRestrictions(
         return None
 
     def _compute(self, pod: Pod, table: NodeTable) -> tuple[_PreFilterState | None, Status | None]:
-        restricted = tuple(v for v in pod.spec.volumes if _source(v) is not None)
+        restricted = _restricted(pod)
         namespace = pod.metadata.namespace
         rwop: set[str] = set()
         objects: VolumeObjects | None = None
@@ -209,43 +214,44 @@ class VolumeRestrictions(
         self._used_claims = (table, table.generation, used)
         return used
 
-    def _state(self, state: CycleState, pod: Pod, table: NodeTable) -> _PreFilterState | Status:
-        data = state.get(PRE_FILTER_STATE_KEY)
-        if isinstance(data, _PreFilterState):
-            return data
-        # PreFilter disabled: work it out here, against the whole cluster when the handle has it.
-        computed, status = self._compute(pod, self._handle.snapshot if self._handle is not None else table)
-        if status is not None:
-            return status
-        assert computed is not None
-        return computed
+    def _state(self, state: CycleState) -> _PreFilterState | Status:
+        """What PreFilter wrote; without it an error, as upstream's Filter (after its disk conflict
+        check, which needs no state) and AddPod/RemovePod return (it is never worked out here)."""
+        return pre_filter_state(
+            state,
+            PRE_FILTER_STATE_KEY,
+            _PreFilterState,
+            lambda: Status.as_error(f'cannot read "{PRE_FILTER_STATE_KEY}" from cycleState'),
+            keep=False,
+        )
 
     # -- PreFilter extensions: a pod added/removed changes who holds the RWOP claims
     def add_pod(
         self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo, node_info: NodeInfo
     ) -> Status | None:
-        data = state.get(PRE_FILTER_STATE_KEY)
-        if isinstance(data, _PreFilterState):
-            data.conflicting_refs += data.refs_of(pod_info_to_add.pod)
+        data = self._state(state)
+        if isinstance(data, Status):
+            return data
+        data.conflicting_refs += data.refs_of(pod_info_to_add.pod)
         return None
 
     def remove_pod(
         self, state: CycleState, pod: Pod, pod_info_to_remove: PodInfo, node_info: NodeInfo
     ) -> Status | None:
-        data = state.get(PRE_FILTER_STATE_KEY)
-        if isinstance(data, _PreFilterState):
-            data.conflicting_refs -= data.refs_of(pod_info_to_remove.pod)
+        data = self._state(state)
+        if isinstance(data, Status):
+            return data
+        data.conflicting_refs -= data.refs_of(pod_info_to_remove.pod)
         return None
 
     # -- Filter
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        data = self._state(state, pod, NodeTable([node_info]))
+        data = self._state(state)
+        restricted = data.restricted if isinstance(data, _PreFilterState) else _restricted(pod)
+        if restricted and any(volumes_conflict(restricted, pi.pod) for pi in node_info.pods.values()):
+            return Status.unschedulable(ERR_REASON_DISK_CONFLICT)
         if isinstance(data, Status):
             return data
-        if data.restricted and any(
-            volumes_conflict(data.restricted, pi.pod) for pi in node_info.pods.values()
-        ):
-            return Status.unschedulable(ERR_REASON_DISK_CONFLICT)
         if data.conflicting_refs > 0:
             return Status.unschedulable(ERR_REASON_RWOP_CONFLICT)
         return None
@@ -253,23 +259,24 @@ class VolumeRestrictions(
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
         """Disk conflicts are looked for only on nodes running a pod with a conflict-prone volume."""
         n = len(nodes)
-        data = self._state(state, pod, nodes.table)
-        if isinstance(data, Status):
-            return BatchFilterResult.from_mask(np.zeros(n, dtype=np.bool_), data)
+        data = self._state(state)
+        restricted = data.restricted if isinstance(data, _PreFilterState) else _restricted(pod)
         codes = np.full(n, -1, dtype=np.int32)
         statuses: list[Status] = []
-        if data.restricted and n:
+        if restricted and n:
             infos = nodes.table.infos
             conflicted = np.zeros(n, dtype=np.bool_)
             for pos in np.flatnonzero(self._rows_with_restricted(nodes.table)[nodes.rows]):
                 pods = infos[nodes.rows[pos]].pods.values()
-                conflicted[pos] = any(volumes_conflict(data.restricted, pi.pod) for pi in pods)
+                conflicted[pos] = any(volumes_conflict(restricted, pi.pod) for pi in pods)
             if conflicted.any():
                 codes[conflicted] = len(statuses)
                 statuses.append(Status.unschedulable(ERR_REASON_DISK_CONFLICT))
-        if data.conflicting_refs > 0:
+        if isinstance(data, Status) or data.conflicting_refs > 0:
             codes[codes < 0] = len(statuses)
-            statuses.append(Status.unschedulable(ERR_REASON_RWOP_CONFLICT))
+            statuses.append(
+                data if isinstance(data, Status) else Status.unschedulable(ERR_REASON_RWOP_CONFLICT)
+            )
         return BatchFilterResult(codes, statuses)
 
     def _rows_with_restricted(self, table: NodeTable) -> BoolArray:

@@ -213,7 +213,7 @@ class VolumeZone(
             return BatchFilterResult.all_pass(n)
         topologies = self._state(state, pod)
         if isinstance(topologies, Status):
-            return BatchFilterResult.from_mask(np.zeros(n, dtype=np.bool_), topologies)
+            return BatchFilterResult.all_fail(n, topologies)
         table, rows = nodes.table, nodes.rows
         constrained = np.zeros(n, dtype=np.bool_)
         for key in TOPOLOGY_LABELS:

@@ -572,23 +572,19 @@ def test_filter_on_a_subset_and_on_a_one_node_table() -> None:
         assert got == VERDICTS[expected]
 
 
-def test_filter_without_pre_filter_state_uses_the_snapshot() -> None:
+def test_filter_without_pre_filter_state_is_an_error_as_upstream() -> None:
+    """PreFilter disabled: upstream's Filter and AddPod/RemovePod return an error, never compute."""
     table = make_table(NODES, [web_a1])
     incoming = pod("p", anti=[term(ZONE, {"app": "web"})])
     plugin = plugin_with(table=table)
-    state = CycleState()  # PreFilter not run
-    assert [plugin.filter(state, incoming, ni) for ni in table.infos] == [
-        VERDICTS[v] for v in ("anti", "anti", "ok", "ok")
-    ]
-    fresh = plugin.filter_nodes(CycleState(), incoming, table.all())
-    assert fresh.passed.tolist() == [False, False, True, True]
-
-
-def test_per_node_filter_without_state_or_snapshot_is_an_error() -> None:
-    plugin = InterPodAffinity()
-    ni = NodeInfo(node("a1", "a"))
-    status = plugin.filter(CycleState(), pod("p", anti=[term()]), ni)
-    assert status is not None and status.code == Code.ERROR
+    missing = 'error reading "PreFilterInterPodAffinity" from cycleState: not found'
+    for ni in table.infos:
+        status = plugin.filter(CycleState(), incoming, ni)
+        assert status is not None and status.code == Code.ERROR and status.message() == missing
+    batch = plugin.filter_nodes(CycleState(), incoming, table.all())
+    assert batch.passed.tolist() == [False] * 4 and batch.statuses[0].message() == missing
+    added = plugin.add_pod(CycleState(), incoming, PodInfo(web_a1), table.infos[0])
+    assert added is not None and added.code == Code.ERROR and added.message() == missing
 
 
 def test_namespaces_are_listed_only_when_a_selector_needs_them() -> None:

@@ -496,11 +496,10 @@ def test_invalid_selector_is_an_error() -> None:
 def test_filter_without_pre_filter_state_is_an_error() -> None:
     table = make_table(ZONES_AAB)
     incoming = web("new", "", constraints=[tsc()])
-    status = PodTopologySpread().filter(CycleState(), incoming, table.infos[0])
-    assert status is not None and status.code == Code.ERROR
-    assert "PreFilterPodTopologySpread" in status.message()
-    with pytest.raises(RuntimeError, match="PreFilterPodTopologySpread"):
-        PodTopologySpread().filter_nodes(CycleState(), incoming, table.all())
+    missing = Status.as_error('reading "PreFilterPodTopologySpread" from cycleState: not found')
+    assert PodTopologySpread().filter(CycleState(), incoming, table.infos[0]) == missing
+    batch = PodTopologySpread().filter_nodes(CycleState(), incoming, table.all())
+    assert [batch.statuses[c] for c in batch.codes] == [missing] * len(table)
 
 
 # --------------------------------------------------------------------------- AddPod / RemovePod

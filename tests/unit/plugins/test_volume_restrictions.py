@@ -212,17 +212,24 @@ def test_pre_filter_extensions_track_the_claim_holders() -> None:
     assert plugin.filter(state, pod, info) == Status.unschedulable(RWOP)
 
 
-def test_filter_without_pre_filter_works_it_out() -> None:
+def test_filter_without_pre_filter_state_is_an_error_after_the_disk_check() -> None:
+    """PreFilter disabled: as upstream, a node with a disk conflict still says so (that check needs no
+    state); every other node, and AddPod/RemovePod, get an error."""
     objects = [claim("data", "ReadWriteOncePod")]
-    holder = pod_with("holder", pvc_vol("data"), node="n2")
+    holder = pod_with("holder", pvc_vol("data"), gce("d1"), node="n2")
     table = make_table([make_node("n1"), make_node("n2")], [holder])
     plugin = VolumeRestrictions(handle=FakeHandle(objects, table))
-    pod = pod_with("p", pvc_vol("data"))
-    assert plugin.filter(CycleState(), pod, table.infos[0]) == Status.unschedulable(RWOP)
+    pod = pod_with("p", pvc_vol("data"), gce("d1"))
+    missing = Status.as_error('cannot read "PreFilterVolumeRestrictions" from cycleState')
+    assert [plugin.filter(CycleState(), pod, info) for info in table.infos] == [
+        missing,
+        Status.unschedulable(DISK),
+    ]
     result = plugin.filter_nodes(CycleState(), pod, table.all())
-    assert [result.statuses[c] for c in result.codes] == [Status.unschedulable(RWOP)] * 2
-    missing = plugin.filter(CycleState(), pod_with("q", pvc_vol("ghost")), table.infos[0])
-    assert missing == Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, 'persistentvolumeclaim "ghost" not found')
+    assert [result.statuses[c] for c in result.codes] == [missing, Status.unschedulable(DISK)]
+    info = table.infos[0]
+    assert plugin.add_pod(CycleState(), pod, PodInfo(holder), info) == missing
+    assert plugin.remove_pod(CycleState(), pod, PodInfo(holder), info) == missing
 
 
 def test_batch_filter_sees_pods_added_after_the_first_cycle() -> None:

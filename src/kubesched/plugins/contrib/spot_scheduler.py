@@ -34,7 +34,7 @@ from kubesched.api.taints import (
     toleration_tolerates,
 )
 from kubesched.errors import FieldErrors, InputError
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import CycleState, pre_filter_state
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
@@ -372,14 +372,15 @@ class SpotScheduler(
     def _filter_state(
         self, state: CycleState, pod: Pod, fallback: Callable[[], NodeTable]
     ) -> _FilterState | Status:
-        s = state.get(_FILTER_KEY)
-        if isinstance(s, _FilterState):
-            return s
-        # PreFilter disabled: count over the whole snapshot when there is one.
-        computed = self._compute(pod, self.handle.snapshot if self.handle is not None else fallback())
-        if isinstance(computed, _FilterState):
-            state.write(_FILTER_KEY, computed)
-        return computed
+        """PreFilter's state; with PreFilter disabled, counted here (over the whole snapshot when
+        there is one) and kept."""
+        return pre_filter_state(
+            state,
+            _FILTER_KEY,
+            _FilterState,
+            lambda: self._compute(pod, self.handle.snapshot if self.handle is not None else fallback()),
+            keep=True,
+        )
 
     def add_pod(
         self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo, node_info: NodeInfo
@@ -425,7 +426,7 @@ class SpotScheduler(
         s = self._filter_state(state, pod, lambda: nodes.table)
         n = len(nodes)
         if isinstance(s, Status):
-            return BatchFilterResult.from_mask(np.zeros(n, dtype=np.bool_), s)
+            return BatchFilterResult.all_fail(n, s)
         spot = self._spot_rows(nodes.table, nodes.rows)
         codes = np.full(n, -1, dtype=np.int32)
         statuses: list[Status] = []

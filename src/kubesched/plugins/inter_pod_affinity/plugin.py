@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-import numpy as np
-
 from kubesched.api.cluster_objects import Namespace
 from kubesched.api.objects import Node, Pod
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import CycleState, pre_filter_state
 from kubesched.framework.events import (
     ActionType,
     ClusterEvent,
@@ -211,29 +209,24 @@ class InterPodAffinity(
         state.write(PRE_FILTER_STATE_KEY, computed)
         return None, None
 
-    def _pre_filter_state(
-        self, state: CycleState, pod: Pod, table: NodeTable | None
-    ) -> PreFilterState | Status:
-        """The PreFilter state; computed here (and kept) when PreFilter is not enabled."""
-        s = state.get(PRE_FILTER_STATE_KEY)
-        if isinstance(s, PreFilterState):
-            return s
-        if self.handle is not None:
-            table = self.handle.snapshot
-        if table is None:
-            return Status.as_error("InterPodAffinity needs its PreFilter state or the node snapshot")
-        computed = self._compute_pre_filter(pod, table)
-        if isinstance(computed, PreFilterState):
-            state.write(PRE_FILTER_STATE_KEY, computed)
-        return computed
+    def _pre_filter_state(self, state: CycleState) -> PreFilterState | Status:
+        """What PreFilter wrote; without it an error, as upstream's Filter and AddPod/RemovePod
+        return (it is never worked out here)."""
+        return pre_filter_state(
+            state,
+            PRE_FILTER_STATE_KEY,
+            PreFilterState,
+            lambda: Status.as_error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'),
+            keep=False,
+        )
 
     # PreFilter extensions: nominated pods and preemption victims
     def _update_with_pod(
         self, state: CycleState, pi: PodInfo, node_info: NodeInfo, delta: int
     ) -> Status | None:
-        s = state.get(PRE_FILTER_STATE_KEY)
-        if not isinstance(s, PreFilterState):
-            return Status.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycle state: not found")
+        s = self._pre_filter_state(state)
+        if isinstance(s, Status):
+            return s
         update_with_pod(s, pi, node_info, delta, self.terms_of)
         return None
 
@@ -248,18 +241,16 @@ class InterPodAffinity(
         return self._update_with_pod(state, pod_info_to_remove, node_info, -1)
 
     # Filter
-
-    # Filter
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        s = self._pre_filter_state(state, pod, None)
+        s = self._pre_filter_state(state)
         if isinstance(s, Status):
             return s
         return filter_node(s, node_info)
 
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
-        s = self._pre_filter_state(state, pod, nodes.table)
+        s = self._pre_filter_state(state)
         if isinstance(s, Status):
-            return BatchFilterResult(np.zeros(len(nodes), dtype=np.int32), [s])
+            return BatchFilterResult.all_fail(len(nodes), s)
         return filter_rows(s, nodes)
 
     # PreScore / Score

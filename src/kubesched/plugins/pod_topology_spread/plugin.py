@@ -14,7 +14,7 @@ from kubesched.api.selectors import (
     compile_label_selector,
 )
 from kubesched.errors import InputError
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import CycleState, pre_filter_state
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
@@ -216,11 +216,16 @@ class PodTopologySpread(
         state.write(PRE_FILTER_STATE_KEY, filter_state(pod, constraints, nodes, self._counters))
         return None, None
 
-    def _pre_filter_state(self, state: CycleState) -> FilterState:
-        s = state.get(PRE_FILTER_STATE_KEY)
-        if not isinstance(s, FilterState):
-            raise StateError(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
-        return s
+    def _pre_filter_state(self, state: CycleState) -> FilterState | Status:
+        """What PreFilter wrote; without it an error, as upstream's Filter and AddPod/RemovePod
+        return (it is never worked out here)."""
+        return pre_filter_state(
+            state,
+            PRE_FILTER_STATE_KEY,
+            FilterState,
+            lambda: Status.as_error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'),
+            keep=False,
+        )
 
     # -- PreFilter extensions: keep the counts current for nominated pods and preemption victims
     def add_pod(
@@ -236,24 +241,24 @@ class PodTopologySpread(
     def _update_with_pod(
         self, state: CycleState, pod: Pod, changed: PodInfo, node_info: NodeInfo, delta: int
     ) -> Status | None:
-        try:
-            s = self._pre_filter_state(state)
-        except StateError as err:
-            return Status.as_error(err)
+        s = self._pre_filter_state(state)
+        if isinstance(s, Status):
+            return s
         update_with_pod(s, pod, changed, node_info, delta)
         return None
 
     # Filter
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        try:
-            s = self._pre_filter_state(state)
-        except StateError as err:
-            return Status.as_error(err)
+        s = self._pre_filter_state(state)
+        if isinstance(s, Status):
+            return s
         return filter_node(s, node_info)
 
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
         """Constraints in order; each node keeps the first failure, as the per-node form returns it."""
         s = self._pre_filter_state(state)
+        if isinstance(s, Status):
+            return BatchFilterResult.all_fail(len(nodes), s)
         return filter_rows(s, nodes)
 
     # PreScore / Score

@@ -16,7 +16,7 @@ from kubesched.api.objects import Pod
 from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.storage import CSIDriver, CSINode, CSIStorageCapacity, StorageClass
 from kubesched.config.features import DEFAULT_GATES, FeatureGates
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import CycleState, pre_filter_state
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
@@ -117,10 +117,11 @@ class VolumeBinding(
         return resolve_claims(pod, table, self._handle, self.assume_cache)
 
     def _state(self, state: CycleState, pod: Pod) -> PreFilterState | Status | None:
-        data = state.get(PRE_FILTER_STATE_KEY)
-        if isinstance(data, PreFilterState):
-            return data
-        return self._resolve(pod, None)  # PreFilter disabled: resolve here
+        """The claims PreFilter found; resolved here when PreFilter is disabled (upstream's Filter,
+        PreScore and Reserve return an error then: see docs/writing-plugins.md)."""
+        return pre_filter_state(
+            state, PRE_FILTER_STATE_KEY, PreFilterState, lambda: self._resolve(pod, None), keep=False
+        )
 
     # Filter
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -133,11 +134,11 @@ class VolumeBinding(
         if data is None or n == 0:
             return BatchFilterResult.all_pass(n)
         if isinstance(data, Status):
-            return BatchFilterResult.from_mask(np.zeros(n, dtype=np.bool_), data)
+            return BatchFilterResult.all_fail(n, data)
         try:
             ev = self._evaluate(data, nodes)
         except QuantityError as err:
-            return BatchFilterResult.from_mask(np.zeros(n, dtype=np.bool_), Status.as_error(err))
+            return BatchFilterResult.all_fail(n, Status.as_error(err))
         # One status per combination of reasons, in upstream's order.
         bits = (
             ev.node_conflict.astype(np.int32)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
-
 from kubesched.api.objects import Pod
 from kubesched.errors import FieldErrors
 from kubesched.framework.cycle_state import CycleState, pre_filter_state
@@ -100,7 +98,7 @@ class GPUScheduler(
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> BatchFilterResult:
         s = self._state(state, pod)
         if isinstance(s, Invalid):
-            return BatchFilterResult.from_mask(np.zeros(len(nodes), dtype=np.bool_), s.status)
+            return BatchFilterResult.all_fail(len(nodes), s.status)
         if s.dra:
             return dra_filter_nodes(self._dra, s, nodes)
         return filter_nodes(self.args, self._managed, s, nodes)
