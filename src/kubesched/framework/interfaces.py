@@ -186,7 +186,7 @@ class RepeatableFailurePlugin(Plugin, Protocol):
     fail again exactly as the pod before them did. When every such plugin of the profile keeps this
     promise, the scheduler repeats the first pod's failed attempt for the next pods with the same
     content (all but name, uid and status) while nothing changed: no node, pod, nomination or other
-    object (`scheduler.failure_memo`).
+    object (`kubesched.scheduler.failure_memo`).
 
     `failure_repeats(state, pod)` is asked after an attempt in which no node fit, with its
     CycleState: True when the plugin would answer such a pod the same at each of its points up to

@@ -125,7 +125,6 @@ class Scheduler:
             failures=failures,
             with_extenders=extenders is not None,
         )
-        self.failure_memo = repeated.memo
         self._binding = BindingCycle(
             cache=self.cache,
             queue=self.queue,

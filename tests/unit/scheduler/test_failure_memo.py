@@ -191,7 +191,7 @@ def test_a_plugin_without_the_promise_turns_repeats_off() -> None:
     cluster.subscribe(scheduler)
     assert not scheduler.frameworks["default-scheduler"].repeats_failures
     run_until_settled(scheduler, clock, cluster)
-    assert len(scheduler.failure_memo) == 0
+    assert len(scheduler.repeated_failures.memo) == 0
 
 
 def test_claims_and_failed_preemptions_decide_whether_a_failure_repeats() -> None:

@@ -277,9 +277,6 @@ class KubeClient:
                 max_idle=max_connections,
             )
         self._auth = _Authorization(kwargs.get("auth"), self.server)
-        #: Requests made and seconds spent waiting for the rate limiter (for logs and benchmarks).
-        self.requests = 0
-        self.throttled_seconds = 0.0
 
     @classmethod
     def from_kubeconfig(
@@ -328,8 +325,7 @@ class KubeClient:
         `limiter` (the bind pipeline takes it before re-validating the decision it sends).
         """
         if throttle:
-            self.throttled_seconds += self.limiter.acquire()
-        self.requests += 1
+            self.limiter.acquire()
         if self._pool is None:
             return self._request_httpx(method, path, params, body, content_type, timeout)
         target = f"{path}?{urlencode(params)}" if params else path
@@ -413,8 +409,7 @@ class KubeClient:
         `on_open(close)` hands the caller a way to abort the stream from another thread (used on
         shutdown, when the reading thread is blocked in a socket read).
         """
-        self.throttled_seconds += self.limiter.acquire()
-        self.requests += 1
+        self.limiter.acquire()
         if self._pool is None:
             with self._stream_httpx(path, params, read_timeout, on_open) as lines:
                 yield lines
