@@ -5,7 +5,13 @@ Plugin authors import from here:
     from kubesched.framework import FilterPlugin, Status
 """
 
-from kubesched.framework.cycle_state import CycleState, NotFoundError, StateData, pre_filter_state
+from kubesched.framework.cycle_state import (
+    CycleState,
+    NotFoundError,
+    StateData,
+    missing_state_error,
+    pre_filter_state,
+)
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
@@ -88,5 +94,6 @@ __all__ = [
     "ScorePlugin",
     "StateData",
     "Status",
+    "missing_state_error",
     "pre_filter_state",
 ]

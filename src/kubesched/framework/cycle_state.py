@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, TypeVar, runtime_checkable
 
+from kubesched.framework.status import Status
+
 
 @runtime_checkable
 class StateData(Protocol):
@@ -85,3 +87,9 @@ def pre_filter_state(
     if keep and isinstance(made, kind):
         state.write(key, made)
     return made
+
+
+def missing_state_error(message: str) -> Callable[[], Status]:
+    """`compute` for `pre_filter_state` in a plugin that, as its upstream counterpart, returns an
+    error when its state is missing instead of working it out: the error carries upstream's message."""
+    return lambda: Status.as_error(message)

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kubesched.api.objects import Pod, Volume
-from kubesched.framework.cycle_state import CycleState, pre_filter_state
+from kubesched.framework.cycle_state import CycleState, missing_state_error, pre_filter_state
 from kubesched.framework.events import (
     ActionType,
     ClusterEvent,
@@ -221,7 +221,7 @@ class VolumeRestrictions(
             state,
             PRE_FILTER_STATE_KEY,
             _PreFilterState,
-            lambda: Status.as_error(f'cannot read "{PRE_FILTER_STATE_KEY}" from cycleState'),
+            missing_state_error(f'cannot read "{PRE_FILTER_STATE_KEY}" from cycleState'),
             keep=False,
         )
 

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from kubesched.api.cluster_objects import Namespace
 from kubesched.api.objects import Node, Pod
-from kubesched.framework.cycle_state import CycleState, pre_filter_state
+from kubesched.framework.cycle_state import CycleState, missing_state_error, pre_filter_state
 from kubesched.framework.events import (
     ActionType,
     ClusterEvent,
@@ -210,13 +210,12 @@ class InterPodAffinity(
         return None, None
 
     def _pre_filter_state(self, state: CycleState) -> PreFilterState | Status:
-        """What PreFilter wrote; without it an error, as upstream's Filter and AddPod/RemovePod
-        return (it is never worked out here)."""
+        """What PreFilter wrote; without it upstream's error (it is never worked out here)."""
         return pre_filter_state(
             state,
             PRE_FILTER_STATE_KEY,
             PreFilterState,
-            lambda: Status.as_error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'),
+            missing_state_error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'),
             keep=False,
         )
 

@@ -14,7 +14,7 @@ from kubesched.api.selectors import (
     compile_label_selector,
 )
 from kubesched.errors import InputError
-from kubesched.framework.cycle_state import CycleState, pre_filter_state
+from kubesched.framework.cycle_state import CycleState, missing_state_error, pre_filter_state
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interfaces import (
     BatchFilterPlugin,
@@ -217,13 +217,12 @@ class PodTopologySpread(
         return None, None
 
     def _pre_filter_state(self, state: CycleState) -> FilterState | Status:
-        """What PreFilter wrote; without it an error, as upstream's Filter and AddPod/RemovePod
-        return (it is never worked out here)."""
+        """What PreFilter wrote; without it upstream's error (it is never worked out here)."""
         return pre_filter_state(
             state,
             PRE_FILTER_STATE_KEY,
             FilterState,
-            lambda: Status.as_error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'),
+            missing_state_error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'),
             keep=False,
         )
 
