@@ -59,6 +59,18 @@ def test_every_package_has_a_layer() -> None:
     assert packages == sorted(LAYERS)
 
 
+def test_every_directory_of_modules_is_a_regular_package() -> None:
+    """A directory without `__init__.py` is only a namespace package: setuptools ships it with a
+    warning and a later `packages` setting could silently drop it from the wheel. (`simulate/demo` is
+    a link to examples/demo, shipped as data.)"""
+    bare = sorted(
+        str(d.relative_to(SRC))
+        for d in SRC.rglob("*")
+        if d.is_dir() and not d.is_symlink() and any(d.glob("*.py")) and not (d / "__init__.py").is_file()
+    )
+    assert bare == []
+
+
 def test_the_wheel_ships_testing_and_leaves_the_harness_out() -> None:
     find = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"][
         "find"

@@ -1,0 +1,1 @@
+"""`kubesched compare`: the same input under several configurations, side by side."""
