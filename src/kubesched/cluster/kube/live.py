@@ -44,9 +44,9 @@ a second Binding with 409 "already assigned", which `bind` treats as final and n
 (someone else bound it, so no `Scheduled` Event and no scheduled count are ours to give): the pod is
 recorded as bound there at once, so it leaves the queue instead of being retried.
 
-Beside it: the lock (`state_lock`), the extenders' binding (`live_extenders`), the attempts' log
-fields and the metrics protocol (`live_reports`), and what a pod that does not decode still says
-(`bad_pods`).
+Beside it: the lock (`state_lock`), which kinds to watch (`discovery`), the extenders' binding
+(`live_extenders`), the attempts' log fields and the metrics protocol (`live_reports`), and what a
+pod that does not decode still says (`bad_pods`).
 """
 
 from __future__ import annotations
@@ -62,12 +62,12 @@ import msgspec
 
 from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
 from kubesched.api.resource import AllocationResult, ResourceClaim
-from kubesched.api.scheduling_groups import COMPOSITE_POD_GROUP_KEY, POD_GROUP_KEY, WORKLOAD_KEY
 from kubesched.api.storage import PersistentVolumeClaim
 from kubesched.cluster.kube.bad_pods import pod_identity
 from kubesched.cluster.kube.binder import BindConflict, Binder
 from kubesched.cluster.kube.claims import ApiClaimWriter
-from kubesched.cluster.kube.client import ApiError, KubeClient
+from kubesched.cluster.kube.client import KubeClient
+from kubesched.cluster.kube.discovery import GROUP_KINDS, served_kinds
 from kubesched.cluster.kube.events import EventRecorder
 from kubesched.cluster.kube.informer import (
     KINDS,
@@ -115,16 +115,6 @@ _EVENT_RESOURCES: dict[str, Resource] = {
     "DeviceClass": Resource.DEVICE_CLASS,
     "DeviceTaintRule": Resource.DEVICE_TAINT_RULE,
 }
-#: The scheduling.k8s.io kinds, kept in `LiveCluster.groups` (no queueing event: nothing schedules by
-#: them yet).
-_GROUP_KINDS = frozenset({POD_GROUP_KEY, COMPOSITE_POD_GROUP_KEY, WORKLOAD_KEY})
-#: Optional kinds that a cluster may serve after the scheduler's RBAC was written: a CRD installed
-#: later, an API enabled later (and upstream's kube-scheduler role grants no `workloads`). A LIST we
-#: are forbidden to make would keep the informer, and so the scheduler, unsynced forever; such a
-#: kind is skipped with a warning naming the missing permission instead.
-_SKIP_IF_FORBIDDEN = frozenset({"PodGroup", *_GROUP_KINDS})
-#: Kinds without which there is nothing to schedule.
-_REQUIRED_KINDS = ("Node", "Pod")
 #: Pods parked longer than upstream's 5 minutes are retried; checked this often (upstream: 30 s).
 LEFTOVER_FLUSH_PERIOD = 30.0
 #: How often queue/cache gauges are refreshed.
@@ -373,46 +363,9 @@ class LiveCluster:
     # ================================================================== informers
 
     def discover(self) -> list[ResourceKind]:
-        """The kinds to watch that this server serves (Pods and Nodes are required)."""
+        """The kinds to watch that this server serves (Pods and Nodes are required; see `discovery`)."""
         wanted = self.options.kinds if self.options.kinds is not None else tuple(KINDS)
-        names = list(dict.fromkeys([*_REQUIRED_KINDS, *wanted]))
-        served: dict[str, set[str] | None] = {}
-        kinds: list[ResourceKind] = []
-        for name in names:
-            rk = KINDS[name]
-            if rk.gate and not self._features.enabled(rk.gate):
-                continue  # never listed: a cluster without the API must not see a request for it
-            if rk.group_version not in served:
-                served[rk.group_version] = self.client.served_resources(rk.group_version)
-            resources = served[rk.group_version]
-            if resources is not None and rk.plural in resources:
-                if name in _SKIP_IF_FORBIDDEN and self._forbidden(rk):
-                    continue
-                kinds.append(rk)
-            elif name in _REQUIRED_KINDS:
-                raise ApiError(404, "NotFound", f"the server does not serve {rk.path}")
-            else:
-                log.info("not watching %s: the server does not serve %s", name, rk.path)
-        return kinds
-
-    def _forbidden(self, rk: ResourceKind) -> bool:
-        """True (and a warning) when we may not list `rk`; see `_SKIP_IF_FORBIDDEN`."""
-        try:
-            self.client.get(rk.path, {"limit": 1})
-        except ApiError as exc:
-            if exc.code != 403:
-                raise
-            log.warning(
-                "not watching %s: listing %s is forbidden (%s); grant get/list/watch on %s in API group %s "
-                "for the scheduler's service account",
-                rk.kind,
-                rk.path,
-                exc.message,
-                rk.plural,
-                rk.group,
-            )
-            return True
-        return False
+        return served_kinds(self.client, wanted, self._features)
 
     def start_informers(self, kinds: list[ResourceKind] | None = None) -> None:
         for rk in kinds if kinds is not None else self.discover():
@@ -459,7 +412,7 @@ class LiveCluster:
             return CallbackHandlers(s.on_node_add, s.on_node_update, s.on_node_delete)
         if kind == "Pod":
             return CallbackHandlers(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
-        if kind in _GROUP_KINDS:
+        if kind in GROUP_KINDS:
             return CallbackHandlers(self.groups.put, self.groups.update, self.groups.remove)
         resource = _EVENT_RESOURCES.get(kind)
         if resource is None:
