@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -331,6 +331,23 @@ def verdict(key: str, r: float | None) -> str:
     return "better" if (r > 1.0) == FIGURES[key][1] else "worse"
 
 
+def one_sided(this: Iterable[tuple[str, str]], base: Iterable[tuple[str, str]]) -> list[str]:
+    """What only one tree measured: whole rows (a case the other lacks), then, of the rows both have,
+    figures (a figure a benchmark gained or lost), each with the tree that has it."""
+    a, b = set(this), set(base)
+    rows_a, rows_b = {row for row, _ in a}, {row for row, _ in b}
+    lines = [
+        f"rows in {side} only: {', '.join(sorted(rows))}"
+        for side, rows in (("this tree", rows_a - rows_b), ("the base", rows_b - rows_a))
+        if rows
+    ]
+    for side, keys in (("this tree", a - b), ("the base", b - a)):
+        figures = sorted({FIGURES[key][0] for row, key in keys if row in rows_a & rows_b})
+        if figures:
+            lines.append(f"figures in {side} only: {', '.join(figures)}")
+    return lines
+
+
 def table(comparisons: Sequence[Comparison], this: str, base: str) -> str:
     lines = [
         f"| benchmark | row | figure | this ({this}) | base ({base}) | this/base | |",
@@ -347,9 +364,8 @@ def table(comparisons: Sequence[Comparison], this: str, base: str) -> str:
                 f"| {shown} | {verdict(key, r)} |"
             )
         left_out += [f"- {c.bench.name}: {p}" for p in c.problems()]
-        one_sided = sorted({row for row, _ in a.keys() ^ b.keys()})
-        if one_sided and a and b:
-            left_out.append(f"- {c.bench.name}: rows in one tree only: {', '.join(one_sided)}")
+        if a and b:
+            left_out += [f"- {c.bench.name}: {line}" for line in one_sided(a.keys(), b.keys())]
     rounds = {c.bench.name: len(c.runs["this"]) for c in comparisons}
     lines.append("")
     lines.append("Medians of " + ", ".join(f"{n} x{k}" for n, k in rounds.items()) + " rounds per tree.")

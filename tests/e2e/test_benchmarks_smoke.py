@@ -289,3 +289,16 @@ def test_ab_reports_a_benchmark_the_base_lacks(tmp_path: Path) -> None:
         bench, {"this": [ab.Outcome({"burst": {"batched.cpuSeconds": 1.0}})], "base": [outcome]}
     )
     assert "- batching: no benchmarks/batching.py in old" in ab.table([comparison], "new", "old")
+
+
+def test_ab_tells_rows_from_figures_only_one_tree_measured() -> None:
+    """A figure a benchmark gained is not a row missing from the base (ab.py once called it one)."""
+    ab = load_ab()
+    this = {("filter", "p99_ms"), ("filter", "server_cpu_ms_per_request"), ("new case", "p99_ms")}
+    base = {("filter", "p99_ms"), ("old case", "p99_ms")}
+    assert ab.one_sided(this, base) == [
+        "rows in this tree only: new case",
+        "rows in the base only: old case",
+        f"figures in this tree only: {ab.FIGURES['server_cpu_ms_per_request'][0]}",
+    ]
+    assert ab.one_sided(base, base) == []
