@@ -50,6 +50,12 @@ EXIT_LOST_LEASE = 1
 #: it goes to stopping the scheduler (requests on the wire, Events) before the Lease is released.
 SHUTDOWN_SECONDS = 2.0
 STOP_CLUSTER_SECONDS = 1.2
+#: The main thread waits for the end in slices this long. Python runs a signal handler only on the
+#: main thread, and only when that thread is running: a SIGTERM the kernel hands to one of the other
+#: threads (it may, when the main thread already has a signal pending) only sets a flag, and a main
+#: thread asleep in an untimed wait would never look at it. Seen once in make test: no "received
+#: SIGTERM" line, killed after 30 s.
+SIGNAL_POLL_SECONDS = 0.25
 #: The executable starts `run` with the cyclic garbage collector off (`kubesched.cli.entry`); it is
 #: turned on once the informers synced, or after this long at the latest: an API server that cannot
 #: be reached at start-up means retries, and their exceptions are cyclic garbage.
@@ -317,7 +323,8 @@ class _Runner:
                 collect_from_now()
                 self.cluster.start_loop()
                 self._lead()
-                self.stopping.wait()
+                while not self.stopping.wait(SIGNAL_POLL_SECONDS):
+                    pass  # wakes to run a signal handler another thread's delivery left pending
             return self._shutdown()
         finally:
             for sig, handler in previous.items():
