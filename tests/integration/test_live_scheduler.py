@@ -297,9 +297,7 @@ def test_metrics_expose_upstream_names_after_scheduling(
         10,
         "scheduled attempts counted",
     )
-    code, text = kubesched.get("/metrics")
-    assert code == 200
-    for name in (
+    names = (
         "scheduler_schedule_attempts_total",
         "scheduler_scheduling_attempt_duration_seconds_bucket",
         "scheduler_pending_pods",
@@ -307,8 +305,17 @@ def test_metrics_expose_upstream_names_after_scheduling(
         "scheduler_preemption_attempts_total",
         "scheduler_queue_incoming_pods_total",
         "scheduler_scheduler_cache_size",
-    ):
-        assert re.search(rf"^{name}[{{ ]", text, re.M), name
+    )
+
+    def missing_names() -> list[str]:
+        code, text = kubesched.get("/metrics")
+        assert code == 200
+        return [name for name in names if not re.search(rf"^{name}[{{ ]", text, re.M)]
+
+    # The queue's counters and the gauges are mirrored into Prometheus every HOUSEKEEPING_PERIOD
+    # (0.5 s), so right after the third bind they may not be there yet (seen when this test ran alone).
+    missing = wait_for(missing_names, lambda m: not m, 10, "every upstream metric name exposed")
+    assert missing == []
     assert kubesched.metric("scheduler_scheduler_cache_size", type="nodes") >= 50
     for path in ("/healthz", "/livez", "/readyz"):
         assert kubesched.get(path) == (200, "ok")
