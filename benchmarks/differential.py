@@ -7,6 +7,12 @@ agreement per comparison (over pods) and per feature (over scenarios). Every mis
 stderr with the scenario file that reproduces it.
 
     nice python benchmarks/differential.py --seed 1 --count 1000 --live-every 4 --out /tmp/differential
+
+`--groups` runs pod-group scenarios instead (kubesched.harness.differential.group_run), with
+GenericWorkload on everywhere (`--topology` adds TopologyAwareWorkloadScheduling); its `observed`
+counts what the binary did (`gang-bound-all`, `gang-bound-part`, `gang-bound-none`, `preempted`, ...).
+
+    nice python benchmarks/differential.py --groups --seed 1 --count 500 --live-every 0
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from kubesched.harness.differential.gated import GANG_GATES, TOPOLOGY_GATES
+from kubesched.harness.differential.group_run import run_group_scenarios
 from kubesched.harness.differential.run import print_mismatch, run_scenarios
 
 
@@ -34,17 +42,28 @@ def main() -> int:
         "--out", type=Path, default=Path("differential-mismatches"), help="where mismatch scenario files go"
     )
     parser.add_argument("--smoke", action="store_true", help="one scenario, also run live (CI)")
+    parser.add_argument("--groups", action="store_true", help="pod-group scenarios, GenericWorkload on")
+    parser.add_argument(
+        "--topology", action="store_true", help="with --groups: TopologyAwareWorkloadScheduling too"
+    )
     args = parser.parse_args()
     if args.smoke:
         args.count, args.live_every = 1, 1
     started = time.monotonic()
-    tally = run_scenarios(
-        list(range(args.seed, args.seed + args.count)),
-        args.out,
-        live_every=args.live_every,
-        on_mismatch=print_mismatch,
-    )
-    report = {
+    seeds = list(range(args.seed, args.seed + args.count))
+    if args.groups:
+        flags = (TOPOLOGY_GATES if args.topology else GANG_GATES).flags()
+        tally = run_group_scenarios(
+            seeds,
+            args.out,
+            topology=args.topology,
+            live_every=args.live_every,
+            on_mismatch=lambda m: print_mismatch(m, flags=flags),
+        )
+    else:
+        tally = run_scenarios(seeds, args.out, live_every=args.live_every, on_mismatch=print_mismatch)
+    report: dict[str, object] = {"groups": "topology" if args.topology else "gang"} if args.groups else {}
+    report |= {
         "seed": args.seed,
         "count": args.count,
         "liveEvery": args.live_every,

@@ -36,7 +36,7 @@ from typing import Any
 from kubesched.harness.differential.scenario import PRIORITY_CLASSES, Scenario
 from kubesched.harness.fake_nodes import ApiClient, ApiError
 
-__all__ = ["OUTCOME_TIMEOUT", "PodOutcome", "ScenarioOnCluster", "UpstreamTimeout", "wait_until"]
+__all__ = ["OUTCOME_TIMEOUT", "PodOutcome", "ScenarioOnCluster", "UpstreamTimeout", "gone", "wait_until"]
 
 Obj = dict[str, Any]
 
@@ -164,6 +164,9 @@ class ScenarioOnCluster:
     def _settled_on_nomination(self, key: str, nominated: str, started: float) -> bool:
         """Whether a nominated pod's outcome may be taken as bound to `nominated` (upstream race)."""
         return False
+
+    def begin(self, scenario: Scenario, pending: list[Obj]) -> None:
+        """Called before a scenario whose pods to schedule are `pending` is set up."""
 
     # ------------------------------------------------------------------ one scenario
     def run(self, scenario: Scenario) -> list[PodOutcome]:
@@ -483,7 +486,7 @@ class ScenarioOnCluster:
             except ApiError as err:
                 if err.reason not in ("NotFound", "Conflict"):
                     raise
-        wait_until(f"removal of {path}", lambda: _gone(self.api, path))
+        wait_until(f"removal of {path}", lambda: gone(self.api, path))
 
 
 #: Running pods start at second i of 2026; pods scheduled during the scenario from this second on.
@@ -494,7 +497,7 @@ def _start_time(second: int) -> str:
     return (datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=second)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _gone(api: ApiClient, path: str) -> bool:
+def gone(api: ApiClient, path: str) -> bool:
     try:
         api.get(path)
     except ApiError as err:

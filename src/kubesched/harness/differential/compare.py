@@ -38,6 +38,7 @@ __all__ = [
     "LIVE_PREFIX",
     "Mismatch",
     "PodComparison",
+    "as_created",
     "compare_pod",
     "scenario_file",
 ]
@@ -85,7 +86,7 @@ class PodComparison:
             self.mismatches.append(Mismatch(comparison, upstream, kubesched))
 
 
-def _pending(pod: Obj) -> Obj:
+def as_created(pod: Obj) -> Obj:
     """The pod as created: no node, no status (upstream's later writes are not kubesched's input), and
     for the default profile (the live share names `kubesched run`'s own)."""
     out = copy.deepcopy(pod)
@@ -96,7 +97,7 @@ def _pending(pod: Obj) -> Obj:
 
 
 def scenario_objects(outcome: PodOutcome) -> list[Obj]:
-    return [*outcome.before, _pending(outcome.pod)]
+    return [*outcome.before, as_created(outcome.pod)]
 
 
 def scenario_file(outcome: PodOutcome, directory: Path) -> Path:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from kubesched.harness.controlplane import ControlPlane, ManagedProcess, http_get
 from kubesched.harness.differential.cluster import ScenarioOnCluster, UpstreamTimeout, wait_until
+from kubesched.harness.differential.gated import NO_GATES, Gates
 from kubesched.harness.differential.scenario import Scenario
 from kubesched.harness.fake_nodes import ApiClient
 from kubesched.harness.ports import free_port
@@ -45,7 +46,9 @@ class KubeschedLive(ScenarioOnCluster):
 
     scheduler_name = LIVE_PROFILE
 
-    def __init__(self, control_plane: ControlPlane, client: ApiClient, workdir: Path) -> None:
+    def __init__(
+        self, control_plane: ControlPlane, client: ApiClient, workdir: Path, gates: Gates = NO_GATES
+    ) -> None:
         super().__init__(client)
         self.port = free_port()
         config = workdir / "kubesched-live.yaml"
@@ -58,6 +61,7 @@ class KubeschedLive(ScenarioOnCluster):
                 "--kubeconfig", str(control_plane.kubeconfig_path),
                 "--secure-port", "0",
                 "--insecure-listen", f"127.0.0.1:{self.port}",
+                *gates.flags(),
             ],
             workdir / "kubesched-live.log",
             port=self.port,

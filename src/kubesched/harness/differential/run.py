@@ -22,6 +22,7 @@ from kubesched.harness.differential.compare import (
     compare_pod,
     scenario_file,
 )
+from kubesched.harness.differential.gated import NO_GATES, Gates
 from kubesched.harness.differential.live import KubeschedLive
 from kubesched.harness.differential.scenario import Scenario, generate
 from kubesched.harness.differential.upstream import UpstreamHarness
@@ -58,8 +59,9 @@ class Tally:
             for thing in result.observed:
                 self.observed[thing] = self.observed.get(thing, 0) + 1
             for name, ok in result.made.items():
-                self.comparisons[name][0] += ok
-                self.comparisons[name][1] += 1
+                counts = self.comparisons.setdefault(name, [0, 0])
+                counts[0] += ok
+                counts[1] += 1
             for m in result.mismatches:
                 agreed = False
                 self.mismatches.append(
@@ -100,17 +102,20 @@ class Harnesses:
     upstream: UpstreamHarness
     live: KubeschedLive | None
     workdir: Path
+    gates: Gates = NO_GATES
 
 
 @contextmanager
-def harnesses(*, live: bool = True) -> Iterator[Harnesses]:
-    """A control plane with the upstream kube-scheduler and (with `live`) `kubesched run` on it."""
-    with ControlPlane() as cp, ApiClient.for_control_plane(cp) as api, tempfile.TemporaryDirectory() as tmp:
+def harnesses(*, live: bool = True, gates: Gates = NO_GATES) -> Iterator[Harnesses]:
+    """A control plane with the upstream kube-scheduler and (with `live`) `kubesched run` on it, the
+    API server, both schedulers (and the simulator the outcomes go to) all with `gates`."""
+    plane = ControlPlane(runtime_config=gates.runtime_config(), feature_gates=gates.values)
+    with plane as cp, ApiClient.for_control_plane(cp) as api, tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        upstream = UpstreamHarness(cp, api)
-        kubesched = KubeschedLive(cp, api, workdir) if live else None
+        upstream = UpstreamHarness(cp, api, gates)
+        kubesched = KubeschedLive(cp, api, workdir, gates) if live else None
         try:
-            yield Harnesses(upstream, kubesched, workdir)
+            yield Harnesses(upstream, kubesched, workdir, gates)
         finally:
             if kubesched is not None:
                 kubesched.stop()
@@ -171,14 +176,15 @@ def run_scenarios(
     return tally
 
 
-def print_mismatch(m: dict[str, Any], out: TextIO = sys.stderr) -> None:
+def print_mismatch(m: dict[str, Any], out: TextIO = sys.stderr, *, flags: tuple[str, ...] = ()) -> None:
     """One mismatch and how to reproduce it (for `live-*` comparisons, the first value is what
-    `kubesched run` did)."""
+    `kubesched run` did); `flags` are the gates the run had."""
+    gates = "".join(f"{f} " for f in flags)
     print(
         f"MISMATCH seed={m['scenario']} pod={m['pod']} {m['comparison']}\n"
         f"  upstream:  {json.dumps(m['upstream'], sort_keys=True)}\n"
         f"  kubesched: {json.dumps(m['kubesched'], sort_keys=True)}\n"
         f"  reproduce: kubesched simulate {m['file']} "
-        f"--config {Path(m['file']).parent / 'scheduler-config.yaml'} --explain -o json",
+        f"--config {Path(m['file']).parent / 'scheduler-config.yaml'} {gates}--explain -o json",
         file=out,
     )

@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "NAMESPACES",
     "PRIORITY_CLASSES",
+    "Dice",
     "Scenario",
     "generate",
 ]
@@ -59,16 +60,23 @@ class Scenario:
         return self.label or f"s{self.seed}"
 
 
-class _Gen:
+class Dice:
+    """The seeded draws every scenario generator makes."""
+
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
-        self.s = Scenario(seed)
 
     def chance(self, p: float) -> bool:
         return self.rng.random() < p
 
     def pick(self, options: Any) -> Any:
         return self.rng.choice(list(options))
+
+
+class _Gen(Dice):
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.s = Scenario(seed)
 
     # ------------------------------------------------------------------ nodes
     def node(self, i: int) -> Obj:

@@ -26,6 +26,7 @@ from kubesched.harness.differential.cluster import (
     UpstreamTimeout,
     wait_until,
 )
+from kubesched.harness.differential.gated import NO_GATES, Gates
 from kubesched.harness.differential.scenario import NAMESPACES, PRIORITY_CLASSES, Scenario
 from kubesched.harness.fake_nodes import ApiClient, ApiError
 
@@ -90,11 +91,11 @@ class _Log:
 class UpstreamHarness(ScenarioOnCluster):
     """One upstream kube-scheduler on a control plane, reused for many scenarios."""
 
-    def __init__(self, control_plane: ControlPlane, client: ApiClient) -> None:
+    def __init__(self, control_plane: ControlPlane, client: ApiClient, gates: Gates = NO_GATES) -> None:
         super().__init__(client)
         self.cp = control_plane
         self.scheduler: ManagedProcess = control_plane.start_kube_scheduler(
-            SCHEDULER_CONFIG, extra_args=SCHEDULER_FLAGS
+            SCHEDULER_CONFIG, extra_args=(*SCHEDULER_FLAGS, *gates.flags())
         )
         self.log = _Log(self.scheduler.log_path)
         #: When a nominated preemptor was first seen with its preemption finished (see below).
@@ -135,12 +136,13 @@ class UpstreamHarness(ScenarioOnCluster):
 
     # ------------------------------------------------------------------ hooks
     def run(self, scenario: Scenario) -> list[PodOutcome]:
+        self.begin(scenario, scenario.pending)
+        return super().run(scenario)
+
+    def begin(self, scenario: Scenario, pending: list[Obj]) -> None:
         # The log may already show these names (a scenario run twice): wait for *new* lines only.
         nodes = [n["metadata"]["name"] for n in scenario.nodes]
-        pods = [
-            f"{p['metadata']['namespace']}/{p['metadata']['name']}"
-            for p in scenario.running + scenario.pending
-        ]
+        pods = [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in scenario.running + pending]
         self._seen = {
             msg: self._counts(msg, nodes if "node" in msg.split()[-1] else pods)
             for msg in (
@@ -151,7 +153,6 @@ class UpstreamHarness(ScenarioOnCluster):
                 "Delete event for unscheduled pod",
             )
         }
-        return super().run(scenario)
 
     def _wait_cache_holds(self, s: Scenario, nodes: list[str], running: list[str]) -> None:
         self._wait_log("node", "Add event for node", nodes)

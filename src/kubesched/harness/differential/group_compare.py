@@ -1,0 +1,163 @@
+"""Give a settled wave's objects to kubesched's simulator (with the run's gates) and compare.
+
+kubesched is given the objects the API server held just before the wave, plus the wave's pods and
+PodGroups as created, and schedules them with the same gates and configuration as the binary. The
+comparisons, each made where it applies:
+
+* `schedulable` — per pod: bound by both, or by neither;
+* `group-bound` — per group: the names of its bound pods (all or nothing, or minCount and more);
+* `node` — per group (its pods are identical, so which pod went where is the queue's business): the
+  nodes its bound pods got, as a multiset, where kubesched's choice of every pod had one best node
+  (ties are broken at random upstream); per ordinary pod, upstream's node among kubesched's best;
+* `message` — per pod that failed an attempt: its first FailedScheduling message, exactly (the
+  attempt made when its group arrived whole; later ones follow retries whose timing is the
+  binary's);
+* `preemption` — per wave: the pods deleted to make room.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubesched.api.loader import LoadedObjects, load_documents
+from kubesched.config import load_config
+from kubesched.harness.differential.compare import CONFIG_YAML, PodComparison, as_created
+from kubesched.harness.differential.gated import Gates
+from kubesched.harness.differential.waves import WaveOutcome
+from kubesched.plugins import default_registry
+from kubesched.scheduler.scheduler import Attempt
+from kubesched.simulate.snapshot.model import PodResult, Report
+from kubesched.simulate.snapshot.run import simulate
+
+__all__ = ["GROUP_COMPARISONS", "Simulated", "compare_wave", "simulate_wave", "wave_file"]
+
+Obj = dict[str, Any]
+
+GROUP_COMPARISONS = ("schedulable", "group-bound", "node", "message", "preemption")
+
+
+def wave_objects(outcome: WaveOutcome) -> list[Obj]:
+    """What kubesched is given: the objects before the wave, its pods as admitted, its PodGroups."""
+    return [*outcome.before, *(as_created(p) for p in outcome.pods), *outcome.groups]
+
+
+def wave_file(outcome: WaveOutcome, gates: Gates, directory: Path) -> Path:
+    """Write the wave's objects, the config and the command that reruns it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"wave{outcome.index}.yaml"
+    path.write_text(yaml.safe_dump_all(wave_objects(outcome), sort_keys=False))
+    config = directory / "scheduler-config.yaml"
+    config.write_text(CONFIG_YAML)
+    command = [
+        "kubesched",
+        "simulate",
+        str(path),
+        "--config",
+        str(config),
+        *gates.flags(),
+        "--explain",
+        "-o",
+        "json",
+    ]
+    (directory / f"wave{outcome.index}.sh").write_text(" ".join(command) + "\n")
+    return path
+
+
+@dataclass
+class Simulated:
+    """kubesched's report on a wave, and each pod's first FailedScheduling message."""
+
+    report: Report
+    first_messages: dict[str, str] = field(default_factory=dict)
+
+
+def simulate_wave(outcome: WaveOutcome, gates: Gates, workdir: Path) -> Simulated:
+    """kubesched's simulate on the wave's objects, with `gates`."""
+    registry = default_registry(entry_points=False, features=gates.features())
+    config_path = workdir / "scheduler-config.yaml"
+    config_path.write_text(CONFIG_YAML)
+    config = load_config(str(config_path), registry)
+    loaded = LoadedObjects()
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": wave_objects(outcome)})
+    for obj in load_documents(text, f"wave{outcome.index}.json", skipped=loaded.skipped):
+        loaded.add(obj)
+    first: dict[str, str] = {}
+
+    def record(attempt: Attempt) -> None:
+        if attempt.result == "Unschedulable" and attempt.message is not None:
+            first.setdefault(attempt.pod.metadata.name, attempt.message)
+
+    report = simulate(loaded, config, registry, explain=True, per_node=True, on_attempt=record)
+    return Simulated(report, first)
+
+
+def compare_wave(outcome: WaveOutcome, simulated: Simulated, *, prefix: str = "") -> list[PodComparison]:
+    """One comparison record per pod of the wave, one per group, and one for preemption."""
+    mine = {p.name: p for p in simulated.report.pods if p.namespace == "default"}
+    out: list[PodComparison] = []
+    grouped: dict[str, list[str]] = {}
+    for pod in outcome.pods:
+        group = (pod["spec"].get("schedulingGroup") or {}).get("podGroupName")
+        grouped.setdefault(group or "", []).append(pod["metadata"]["name"])
+    for group, names in grouped.items():
+        out += [
+            _compare_pod(
+                outcome, name, mine.get(name), simulated.first_messages.get(name), prefix, alone=not group
+            )
+            for name in names
+        ]
+        if group:
+            out.append(_compare_group(outcome, group, names, mine, prefix))
+    victims = sorted({v for n in outcome.nodes if n in mine for v in mine[n].victims})
+    if outcome.victims or victims:
+        cmp = PodComparison(f"wave{outcome.index}", prefix)
+        cmp.check("preemption", outcome.victims, victims)
+        out.append(cmp)
+    return out
+
+
+def _compare_pod(
+    outcome: WaveOutcome, name: str, pod: PodResult | None, first: str | None, prefix: str, *, alone: bool
+) -> PodComparison:
+    """schedulable and message; for an ordinary pod, node as the one-pod harness compares it."""
+    cmp = PodComparison(f"default/{name}", prefix)
+    upstream_node = outcome.nodes[name]
+    kubesched_node = pod.node if pod is not None and pod.result == "Scheduled" else None
+    cmp.check("schedulable", upstream_node is not None, kubesched_node is not None)
+    notes = outcome.messages[name]
+    if notes or first is not None:
+        cmp.check("message", notes[0] if notes else None, first)
+    if alone and upstream_node is not None and pod is not None and kubesched_node is not None:
+        top = _top_nodes(pod)
+        cmp.check("node", True, upstream_node in top if top else upstream_node == kubesched_node)
+    return cmp
+
+
+def _compare_group(
+    outcome: WaveOutcome, group: str, names: list[str], mine: dict[str, PodResult], prefix: str
+) -> PodComparison:
+    cmp = PodComparison(f"default/{group}", prefix)
+    upstream_bound = sorted(n for n in names if outcome.nodes[n] is not None)
+    kubesched_bound = sorted(n for n in names if n in mine and mine[n].result == "Scheduled")
+    cmp.check("group-bound", upstream_bound, kubesched_bound)
+    if upstream_bound and upstream_bound == kubesched_bound:
+        if all(len(_top_nodes(mine[n])) <= 1 for n in kubesched_bound):  # none: one feasible node
+            upstream_nodes = Counter(outcome.nodes[n] for n in upstream_bound)
+            kubesched_nodes = Counter(mine[n].node for n in kubesched_bound)
+            cmp.check("node", dict(upstream_nodes), dict(kubesched_nodes))
+        else:
+            cmp.observed.add("group-node-ties")
+    return cmp
+
+
+def _top_nodes(pod: PodResult) -> set[str]:
+    if not pod.scores:
+        return set()
+    best = max(s.total for s in pod.scores.values())
+    return {node for node, s in pod.scores.items() if s.total == best}

@@ -1,0 +1,124 @@
+"""Run seeded pod-group scenarios through the binary (and `kubesched run`) and tally agreement.
+
+The gated counterpart of `run.run_scenarios`: every scenario (group_scenario) is played wave by wave
+(waves) by kube-scheduler v1.37.2 started with the gates; each settled wave goes to kubesched's
+simulator with the same gates (group_compare). Every `live_every`-th scenario is played again by
+`kubesched run` with the gates, whose waves are compared the same way, under `live-` names.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from kubesched.harness.differential.compare import LIVE_PREFIX, PodComparison
+from kubesched.harness.differential.gated import GANG_GATES, TOPOLOGY_GATES, Gates
+from kubesched.harness.differential.group_compare import (
+    GROUP_COMPARISONS,
+    compare_wave,
+    simulate_wave,
+    wave_file,
+)
+from kubesched.harness.differential.group_scenario import GroupScenario, generate_groups
+from kubesched.harness.differential.run import Harnesses, Tally, harnesses
+from kubesched.harness.differential.waves import WaveOutcome, play_waves
+
+__all__ = ["compare_group_scenario", "outcome_kinds", "run_group_scenarios"]
+
+
+def compare_group_scenario(
+    h: Harnesses, s: GroupScenario, out_dir: Path, *, live: bool = False
+) -> tuple[list[PodComparison], list[Path], list[WaveOutcome]]:
+    """Play `s` with upstream (and with `kubesched run` when `live`), compare every wave with
+    kubesched's simulator; mismatching waves' objects go to `out_dir`."""
+    runs: list[tuple[str, list[WaveOutcome]]] = [("", play_waves(h.upstream, s))]
+    if live and h.live is not None:
+        runs.append((LIVE_PREFIX, play_waves(h.live, s)))
+    results: list[PodComparison] = []
+    files: list[Path] = []
+    for prefix, waves in runs:
+        for wave in waves:
+            compared = compare_wave(wave, simulate_wave(wave, h.gates, h.workdir), prefix=prefix)
+            directory = out_dir / f"{prefix}{s.name}"
+            path = directory / f"wave{wave.index}.yaml"
+            if any(c.mismatches for c in compared):
+                path = wave_file(wave, h.gates, directory)
+            results += compared
+            files += [path] * len(compared)
+    return results, files, runs[0][1]
+
+
+def outcome_kinds(wave: WaveOutcome) -> Counter[str]:
+    """What the binary did with each group of a wave: `bound-all`, `bound-part` (minCount or more,
+    not all), `bound-none`; and with its ordinary pods (`pod-bound`, `pod-unschedulable`); and
+    whether it preempted (`preempted`)."""
+    kinds: Counter[str] = Counter()
+    for group in wave.groups:
+        name = group["metadata"]["name"]
+        pods = [
+            p["metadata"]["name"]
+            for p in wave.pods
+            if p["spec"].get("schedulingGroup", {}).get("podGroupName") == name
+        ]
+        bound = sum(wave.nodes[p] is not None for p in pods)
+        policy = "gang" if "gang" in group["spec"]["schedulingPolicy"] else "basic"
+        kinds[
+            f"{policy}-{'bound-all' if bound == len(pods) else 'bound-part' if bound else 'bound-none'}"
+        ] += 1
+    for pod in wave.pods:
+        if not pod["spec"].get("schedulingGroup"):
+            kinds["pod-bound" if wave.nodes[pod["metadata"]["name"]] else "pod-unschedulable"] += 1
+    if wave.victims:
+        kinds["preempted"] += 1
+    return kinds
+
+
+def run_group_scenarios(
+    seeds: list[int],
+    out_dir: Path,
+    *,
+    topology: bool = False,
+    live_every: int = 0,
+    on_mismatch: Callable[[dict[str, Any]], None] | None = None,
+    log: TextIO = sys.stderr,
+    using: Harnesses | None = None,
+) -> Tally:
+    """Each seed's group scenario through upstream and kubesched (gang gates; `topology` adds
+    TopologyAwareWorkloadScheduling); every `live_every`-th also through `kubesched run`."""
+    gates: Gates = TOPOLOGY_GATES if topology else GANG_GATES
+    if using is None:
+        with harnesses(live=live_every > 0, gates=gates) as h:
+            return run_group_scenarios(
+                seeds,
+                out_dir,
+                topology=topology,
+                live_every=live_every,
+                on_mismatch=on_mismatch,
+                log=log,
+                using=h,
+            )
+    tally = Tally(comparisons={c: [0, 0] for c in GROUP_COMPARISONS})
+    started = time.monotonic()
+    for n, seed in enumerate(seeds, 1):
+        scenario = generate_groups(seed, topology=topology)
+        live = live_every > 0 and seed % live_every == 0
+        results, files, waves = compare_group_scenario(using, scenario, out_dir, live=live)
+        for wave in waves:
+            for kind, count in outcome_kinds(wave).items():
+                tally.observed[kind] = tally.observed.get(kind, 0) + count
+        before = len(tally.mismatches)
+        tally.add(scenario, results, files)
+        if on_mismatch is not None:
+            for m in tally.mismatches[before:]:
+                on_mismatch(m)
+        if n % 10 == 0:
+            rate = n / (time.monotonic() - started)
+            print(
+                f"{n}/{len(seeds)} group scenarios, {len(tally.mismatches)} mismatches, {rate:.2f}/s",
+                file=log,
+            )
+    return tally

@@ -1,0 +1,177 @@
+"""Random pod-group scenarios, reproducible per seed: gangs and basic groups among ordinary pods.
+
+A scenario is a handful of nodes (each with a zone and a rack label, racks nested in zones), a few
+pods already running on them, and *waves* to schedule one after the other. A wave is what a Job
+controller creates at once: the pods of one group, or of two groups of distinct priorities
+competing for the same nodes, or a few ordinary pods. Gangs have 2-8 pods, a minCount equal to
+their size or below it, pods of one size each, and sizes chosen so that gangs fit whole, fit only
+in part, or do not fit at all. With `topology`, groups may ask for one rack or one zone
+(TopologyAwareWorkloadScheduling). Every feature used is named in `Scenario.features`.
+
+Why waves, and why groups of distinct priorities only: upstream orders the groups of its queue by
+priority, then by when they arrived; two groups of one priority created together would be ordered
+by which of the harness's requests reached the scheduler first, which nothing can reproduce.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesched.harness.differential.scenario import HOSTNAME, PRIORITY_CLASSES, ZONE, Dice, Scenario
+
+__all__ = ["RACK", "GroupScenario", "Wave", "generate_groups"]
+
+Obj = dict[str, Any]
+
+RACK = "example.com/rack"
+POD_GROUP_API = "scheduling.k8s.io/v1beta1"
+#: Rack -> its zone.
+RACKS = {"r0": "za", "r1": "za", "r2": "zb", "r3": "zb"}
+_CPUS = ("500m", "1", "1500m", "2", "3")
+_MILLIS = {"500m": 500, "1": 1000, "1500m": 1500, "2": 2000, "3": 3000}
+
+
+@dataclass
+class Wave:
+    """Pods created together, then the PodGroups they name (highest priority first)."""
+
+    pods: list[Obj] = field(default_factory=list)
+    groups: list[Obj] = field(default_factory=list)
+
+
+@dataclass
+class GroupScenario(Scenario):
+    """Nodes, running pods and waves of pods to schedule (`pending` stays empty)."""
+
+    waves: list[Wave] = field(default_factory=list)
+    #: Whether the scenario needs TopologyAwareWorkloadScheduling.
+    topology: bool = False
+
+    @property
+    def pods_to_schedule(self) -> list[Obj]:
+        return [p for w in self.waves for p in w.pods]
+
+    @property
+    def groups(self) -> list[Obj]:
+        return [g for w in self.waves for g in w.groups]
+
+
+class _Gen(Dice):
+    def __init__(self, seed: int, topology: bool) -> None:
+        super().__init__(seed)
+        self.s = GroupScenario(seed, label=f"g{seed}", topology=topology)
+        #: CPU millis of the nodes, and asked for by the pods made so far (as if all were bound).
+        self.capacity = 0
+        self.asked = 0
+
+    def node(self, i: int) -> Obj:
+        name = f"{self.s.name}-n{i}"
+        rack = self.pick(RACKS)
+        cpu = self.pick(("2", "3", "4", "4"))
+        self.capacity += 1000 * int(cpu)
+        allocatable = {"cpu": cpu, "memory": "16Gi", "pods": "110"}
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {HOSTNAME: name, ZONE: RACKS[rack], RACK: rack}},
+            "spec": {},
+            "status": {
+                "capacity": dict(allocatable),
+                "allocatable": allocatable,
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+
+    def pod(self, name: str, cpu: str, priority: str | None, group: str | None) -> Obj:
+        self.asked += _MILLIS[cpu]
+        spec: Obj = {
+            "containers": [{"name": "main", "image": "img-a:1", "resources": {"requests": {"cpu": cpu}}}],
+            "terminationGracePeriodSeconds": 0,
+        }
+        if priority is not None:
+            spec["priorityClassName"] = priority
+        if group is not None:
+            spec["schedulingGroup"] = {"podGroupName": group}
+        labels = {"app": group or "plain"}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": labels},
+            "spec": spec,
+        }
+
+    def group(self, wave: Wave, name: str, priority: str | None) -> None:
+        """One PodGroup and its pods, appended to `wave`."""
+        spec: Obj = {}
+        cpu = self.pick(_CPUS)
+        size = self.rng.randint(2, 6)
+        if self.chance(0.5):
+            # Sized against the room left (as if every earlier pod were bound): a gang that fits
+            # just, fits in part, or is a little too big, more often than sizes at random give.
+            room = max(self.capacity - self.asked, 0) * self.rng.uniform(0.6, 1.6)
+            size = min(max(round(room / _MILLIS[cpu]), 2), 8)
+            self.s.features.add("gang-sized-to-room")
+        if self.chance(0.15):
+            spec["schedulingPolicy"] = {"basic": {}}
+            self.s.features.add("basic-policy")
+        else:
+            min_count = size if self.chance(0.65) else self.rng.randint(1, size - 1)
+            spec["schedulingPolicy"] = {"gang": {"minCount": min_count}}
+            self.s.features.add("gang" if min_count == size else "gang-minCount-below-size")
+        if priority is not None:
+            spec["priorityClassName"] = priority
+            self.s.features.add("group-priority")
+        if self.s.topology and self.chance(0.6):
+            key = self.pick((RACK, ZONE))
+            spec["schedulingConstraints"] = {"topology": [{"key": key}]}
+            self.s.features.add("topology-rack" if key == RACK else "topology-zone")
+        wave.groups.append(
+            {
+                "apiVersion": POD_GROUP_API,
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": spec,
+            }
+        )
+        wave.pods += [self.pod(f"{name}-p{j}", cpu, priority, name) for j in range(size)]
+
+    def wave(self, i: int) -> Wave:
+        wave = Wave()
+        name = f"{self.s.name}-w{i}"
+        r = self.rng.random()
+        if r < 0.2:
+            # Highest priority first: created the other way round, a pod bound before the next
+            # was created would be preempted by it, or not, depending on the harness's timing.
+            priorities = [self.pick((None, *PRIORITY_CLASSES)) for _ in range(self.rng.randint(1, 3))]
+            priorities.sort(key=lambda c: -PRIORITY_CLASSES.get(c or "", 0))
+            for j, priority in enumerate(priorities):
+                wave.pods.append(self.pod(f"{name}-o{j}", self.pick(_CPUS), priority, None))
+            self.s.features.add("ordinary-pods")
+        elif r < 0.4:
+            # Two groups competing: created together, the higher priority's PodGroup first.
+            high, low = sorted(
+                self.rng.sample(sorted(PRIORITY_CLASSES), 2), key=lambda c: PRIORITY_CLASSES[c]
+            )[::-1]
+            self.group(wave, f"{name}a", high)
+            self.group(wave, f"{name}b", low)
+            self.s.features.add("competing-groups")
+        else:
+            self.group(wave, name, self.pick((None, None, *PRIORITY_CLASSES)))
+        return wave
+
+
+def generate_groups(seed: int, *, topology: bool = False) -> GroupScenario:
+    """The scenario of `seed`: 2-6 nodes, 0-6 running pods, 2-4 waves of gangs of 2-8 pods."""
+    g = _Gen(seed, topology)
+    s = g.s
+    s.nodes = [g.node(i) for i in range(g.rng.randint(2, 6))]
+    names = [n["metadata"]["name"] for n in s.nodes]
+    for i in range(g.rng.randint(0, 6)):
+        pod = g.pod(f"{s.name}-r{i}", g.pick(_CPUS), g.pick((None, "low", "mid")), None)
+        pod["spec"]["nodeName"] = g.pick(names)
+        pod["status"] = {"phase": "Running"}
+        s.running.append(pod)
+        s.features.add("running-pods")
+    s.waves = [g.wave(i) for i in range(g.rng.randint(2, 4))]
+    return s

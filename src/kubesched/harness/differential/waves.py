@@ -1,0 +1,216 @@
+"""Play a pod-group scenario on a real API server, one wave at a time, and read back what settled.
+
+For each wave the harness snapshots the objects (what kubesched's simulator will be given), creates
+the wave's pods, then its PodGroups: until its PodGroup exists GangScheduling's PreEnqueue holds
+every pod back, so a group enters the queue whole, as the pods of a Job created in one go would
+(created after the PodGroup, a group with minCount below its size could be popped with only part of
+its pods, depending on the timing of the harness's requests).
+
+**Settled** means: every pod of the wave is bound, or unschedulable with no nomination pending and
+a FailedScheduling event written; every PodGroup (basic ones too) carries its
+`PodGroupInitiallyScheduled` condition; and nothing of that (nodes, conditions, event notes)
+changed for `QUIET_SECONDS`. A wave that does not settle within `SETTLE_TIMEOUT` is an error, not
+an outcome. Pods of the wave a later pod of it preempted count as victims.
+
+Then bound pods are started (the kubelet's part, `ScenarioOnCluster._start`) and the wave's unbound
+pods deleted, so the next wave meets bound pods only, as in the one-pod-at-a-time harness.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from kubesched.harness.differential.cluster import (
+    ScenarioOnCluster,
+    UpstreamTimeout,
+    gone,
+    pod_path,
+    wait_until,
+)
+from kubesched.harness.differential.group_scenario import POD_GROUP_API, GroupScenario, Wave
+from kubesched.harness.fake_nodes import ApiClient, ApiError
+
+__all__ = ["QUIET_SECONDS", "SETTLE_TIMEOUT", "GroupOutcome", "WaveOutcome", "play_waves"]
+
+Obj = dict[str, Any]
+
+#: Seconds with nothing changing before a wave counts as settled.
+QUIET_SECONDS = 0.6
+#: Seconds a wave may take to settle.
+SETTLE_TIMEOUT = 60.0
+_POLL = 0.05
+#: Where the scenario's PodGroups live (every generated object is in `default`).
+PODGROUPS = f"/apis/{POD_GROUP_API}/namespaces/default/podgroups"
+INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+
+
+@dataclass
+class GroupOutcome:
+    """What one PodGroup's status said once the wave settled."""
+
+    name: str
+    #: (type, status, reason, message) of each condition, in the server's order.
+    conditions: list[tuple[str, str, str, str]]
+
+
+@dataclass
+class WaveOutcome:
+    """One wave's pods (node or None, FailedScheduling notes), groups and victims."""
+
+    index: int
+    #: The wave's pods as the server admitted them, and its PodGroups as created.
+    pods: list[Obj]
+    groups: list[Obj]
+    #: The scenario's objects just before the wave was created (what kubesched is given).
+    before: list[Obj]
+    nodes: dict[str, str | None]
+    messages: dict[str, list[str]]
+    group_status: dict[str, GroupOutcome]
+    #: Pods the scheduler deleted during the wave (running ones, earlier waves', this wave's).
+    victims: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def play_waves(target: ScenarioOnCluster, s: GroupScenario) -> list[WaveOutcome]:
+    """Set the scenario up, play each wave to its settled outcome, tear it all down."""
+    target.begin(s, s.pods_to_schedule)
+    try:
+        target._set_up(s)
+        return [_play(target, s, wave, i) for i, wave in enumerate(s.waves)]
+    finally:
+        target._tear_down(s)
+        _remove_groups(target.api, s)
+
+
+def snapshot(target: ScenarioOnCluster, s: GroupScenario) -> list[Obj]:
+    """The scenario's objects now, its PodGroups included."""
+    groups = [
+        {**copy.deepcopy(g), "apiVersion": POD_GROUP_API, "kind": "PodGroup"}
+        for g in target.api.list_all(PODGROUPS)
+        if g["metadata"]["name"].startswith(f"{s.name}-")
+    ]
+    return [*target._snapshot(s), *groups]
+
+
+def _play(target: ScenarioOnCluster, s: GroupScenario, wave: Wave, index: int) -> WaveOutcome:
+    api = target.api
+    before = snapshot(target, s)
+    existing = {o["metadata"]["name"] for o in before if o["kind"] == "Pod"}
+    started = time.monotonic()
+    pods = []
+    for pod in wave.pods:
+        body = copy.deepcopy(pod)
+        if target.scheduler_name is not None:
+            body["spec"]["schedulerName"] = target.scheduler_name
+        pods.append({**api.post(pod_path("default"), body), "apiVersion": "v1", "kind": "Pod"})
+    for group in wave.groups:
+        api.post(PODGROUPS, group)
+    state = _settle(api, wave, {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods})
+    seconds = time.monotonic() - started
+    nodes, messages, groups = state
+    for j, pod in enumerate(wave.pods):
+        name = pod["metadata"]["name"]
+        if nodes[name] is not None:
+            target._start("default", name, 100 * index + j)
+    after = {p["metadata"]["name"] for p in api.list_all(pod_path("default"))}
+    for name, node in nodes.items():
+        if node is None and name in after:
+            api.request("DELETE", pod_path("default", name), {"gracePeriodSeconds": 0})
+            target._wait_unscheduled_pod_gone(f"default/{name}")
+    return WaveOutcome(
+        index=index,
+        pods=pods,
+        groups=copy.deepcopy(wave.groups),
+        before=before,
+        nodes=nodes,
+        messages=messages,
+        group_status=groups,
+        victims=sorted(f"default/{n}" for n in (existing | set(nodes)) - after),
+        seconds=seconds,
+    )
+
+
+_State = tuple[dict[str, str | None], dict[str, list[str]], dict[str, GroupOutcome]]
+
+
+def _observe(api: ApiClient, wave: Wave, uids: dict[str, str]) -> tuple[_State, bool]:
+    """The wave's state now, and whether it is final (every pod decided, every group conditioned)."""
+    pods = {
+        p["metadata"]["name"]: p for p in api.list_all(pod_path("default")) if p["metadata"]["name"] in uids
+    }
+    notes: dict[str, list[tuple[str, str]]] = {name: [] for name in uids}
+    for e in api.list_all(
+        "/apis/events.k8s.io/v1/namespaces/default/events", {"fieldSelector": "reason=FailedScheduling"}
+    ):
+        regarding = e.get("regarding") or {}
+        name = regarding.get("name", "")
+        if name in uids and regarding.get("uid") == uids[name]:
+            stamp = e.get("eventTime") or e["metadata"].get("creationTimestamp") or ""
+            notes[name].append((stamp, e.get("note", "")))
+    nodes: dict[str, str | None] = {}
+    final = True
+    for name in uids:
+        pod = pods.get(name)
+        if pod is None:  # deleted: a preemption's victim, or gone for good
+            nodes[name] = None
+            continue
+        nodes[name] = pod["spec"].get("nodeName") or None
+        if nodes[name] is not None:
+            continue
+        status = pod.get("status") or {}
+        cond: Obj = next((c for c in status.get("conditions") or [] if c["type"] == "PodScheduled"), {})
+        if cond.get("reason") != "Unschedulable" or status.get("nominatedNodeName") or not notes[name]:
+            final = False
+    groups: dict[str, GroupOutcome] = {}
+    for group in wave.groups:
+        name = group["metadata"]["name"]
+        current = api.get(f"{PODGROUPS}/{name}")
+        conditions = [
+            (c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
+            for c in (current.get("status") or {}).get("conditions") or []
+        ]
+        groups[name] = GroupOutcome(name, conditions)
+        if not any(c[0] == INITIALLY_SCHEDULED for c in conditions):
+            final = False
+    messages = {name: [note for _, note in sorted(n)] for name, n in notes.items()}
+    return (nodes, messages, groups), final
+
+
+def _settle(api: ApiClient, wave: Wave, uids: dict[str, str]) -> _State:
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    last: _State | None = None
+    since = time.monotonic()
+    while True:
+        state, final = _observe(api, wave, uids)
+        now = time.monotonic()
+        if state != last:
+            last, since = state, now
+        elif final and now - since >= QUIET_SECONDS:
+            return state
+        if now > deadline:
+            raise UpstreamTimeout(f"wave of {sorted(uids)} did not settle in {SETTLE_TIMEOUT:.0f} s: {state}")
+        time.sleep(_POLL)
+
+
+def _remove_groups(api: ApiClient, s: GroupScenario) -> None:
+    for group in s.groups:
+        path = f"{PODGROUPS}/{group['metadata']['name']}"
+        try:
+            current = api.get(path)
+        except ApiError as err:
+            if err.reason == "NotFound":
+                continue
+            raise
+        if current["metadata"].get("finalizers"):
+            current["metadata"]["finalizers"] = []
+            api.request("PUT", path, current)
+        try:
+            api.request("DELETE", path, {"gracePeriodSeconds": 0})
+        except ApiError as err:
+            if err.reason != "NotFound":
+                raise
+        wait_until(f"removal of {path}", partial(gone, api, path))

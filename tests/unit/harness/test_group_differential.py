@@ -1,0 +1,175 @@
+"""The gated differential harness without a cluster: the gates each process gets, the pod-group
+scenario generator, and the comparison of a settled wave with kubesched's report."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from kubesched.api.loader import LoadedObjects, load_documents
+from kubesched.harness.differential.compare import PodComparison
+from kubesched.harness.differential.gated import GANG_GATES, NO_GATES, TOPOLOGY_GATES, Gates
+from kubesched.harness.differential.group_compare import Simulated, compare_wave
+from kubesched.harness.differential.group_run import outcome_kinds
+from kubesched.harness.differential.group_scenario import PRIORITY_CLASSES, generate_groups
+from kubesched.harness.differential.waves import WaveOutcome
+from kubesched.simulate.explain.model import NodeScores
+from kubesched.simulate.snapshot.model import PodResult, Report, Summary
+
+SEEDS = range(1, 301)
+
+
+def test_the_gates_reach_every_process_alike() -> None:
+    assert NO_GATES.flags() == () and NO_GATES.runtime_config() == ()
+    assert GANG_GATES.flags() == ("--feature-gates=GenericWorkload=true",)
+    assert GANG_GATES.runtime_config() == ("scheduling.k8s.io/v1beta1=true",)
+    assert TOPOLOGY_GATES.features().enabled("TopologyAwareWorkloadScheduling")
+    composite = Gates({"GenericWorkload": True, "CompositePodGroup": True})
+    assert composite.runtime_config() == ("scheduling.k8s.io/v1beta1=true", "scheduling.k8s.io/v1alpha3=true")
+
+
+def test_a_seed_makes_one_scenario() -> None:
+    assert generate_groups(7) == generate_groups(7)
+    assert generate_groups(7) != generate_groups(8)
+
+
+def test_every_feature_is_exercised_over_the_seeds() -> None:
+    features = Counter(f for seed in SEEDS for f in generate_groups(seed).features)
+    wanted = {
+        "gang",
+        "gang-minCount-below-size",
+        "gang-sized-to-room",
+        "basic-policy",
+        "competing-groups",
+        "group-priority",
+        "ordinary-pods",
+        "running-pods",
+    }
+    assert wanted <= set(features), features
+    assert not any(f.startswith("topology") for f in features)
+    topology = {f for seed in SEEDS for f in generate_groups(seed, topology=True).features}
+    assert {"topology-rack", "topology-zone"} <= topology
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 50, 99])
+def test_the_manifests_load_strictly_and_each_pod_names_its_group(seed: int) -> None:
+    s = generate_groups(seed, topology=True)
+    items = [*s.nodes, *s.running, *s.pods_to_schedule, *s.groups]
+    loaded = LoadedObjects()
+    for obj in load_documents(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}), "s.json"):
+        loaded.add(obj)
+    assert not loaded.skipped
+    assert len(loaded.scheduling_pod_groups) == len(s.groups) > 0
+    for wave in s.waves:
+        names = [g["metadata"]["name"] for g in wave.groups]
+        for pod in wave.pods:
+            group = (pod["spec"].get("schedulingGroup") or {}).get("podGroupName")
+            assert group is None or group in names
+
+
+def _priority(obj: dict[str, object]) -> int:
+    spec = obj["spec"]
+    assert isinstance(spec, dict)
+    return PRIORITY_CLASSES.get(spec.get("priorityClassName") or "", 0)
+
+
+def test_what_is_created_together_is_ordered_so_timing_cannot_matter() -> None:
+    """Groups of a wave have distinct priorities, highest first; ordinary pods come highest first."""
+    for seed in SEEDS:
+        for wave in generate_groups(seed).waves:
+            groups = [_priority(g) for g in wave.groups]
+            assert groups == sorted(set(groups), reverse=True)
+            if not wave.groups:
+                pods = [_priority(p) for p in wave.pods]
+                assert pods == sorted(pods, reverse=True)
+
+
+def _pod(name: str, group: str | None = None) -> dict[str, object]:
+    spec: dict[str, object] = {"containers": [{"name": "c", "image": "i"}]}
+    if group is not None:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    meta = {"name": name, "namespace": "default"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def _result(
+    name: str, node: str | None, scores: dict[str, int] | None = None, message: str = ""
+) -> PodResult:
+    return PodResult(
+        namespace="default",
+        name=name,
+        scheduler_name="default-scheduler",
+        result="Scheduled" if node else "Unschedulable",
+        node=node,
+        message=message or None,
+        scores={n: NodeScores(plugins={}, total=t) for n, t in (scores or {}).items()},
+    )
+
+
+def _report(*pods: PodResult) -> Simulated:
+    """The report, each unscheduled pod's message standing for its first attempt's."""
+    report = Report(pods=list(pods), nodes=[], summary=Summary(0, 0, 0, 0, 0.0, 0.0))
+    return Simulated(report, {p.name: p.message for p in pods if p.message is not None})
+
+
+GANG = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"}}
+
+
+def _wave(nodes: dict[str, str | None], messages: dict[str, list[str]], victims: list[str]) -> WaveOutcome:
+    gang = {**GANG, "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    pods = [_pod(name, "g" if name.startswith("g-") else None) for name in nodes]
+    return WaveOutcome(0, pods, [gang], [], nodes, messages, {}, victims)
+
+
+def _made(results: list[PodComparison]) -> dict[str, dict[str, bool]]:
+    return {r.pod: r.made for r in results}
+
+
+def test_a_wave_that_agrees_agrees_on_every_comparison() -> None:
+    wave = _wave(
+        {"g-p0": "n1", "g-p1": "n2", "o0": None},
+        {"g-p0": [], "g-p1": [], "o0": ["0/2 nodes are available: 2 Insufficient cpu."]},
+        ["default/r0"],
+    )
+    report = _report(
+        _result("g-p0", "n2", {"n1": 10, "n2": 20}),
+        _result("g-p1", "n1", {"n1": 30, "n2": 20}),
+        _result("o0", None, message="0/2 nodes are available: 2 Insufficient cpu."),
+    )
+    report.report.pods[0].victims.append("default/r0")
+    made = _made(compare_wave(wave, report))
+    assert made == {
+        "default/g-p0": {"schedulable": True},
+        "default/g-p1": {"schedulable": True},
+        "default/g": {"group-bound": True, "node": True},  # which pod went where is not compared
+        "default/o0": {"schedulable": True, "message": True},
+        "wave0": {"preemption": True},
+    }
+
+
+def test_a_gang_bound_in_part_a_tie_and_another_message_are_told() -> None:
+    wave = _wave(
+        {"g-p0": "n1", "g-p1": None},
+        {"g-p0": [], "g-p1": ["minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"]},
+        [],
+    )
+    report = _report(
+        _result("g-p0", "n1", {"n1": 10, "n2": 10}),
+        _result("g-p1", None, message="0/2 nodes are available: 2 Insufficient cpu."),
+    )
+    results = compare_wave(wave, report)
+    made = _made(results)
+    assert made["default/g"] == {"group-bound": True}  # a tie: the nodes are not compared
+    assert made["default/g-p1"] == {"schedulable": True, "message": False}
+    assert {"group-node-ties"} == next(r.observed for r in results if r.pod == "default/g")
+    everything_bound = _report(_result("g-p0", "n1"), _result("g-p1", "n2"))
+    made = _made(compare_wave(wave, everything_bound))
+    assert made["default/g"] == {"group-bound": False}
+    assert made["default/g-p1"] == {"schedulable": False, "message": False}  # it never failed
+
+
+def test_outcome_kinds_name_what_the_binary_did() -> None:
+    wave = _wave({"g-p0": "n1", "g-p1": None, "o0": "n2"}, {}, ["default/r0"])
+    assert outcome_kinds(wave) == Counter({"gang-bound-part": 1, "pod-bound": 1, "preempted": 1})
