@@ -99,8 +99,8 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
         default=[],
         metavar="NAME",
         help="list only this pod (NS/NAME, or NAME), or the pods of this workload as the report prints "
-        "it ('Deployment NS/NAME'); repeatable; with --explain a pod named so gets full per-node detail "
-        "and scores",
+        "it ('Deployment NS/NAME'); repeatable; with --explain the pods named so get full per-node "
+        "detail and scores",
     )
     sim.add_argument("--no-nodes", action="store_true", help="leave out the node utilization")
     sim.add_argument(

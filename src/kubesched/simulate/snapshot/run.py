@@ -29,7 +29,8 @@ from kubesched.simulate.snapshot.model import (
     Report,
     Summary,
 )
-from kubesched.simulate.snapshot.workloads import owner_label, pod_workloads, workload_results
+from kubesched.simulate.snapshot.names import PodPicker
+from kubesched.simulate.snapshot.workloads import owner_label, owner_labels, pod_workloads, workload_results
 from kubesched.simulate.virtual_time import long_lived_heap, new_scheduler, run_until_settled
 from kubesched.simulate.workloads import (
     PodChanges,
@@ -116,8 +117,9 @@ def simulate(
     """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed.
 
     With `explain`, each pod gets a per-reason `explanation` of its last attempt. Its per-node
-    `filter` and `scores` are kept too when `per_node` is True, for the pods named in `detail_pods`
-    (`namespace/name`), and, when `per_node` is None, on clusters of at most PER_NODE_MAX_NODES nodes.
+    `filter` and `scores` are kept too when `per_node` is True, for the pods `detail_pods` pick (any
+    name `--pod` takes: a pod, or a workload, whose pods the run makes), and, when `per_node` is None,
+    on clusters of at most PER_NODE_MAX_NODES nodes.
     `on_attempt` sees every attempt as it ends (the report keeps only each pod's last one): the
     differential harness compares a preemptor's first FailedScheduling message with upstream's.
     """
@@ -158,13 +160,19 @@ def simulate_cluster(
     ignored: list[Pod] = []
     profiles = profiles_from_config(config, registry)
     names = {p.scheduler_name for p in profiles}
+    picker = PodPicker(detail_pods)
+    detailed: set[str] = set()
 
     def track(pod: Pod) -> None:
         """Report on `pod` if it waits for one of our profiles."""
         if pod.spec.node_name:
             return
         if pod.spec.scheduler_name in names:
-            records[pod_key(pod)] = PodRecord(pod)
+            key = pod_key(pod)
+            records[key] = PodRecord(pod)
+            meta = pod.metadata
+            if picker and picker.picks(meta.namespace, meta.name, owner_labels(pod, controllers)):
+                detailed.add(key)
         else:
             ignored.append(pod)
 
@@ -172,15 +180,15 @@ def simulate_cluster(
         track(pod)
     tracker = _Progress(len(records), callback=progress)
     every_node = per_node if per_node is not None else len(cluster.nodes) <= PER_NODE_MAX_NODES
-    detailed = frozenset(detail_pods)
 
     def observe(attempt: Attempt) -> None:
         if on_attempt is not None:
             on_attempt(attempt)
-        rec = records.get(pod_key(attempt.pod))
+        key = pod_key(attempt.pod)
+        rec = records.get(key)
         if rec is None:
             return
-        rec.observe(attempt, explain=explain, per_node=every_node or attempt.pod.key in detailed)
+        rec.observe(attempt, explain=explain, per_node=every_node or key in detailed)
         if attempt.result == "Scheduled":
             tracker.mark(pod_key(attempt.pod))
 

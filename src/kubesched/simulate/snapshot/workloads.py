@@ -11,8 +11,9 @@ from kubesched.framework.node_info import pod_key
 from kubesched.scheduler.cache import ZONE_LABEL
 from kubesched.simulate.snapshot.model import WorkloadResult
 from kubesched.simulate.workloads import WorkloadControllers, WorkloadStatus
+from kubesched.simulate.workloads.replica_set import ReplicaSetController
 
-__all__ = ["owner_label", "pod_workloads", "workload_label", "workload_results"]
+__all__ = ["owner_label", "owner_labels", "pod_workloads", "workload_label", "workload_results"]
 
 
 def workload_label(kind: str, namespace: str, name: str) -> str:
@@ -24,6 +25,20 @@ def owner_label(pod: Pod) -> str | None:
     """The pod's controller ownerReference as a workload label; None for a bare pod."""
     ref = controller_of(pod.metadata)
     return None if ref is None else workload_label(ref.kind, pod.metadata.namespace or "default", ref.name)
+
+
+def owner_labels(pod: Pod, controllers: WorkloadControllers | None) -> list[str]:
+    """The pod's controller, and the Deployment above it when that is a Deployment's ReplicaSet."""
+    ref = controller_of(pod.metadata)
+    if ref is None:
+        return []
+    namespace = pod.metadata.namespace or "default"
+    labels = [workload_label(ref.kind, namespace, ref.name)]
+    if ref.kind == "ReplicaSet" and controllers is not None:
+        rs = controllers.lookup("ReplicaSet", namespace, ref.name)
+        if isinstance(rs, ReplicaSetController) and rs.deployment:
+            labels.append(workload_label("Deployment", namespace, rs.deployment))
+    return labels
 
 
 def pod_workloads(controllers: WorkloadControllers) -> dict[str, str]:

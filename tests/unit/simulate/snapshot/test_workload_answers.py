@@ -11,6 +11,8 @@ import pytest
 from tests.unit.simulate.simulate_helpers import node, pod, run_cli, simulate_json, wide_columns, write_yaml
 from tests.unit.simulate.test_workloads import deployment, stateful_set
 
+from kubesched.simulate.snapshot.run import PER_NODE_MAX_NODES
+
 Capsys = pytest.CaptureFixture[str]
 __all__ = ["wide_columns"]  # autouse: tables 200 columns wide
 
@@ -67,3 +69,30 @@ def test_pod_takes_every_name_the_report_prints(cluster: Path, capsys: Capsys) -
         "kubesched: --pod: no pod or workload 'StatefulSet default/dv' in the report "
         '(did you mean "StatefulSet default/db"?)\n'
     )
+
+
+def test_pod_naming_a_workload_keeps_its_pods_detail_on_big_clusters(tmp_path: Path, capsys: Capsys) -> None:
+    """Past PER_NODE_MAX_NODES only the pods `--pod` picks keep every node's verdict; before, a
+    workload's name (or a controller-made pod's bare name) picked its pods for the listing only."""
+    count = PER_NODE_MAX_NODES + 5
+    path = write_yaml(
+        tmp_path / "big.yaml",
+        *(node(f"n{i:03}", cpu="2") for i in range(count)),
+        deployment("big", replicas=3, cpu="4"),
+        stateful_set("db", replicas=2, cpu="4"),
+        pod("lonely", requests={"cpu": "3"}),
+    )
+
+    def filtered(*names: str) -> dict[str, int]:
+        argv = [arg for name in names for arg in ("--pod", name)]
+        report = simulate_json(capsys, str(path), "--explain", "--no-nodes", *argv)
+        return {p["name"]: len(p["filter"]) for p in report["pods"]}
+
+    for name in ("Deployment default/big", "deployment default/big", "default/big"):
+        detail = filtered(name)
+        assert len(detail) == 3 and set(detail.values()) == {count}, (name, detail)
+    # OrderedReady: db-1 waits for db-0, which fits nowhere
+    assert filtered("db-0") == filtered("StatefulSet default/db") == {"db-0": count}
+    # unpicked pods keep the summary only
+    everyone = filtered()
+    assert set(everyone.values()) == {0} and len(everyone) == 5
