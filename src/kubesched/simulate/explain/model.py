@@ -73,6 +73,9 @@ class PodExplanation(ReportStruct):
     node: str | None
     running_on: str | None
     message: str | None
+    #: One sentence per terse upstream text in `message` or the preemption's refusal (explain/plain.py):
+    #: the message itself stays word for word.
+    plain_words: list[str]
     pre_filter: FilterVerdict | None
     rejected_nodes: int
     rejections: list[Rejection]

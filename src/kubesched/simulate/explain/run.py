@@ -38,6 +38,7 @@ from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
 from kubesched.simulate.explain.model import NearNode, PodExplanation, Preemption
 from kubesched.simulate.explain.nearest import find_obstacles, nearest_nodes
+from kubesched.simulate.explain.plain import plain_words
 from kubesched.simulate.explain.verdicts import summarize_rejections, top_nodes, verdict
 from kubesched.simulate.node_quantities import check_node_quantities
 from kubesched.simulate.virtual_time import drain, new_scheduler
@@ -154,6 +155,7 @@ def explain_pod(
             node=None,
             running_on=running_on,
             message=None,
+            plain_words=[],
             pre_filter=None,
             rejected_nodes=0,
             rejections=[],
@@ -227,7 +229,13 @@ def _preemption(attempt: Attempt, scheduler: Scheduler) -> Preemption | None:
 
 
 def _done(base: PodExplanation, started: float, **fields: object) -> PodExplanation:
-    return msgspec.structs.replace(base, seconds=round(time.perf_counter() - started, 6), **fields)
+    done = msgspec.structs.replace(base, **fields)
+    p = done.preemption
+    refusal = p.message if p is not None and not p.helps else None
+    meanings = plain_words(done.message if done.verdict != "Schedulable" else None, refusal)
+    return msgspec.structs.replace(
+        done, plain_words=meanings, seconds=round(time.perf_counter() - started, 6)
+    )
 
 
 def _every_node(spec: ProfileSpec) -> ProfileSpec:

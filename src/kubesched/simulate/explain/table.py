@@ -13,7 +13,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched.simulate.explain.model import FilterVerdict, NearNode, PodExplanation, RankedNode, Rejection
-from kubesched.simulate.explain.plain import plain_words
 
 #: Node names shown per reason in a table (the JSON report keeps more).
 NAMES_SHOWN = 3
@@ -121,12 +120,10 @@ def render_explanation(report: PodExplanation, console: Console) -> None:
         console.print(score_table(r.top_nodes, r.score_weights))
     elif r.verdict == "Schedulable":
         console.print("It was the only feasible node, so nothing was scored.")
-    refusal = r.preemption.message if r.preemption is not None and not r.preemption.helps else None
-    meanings = plain_words(r.message if r.verdict != "Schedulable" else None, refusal)
-    if meanings:
+    if r.plain_words:
         console.print()
         console.print("In plain words")
-        for meaning in meanings:
+        for meaning in r.plain_words:
             console.print(f"- {escape(meaning)}")
     for note in r.notes:
         console.print(f"[dim]note: {escape(note)}[/]")

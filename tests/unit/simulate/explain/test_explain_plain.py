@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,22 @@ def test_a_missing_claim_keeps_the_exact_message_and_explains_the_bare_not_found
     assert "Preemption would not help: not found" in out
     (meaning,) = plain_block(out)
     assert meaning.startswith('- "not found" (at the end): preemption was not tried. A PreFilter plugin')
+
+
+def test_json_carries_the_plain_words_beside_the_exact_message(tmp_path: Path, capsys: Capsys) -> None:
+    """Before, only the table said what the terse texts mean; `-o json` had the bare message."""
+    claim = {"name": "v", "persistentVolumeClaim": {"claimName": "missing"}}
+    cluster = write_yaml(
+        tmp_path / "c.yaml", node("n1"), pod("p", volumes=[claim]), pod("fine", requests={"cpu": "1"})
+    )
+    out = run_cli(capsys, "explain", "default/p", "--snapshot", str(cluster), "-o", "json")[1]
+    report = json.loads(out)
+    exact = '0/1 nodes are available: persistentvolumeclaim "missing" not found. not found'
+    assert report["message"] == exact
+    assert report["plainWords"] == plain_words(report["message"])
+    assert len(report["plainWords"]) == 1 and report["plainWords"][0].startswith('"not found" (at the end)')
+    fine = json.loads(run_cli(capsys, "explain", "default/fine", "--snapshot", str(cluster), "-o", "json")[1])
+    assert (fine["verdict"], fine["plainWords"]) == ("Schedulable", [])
 
 
 def test_each_terse_preemption_text_gets_its_meaning(tmp_path: Path, capsys: Capsys) -> None:
