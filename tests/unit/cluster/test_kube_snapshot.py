@@ -139,3 +139,23 @@ def test_workload_kinds_decode_into_the_loaded_objects() -> None:
     fake = FakeServer({**cluster(), "/apis/apps/v1/deployments": [msgspec.to_builtins(deployment)]})
     snap = read_snapshot(client(fake), ["Deployment"])
     assert [d.metadata.name for d in snap.objects.deployments] == ["web"]
+
+
+def test_kinds_the_cluster_does_not_serve_share_one_plain_note() -> None:
+    """Before, a note per kind on every command ('PodGroup: not served by this cluster (...)', on
+    every cluster without scheduler-plugins' CRD)."""
+
+    class Bare(FakeServer):
+        def served_resources(self, group_version: str) -> set[str] | None:
+            return (
+                None
+                if group_version.startswith(("scheduling.", "resource.k8s.io"))
+                else super().served_resources(group_version)
+            )
+
+    snap = read_snapshot(client(Bare(cluster())), ["PodGroup", "DeviceClass", "ResourceSlice", "Deployment"])
+    assert snap.notes == [
+        "APIs this cluster does not serve, so it has none of their objects: PodGroup "
+        "(scheduling.x-k8s.io/v1alpha1), DeviceClass (resource.k8s.io/v1), ResourceSlice (resource.k8s.io/v1)"
+    ]
+    assert snap.kinds == ["Node", "Pod", "Deployment"]

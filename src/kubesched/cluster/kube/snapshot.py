@@ -11,8 +11,10 @@ a node that is not in the node list, no claim missing for a pod. If the server h
 revision meanwhile (410 Gone), the whole read starts over once; if it is gone again, the other kinds
 are listed as they are now and a note says the snapshot is not of one instant.
 
-Kinds the server does not serve (a CRD that is not installed) are skipped with a note; so are
-optional kinds the user may not list. Pods and Nodes are required. The kinds are listed in
+Kinds the server does not serve (a CRD that is not installed, such as scheduler-plugins' PodGroup
+on most clusters) are skipped, all named in one note: a cluster without the API has none of them,
+and a line per kind on every command would bury the notes that matter. Optional kinds the user may
+not list are skipped with a note each. Pods and Nodes are required. The kinds are listed in
 parallel, in pages bigger than an informer's (one snapshot, not a cache kept for hours), so that
 the server encoding one list overlaps with this process decoding another. As kube-scheduler's
 informers do, finished pods (Succeeded, Failed) are left out by the server, unless `all_pods`
@@ -119,6 +121,7 @@ def read_snapshot(
 def _listable(client: KubeClient, wanted: list[ResourceKind], notes: list[str]) -> list[ResourceKind]:
     served = {gv: _served(client, gv) for gv in dict.fromkeys(rk.group_version for rk in wanted)}
     listable: list[ResourceKind] = []
+    absent: list[str] = []
     for rk in wanted:
         resources = served[rk.group_version]
         if resources is not None and rk.plural in resources:
@@ -126,7 +129,11 @@ def _listable(client: KubeClient, wanted: list[ResourceKind], notes: list[str]) 
         elif rk.kind in REQUIRED_KINDS:
             raise InputError(f"the server does not serve {rk.path}", source=client.server)
         else:
-            notes.append(f"{rk.key}: not served by this cluster ({rk.path})")
+            absent.append(f"{rk.kind} ({rk.group_version})")
+    if absent:
+        notes.append(
+            f"APIs this cluster does not serve, so it has none of their objects: {', '.join(absent)}"
+        )
     return listable
 
 
