@@ -36,11 +36,12 @@ from kubesched.api.extender_v1 import (
     ExtenderFilterResult,
     ExtenderPreemptionArgs,
     ExtenderPreemptionResult,
-    HostPriority,
     MetaPod,
     MetaVictims,
     RawNodeList,
     WireError,
+    encode_host_priorities,
+    host_priority_prefix,
 )
 from kubesched.api.meta import ObjectMeta
 from kubesched.api.objects import Node, Pod
@@ -191,6 +192,10 @@ class ExtenderEngine:
         )
         weights = self.framework.score_weights
         self._weight_sum = sum(weights.values())
+        #: Each node's HostPriority JSON prefix, by name (kept across tables: names outlive them),
+        #: and the last table's prefixes in row order.
+        self._prefix_by_name: dict[str, bytes] = {}
+        self._prefixes: tuple[NodeTable, list[bytes]] = (NodeTable([]), [])
 
     # ------------------------------------------------------------------ node resolution
 
@@ -307,13 +312,17 @@ class ExtenderEngine:
 
     # ------------------------------------------------------------------ prioritize
 
-    def prioritize(self, args: ExtenderArgs) -> list[HostPriority]:
-        """Each known node's profile score, mapped from 0..100 onto 0..10."""
+    def prioritize(self, args: ExtenderArgs) -> msgspec.Raw:
+        """Each known node's profile score, mapped from 0..100 onto 0..10: the reply's
+        HostPriorityList, already JSON (`encode` passes it through)."""
         pod = self._pod(args.pod, "ExtenderArgs")
         nodes, _unknown, _ = self._nodes(args, "ExtenderArgs")
-        names = _names(nodes.table, nodes.rows)
+        prefixes = self._row_prefixes(nodes.table)
+        rows = nodes.rows
+        if len(rows) != len(prefixes) or not np.array_equal(rows, np.arange(len(rows))):
+            prefixes = list(map(prefixes.__getitem__, rows.tolist()))  # not every row in order
         if not self.framework.has_score_plugins() or len(nodes) == 0:
-            return list(map(HostPriority, names, repeat(0)))
+            return msgspec.Raw(encode_host_priorities(prefixes, [0] * len(prefixes)))
         state = CycleState()
         status = self.framework.run_pre_score(state, pod, nodes)
         if status is not None:
@@ -321,8 +330,25 @@ class ExtenderEngine:
         outcome = self.framework.run_score(state, pod, nodes)
         if outcome.error is not None:
             raise EngineError(outcome.error.message())
-        scores = scale_scores(outcome.totals, self._weight_sum)
-        return list(map(HostPriority, names, scores.tolist()))
+        scores = scale_scores(outcome.totals, self._weight_sum).tolist()
+        return msgspec.Raw(encode_host_priorities(prefixes, scores))
+
+    def _row_prefixes(self, table: NodeTable) -> list[bytes]:
+        """The HostPriority prefix of each row of `table`, made once per table (per node name)."""
+        kept, prefixes = self._prefixes
+        if kept is table:
+            return prefixes
+        by_name = self._prefix_by_name
+        if len(by_name) > 2 * len(table.names) + 1024:
+            by_name.clear()  # nodes long gone: drop their prefixes
+        prefixes = []
+        for name in table.names:
+            prefix = by_name.get(name)
+            if prefix is None:
+                prefix = by_name[name] = host_priority_prefix(name)
+            prefixes.append(prefix)
+        self._prefixes = (table, prefixes)
+        return prefixes
 
     # ------------------------------------------------------------------ preempt
 

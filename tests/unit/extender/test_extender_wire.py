@@ -12,6 +12,8 @@ import json
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kubesched.api import extender_v1 as wire
 from kubesched.api.extender_v1 import (
@@ -173,6 +175,19 @@ def test_host_priority_list_binding_and_preemption_results() -> None:
     assert (
         wire.encode(result) == b'{"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"v"}],"NumPDBViolations":0}}}'
     )
+
+
+@given(
+    st.lists(
+        st.tuples(st.text(), st.integers(min_value=0, max_value=wire.MAX_EXTENDER_PRIORITY)), max_size=20
+    )
+)
+def test_host_priorities_joined_from_prefixes_encode_as_structs_do(entries: list[tuple[str, int]]) -> None:
+    # Names with quotes, backslashes, control characters and non-ASCII need the encoder's escaping.
+    prefixes = [wire.host_priority_prefix(host) for host, _ in entries]
+    joined = wire.encode_host_priorities(prefixes, [score for _, score in entries])
+    assert joined == wire.encode([HostPriority(host, score) for host, score in entries])
+    assert wire.encode(msgspec.Raw(joined)) == joined
 
 
 def test_requests_we_send_as_a_client() -> None:
