@@ -18,12 +18,13 @@ from kubesched.api.cluster_objects import PriorityClass
 from kubesched.api.label_keys import merge_label_keys
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Node, Pod, PodCondition, PodExtendedResourceClaimStatus
-from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.api.resource import AllocationResult, Condition, ResourceClaim
 from kubesched.api.resources import default_requests_from_limits
+from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
 from kubesched.cluster.claims import ClaimConflict, ClaimStore, instantiate_template_claims
 from kubesched.framework.events import ActionType, Resource
 from kubesched.framework.node_info import pod_key
-from kubesched.framework.pod_groups import SchedulingGroups
+from kubesched.framework.pod_groups import SchedulingGroups, with_condition
 
 _UID_NAMESPACE = uuid.UUID("6f1c4b52-9d7a-4a55-bf11-0d6c2f1b7e10")
 
@@ -220,6 +221,13 @@ class MemoryCluster:
         self.bind_count[key] = self.bind_count.get(key, 0) + 1
         for h in self._handlers:
             h.on_pod_update(current, bound)
+
+    def set_pod_group_condition(self, pod_group: SchedulingPodGroup, condition: Condition) -> None:
+        """A PodGroup status patch (the pod-group cycle's condition): stored; like the binary's own
+        status write it moves no pod (GangScheduling's hint skips an unchanged minCount)."""
+        current = self.groups.pod_group(pod_group.metadata.namespace or "default", pod_group.metadata.name)
+        if current is not None:
+            self.groups.put(with_condition(current, condition))
 
     def record_event(
         self, pod: Pod, *, type: str, reason: str, action: str, note: str, reporter: str

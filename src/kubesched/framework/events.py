@@ -63,6 +63,8 @@ class Resource(StrEnum):
     CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
     STORAGE_CLASS = "storage.k8s.io/StorageClass"
     POD_GROUP = "scheduling.x-k8s.io/PodGroup"
+    #: The native PodGroup of scheduling.k8s.io (GenericWorkload); the line above is scheduler-plugins'.
+    SCHEDULING_POD_GROUP = "scheduling.k8s.io/PodGroup"
     RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
     RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
     DEVICE_CLASS = "resource.k8s.io/DeviceClass"
@@ -143,3 +145,4 @@ FORCE_ACTIVATE = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "ForceActivate"
 NODE_ADD = ClusterEvent(Resource.NODE, ActionType.ADD)
 ASSIGNED_POD_DELETE = ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE)
 ASSIGNED_POD_ADD = ClusterEvent(Resource.ASSIGNED_POD, ActionType.ADD)
+UNSCHEDULED_POD_ADD = ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.ADD)

@@ -13,10 +13,14 @@ and `remove` with the group objects. It decides nothing; it only answers lookups
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
 
 from kubesched.api.objects import Node, Pod
+from kubesched.api.resource import Condition
 from kubesched.api.scheduling_groups import (
     COMPOSITE_POD_GROUP_KEY,
     POD_GROUP_KEY,
@@ -27,7 +31,16 @@ from kubesched.api.scheduling_groups import (
 )
 from kubesched.framework.node_info import pod_key
 
-__all__ = ["GroupKey", "SchedulingGroups", "pod_group_of"]
+__all__ = [
+    "GroupKey",
+    "PodGroupLookup",
+    "PodGroupState",
+    "SchedulingGroups",
+    "min_count",
+    "pod_group_of",
+    "pod_group_priority",
+    "with_condition",
+]
 
 #: (namespace, name) of a group object.
 GroupKey = tuple[str, str]
@@ -41,6 +54,57 @@ def pod_group_of(pod: Pod) -> GroupKey | None:
     if group is None or not group.pod_group_name:
         return None
     return (pod.metadata.namespace or "default", group.pod_group_name)
+
+
+def min_count(pod_group: PodGroup) -> int:
+    """The pods a PodGroup needs placed together: its gang's minCount, 1 for a basic group."""
+    gang = pod_group.spec.scheduling_policy.gang
+    return 1 if gang is None else gang.min_count
+
+
+def pod_group_priority(pod_group: PodGroup) -> int:
+    """`spec.priority`, or 0 when unset (a group created without any priority class, as upstream)."""
+    return pod_group.spec.priority if pod_group.spec.priority is not None else 0
+
+
+def with_condition(pod_group: PodGroup, condition: Condition) -> PodGroup:
+    """`pod_group` with `condition` in its status, replacing the one of that type (a status patch)."""
+    kept = [c for c in pod_group.status.conditions if c.type != condition.type]
+    status = msgspec.structs.replace(pod_group.status, conditions=[*kept, condition])
+    return msgspec.structs.replace(pod_group, status=status)
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupState:
+    """One PodGroup as the scheduler sees it now (upstream's PodGroupState): its object, if it
+    exists yet, and the pods that name it, split into scheduled (assumed or bound) and not."""
+
+    pod_group: PodGroup | None
+    #: Every pod of the group the scheduler knows, in arrival order.
+    pods: tuple[Pod, ...]
+    #: Keys of the pods assumed in the scheduler's cache or bound to a node.
+    scheduled: frozenset[str]
+
+    def all_pods_count(self) -> int:
+        return len(self.pods)
+
+    def scheduled_count(self) -> int:
+        return len(self.scheduled)
+
+    def unscheduled_pods(self) -> list[Pod]:
+        return [p for p in self.pods if pod_key(p) not in self.scheduled]
+
+    def assumed_keys(self) -> list[str]:
+        """The scheduled pods not bound yet (waiting at Permit, or binding)."""
+        return [k for p in self.pods if (k := pod_key(p)) in self.scheduled and not p.spec.node_name]
+
+
+@runtime_checkable
+class PodGroupLookup(Protocol):
+    """What a plugin's Handle offers when the scheduler tracks pod groups (upstream's
+    PodGroupManager): the state of one PodGroup, None when neither it nor a pod of it is known."""
+
+    def pod_group_state(self, namespace: str, name: str) -> PodGroupState | None: ...
 
 
 def _key(obj: SchedulingObject) -> GroupKey:
@@ -91,6 +155,17 @@ class SchedulingGroups:
             if ns == namespace and c.spec.parent_composite_pod_group_name == name
         ]
         return groups, composites
+
+    def state(self, namespace: str, name: str, assumed: Callable[[str], bool]) -> PodGroupState | None:
+        """PodGroup `namespace/name` and its pods; `assumed(pod_key)` says which pods the scheduler
+        has assumed on a node (bound pods count as scheduled by their `nodeName`)."""
+        pod_group = self.pod_groups.get((namespace, name))
+        members = self._members.get((namespace, name))
+        if pod_group is None and not members:
+            return None
+        pods = tuple(members.values()) if members else ()
+        scheduled = frozenset(k for p in pods if (k := pod_key(p)) and (p.spec.node_name or assumed(k)))
+        return PodGroupState(pod_group, pods, scheduled)
 
     def groups_with_pods(self) -> list[GroupKey]:
         """Every group some pod names (its PodGroup may not exist yet), in the order first named."""

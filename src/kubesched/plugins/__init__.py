@@ -12,6 +12,7 @@ from kubesched.plugins.contrib.spot_scheduler import SpotScheduler
 from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.plugins.default_preemption import DefaultPreemption
 from kubesched.plugins.dynamic_resources import DynamicResources
+from kubesched.plugins.gang_scheduling import GangScheduling
 from kubesched.plugins.image_locality import ImageLocality
 from kubesched.plugins.inter_pod_affinity import InterPodAffinity
 from kubesched.plugins.node_affinity import NodeAffinity
@@ -51,6 +52,7 @@ BUILTIN_PLUGINS: tuple[type, ...] = (
     ImageLocality,
     DefaultBinder,
     NodeDeclaredFeatures,
+    GangScheduling,
     NodeFilterLabel,
     GPUScheduler,
     SpotScheduler,

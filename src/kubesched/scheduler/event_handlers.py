@@ -12,6 +12,7 @@ from kubesched.framework.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
     NODE_ADD,
+    UNSCHEDULED_POD_ADD,
     ActionType,
     ClusterEvent,
     Resource,
@@ -43,8 +44,11 @@ class EventHandlers:
         frameworks: Mapping[str, Framework],
         filter_memo: FilterMemo,
         repeated: RepeatedFailures,
+        pod_groups: bool = False,
     ) -> None:
         self._cache = cache
+        #: GenericWorkload: a new pending pod is also an event (it may complete a gang).
+        self._pod_groups = pod_groups
         self._queue = queue
         self._nominator = nominator
         self._waiting = waiting
@@ -91,6 +95,8 @@ class EventHandlers:
         pi = PodInfo(pod)
         self._pending[pi.key] = pod
         self._queue.add(pi)
+        if self._pod_groups:
+            self._queue.move_all_to_active_or_backoff(UNSCHEDULED_POD_ADD, None, pod)
 
     def on_pod_update(self, old: Pod, new: Pod) -> None:
         key = pod_key(new)

@@ -14,6 +14,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import BackgroundEvictionPort
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.node_table import NodeTable
+from kubesched.framework.pod_groups import PodGroupState
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status
 from kubesched.framework.waiting_pods import WaitingPod, WaitingPods
@@ -56,6 +57,7 @@ class HandleHost(Protocol):
     def frameworks(self) -> dict[str, Framework]: ...
     @property
     def shared(self) -> dict[str, Any]: ...
+    def pod_group_state(self, namespace: str, name: str) -> PodGroupState | None: ...
 
 
 class ProfileHandle:
@@ -100,6 +102,10 @@ class ProfileHandle:
 
     def activate(self, pods: Sequence[Pod]) -> None:
         self._s.queue.activate([pod_key(p) for p in pods])
+
+    def pod_group_state(self, namespace: str, name: str) -> PodGroupState | None:
+        """The PodGroup and its pods (framework.pod_groups.PodGroupLookup); None with GenericWorkload off."""
+        return self._s.pod_group_state(namespace, name)
 
     def bind(self, pod: Pod, node_name: str) -> None:
         self._s.port.bind(pod, node_name)

@@ -282,6 +282,36 @@ class SchedulingQueue:
         self._in_flight[qpi.key] = _InFlight(qpi, self._event_seq)
         return qpi
 
+    def take(self, pod_keys: Iterable[str]) -> list[QueuedPodInfo]:
+        """The other queued pods of the pod group whose member `pop` returned, in flight with it.
+
+        Upstream queues a PodGroup's pods as one entity and pops them together; here each member is
+        queued on its own and the pod-group cycle takes the rest when the first is popped: out of
+        activeQ, backoffQ or the pool, counted as attempted, their events kept as for a popped pod.
+        A gated member is asked PreEnqueue again and stays gated if still held. Unknown keys and
+        pods already in flight are skipped.
+        """
+        taken: list[QueuedPodInfo] = []
+        now = self._clock.now()
+        for key in pod_keys:
+            qpi: QueuedPodInfo | None = None
+            if (item := self._active.pop(key, None)) is not None:
+                qpi = item.qpi  # its heap entry is skipped when it surfaces
+            elif (entry := self._backoff.pop(key, None)) is not None:
+                qpi = entry.qpi
+            elif key in self._pool:
+                qpi = self._remove_from_pool(key)
+                if qpi.gating_plugin and not self._admit(qpi):
+                    continue
+            if qpi is None:
+                continue
+            qpi.attempts += 1
+            if qpi.initial_attempt_timestamp is None:
+                qpi.initial_attempt_timestamp = now
+            self._in_flight[key] = _InFlight(qpi, self._event_seq)
+            taken.append(qpi)
+        return taken
+
     def done(self, pod_key: str) -> None:
         """The pod's cycle is over (bound, requeued or dropped): forget it and events only it needed."""
         if self._in_flight.pop(pod_key, None) is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 import numpy as np
@@ -44,12 +44,27 @@ from kubesched.scheduler.queue import SchedulingQueue
 if TYPE_CHECKING:
     from kubesched.scheduler.extenders import Extenders
 
-__all__ = ["PLUGIN_METRICS_SAMPLE_EVERY", "SchedulingCycle", "select_host"]
+__all__ = [
+    "PLUGIN_METRICS_SAMPLE_EVERY",
+    "CycleError",
+    "GroupCycle",
+    "SchedulingCycle",
+    "select_host",
+    "with_node_name",
+]
 
 #: One scheduling cycle in this many times its plugin calls (upstream samples 10 % of cycles:
 #: timing every call costs more than the cheap plugins it times). Counted, not drawn at random, so
 #: the seeded RNG that breaks score ties is never touched and the first cycle is always timed.
 PLUGIN_METRICS_SAMPLE_EVERY = 10
+
+
+class GroupCycle(Protocol):
+    """The pod-group cycle (pod_group_cycle.py), asked first about every pod popped."""
+
+    def handles(self, pod: Pod) -> bool: ...
+
+    def schedule(self, fwk: Framework, qpi: QueuedPodInfo, started: float) -> None: ...
 
 
 class SchedulingCycle:
@@ -93,29 +108,24 @@ class SchedulingCycle:
         self._binding = binding
         self._next_start = 0
         self._cycles = 0
+        #: Set by the Scheduler when GenericWorkload is on: pods of a PodGroup are scheduled with it.
+        self.group_cycle: GroupCycle | None = None
 
     def schedule_one(self) -> bool:
         """Pop one pod and run its scheduling cycle. False when the active queue is empty."""
         qpi = self._queue.pop()
         if qpi is None:
             return False
-        pod = self._pending.get(qpi.key)
         fwk = self._frameworks.get(qpi.pod.spec.scheduler_name)
-        if pod is None or fwk is None or self._cache.has_pod(qpi.key):
+        if fwk is None:
             self._queue.done(qpi.key)
             return True
-        if pod.metadata.deletion_timestamp:
-            self._port.record_event(
-                pod,
-                type="Warning",
-                reason="FailedScheduling",
-                action="Scheduling",
-                note=f"skip schedule deleting pod: {pod.key}",
-                reporter=fwk.profile_name,
-            )
-            self._queue.done(qpi.key)
+        if self.skipped(fwk, qpi):
             return True
         started = self._clock.now()
+        if self.group_cycle is not None and self.group_cycle.handles(qpi.pod):
+            self.group_cycle.schedule(fwk, qpi, started)
+            return True
         begun = self._repeated.begin(fwk, qpi, self._next_start)
         if begun is not None and (failure := self._repeated.holding(fwk, qpi, begun)) is not None:
             moved = self._repeated.repeat(fwk, qpi, failure, started)
@@ -134,24 +144,55 @@ class SchedulingCycle:
                     fwk, state, qpi, fit, begun, nominated=nominated, start_after=self._next_start
                 )
             return True
-        except _CycleError as err:
+        except CycleError as err:
             self._failures.fail(fwk, qpi, err.status, started, filter_=err.filter)
             return True
         self._assume_and_reserve(fwk, state, qpi, result, started)
         return True
 
+    def skipped(self, fwk: Framework, qpi: QueuedPodInfo) -> bool:
+        """upstream's skipPodSchedule: a popped pod that is gone, assumed or being deleted is not
+        scheduled (its cycle is over: `done`); a deleting one gets a FailedScheduling event saying so."""
+        pod = self._pending.get(qpi.key)
+        if pod is None or self._cache.has_pod(qpi.key):
+            self._queue.done(qpi.key)
+            return True
+        if pod.metadata.deletion_timestamp:
+            self._port.record_event(
+                pod,
+                type="Warning",
+                reason="FailedScheduling",
+                action="Scheduling",
+                note=f"skip schedule deleting pod: {pod.key}",
+                reporter=fwk.profile_name,
+            )
+            self._queue.done(qpi.key)
+            return True
+        return False
+
+    def schedule_pod(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo) -> ScheduleResult:
+        """Filter and score one pod (no PostFilter); raises FitError or CycleError. The pod-group
+        cycle calls it for each member."""
+        return self._schedule_pod(fwk, state, qpi)
+
+    def assume_and_reserve(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, result: ScheduleResult, started: float
+    ) -> None:
+        """Assume, Reserve and Permit the pod on `result.node`, then start its binding cycle."""
+        self._assume_and_reserve(fwk, state, qpi, result, started)
+
     def _schedule_pod(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo) -> ScheduleResult:
         pod = qpi.pod
         table = self._cache.snapshot()
         if len(table) == 0:
-            raise _CycleError(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE))
+            raise CycleError(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE))
         all_nodes = table.all()
         diagnosis = Diagnosis()
         pre_result, status, plugins = fwk.run_pre_filter(state, pod, all_nodes)
         diagnosis.unschedulable_plugins |= plugins
         if status is not None and not status.is_success():
             if not status.is_rejected():
-                raise _CycleError(status)
+                raise CycleError(status)
             diagnosis.pre_filter_msg = status.message()
             diagnosis.pre_filter_status = status
             if status.code == Code.PENDING:
@@ -194,7 +235,7 @@ class SchedulingCycle:
         if self._extenders is not None:  # filter extenders run after the Filter plugins, in order
             feasible, ext_error = self._extenders.run_filters(pod, feasible, node_to_status, diagnosis)
             if ext_error is not None:
-                raise _CycleError(ext_error)
+                raise CycleError(ext_error)
         diagnosis.node_to_status = node_to_status
         for st, _ in distinct_statuses(node_to_status):
             if st.plugin:
@@ -208,10 +249,10 @@ class SchedulingCycle:
             return ScheduleResult(feasible.names[0], evaluated, 1, filter=explain_filter)
         status = fwk.run_pre_score(state, pod, feasible)
         if status is not None:
-            raise _CycleError(status, explain_filter)
+            raise CycleError(status, explain_filter)
         outcome = fwk.run_score(state, pod, feasible, keep_raw=signature is not None)
         if outcome.error is not None:
-            raise _CycleError(outcome.error, explain_filter)
+            raise CycleError(outcome.error, explain_filter)
         if not fwk.has_score_plugins():
             outcome.totals[:] = 1
         if self._extenders is not None:  # prioritize extenders add score * weight * 10 per node
@@ -252,7 +293,7 @@ class SchedulingCycle:
         start = self._next_start % n
         outcome = self._filter_memo.run_filter(fwk, state, qpi.pod, qpi.key, nodes)
         if outcome.error is not None:
-            raise _CycleError(outcome.error)
+            raise CycleError(outcome.error)
         status_idx = outcome.status_idx
         feasible_pos = np.flatnonzero(status_idx < 0)  # positions in `nodes`, ascending
         low = int(np.searchsorted(feasible_pos, start))  # feasible positions before the start
@@ -326,7 +367,7 @@ class SchedulingCycle:
         """Assume the pod on the chosen node, then Reserve and Permit; the binding cycle follows."""
         pod = qpi.pod
         node = result.node
-        assumed = _with_node_name(pod, node)
+        assumed = with_node_name(pod, node)
         assumed_info = qpi.pod_info.with_pod(assumed)  # only spec.nodeName differs
         self._cache.assume_pod(assumed_info, node)
         self._nominator.delete(qpi.key)
@@ -347,7 +388,7 @@ class SchedulingCycle:
         self._binding.begin(Binding(fwk, state, qpi, node, assumed, result, started, decided_on), permit)
 
 
-class _CycleError(Exception):
+class CycleError(Exception):
     def __init__(self, status: Status, filter: dict[str, Status] | None = None) -> None:
         self.status = status
         self.filter = filter
@@ -384,5 +425,5 @@ def select_host(totals: np.ndarray[Any, np.dtype[np.int64]], rng: random.Random,
     return int(top[k])
 
 
-def _with_node_name(pod: Pod, node: str) -> Pod:
+def with_node_name(pod: Pod, node: str) -> Pod:
     return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=node))

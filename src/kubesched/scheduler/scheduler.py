@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kubesched.api.objects import Node, Pod
 from kubesched.framework.events import ActionType, Resource
 from kubesched.framework.filter_memo import FilterMemo
+from kubesched.framework.pod_groups import PodGroupState, SchedulingGroups
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework
 from kubesched.framework.waiting_pods import WaitingPods
@@ -34,6 +35,7 @@ from kubesched.scheduler.failures import Failures
 from kubesched.scheduler.handle import profile_handle
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.options import ProfileSpec, SchedulerOptions
+from kubesched.scheduler.pod_group_cycle import PodGroupCycle, PodGroupOutcome
 from kubesched.scheduler.ports import ClusterPort
 from kubesched.scheduler.queue import SchedulingQueue
 from kubesched.scheduler.schedule_one import SchedulingCycle
@@ -61,8 +63,11 @@ class Scheduler:
         bind_gate: Callable[[], str | None] | None = None,
         on_abandoned: Callable[[Abandoned], None] | None = None,
         batch_metrics: BatchMetrics | None = None,
+        on_pod_group: Callable[[PodGroupOutcome], None] | None = None,
     ) -> None:
         self.port = port
+        #: GenericWorkload: pods of a scheduling.k8s.io PodGroup are scheduled with their group.
+        self.pod_groups_enabled = registry.features.enabled("GenericWorkload")
         #: Why this scheduler may not bind at all right now (None: it may); asked before PreBind and
         #: again, with the re-validation of the decision, just before Bind.
         self.bind_gate = bind_gate or (lambda: None)
@@ -165,7 +170,33 @@ class Scheduler:
             frameworks=self.frameworks,
             filter_memo=self.filter_memo,
             repeated=repeated,
+            pod_groups=self.pod_groups_enabled,
         )
+        if self.pod_groups_enabled:
+            self._cycle.group_cycle = PodGroupCycle(
+                trial=self._cycle,
+                groups=lambda: self.groups,
+                cache=self.cache,
+                queue=self.queue,
+                port=port,
+                clock=clock,
+                failures=failures,
+                frameworks=self.frameworks,
+                observer=on_pod_group,
+            )
+
+    @property
+    def groups(self) -> SchedulingGroups | None:
+        """The cluster's PodGroups and their pods (the port's `groups`), None with GenericWorkload off."""
+        if not self.pod_groups_enabled:
+            return None
+        groups = getattr(self.port, "groups", None)
+        return groups if isinstance(groups, SchedulingGroups) else None
+
+    def pod_group_state(self, namespace: str, name: str) -> PodGroupState | None:
+        """PodGroup `namespace/name` with its pods, scheduled ones told apart (for GangScheduling)."""
+        groups = self.groups
+        return None if groups is None else groups.state(namespace, name, self.cache.is_assumed)
 
     # -- cluster events in (event_handlers.py)
     def responsible_for(self, pod: Pod) -> bool:

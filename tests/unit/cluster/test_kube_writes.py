@@ -395,3 +395,39 @@ def test_evict_now_is_synchronous_and_tells_gone_from_failed(
         "DisruptionTarget", "PreemptionByScheduler", "kubesched: preempting"
     )  # fmt: skip
     assert kube.deleted == ["/api/v1/namespaces/default/pods/web-1"] * deleted
+
+
+def test_a_pod_group_condition_is_a_uid_guarded_patch_of_its_status() -> None:
+    from kubesched.api.meta import ObjectMeta
+    from kubesched.api.resource import Condition
+    from kubesched.api.scheduling_groups import PodGroup
+
+    kube = FakeKube()
+    writer = PodStatusWriter(kube, InlineCalls(), clock=lambda: 0.0)  # type: ignore[arg-type]
+    group = PodGroup(metadata=ObjectMeta(name="g1", namespace="ml", uid="u-1"))
+    condition = Condition(
+        type="PodGroupInitiallyScheduled",
+        status="False",
+        reason="Unschedulable",
+        message="minCount (2) cannot be satisfied: 0 scheduled, 1 remaining",
+        last_transition_time="2026-01-01T00:00:00Z",
+        observed_generation=1,
+    )
+    writer.set_pod_group_condition(group, condition)
+    ((path, body),) = kube.patches
+    assert path == "/apis/scheduling.k8s.io/v1beta1/namespaces/ml/podgroups/g1/status"
+    assert body == {
+        "metadata": {"uid": "u-1"},
+        "status": {
+            "conditions": [
+                {
+                    "type": "PodGroupInitiallyScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    "observedGeneration": 1,
+                }
+            ]
+        },
+    }

@@ -61,7 +61,8 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
-from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.api.resource import AllocationResult, Condition, ResourceClaim
+from kubesched.api.scheduling_groups import POD_GROUP_KEY, PodGroup
 from kubesched.api.storage import PersistentVolumeClaim
 from kubesched.cluster.kube.bad_pods import pod_identity
 from kubesched.cluster.kube.binder import BindConflict, Binder
@@ -87,7 +88,7 @@ from kubesched.cluster.kube.workers import AsyncCalls
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.errors import InputError
 from kubesched.framework.events import ActionType, Resource
-from kubesched.framework.pod_groups import SchedulingGroups
+from kubesched.framework.pod_groups import SchedulingGroups, with_condition
 from kubesched.framework.registry import Registry
 from kubesched.scheduler.clock import Clock, RealClock
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
@@ -412,6 +413,8 @@ class LiveCluster:
             return CallbackHandlers(s.on_node_add, s.on_node_update, s.on_node_delete)
         if kind == "Pod":
             return CallbackHandlers(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
+        if kind == POD_GROUP_KEY:  # the groups first, then the event for pods GangScheduling holds
+            return CallbackHandlers(self._on_group_add, self._on_group_update, self.groups.remove)
         if kind in GROUP_KINDS:
             return CallbackHandlers(self.groups.put, self.groups.update, self.groups.remove)
         resource = _EVENT_RESOURCES.get(kind)
@@ -426,6 +429,20 @@ class LiveCluster:
 
         add, update, delete = moved(ActionType.ADD), moved(ActionType.UPDATE), moved(ActionType.DELETE)
         return CallbackHandlers(lambda o: add(None, o), update, lambda o: delete(o, None))
+
+    def _on_group_add(self, pg: Any) -> None:
+        self.groups.put(pg)
+        self.scheduler.on_object_event(Resource.SCHEDULING_POD_GROUP, ActionType.ADD, None, pg)
+
+    def _on_group_update(self, old: Any, new: Any) -> None:
+        self.groups.update(old, new)
+        self.scheduler.on_object_event(Resource.SCHEDULING_POD_GROUP, ActionType.UPDATE, old, new)
+
+    def set_pod_group_condition(self, pod_group: PodGroup, condition: Condition) -> None:
+        """The PodGroup's condition: kept here at once (the next cycle reads it), written by a status
+        patch on the status workers."""
+        self.groups.put(with_condition(pod_group, condition))
+        self.status.set_pod_group_condition(pod_group, condition)
 
     def _on_pod_add(self, pod: Pod) -> None:
         self.groups.on_pod_add(pod)

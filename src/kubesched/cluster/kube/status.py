@@ -18,7 +18,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from kubesched.api.objects import Pod
+from kubesched.api.resource import Condition
+from kubesched.api.scheduling_groups import PodGroup
 from kubesched.cluster.kube.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient
 from kubesched.cluster.kube.events import micro_time
 from kubesched.cluster.kube.workers import AsyncCalls, submit_retrying
@@ -113,6 +117,21 @@ class PodStatusWriter:
             self._failed(f"nominatedNodeName of {pod.key}", exc)
         except OSError as exc:
             log.warning("nominatedNodeName of %s not written: %s", pod.key, exc)
+
+    def set_pod_group_condition(self, pod_group: PodGroup, condition: Condition) -> None:
+        """Patch one condition of a PodGroup's status, UID-guarded, as upstream's PatchPodGroupStatus
+        (a strategic merge of `status.conditions` by type)."""
+        meta = pod_group.metadata
+        patch: dict[str, Any] = {"status": {"conditions": [msgspec.to_builtins(condition)]}}
+        if meta.uid:
+            patch["metadata"] = {"uid": meta.uid}
+        namespace = meta.namespace or "default"
+        path = f"/apis/scheduling.k8s.io/v1beta1/namespaces/{namespace}/podgroups/{meta.name}/status"
+
+        def write() -> None:
+            self.client.patch(path, patch, content_type=STRATEGIC_MERGE_PATCH)
+
+        self._submit(f"status of PodGroup {namespace}/{meta.name}", write)
 
     def delete_pod(self, pod: Pod, *, reason: str, message: str) -> None:
         """Evict a preemption victim: mark it `DisruptionTarget` (why), then delete it (UID-guarded)."""

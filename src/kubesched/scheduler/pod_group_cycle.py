@@ -1,0 +1,426 @@
+"""The pod-group scheduling cycle (upstream's schedule_one_podgroup.go), GenericWorkload on.
+
+When the queue hands out a pod of a `scheduling.k8s.io` PodGroup, the group's other queued pods come
+with it (SchedulingQueue.take) and the group is scheduled as one:
+
+1. the members are checked (one profile, the group's priority, one preemption policy);
+2. the default algorithm tries each member in upstream's order (priority, attempts, queue time,
+   name) with the earlier ones assumed and reserved, and asks GangScheduling's PlacementFeasible
+   after each whether minCount can still be reached, stopping as soon as it cannot;
+3. everything the trial assumed is undone, then the outcome is submitted: on success each placed
+   member is assumed again, reserved and permitted, and binds (GangScheduling's Permit holds them
+   until the quorum is assumed); otherwise every member fails with upstream's texts;
+4. the PodGroup's `PodGroupInitiallyScheduled` condition is written through the port.
+
+Topology placements (TopologyAwareWorkloadScheduling), pod-group preemption and CompositePodGroups
+are not implemented: the one placement is the whole cluster, and the pod-group PostFilter only says
+what DefaultPreemption says when no pod could be a victim.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+
+from kubesched.api.objects import Pod
+from kubesched.api.resource import Condition
+from kubesched.api.scheduling_groups import POD_GROUP_INITIALLY_SCHEDULED, PodGroup
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.node_info import pod_key
+from kubesched.framework.pod_groups import SchedulingGroups, pod_group_of, pod_group_priority
+from kubesched.framework.runtime import Framework
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import FitError, QueuedPodInfo
+from kubesched.scheduler.attempt import ScheduleResult
+from kubesched.scheduler.cache import Cache
+from kubesched.scheduler.clock import Clock
+from kubesched.scheduler.failures import Failures, as_fit_status
+from kubesched.scheduler.ports import ClusterPort
+from kubesched.scheduler.queue import SchedulingQueue
+from kubesched.scheduler.schedule_one import CycleError, with_node_name
+
+__all__ = [
+    "GANG_SCHEDULING",
+    "POD_GROUP_UNSCHEDULABLE",
+    "PodGroupCycle",
+    "PodGroupOutcome",
+    "PodGroupStatusPort",
+    "PodTrial",
+]
+
+GANG_SCHEDULING = "GangScheduling"
+#: Upstream's errPodGroupUnschedulable: the first reason of a group-wide rejection.
+POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+_NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
+_PREEMPT_LOWER = "PreemptLowerPriority"
+
+
+class PodTrial(Protocol):
+    """What the pod-group cycle needs of the single-pod cycle (SchedulingCycle)."""
+
+    def skipped(self, fwk: Framework, qpi: QueuedPodInfo) -> bool:
+        """Whether a popped pod is gone, assumed or being deleted (then its cycle is over)."""
+        ...
+
+    def schedule_pod(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo) -> ScheduleResult:
+        """Filter and score one pod; raises FitError (no node) or CycleError (an error)."""
+        ...
+
+    def assume_and_reserve(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, result: ScheduleResult, started: float
+    ) -> None:
+        """Assume, Reserve and Permit the pod on its node, then start its binding cycle."""
+        ...
+
+
+@runtime_checkable
+class PodGroupStatusPort(Protocol):
+    """Optional: a port that stores PodGroup status (the simulator's cluster, the live writer)."""
+
+    def set_pod_group_condition(self, pod_group: PodGroup, condition: Condition) -> None:
+        """Set `condition` in `status.conditions` of `pod_group`, replacing the one of its type (a
+        strategic-merge status patch in live mode)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupOutcome:
+    """One pod-group cycle, for reports: the group, its result and the condition's message."""
+
+    namespace: str
+    name: str
+    #: Scheduled | Unschedulable | Error
+    result: str
+    message: str
+    #: pod name -> node, for the members placed (empty unless Scheduled).
+    placement: dict[str, str]
+
+
+@dataclass(slots=True)
+class _PodResult:
+    qpi: QueuedPodInfo
+    state: CycleState
+    status: Status | None  # None: placed
+    result: ScheduleResult | None = None
+    fit: FitError | None = None
+
+
+class _GroupError(Exception):
+    pass
+
+
+class PodGroupCycle:
+    """Runs pod-group cycles over the single-pod cycle's filtering, scoring and binding."""
+
+    def __init__(
+        self,
+        *,
+        trial: PodTrial,
+        groups: Callable[[], SchedulingGroups | None],
+        cache: Cache,
+        queue: SchedulingQueue,
+        port: ClusterPort,
+        clock: Clock,
+        failures: Failures,
+        frameworks: dict[str, Framework],
+        observer: Callable[[PodGroupOutcome], None] | None = None,
+    ) -> None:
+        self._trial = trial
+        self._groups = groups
+        self._cache = cache
+        self._queue = queue
+        self._port = port
+        self._clock = clock
+        self._failures = failures
+        self._frameworks = frameworks
+        self._observer = observer or (lambda outcome: None)
+
+    def handles(self, pod: Pod) -> bool:
+        """Whether `pod` is scheduled with its group (GenericWorkload on and it names a PodGroup)."""
+        return pod.spec.scheduling_group is not None and pod_group_of(pod) is not None and self._on()
+
+    def _on(self) -> bool:
+        return self._groups() is not None
+
+    # ------------------------------------------------------------------ the cycle
+    def schedule(self, fwk: Framework, qpi: QueuedPodInfo, started: float) -> None:
+        """The cycle of the group of `qpi` (just popped; its own checks passed)."""
+        groups = self._groups()
+        group = pod_group_of(qpi.pod)
+        assert groups is not None and group is not None
+        namespace, name = group
+        pod_group = groups.pod_group(namespace, name)
+        if pod_group is None:  # PreEnqueue holds such pods; without GangScheduling nothing does
+            waiting = Status.unschedulable_and_unresolvable(
+                f'waiting for pods\'s pod group "{name}" to appear in scheduling queue'
+            )
+            self._failures.fail(fwk, qpi, waiting.with_plugin(GANG_SCHEDULING), started, filter_=None)
+            return
+        others = [
+            k
+            for p in groups.pods_of(namespace, name)
+            if (k := pod_key(p)) != qpi.key and not p.spec.node_name
+        ]
+        members = [m for m in [qpi, *self._queue.take(others)] if not self._trial.skipped(fwk, m)]
+        if not members:
+            return
+        members.sort(key=_member_order)
+        for m in members:
+            m.unschedulable_plugins = set()
+            m.pending_plugins = set()
+        try:
+            fwk = self._validate(pod_group, members, groups)
+        except _GroupError as err:
+            error = Status.as_error(str(err))
+            for m in members:
+                self._failures.fail(
+                    self._frameworks.get(m.pod.spec.scheduler_name, fwk), m, error, started, filter_=None
+                )
+            self._write_condition(pod_group, "False", "SchedulerError", str(err))
+            self._report(pod_group, "Error", str(err), {})
+            return
+        scheduled = groups.state(namespace, name, self._cache.is_assumed)
+        already = 0 if scheduled is None else scheduled.scheduled_count()
+        results, group_status = self._algorithm(fwk, pod_group, members, already)
+        self._submit(fwk, pod_group, members, results, group_status, started)
+
+    def _validate(
+        self, pod_group: PodGroup, members: list[QueuedPodInfo], groups: SchedulingGroups
+    ) -> Framework:
+        """One scheduler name, the group's priority and one preemption policy for every member,
+        the scheduled ones included (upstream's validatePodGroup); the members' Framework."""
+        scheduler_name = members[0].pod.spec.scheduler_name
+        priority = pod_group_priority(pod_group)
+        policy = ""
+        namespace, name = pod_group.metadata.namespace or "default", pod_group.metadata.name
+        state = groups.state(namespace, name, self._cache.is_assumed)
+        placed = [p for p in state.pods if pod_key(p) in state.scheduled] if state is not None else []
+        for pod in [*(m.pod for m in members), *placed]:
+            if pod.spec.scheduler_name != scheduler_name:
+                raise _GroupError(
+                    "all pods in a single pod group should have the same .spec.schedulerName set, "
+                    f'got: "{pod.spec.scheduler_name}" and "{scheduler_name}"'
+                )
+            own = pod.spec.priority or 0
+            if own != priority:
+                raise _GroupError(
+                    "all pods in a single pod group should have the same priority as the pod group's "
+                    f"priority, got {own} and {priority}"
+                )
+            preemption = pod.spec.preemption_policy or _PREEMPT_LOWER
+            if not policy:
+                policy = preemption
+            elif preemption != policy:
+                raise _GroupError(
+                    "all pods in a single pod group should have the same preemption policy, "
+                    f"got {preemption} and {policy}"
+                )
+        fwk = self._frameworks.get(scheduler_name)
+        if fwk is None:
+            raise _GroupError(f'profile not found for scheduler name "{scheduler_name}"')
+        return fwk
+
+    def _algorithm(
+        self, fwk: Framework, pod_group: PodGroup, members: list[QueuedPodInfo], scheduled: int
+    ) -> tuple[list[_PodResult], Status | None]:
+        """upstream's podGroupSchedulingDefaultAlgorithm: each member in turn with the earlier ones
+        assumed, GangScheduling asked after each; everything assumed is undone before returning."""
+        results: list[_PodResult] = []
+        undo: list[tuple[CycleState, Pod, str, str]] = []
+        remaining = len(members)
+        try:
+            status = self._feasible(fwk, pod_group, scheduled, remaining)
+            if status is not None and status.code == Code.ERROR:
+                return results, _error(f"failed to evaluate placement feasibility: {status.message()}")
+            if status is not None and status.code == Code.UNSCHEDULABLE:
+                return results, _unschedulable(status)
+            any_scheduled = False
+            for m in members:
+                state = CycleState()
+                try:
+                    chosen = self._trial.schedule_pod(fwk, state, m)
+                except FitError as fit:
+                    res = _PodResult(m, state, Status(Code.UNSCHEDULABLE, error=fit), fit=fit)
+                except CycleError as err:
+                    res = _PodResult(m, state, err.status)
+                else:
+                    res = _PodResult(m, state, None, chosen)
+                    assumed = with_node_name(m.pod, chosen.node)
+                    self._cache.assume_pod(m.pod_info.with_pod(assumed), chosen.node)
+                    reserved = fwk.run_reserve(state, assumed, chosen.node)
+                    if reserved is not None:
+                        fwk.run_unreserve(state, assumed, chosen.node)
+                        self._cache.forget_pod(m.key)
+                        res.status = as_fit_status(reserved)
+                    else:
+                        undo.append((state, assumed, chosen.node, m.key))
+                results.append(res)
+                if res.status is not None and not res.status.is_rejected():
+                    return results, _error(
+                        f"failed to schedule other pod from a pod group: {res.status.message()}"
+                    )
+                remaining -= 1
+                scheduled += res.status is None
+                status = self._feasible(fwk, pod_group, scheduled, remaining)
+                if status is not None and status.code == Code.ERROR:
+                    return results, _error(f"failed to evaluate placement feasibility: {status.message()}")
+                if status is not None and status.code == Code.UNSCHEDULABLE:
+                    return results, status
+                any_scheduled = any_scheduled or res.status is None
+            if status is not None and status.is_wait():
+                return results, _unschedulable(status)
+            if not any_scheduled:
+                return results, Status(Code.UNSCHEDULABLE, error=_Unschedulable())
+            return results, None
+        finally:
+            for state, assumed, node, key in reversed(undo):
+                fwk.run_unreserve(state, assumed, node)
+                self._cache.forget_pod(key)
+
+    def _feasible(self, fwk: Framework, pod_group: PodGroup, scheduled: int, remaining: int) -> Status | None:
+        """GangScheduling's PlacementFeasible (upstream's only such plugin), when the profile has it."""
+        plugin: Any = fwk.plugins.get(GANG_SCHEDULING)
+        if plugin is None or not hasattr(plugin, "placement_feasible"):
+            return None
+        try:
+            status: Status | None = plugin.placement_feasible(pod_group, scheduled, remaining)
+        except Exception as exc:  # a plugin's bug is an Error status, as everywhere
+            return Status.as_error(f"running PlacementFeasible plugin: {exc}")
+        if status is None or status.is_success():
+            return None
+        status.with_plugin(GANG_SCHEDULING)
+        if status.is_wait() or status.code == Code.UNSCHEDULABLE or status.code == Code.ERROR:
+            return status
+        return Status.as_error(f"unexpected status from PlacementFeasible plugin: {status.code}")
+
+    # ------------------------------------------------------------------ the outcome
+    def _submit(
+        self,
+        fwk: Framework,
+        pod_group: PodGroup,
+        members: list[QueuedPodInfo],
+        results: list[_PodResult],
+        group_status: Status | None,
+        started: float,
+    ) -> None:
+        """upstream's submitPodGroupAlgorithmResult: bind, or fail every member, then the condition."""
+        # Members the algorithm never reached share the group's status as it was before PostFilter.
+        for m in members[len(results) :]:
+            shared = group_status if group_status is not None else Status(Code.UNSCHEDULABLE)
+            results.append(_PodResult(m, CycleState(), _copy(shared)))
+        if group_status is not None and group_status.code == Code.UNSCHEDULABLE:
+            self._pod_group_post_filter(fwk, pod_group, group_status)
+        placement: dict[str, str] = {}
+        for res in results:
+            m = res.qpi
+            if group_status is not None and group_status.code == Code.ERROR:
+                own = res.status if res.status is not None and res.status.code == Code.ERROR else group_status
+                self._failures.fail(fwk, m, own, started, filter_=None)
+            elif res.status is None and res.result is not None:
+                if group_status is None:
+                    self._trial.assume_and_reserve(fwk, res.state, m, res.result, started)
+                    placement[m.pod.metadata.name] = res.result.node
+                else:
+                    rejected = Status(Code.UNSCHEDULABLE, group_status.message(), error=_Unschedulable())
+                    self._failures.fail(fwk, m, rejected, started, filter_=None)
+            elif res.fit is not None:
+                self._failures.fail_fit(fwk, m, res.fit, started, nominated=None, victims=[])
+            else:
+                assert res.status is not None
+                self._failures.fail(fwk, m, res.status, started, filter_=None)
+        if group_status is None:
+            result, reason, message = "Scheduled", "Scheduled", ""
+            self._write_condition(pod_group, "True", reason, message)
+        elif group_status.code == Code.ERROR:
+            result, message = "Error", group_status.message()
+            self._write_condition(pod_group, "False", "SchedulerError", message)
+        else:
+            result, message = "Unschedulable", group_status.message()
+            self._write_condition(pod_group, "False", "Unschedulable", message)
+        self._report(pod_group, result, message, placement)
+
+    def _pod_group_post_filter(self, fwk: Framework, pod_group: PodGroup, status: Status) -> None:
+        """DefaultPreemption's PodGroupPostFilter, as far as kubesched has it: with no pod of lower
+        priority than the group in the cluster there is no victim, and upstream says so."""
+        if "DefaultPreemption" not in fwk.plugins_at("postFilter"):
+            return
+        priority = pod_group_priority(pod_group)
+        table = self._cache.snapshot()
+        for info in table.infos:
+            for pi in info.pods.values():
+                if (pi.pod.spec.priority or 0) < priority:
+                    return  # victims may exist: pod-group preemption is not implemented
+        status.reasons = (*status.reasons, _NO_VICTIMS)
+
+    def _write_condition(self, pod_group: PodGroup, status: str, reason: str, message: str) -> None:
+        """upstream's updatePodGroupCondition: never back from True, nothing when unchanged."""
+        port = self._port
+        if not isinstance(port, PodGroupStatusPort):
+            return
+        groups = self._groups()
+        namespace, name = pod_group.metadata.namespace or "default", pod_group.metadata.name
+        current = (groups.pod_group(namespace, name) if groups is not None else None) or pod_group
+        existing = next(
+            (c for c in current.status.conditions if c.type == POD_GROUP_INITIALLY_SCHEDULED), None
+        )
+        if existing is not None and existing.status == "True" and status != "True":
+            return
+        generation = current.metadata.generation or None
+        wanted = Condition(
+            type=POD_GROUP_INITIALLY_SCHEDULED,
+            status=status,
+            reason=reason,
+            message=message,
+            last_transition_time=_rfc3339(self._clock.now()),
+            observed_generation=generation,
+        )
+        if existing is not None:
+            if (existing.status, existing.reason, existing.message, existing.observed_generation) == (
+                status,
+                reason,
+                message,
+                generation,
+            ):
+                return
+            if existing.status == status:
+                wanted = msgspec.structs.replace(wanted, last_transition_time=existing.last_transition_time)
+        port.set_pod_group_condition(current, wanted)
+
+    def _report(self, pod_group: PodGroup, result: str, message: str, placement: dict[str, str]) -> None:
+        namespace = pod_group.metadata.namespace or "default"
+        self._observer(PodGroupOutcome(namespace, pod_group.metadata.name, result, message, placement))
+
+
+class _Unschedulable(Exception):
+    """errPodGroupUnschedulable: its text leads the reasons of a group-wide rejection."""
+
+    def __str__(self) -> str:
+        return POD_GROUP_UNSCHEDULABLE
+
+
+def _unschedulable(status: Status) -> Status:
+    """A Wait (or early Unschedulable) of PlacementFeasible turned into the group's rejection."""
+    out = Status(Code.UNSCHEDULABLE, *status.reasons, error=_Unschedulable())
+    out.plugin = status.plugin
+    return out
+
+
+def _error(message: str) -> Status:
+    return Status.as_error(message)
+
+
+def _copy(status: Status) -> Status:
+    return Status(status.code, *status.reasons, error=status.error, plugin=status.plugin)
+
+
+def _member_order(qpi: QueuedPodInfo) -> tuple[int, int, float, str]:
+    """upstream's PodGroupMemberPodsOrderingFunc: priority, attempts (more first), queue time, name."""
+    return (-(qpi.pod.spec.priority or 0), -qpi.attempts, qpi.timestamp, qpi.pod.metadata.name)
+
+
+def _rfc3339(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
