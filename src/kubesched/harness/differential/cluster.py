@@ -157,6 +157,10 @@ class ScenarioOnCluster:
         """Return once the scheduler forgot the deleted, never-bound pod `key`."""
         raise NotImplementedError
 
+    def _wait_pods_seen(self, keys: list[str]) -> None:
+        """Return once the scheduler's queue has seen these just-created pods (held back or not)."""
+        raise NotImplementedError
+
     def _scores(self, key: str) -> dict[str, dict[str, int]]:
         """Per node, per plugin, the weighted scores of the pod's last attempt ({}: unknown)."""
         return {}

@@ -11,8 +11,10 @@ comparisons, each made where it applies:
   (ties are broken at random upstream); per ordinary pod, upstream's node among kubesched's best;
 * `message` — per pod that failed an attempt: its first FailedScheduling message, exactly (the
   attempt made when its group arrived whole; later ones follow retries whose timing is the
-  binary's);
-* `preemption` — per wave: the pods deleted to make room.
+  binary's); not for a group whose messages show DynamicResources' PodGroupPostFilter, which the
+  binary's own runs of one wave disagree on (`DRA_ARTIFACTS`);
+* `preemption` — per wave: the pods deleted to make room, a group's pods counted per group (they are
+  alike, and which of them the binary takes differs from run to run).
 """
 
 from __future__ import annotations
@@ -35,11 +37,26 @@ from kubesched.scheduler.scheduler import Attempt
 from kubesched.simulate.snapshot.model import PodResult, Report
 from kubesched.simulate.snapshot.run import simulate
 
-__all__ = ["GROUP_COMPARISONS", "Simulated", "compare_wave", "simulate_wave", "wave_file"]
+__all__ = [
+    "DRA_ARTIFACTS",
+    "GROUP_COMPARISONS",
+    "Simulated",
+    "binary_random",
+    "compare_wave",
+    "simulate_wave",
+    "wave_file",
+]
 
 Obj = dict[str, Any]
 
 GROUP_COMPARISONS = ("schedulable", "group-bound", "node", "message", "preemption")
+#: What DynamicResources' PodGroupPostFilter adds to a failed group's messages and conditions. With
+#: no claims in play it shows up in some runs of a wave and not in others: the binary's own answer
+#: is random there, so messages of a group showing it are not compared (counted as adjusted).
+DRA_ARTIFACTS = (
+    '"DynamicResources" PodGroupPostFilter plugins: not found',
+    "deallocation and deletion of ResourceClaims completed",
+)
 
 
 def wave_objects(outcome: WaveOutcome) -> list[Obj]:
@@ -106,10 +123,9 @@ def compare_wave(outcome: WaveOutcome, simulated: Simulated, *, prefix: str = ""
         group = (pod["spec"].get("schedulingGroup") or {}).get("podGroupName")
         grouped.setdefault(group or "", []).append(pod["metadata"]["name"])
     for group, names in grouped.items():
+        random = any(binary_random(m) for n in names for m in outcome.messages[n][:1])
         out += [
-            _compare_pod(
-                outcome, name, mine.get(name), simulated.first_messages.get(name), prefix, alone=not group
-            )
+            _compare_pod(outcome, name, mine.get(name), simulated.first_messages.get(name), prefix, random)
             for name in names
         ]
         if group:
@@ -117,22 +133,54 @@ def compare_wave(outcome: WaveOutcome, simulated: Simulated, *, prefix: str = ""
     victims = sorted({v for n in outcome.nodes if n in mine for v in mine[n].victims})
     if outcome.victims or victims:
         cmp = PodComparison(f"wave{outcome.index}", prefix)
-        cmp.check("preemption", outcome.victims, victims)
+        groups = _groups_of(outcome)
+        cmp.check("preemption", _by_group(outcome.victims, groups), _by_group(victims, groups))
         out.append(cmp)
     return out
 
 
+def _groups_of(outcome: WaveOutcome) -> dict[str, str]:
+    """`namespace/pod` -> `namespace/group` for every group pod the wave's objects know."""
+    out = {}
+    for obj in [*outcome.before, *outcome.pods]:
+        group = (
+            (obj["spec"].get("schedulingGroup") or {}).get("podGroupName") if obj["kind"] == "Pod" else None
+        )
+        if group:
+            out[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] = (
+                f"{obj['metadata']['namespace']}/{group}"
+            )
+    return out
+
+
+def _by_group(victims: list[str], groups: dict[str, str]) -> dict[str, int]:
+    """Victims counted per group (a group's pods are alike: which of them is taken is a tie, and the
+    binary's own runs of one wave differ there), ordinary pods by name."""
+    return dict(sorted(Counter(groups.get(v, v) for v in victims).items()))
+
+
+def binary_random(text: str) -> bool:
+    """Whether the binary's text shows DynamicResources' PodGroupPostFilter taking part, which it does
+    or not from one run of the same wave to the next (measured: docs/differential.md)."""
+    return any(artifact in text for artifact in DRA_ARTIFACTS)
+
+
 def _compare_pod(
-    outcome: WaveOutcome, name: str, pod: PodResult | None, first: str | None, prefix: str, *, alone: bool
+    outcome: WaveOutcome, name: str, pod: PodResult | None, first: str | None, prefix: str, random: bool
 ) -> PodComparison:
-    """schedulable and message; for an ordinary pod, node as the one-pod harness compares it."""
+    """schedulable and message (not where the binary's messages for the group are random); for an
+    ordinary pod, node as the one-pod harness compares it."""
     cmp = PodComparison(f"default/{name}", prefix)
     upstream_node = outcome.nodes[name]
     kubesched_node = pod.node if pod is not None and pod.result == "Scheduled" else None
     cmp.check("schedulable", upstream_node is not None, kubesched_node is not None)
     notes = outcome.messages[name]
-    if notes or first is not None:
+    if random:
+        cmp.adjusted += 1
+        cmp.observed.add("binary-random-message")
+    elif notes or first is not None:
         cmp.check("message", notes[0] if notes else None, first)
+    alone = "schedulingGroup" not in next(p for p in outcome.pods if p["metadata"]["name"] == name)["spec"]
     if alone and upstream_node is not None and pod is not None and kubesched_node is not None:
         top = _top_nodes(pod)
         cmp.check("node", True, upstream_node in top if top else upstream_node == kubesched_node)

@@ -2,15 +2,16 @@
 
 A scenario is a handful of nodes (each with a zone and a rack label, racks nested in zones), a few
 pods already running on them, and *waves* to schedule one after the other. A wave is what a Job
-controller creates at once: the pods of one group, or of two groups of distinct priorities
-competing for the same nodes, or a few ordinary pods. Gangs have 2-8 pods, a minCount equal to
-their size or below it, pods of one size each, and sizes chosen so that gangs fit whole, fit only
-in part, or do not fit at all. With `topology`, groups may ask for one rack or one zone
+controller creates at once: the pods of one group, or one ordinary pod. Gangs have 2-8 pods, a
+minCount equal to their size or below it, pods of one size each, and sizes chosen so that gangs fit
+whole, fit only in part, or do not fit at all. Groups compete across waves: a later group of a
+higher priority may preempt an earlier one. With `topology`, groups may ask for one rack or one zone
 (TopologyAwareWorkloadScheduling). Every feature used is named in `Scenario.features`.
 
-Why waves, and why groups of distinct priorities only: upstream orders the groups of its queue by
-priority, then by when they arrived; two groups of one priority created together would be ordered
-by which of the harness's requests reached the scheduler first, which nothing can reproduce.
+Why one group per wave: the binary's outcome for things created together must not depend on the
+timing of the harness's requests. The harness releases one group atomically (its PodGroup is
+created once the scheduler saw all its pods, see waves), but two groups, or two ordinary pods,
+created one request after the other could be scheduled before or after each other's arrival.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ _MILLIS = {"500m": 500, "1": 1000, "1500m": 1500, "2": 2000, "3": 3000}
 
 @dataclass
 class Wave:
-    """Pods created together, then the PodGroups they name (highest priority first)."""
+    """Pods created together, then the PodGroup they name (none for an ordinary pod)."""
 
     pods: list[Obj] = field(default_factory=list)
     groups: list[Obj] = field(default_factory=list)
@@ -64,6 +65,8 @@ class _Gen(Dice):
         #: CPU millis of the nodes, and asked for by the pods made so far (as if all were bound).
         self.capacity = 0
         self.asked = 0
+        #: Priorities of the groups made so far.
+        self.priorities: list[int] = []
 
     def node(self, i: int) -> Obj:
         name = f"{self.s.name}-n{i}"
@@ -139,30 +142,21 @@ class _Gen(Dice):
     def wave(self, i: int) -> Wave:
         wave = Wave()
         name = f"{self.s.name}-w{i}"
-        r = self.rng.random()
-        if r < 0.2:
-            # Highest priority first: created the other way round, a pod bound before the next
-            # was created would be preempted by it, or not, depending on the harness's timing.
-            priorities = [self.pick((None, *PRIORITY_CLASSES)) for _ in range(self.rng.randint(1, 3))]
-            priorities.sort(key=lambda c: -PRIORITY_CLASSES.get(c or "", 0))
-            for j, priority in enumerate(priorities):
-                wave.pods.append(self.pod(f"{name}-o{j}", self.pick(_CPUS), priority, None))
+        if self.chance(0.2):
+            priority = self.pick((None, *PRIORITY_CLASSES))
+            wave.pods.append(self.pod(f"{name}-o0", self.pick(_CPUS), priority, None))
             self.s.features.add("ordinary-pods")
-        elif r < 0.4:
-            # Two groups competing: created together, the higher priority's PodGroup first.
-            high, low = sorted(
-                self.rng.sample(sorted(PRIORITY_CLASSES), 2), key=lambda c: PRIORITY_CLASSES[c]
-            )[::-1]
-            self.group(wave, f"{name}a", high)
-            self.group(wave, f"{name}b", low)
-            self.s.features.add("competing-groups")
         else:
-            self.group(wave, name, self.pick((None, None, *PRIORITY_CLASSES)))
+            priority = self.pick((None, None, *PRIORITY_CLASSES))
+            if any(PRIORITY_CLASSES.get(priority or "", 0) > p for p in self.priorities):
+                self.s.features.add("competing-groups")  # it may take an earlier group's room
+            self.priorities.append(PRIORITY_CLASSES.get(priority or "", 0))
+            self.group(wave, name, priority)
         return wave
 
 
 def generate_groups(seed: int, *, topology: bool = False) -> GroupScenario:
-    """The scenario of `seed`: 2-6 nodes, 0-6 running pods, 2-4 waves of gangs of 2-8 pods."""
+    """The scenario of `seed`: 2-6 nodes, 0-6 running pods, 2-5 waves of gangs of 2-8 pods."""
     g = _Gen(seed, topology)
     s = g.s
     s.nodes = [g.node(i) for i in range(g.rng.randint(2, 6))]
@@ -173,5 +167,5 @@ def generate_groups(seed: int, *, topology: bool = False) -> GroupScenario:
         pod["status"] = {"phase": "Running"}
         s.running.append(pod)
         s.features.add("running-pods")
-    s.waves = [g.wave(i) for i in range(g.rng.randint(2, 4))]
+    s.waves = [g.wave(i) for i in range(g.rng.randint(2, 5))]
     return s

@@ -104,6 +104,13 @@ class KubeschedLive(ScenarioOnCluster):
     def _wait_cache_dropped(self, s: Scenario, nodes: list[str], pods: list[str]) -> None:
         wait_until("an empty kubesched cache", lambda: self._cache_is(0, 0))
 
+    def _wait_pods_seen(self, keys: list[str]) -> None:
+        # Pods held back by PreEnqueue count as pending too (queue "gated").
+        wait_until(
+            "the wave's pods in kubesched's queue",
+            lambda: sum(self._gauges("scheduler_pending_pods").values()) >= len(keys),
+        )
+
     def _wait_unscheduled_pod_gone(self, key: str) -> None:
         wait_until(
             f"{key} out of kubesched's queue",

@@ -151,6 +151,7 @@ class UpstreamHarness(ScenarioOnCluster):
                 "Update event for scheduled pod",
                 "Delete event for scheduled pod",
                 "Delete event for unscheduled pod",
+                "Add event for unscheduled pod",
             )
         }
 
@@ -164,6 +165,9 @@ class UpstreamHarness(ScenarioOnCluster):
 
     def _wait_unscheduled_pod_gone(self, key: str) -> None:
         self._wait_log("deletion of", "Delete event for unscheduled pod", [key])
+
+    def _wait_pods_seen(self, keys: list[str]) -> None:
+        self._wait_log("arrival of", "Add event for unscheduled pod", keys)
 
     def _scores(self, key: str) -> dict[str, dict[str, int]]:
         self.log.read()

@@ -1,10 +1,14 @@
 """Play a pod-group scenario on a real API server, one wave at a time, and read back what settled.
 
 For each wave the harness snapshots the objects (what kubesched's simulator will be given), creates
-the wave's pods, then its PodGroups: until its PodGroup exists GangScheduling's PreEnqueue holds
-every pod back, so a group enters the queue whole, as the pods of a Job created in one go would
-(created after the PodGroup, a group with minCount below its size could be popped with only part of
-its pods, depending on the timing of the harness's requests).
+the wave's pods, waits until the scheduler has seen every one of them, then creates their PodGroup.
+Until the PodGroup exists GangScheduling's PreEnqueue holds every pod back; its arrival moves them
+all to the active queue at once (under the queue's lock), so the group is popped whole, as the pods
+of a Job created in one go would be. Measured on the binary: without the wait, the PodGroup's add
+event (another watch stream) could overtake the last pods' and the group was popped with part of
+its pods, leaving racy first messages (`error in "DynamicResources" PodGroupPostFilter plugins: not
+found`) and conditions (False on a group bound whole). Created before the PodGroup, a group with
+minCount below its size would be popped as soon as minCount pods exist.
 
 **Settled** means: every pod of the wave is bound, or unschedulable with no nomination pending and
 a FailedScheduling event written; every PodGroup (basic ones too) carries its
@@ -107,6 +111,8 @@ def _play(target: ScenarioOnCluster, s: GroupScenario, wave: Wave, index: int) -
         if target.scheduler_name is not None:
             body["spec"]["schedulerName"] = target.scheduler_name
         pods.append({**api.post(pod_path("default"), body), "apiVersion": "v1", "kind": "Pod"})
+    if wave.groups:
+        target._wait_pods_seen([f"default/{p['metadata']['name']}" for p in pods])
     for group in wave.groups:
         api.post(PODGROUPS, group)
     state = _settle(api, wave, {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods})
