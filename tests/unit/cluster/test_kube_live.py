@@ -13,7 +13,7 @@ import pytest
 from kube_fakes import FakeKube, ScriptedListWatch, list_page, node_json, pod_json
 
 from kubesched.cluster.kube.informer import KINDS, ResourceKind
-from kubesched.cluster.kube.live import LiveCluster, LiveOptions
+from kubesched.cluster.kube.live import LOOP_SLICE_SECONDS, LiveCluster, LiveOptions
 from kubesched.cluster.kube.state_lock import StateLock
 from kubesched.config import decode_config
 from kubesched.metrics import SchedulerMetrics
@@ -239,6 +239,39 @@ def test_the_loop_runs_at_most_depth_pods_ahead_of_completed_binds() -> None:
     finally:
         kube.hold_binds.set()
         stop(cluster, source)
+
+
+def test_the_loop_keeps_the_lock_for_consecutive_steps_within_its_slice() -> None:
+    """Handing the lock over after every pod cost two thread switches per pod; the loop takes steps
+    in one hold until its slice runs out, the work does, or it may no longer pop."""
+    kube = FakeKube()
+    registry = default_registry(entry_points=False)
+    cfg = decode_config(CONFIG, "test.yaml", registry)
+    cluster = LiveCluster(cfg, registry, kube)  # type: ignore[arg-type]
+    cluster.set_leading(True)
+    held: list[bool] = []
+
+    def step(result: float) -> float:
+        held.append(cluster._lock.owned())
+        return result
+
+    cluster._step = lambda: step(0.0)  # type: ignore[method-assign]
+    with cluster._lock:
+        started = time.monotonic()
+        assert cluster._steps() == 0.0
+    assert len(held) > 1 and all(held) and time.monotonic() - started >= LOOP_SLICE_SECONDS
+    held.clear()
+    cluster._step = lambda: step(0.5)  # type: ignore[method-assign]  # nothing to do
+    with cluster._lock:
+        assert cluster._steps() == 0.5
+    assert held == [True]
+    held.clear()
+    cluster._step = lambda: step(0.0)  # type: ignore[method-assign]
+    cluster.set_leading(False)
+    with cluster._lock:
+        cluster._steps()
+    assert held == [True]
+    cluster.stop(1)
 
 
 def test_losing_leadership_sends_no_bind_beyond_those_on_the_wire() -> None:

@@ -118,6 +118,9 @@ _EVENT_RESOURCES: dict[str, Resource] = {
 }
 #: Pods parked longer than upstream's 5 minutes are retried; checked this often (upstream: 30 s).
 LEFTOVER_FLUSH_PERIOD = 30.0
+#: The scheduling loop keeps the state lock for consecutive steps this long at most before it lets
+#: the binders and informers waiting for it go first.
+LOOP_SLICE_SECONDS = 0.005
 #: How often queue/cache gauges are refreshed.
 HOUSEKEEPING_PERIOD = 0.5
 #: The scheduling loop counts as stuck (for /livez) when it has not come round for this long: a
@@ -553,9 +556,9 @@ class LiveCluster:
                 # Pop only while leading, while the gate is open (the Lease fence may have run out
                 # before the elector noticed) and while the pipeline has room: a full pipeline
                 # wakes the loop each time a binding cycle ends.
-                if self._leading.is_set() and self.pipeline.refusal() is None and self.pipeline.has_room():
+                if self._may_pop():
                     with self._lock:
-                        wait = self._step()
+                        wait = self._steps()
                 now = time.monotonic()
                 if now - last_housekeeping >= HOUSEKEEPING_PERIOD:
                     last_housekeeping = now
@@ -566,6 +569,23 @@ class LiveCluster:
             self._loop_error = exc
             log.exception("scheduling loop crashed")
             raise
+
+    def _may_pop(self) -> bool:
+        return self._leading.is_set() and self.pipeline.refusal() is None and self.pipeline.has_room()
+
+    def _steps(self) -> float:
+        """Steps under one hold of the lock, for up to `LOOP_SLICE_SECONDS` while there is work.
+
+        Every hold of the lock that others wait for hands it over (FIFO) and costs two thread
+        switches; with one step per hold most pods paid that, as binders and informers queue behind
+        every step. Slices took CPU per pod from 1.68 to 1.55 ms (3,000 pods on 1,000 nodes, medians
+        of five interleaved runs).
+        """
+        deadline = time.monotonic() + LOOP_SLICE_SECONDS
+        while True:
+            wait = self._step()
+            if wait > 0 or time.monotonic() >= deadline or self._stopping.is_set() or not self._may_pop():
+                return wait
 
     def _step(self) -> float:
         """One loop step under the lock; returns how long to sleep (0: go on at once)."""
