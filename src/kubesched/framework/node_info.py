@@ -91,6 +91,21 @@ class PodInfo:
         copy.pvc_names = self.pvc_names
         return copy
 
+    def same_facts(self, other: PodInfo) -> bool:
+        """Whether a node's totals count `other` exactly as this (requests, ports, affinity flags,
+        priority, claims); true at once for a `with_pod` copy, which shares the facts."""
+        return (
+            self.requests == other.requests
+            and self.non_zero_cpu == other.non_zero_cpu
+            and self.non_zero_memory == other.non_zero_memory
+            and self.priority == other.priority
+            and self.host_ports == other.host_ports
+            and self.has_affinity == other.has_affinity
+            and self.has_required_anti_affinity == other.has_required_anti_affinity
+            and self.pvc_names == other.pvc_names
+            and self.namespace == other.namespace
+        )
+
     @property
     def name(self) -> str:
         return self.pod.metadata.name
@@ -197,6 +212,14 @@ class NodeInfo:
         pi = self.pods.pop(key)
         self._account(pi, -1)
         return pi
+
+    def replace_pod(self, pi: PodInfo) -> PodInfo:
+        """`remove_pod` then `add_pod` of a version with the same facts (`PodInfo.same_facts`):
+        the pod moves last, as there, and the totals it would subtract and add back stay."""
+        old = self.pods.pop(pi.key)
+        self.pods[pi.key] = pi
+        self.generation += 2
+        return old
 
     def _account(self, pi: PodInfo, sign: int) -> None:
         for name, amount in pi.requests.items():

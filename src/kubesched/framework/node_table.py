@@ -303,6 +303,17 @@ class NodeTable:
             self.lowest_priority[row] = NO_POD_PRIORITY if lowest is None else lowest
             if lowest != pi.priority:
                 self._lowest_overall = None
+        self._log(row, pi, sign)
+
+    def replace_pod(self, row: int, pi: PodInfo) -> None:
+        """`remove_pod` then `add_pod` for another version of a pod with the same accounted facts
+        (`PodInfo.same_facts`, e.g. the bound copy of an assumed pod): the same pod order, change log
+        and generations, without redoing sums that would come back to what they were."""
+        old = self.infos[row].replace_pod(pi)
+        self._log(row, old, -1)
+        self._log(row, pi, +1)
+
+    def _log(self, row: int, pi: PodInfo, sign: int) -> None:
         log = self._pod_log
         log.append((row, pi, sign))
         if len(log) > POD_LOG_LIMIT:

@@ -145,10 +145,19 @@ class Cache:
         """A bound pod seen from the cluster; confirms an assumed pod (moving it if needed)."""
         node_name = pi.pod.spec.node_name
         current = self._pods.get(pi.key)
-        if current is not None:
-            self._unplace(pi.key)
         self._assumed.discard(pi.key)
         self._binding_finished.discard(pi.key)
+        if current is not None:
+            table = self._table
+            if table is not None and current[0] == node_name and current[1].same_facts(pi):
+                # Typically the bound copy of the pod assumed there: nothing to recount.
+                row = table.index.get(node_name)
+                if row is not None:
+                    del self._pods[pi.key]
+                    self._pods[pi.key] = (node_name, pi)
+                    table.replace_pod(row, pi)
+                    return
+            self._unplace(pi.key)
         self._place(pi, node_name)
 
     def update_pod(self, pi: PodInfo) -> None:

@@ -47,6 +47,36 @@ def test_confirming_an_assumed_pod_on_another_node_moves_it() -> None:
     assert table.requested[:, cpu].tolist() == [0, 1000] and not cache.is_assumed("default-p")
 
 
+def test_confirming_an_assumed_pod_in_place_is_a_remove_and_an_add() -> None:
+    """The bound copy of a pod assumed on the same node swaps in without recounting; what the table
+    and the node show afterwards (pod order, change log, generations) is what remove + add gives."""
+    cache = Cache()
+    cache.add_node(make_node("n1", cpu="4"))
+    cache.add_pod(PodInfo(make_pod("a", cpu="1", node_name="n1", priority=0)))
+    assumed = PodInfo(make_pod("p", cpu="500m", node_name="n1", priority=0, host_ports=[80]))
+    cache.assume_pod(assumed, "n1")
+    cache.add_pod(PodInfo(make_pod("b", cpu="1", node_name="n1", priority=5)))
+    table = cache.snapshot()
+    position, generation = table.pod_log_position, table.generation
+    info_generation = table.infos[0].generation
+    bound = assumed.with_pod(make_pod("p", cpu="500m", node_name="n1", priority=0, host_ports=[80]))
+    recounted: list[int] = []
+    table._account = lambda row, pi, sign: recounted.append(sign)  # type: ignore[method-assign]
+    cache.add_pod(bound)
+    del table._account
+    assert recounted == [] and cache.snapshot() is table and not cache.is_assumed(bound.key)
+    assert list(table.infos[0].pods) == ["default-a", "default-b", "default-p"]
+    assert table.infos[0].pods["default-p"] is bound and cache.pod_info(bound.key) is bound
+    assert table.pod_changes(position) == [(0, assumed, -1), (0, bound, +1)]
+    assert (table.generation, table.infos[0].generation) == (generation + 2, info_generation + 2)
+    assert list(cache.pods())[-1] is bound
+    _assert_same_rows(table, NodeTable(list(table.infos)))
+    # Other facts (here more cpu) are recounted.
+    cache.add_pod(PodInfo(make_pod("p", cpu="2", node_name="n1", priority=0, host_ports=[80])))
+    assert table.requested[0, table.resource_index["cpu"]] == 4000
+    _assert_same_rows(table, NodeTable(list(table.infos)))
+
+
 def test_pods_seen_before_their_node_are_counted_when_it_arrives() -> None:
     cache = Cache()
     cache.add_pod(PodInfo(make_pod("early", cpu="1", node_name="late-node")))
