@@ -37,6 +37,7 @@ from kubesched.framework.interfaces import (
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
+    SortKeyPlugin,
 )
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import BatchFilterResult, LabelColumn, NodeSet, NodeTable
@@ -92,6 +93,7 @@ __all__ = [
     "Resource",
     "ScoreExtensions",
     "ScorePlugin",
+    "SortKeyPlugin",
     "StateData",
     "Status",
     "missing_state_error",

@@ -5,7 +5,7 @@ The scheduler drives it (scheduler/); this module only knows plugins, statuses a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -38,6 +38,7 @@ from kubesched.framework.interfaces import (
     RepeatableFailurePlugin,
     RepeatsFailures,
     ReservePlugin,
+    SortKeyPlugin,
     defines,
 )
 from kubesched.framework.node_info import NodeInfo, PodInfo
@@ -65,6 +66,8 @@ from kubesched.framework.types import (
 )
 
 IntArray = npt.NDArray[np.int64]
+#: A QueueSort plugin's `sort_key` (`SortKeyPlugin`).
+SortKey = Callable[[QueuedPodInfo], tuple[Any, ...]]
 BoolArray = npt.NDArray[np.bool_]
 
 #: How a Filter plugin is called: its batch form, its per-node form, or either (see `_filter_form`).
@@ -169,7 +172,12 @@ class Framework:
         self._pre_filter_ext = [
             (n, p) for n, p in self._points.get("preFilter", []) if defines(type(p), "add_pod")
         ]
-        self._less = cast(QueueSortPlugin, self._points["queueSort"][0][1]).less
+        queue_sort = self._points["queueSort"][0][1]
+        self._less = cast(QueueSortPlugin, queue_sort).less
+        #: The QueueSort plugin's `sort_key` when it has one (`SortKeyPlugin`), for the queue's heap.
+        self.sort_key: SortKey | None = (
+            cast(SortKeyPlugin, queue_sort).sort_key if defines(type(queue_sort), "sort_key") else None
+        )
         #: The plugins that see events of other kinds (`ClusterObjectObserver`), found once.
         self.object_observers: list[ClusterObjectObserver] = [
             p for p in self.plugins.values() if defines(type(p), "on_cluster_object")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kubesched.framework.interfaces import QueueSortPlugin
 from kubesched.framework.types import QueuedPodInfo
@@ -22,3 +22,6 @@ class PrioritySort(QueueSortPlugin):
         pa = a.pod.spec.priority or 0
         pb = b.pod.spec.priority or 0
         return pa > pb or (pa == pb and a.timestamp < b.timestamp)
+
+    def sort_key(self, qpi: QueuedPodInfo) -> tuple[Any, ...]:
+        return -(qpi.pod.spec.priority or 0), qpi.timestamp

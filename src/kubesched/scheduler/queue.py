@@ -24,7 +24,7 @@ import heapq
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from kubesched.api.objects import Pod
 from kubesched.framework.events import (
@@ -65,6 +65,8 @@ BACKOFF_COMPLETE = "BackoffComplete"
 BIND_ABANDONED = "BindAbandoned"
 
 Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+#: A key whose order is `less`'s (`SortKeyPlugin.sort_key`).
+SortKey = Callable[[QueuedPodInfo], tuple[Any, ...]]
 
 
 class QueueProfile(Protocol):
@@ -101,6 +103,24 @@ class _ActiveItem:
         if self.less(other.qpi, self.qpi):
             return False
         return self.seq < other.seq
+
+
+class _RankedItem(_ActiveItem):
+    """The same order from the QueueSort plugin's `sort_key`: (key, seq) compared as one tuple."""
+
+    __slots__ = ("key", "rank")
+
+    def __init__(self, qpi: QueuedPodInfo, seq: int, less: Less, key: SortKey) -> None:
+        super().__init__(qpi, seq, less)
+        self.key = key
+        self.rank = (*key(qpi), seq)
+
+    def rerank(self) -> None:
+        """Read the key again (the pod changed while queued)."""
+        self.rank = (*self.key(self.qpi), self.seq)
+
+    def __lt__(self, other: _ActiveItem) -> bool:
+        return self.rank < cast(_RankedItem, other).rank
 
 
 @dataclass(slots=True)
@@ -144,10 +164,13 @@ class SchedulingQueue:
         max_in_unschedulable: float = 300.0,
         pop_from_backoff: bool = True,
         nominator: Nominator | None = None,
+        sort_key: SortKey | None = None,
     ) -> None:
         if initial_backoff < 0 or max_backoff < 0 or max_in_unschedulable < 0:
             raise ValueError("queue durations must not be negative")
         self._less = less
+        #: `less` as a key, when the QueueSort plugin has one: the heap then compares tuples.
+        self._sort_key = sort_key
         self._clock = clock
         self._profiles = profiles
         self.initial_backoff = initial_backoff
@@ -565,7 +588,9 @@ class SchedulingQueue:
     def _move_to_active(self, qpi: QueuedPodInfo, label: str) -> str:
         if not self._admit(qpi):
             return GATED
-        item = _ActiveItem(qpi, self._next_seq(), self._less)
+        key = self._sort_key
+        seq = self._next_seq()
+        item = _ActiveItem(qpi, seq, self._less) if key is None else _RankedItem(qpi, seq, self._less, key)
         self._active[qpi.key] = item
         heapq.heappush(self._active_heap, item)
         self.incoming[ACTIVE, label] += 1
@@ -641,6 +666,9 @@ class SchedulingQueue:
     def _pop_active(self) -> QueuedPodInfo | None:
         if self._active_dirty:
             self._active_heap = [i for i in self._active_heap if self._active.get(i.qpi.key) is i]
+            if self._sort_key is not None:
+                for i in self._active_heap:
+                    cast(_RankedItem, i).rerank()
             heapq.heapify(self._active_heap)
             self._active_dirty = False
         while self._active_heap:

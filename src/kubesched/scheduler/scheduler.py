@@ -108,6 +108,7 @@ class Scheduler:
             profiles=self.frameworks,
             initial_backoff=options.pod_initial_backoff_seconds,
             max_backoff=options.pod_max_backoff_seconds,
+            sort_key=first.sort_key,
         )
         pending: dict[str, Pod] = {}  # unassigned pods this scheduler is responsible for
         #: Filter verdicts per pod shape, patched for the next pod of the shape (framework/filter_memo).

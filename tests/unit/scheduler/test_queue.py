@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubesched.api.meta import ObjectMeta
 from kubesched.api.objects import (
@@ -34,6 +36,7 @@ from kubesched.framework.events import (
 from kubesched.framework.node_info import PodInfo
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import QueuedPodInfo
+from kubesched.plugins.priority_sort import PrioritySort
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.queue import SchedulingQueue
@@ -192,23 +195,63 @@ def drain(q: SchedulingQueue) -> list[str]:
         ),
     ],
 )
+@pytest.mark.parametrize("ranked", [False, True], ids=["less", "sort-key"])
 def test_pop_order_follows_less_then_insertion(
-    pods: list[tuple[str, int | None, float]], expected: list[str]
+    pods: list[tuple[str, int | None, float]], expected: list[str], ranked: bool
 ) -> None:
-    q, clock = make_queue()
+    q, clock = make_queue(sort_key=PrioritySort().sort_key if ranked else None)
     for name, prio, at in sorted(pods, key=lambda p: p[2]):
         clock.advance_to(at)
         q.add(info(name, priority=prio))
     assert drain(q) == expected
 
 
-def test_priority_update_in_active_reorders() -> None:
-    q, _ = make_queue()
+@pytest.mark.parametrize("ranked", [False, True], ids=["less", "sort-key"])
+def test_priority_update_in_active_reorders(ranked: bool) -> None:
+    q, _ = make_queue(sort_key=PrioritySort().sort_key if ranked else None)
     q.add(info("a", priority=1))
     old = make_pod("b", priority=0)
     q.add(PodInfo(old))
     q.update(old, info("b", priority=9))
     assert drain(q) == ["b", "a"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["add", "pop", "fail", "update", "delete"]), st.integers(0, 7), st.integers(-2, 2)
+        ),
+        max_size=60,
+    )
+)
+def test_a_sort_key_pops_in_the_order_less_gives(ops: list[tuple[str, int, int]]) -> None:
+    """PrioritySort's `sort_key` orders the heap as its `less` does, through adds, failed attempts
+    (new timestamps), priority updates in place and deletes."""
+    queues = [make_queue()[0], make_queue(clock=VirtualClock(), sort_key=PrioritySort().sort_key)[0]]
+    clocks = [q._clock for q in queues]
+    popped: list[list[QueuedPodInfo]] = [[], []]
+    seen: list[list[str]] = [[], []]
+    for step, (op, i, prio) in enumerate(ops):
+        name = f"p{i}"
+        for q, clock, mine, out in zip(queues, clocks, popped, seen, strict=True):
+            clock.advance_to(float(step // 3))  # equal timestamps too: the insertion order decides
+            if op == "add" and q.where(key(name)) is None:
+                q.add(info(name, priority=prio))
+            elif op == "update" and q.where(key(name)) == "active":
+                q.update(make_pod(name), info(name, priority=prio))
+            elif op == "delete":
+                q.delete(key(name))
+            elif op == "pop" and (qpi := q.pop()) is not None:
+                out.append(qpi.pod.metadata.name)
+                mine.append(qpi)
+            elif op == "fail" and mine:
+                qpi = mine.pop(0)
+                if q.where(qpi.key) == "in_flight":
+                    q.retry_now(qpi)
+                q.done(qpi.key)
+    assert seen[0] == seen[1]
+    assert drain(queues[0]) == drain(queues[1])
 
 
 def test_pop_bookkeeping() -> None:
