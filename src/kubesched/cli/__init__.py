@@ -119,6 +119,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare", "add_compare_command"),
     "sweep": ("sweep", "add_sweep_command"),
     "record": ("record", "add_record_command"),
+    "trace": ("trace", "add_trace_command"),
     "config": ("config", "add_config_commands"),
     "plugins": ("plugins", "add_plugins_command"),
     "run": ("run", "add_run_command"),

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from types import FrameType
 
 from kubesched.cli._flags import go_duration
+from kubesched.cli._output import check_writable, write_atomically
 from kubesched.errors import InputError
 
 __all__ = ["add_record_command"]
@@ -69,7 +67,7 @@ def _record(args: argparse.Namespace) -> int:
     if args.duration is not None and args.duration <= 0:
         raise InputError("must be positive", source="--duration")
     as_json = args.format == "json" if args.format else str(args.file).endswith(".json")
-    _check_writable(args.file)
+    check_writable(args.file)
     started = datetime.datetime.now(datetime.UTC)
     name = args.name or f"recorded-{started:%Y%m%d-%H%M%S}"
     recorder = Recorder()
@@ -89,7 +87,7 @@ def _record(args: argparse.Namespace) -> int:
         until=seconds,
         annotations={"kubesched.io/recorded-at": started.isoformat(timespec="seconds")},
     )
-    _write(args.file, dump_scenario(document, json=as_json))
+    write_atomically(args.file, dump_scenario(document, json=as_json))
     pods = sum(1 for e in events if e.action == "create" and e.ref.kind == "Pod")
     nodes = sum(1 for e in events if e.action == "create" and e.ref.kind == "Node")
     where = "stdout" if args.file == "-" else args.file
@@ -117,29 +115,3 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-
-
-def _check_writable(file: str) -> None:
-    """Refuse a FILE that cannot be written before recording, not after an hour of watching."""
-    if file == "-":
-        return
-    directory = Path(file).resolve().parent
-    if not directory.is_dir() or not os.access(directory, os.W_OK):
-        raise InputError("cannot write here: the directory does not exist or is not writable", source=file)
-
-
-def _write(file: str, data: bytes) -> None:
-    """Write all or nothing: a temporary file in the same directory, renamed into place."""
-    if file == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return
-    target = Path(file)
-    fd, tmp = tempfile.mkstemp(dir=target.resolve().parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except OSError as err:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(err.strerror or str(err), source=file) from None

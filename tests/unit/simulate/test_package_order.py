@@ -17,6 +17,7 @@ PREFIX = "kubesched.simulate."
 
 #: Top to bottom.
 ROOMS = [
+    "trace",
     "record",
     "sweep",
     "capacity",

@@ -143,7 +143,9 @@ class Search:
                 yield Candidate(DeviceID(pool.driver, pool.name, device.name), device, slc, pool)
 
     # ------------------------------------------------------------------ search
-    def _one(self, ci: int, ri: int, si: int, di: int, in_sub: bool) -> bool:
+    def _one(
+        self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int, int] = (0, 0, 0)
+    ) -> bool:
         self.steps += 1
         if self.deadline is not None and self.steps % 64 == 0 and time.monotonic() > self.deadline:
             raise TimeoutError("timed out trying to allocate devices")
@@ -174,23 +176,34 @@ class Search:
                 return True
             undo()
             return False
-        for pool in self.pools:
+        # The request's next device comes after the one just taken (`start`): the search tries
+        # sets of devices, not every order of each set (8 of 8 GPUs with one busy: 2^7 steps,
+        # not 7!), and one request takes a shared device once, as v1.37.2's allocator does (its
+        # incubating variant, which serves the default feature gates).
+        first_pool, first_slice, first_device = start
+        for pi in range(first_pool, len(self.pools)):
+            pool = self.pools[pi]
             if pool.invalid_reason:
                 raise AllocationError("invalid resource pools were encountered")
-            for cand in self._candidates(pool):
-                if req.admin_access:
-                    if ci in self.allocating.get(cand.id, ()):
+            for sli in range(first_slice if pi == first_pool else 0, len(pool.slices)):
+                slc = pool.slices[sli]
+                devices = slc.spec.devices
+                for dj in range(first_device if pi == first_pool and sli == first_slice else 0, len(devices)):
+                    device = devices[dj]
+                    cand = Candidate(DeviceID(pool.driver, pool.name, device.name), device, slc, pool)
+                    if req.admin_access:
+                        if ci in self.allocating.get(cand.id, ()):
+                            continue
+                    elif self._in_use(cand):
                         continue
-                elif self._in_use(cand):
-                    continue
-                if not self._is_selectable(ci, ri, req, cand):
-                    continue
-                undo = self._allocate_device(ci, req, cand, must=False)
-                if undo is None:
-                    continue
-                if self._one(ci, ri, si, di + 1, in_sub):
-                    return True
-                undo()
+                    if not self._is_selectable(ci, ri, req, cand):
+                        continue
+                    undo = self._allocate_device(ci, req, cand, must=False)
+                    if undo is None:
+                        continue
+                    if self._one(ci, ri, si, di + 1, in_sub, (pi, sli, dj + 1)):
+                        return True
+                    undo()
         return False
 
     def _in_use(self, cand: Candidate) -> bool:

@@ -1,0 +1,1 @@
+"""`kubesched trace import`: published cluster traces turned into scenarios `simulate --scenario` replays."""
