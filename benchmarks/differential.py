@@ -46,6 +46,11 @@ def main() -> int:
     parser.add_argument(
         "--topology", action="store_true", help="with --groups: TopologyAwareWorkloadScheduling too"
     )
+    parser.add_argument(
+        "--no-priorities",
+        action="store_true",
+        help="with --groups: every pod of priority 0 (nothing preempts)",
+    )
     args = parser.parse_args()
     if args.smoke:
         args.count, args.live_every = 1, 1
@@ -57,6 +62,7 @@ def main() -> int:
             seeds,
             args.out,
             topology=args.topology,
+            priorities=not args.no_priorities,
             live_every=args.live_every,
             on_mismatch=lambda m: print_mismatch(m, flags=flags),
         )

@@ -14,7 +14,7 @@ from kubesched.harness.differential.gated import GANG_GATES, NO_GATES, TOPOLOGY_
 from kubesched.harness.differential.group_compare import Simulated, compare_wave
 from kubesched.harness.differential.group_run import outcome_kinds
 from kubesched.harness.differential.group_scenario import generate_groups
-from kubesched.harness.differential.waves import WaveOutcome
+from kubesched.harness.differential.waves import GroupOutcome, WaveOutcome
 from kubesched.simulate.explain.model import NodeScores
 from kubesched.simulate.snapshot.model import PodResult, Report, Summary
 
@@ -130,33 +130,34 @@ def test_a_wave_that_agrees_agrees_on_every_comparison() -> None:
     report.report.pods[0].victims.append("default/r0")
     made = _made(compare_wave(wave, report))
     assert made == {
-        "default/g-p0": {"schedulable": True},
-        "default/g-p1": {"schedulable": True},
-        "default/g": {"group-bound": True, "node": True},  # which pod went where is not compared
+        # A group as a whole: how many bound and where, not which pod went where.
+        "default/g": {"group-bound": True, "node": True, "condition": True},
         "default/o0": {"schedulable": True, "message": True},
         "wave0": {"preemption": True},
     }
 
 
-def test_a_gang_bound_in_part_a_tie_and_another_message_are_told() -> None:
+def test_a_group_is_compared_as_a_whole_ties_and_other_messages_told() -> None:
     wave = _wave(
-        {"g-p0": "n1", "g-p1": None},
-        {"g-p0": [], "g-p1": ["minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"]},
+        {"g-p0": None, "g-p1": "n1"},
+        {"g-p0": ["minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"], "g-p1": []},
         [],
     )
+    # kubesched bound the other pod of the pair, on a tie: the same outcome for alike pods.
     report = _report(
         _result("g-p0", "n1", {"n1": 10, "n2": 10}),
-        _result("g-p1", None, message="0/2 nodes are available: 2 Insufficient cpu."),
+        _result("g-p1", None, message="minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"),
     )
     results = compare_wave(wave, report)
-    made = _made(results)
-    assert made["default/g"] == {"group-bound": True}  # a tie: the nodes are not compared
-    assert made["default/g-p1"] == {"schedulable": True, "message": False}
+    assert _made(results)["default/g"] == {"group-bound": True, "message": True, "condition": True}
     assert {"group-node-ties"} == next(r.observed for r in results if r.pod == "default/g")
+    other = _report(
+        _result("g-p0", None, message="0/2 nodes are available: 2 Insufficient cpu."), _result("g-p1", "n1")
+    )
+    assert _made(compare_wave(wave, other))["default/g"]["message"] is False
     everything_bound = _report(_result("g-p0", "n1"), _result("g-p1", "n2"))
     made = _made(compare_wave(wave, everything_bound))
-    assert made["default/g"] == {"group-bound": False}
-    assert made["default/g-p1"] == {"schedulable": False, "message": False}  # it never failed
+    assert made["default/g"] == {"group-bound": False, "message": False, "condition": True}
 
 
 def test_outcome_kinds_name_what_the_binary_did() -> None:
@@ -166,12 +167,38 @@ def test_outcome_kinds_name_what_the_binary_did() -> None:
 
 def test_messages_the_binary_gives_at_random_are_not_compared() -> None:
     """A group whose first messages show DynamicResources' PodGroupPostFilter: the binary's own
-    runs of the wave disagree, so its pods' messages are counted as adjusted, not compared."""
+    runs of the wave disagree, so its messages are counted as adjusted, not compared."""
     random = 'error in "DynamicResources" PodGroupPostFilter plugins: not found'
     wave = _wave({"g-p0": None, "g-p1": None}, {"g-p0": [random], "g-p1": ["minCount (2) ..."]}, [])
     results = compare_wave(
         wave, _report(_result("g-p0", None, message="x"), _result("g-p1", None, message="y"))
     )
-    made = _made(results)
-    assert made["default/g-p0"] == made["default/g-p1"] == {"schedulable": True}
-    assert sum(r.adjusted for r in results) == 2
+    assert _made(results)["default/g"] == {"group-bound": True, "condition": True}
+    assert sum(r.adjusted for r in results) == 1
+
+
+def test_conditions_are_compared_exactly_unless_the_binarys_is_random() -> None:
+    wave = _wave({"g-p0": "n1", "g-p1": "n2"}, {"g-p0": [], "g-p1": []}, [])
+    scheduled = ("PodGroupInitiallyScheduled", "True", "Scheduled", "")
+    wave.group_status["g"] = GroupOutcome("g", [scheduled])
+    simulated = _report(_result("g-p0", "n1"), _result("g-p1", "n2"))
+    simulated.conditions["g"] = [scheduled]
+    assert _made(compare_wave(wave, simulated))["default/g"]["condition"] is True
+    simulated.conditions["g"] = [("PodGroupInitiallyScheduled", "False", "Unschedulable", "x")]
+    assert _made(compare_wave(wave, simulated))["default/g"]["condition"] is False
+    # Bound whole, yet False: a condition an earlier cycle of the binary wrote and left.
+    wave.group_status["g"] = GroupOutcome(
+        "g", [("PodGroupInitiallyScheduled", "False", "Unschedulable", "y")]
+    )
+    results = compare_wave(wave, simulated)
+    assert "condition" not in _made(results)["default/g"]
+    assert "binary-random-condition" in next(r.observed for r in results if r.pod == "default/g")
+
+
+def test_without_priorities_the_seed_gives_the_same_scenario_with_none() -> None:
+    for seed in (3, 4, 5):
+        with_, without = generate_groups(seed), generate_groups(seed, priorities=False)
+        assert [len(w.pods) for w in with_.waves] == [len(w.pods) for w in without.waves]
+        assert "group-priority" not in without.features and "competing-groups" not in without.features
+        everything = [*without.running, *without.pods_to_schedule, *without.groups]
+        assert not any("priorityClassName" in o["spec"] for o in everything)

@@ -4,17 +4,21 @@ kubesched is given the objects the API server held just before the wave, plus th
 PodGroups as created, and schedules them with the same gates and configuration as the binary. The
 comparisons, each made where it applies:
 
-* `schedulable` — per pod: bound by both, or by neither;
-* `group-bound` — per group: the names of its bound pods (all or nothing, or minCount and more);
-* `node` — per group (its pods are identical, so which pod went where is the queue's business): the
-  nodes its bound pods got, as a multiset, where kubesched's choice of every pod had one best node
-  (ties are broken at random upstream); per ordinary pod, upstream's node among kubesched's best;
-* `message` — per pod that failed an attempt: its first FailedScheduling message, exactly (the
-  attempt made when its group arrived whole; later ones follow retries whose timing is the
-  binary's); not for a group whose messages show DynamicResources' PodGroupPostFilter, which the
-  binary's own runs of one wave disagree on (`DRA_ARTIFACTS`);
-* `preemption` — per wave: the pods deleted to make room, a group's pods counted per group (they are
-  alike, and which of them the binary takes differs from run to run).
+A group's pods are alike, and which of them upstream tries first is not fixed (the PodGroup's
+arrival moves them to the active queue in Go's map order), so a group is compared as a whole:
+
+* `schedulable` — per ordinary pod: bound by both, or by neither;
+* `group-bound` — per group: how many of its pods were bound (all or nothing, or minCount and more);
+* `node` — per group: the nodes its bound pods got, as a multiset, where kubesched's choice of every
+  pod had one best node (ties are broken at random upstream); per ordinary pod, upstream's node
+  among kubesched's best;
+* `message` — the first FailedScheduling message of each pod that failed an attempt, exactly, as a
+  multiset per group (the attempt made when the group arrived whole; later ones follow retries
+  whose timing is the binary's); not for a group whose messages show DynamicResources'
+  PodGroupPostFilter, which the binary's own runs of one wave disagree on (`DRA_ARTIFACTS`);
+* `condition` — per group: its PodGroup conditions (type, status, reason, message), exactly, except
+  where the binary's is random (DynamicResources' text, or False on a group bound from minCount up);
+* `preemption` — per wave: the pods deleted to make room, a group's pods counted per group.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from kubesched.harness.differential.waves import WaveOutcome
 from kubesched.plugins import default_registry
 from kubesched.scheduler.scheduler import Attempt
 from kubesched.simulate.snapshot.model import PodResult, Report
-from kubesched.simulate.snapshot.run import simulate
+from kubesched.simulate.snapshot.run import simulate_cluster
 
 __all__ = [
     "DRA_ARTIFACTS",
@@ -49,7 +53,7 @@ __all__ = [
 
 Obj = dict[str, Any]
 
-GROUP_COMPARISONS = ("schedulable", "group-bound", "node", "message", "preemption")
+GROUP_COMPARISONS = ("schedulable", "group-bound", "node", "message", "condition", "preemption")
 #: What DynamicResources' PodGroupPostFilter adds to a failed group's messages and conditions. With
 #: no claims in play it shows up in some runs of a wave and not in others: the binary's own answer
 #: is random there, so messages of a group showing it are not compared (counted as adjusted).
@@ -92,6 +96,8 @@ class Simulated:
 
     report: Report
     first_messages: dict[str, str] = field(default_factory=dict)
+    #: Per PodGroup name, its conditions as (type, status, reason, message) once the run ended.
+    conditions: dict[str, list[tuple[str, str, str, str]]] = field(default_factory=dict)
 
 
 def simulate_wave(outcome: WaveOutcome, gates: Gates, workdir: Path) -> Simulated:
@@ -99,7 +105,7 @@ def simulate_wave(outcome: WaveOutcome, gates: Gates, workdir: Path) -> Simulate
     registry = default_registry(entry_points=False, features=gates.features())
     config_path = workdir / "scheduler-config.yaml"
     config_path.write_text(CONFIG_YAML)
-    config = load_config(str(config_path), registry)
+    config = load_config(str(config_path), registry, gates.features())
     loaded = LoadedObjects()
     text = json.dumps({"apiVersion": "v1", "kind": "List", "items": wave_objects(outcome)})
     for obj in load_documents(text, f"wave{outcome.index}.json", skipped=loaded.skipped):
@@ -110,12 +116,20 @@ def simulate_wave(outcome: WaveOutcome, gates: Gates, workdir: Path) -> Simulate
         if attempt.result == "Unschedulable" and attempt.message is not None:
             first.setdefault(attempt.pod.metadata.name, attempt.message)
 
-    report = simulate(loaded, config, registry, explain=True, per_node=True, on_attempt=record)
-    return Simulated(report, first)
+    report, cluster = simulate_cluster(
+        loaded, config, registry, explain=True, per_node=True, on_attempt=record
+    )
+    conditions = {}
+    for group in outcome.groups:
+        name = group["metadata"]["name"]
+        mine = cluster.groups.pod_group("default", name)
+        found = mine.status.conditions if mine is not None else []
+        conditions[name] = [(c.type, c.status, c.reason, c.message) for c in found]
+    return Simulated(report, first, conditions)
 
 
 def compare_wave(outcome: WaveOutcome, simulated: Simulated, *, prefix: str = "") -> list[PodComparison]:
-    """One comparison record per pod of the wave, one per group, and one for preemption."""
+    """One comparison record per ordinary pod of the wave, one per group, one for preemption."""
     mine = {p.name: p for p in simulated.report.pods if p.namespace == "default"}
     out: list[PodComparison] = []
     grouped: dict[str, list[str]] = {}
@@ -123,13 +137,15 @@ def compare_wave(outcome: WaveOutcome, simulated: Simulated, *, prefix: str = ""
         group = (pod["spec"].get("schedulingGroup") or {}).get("podGroupName")
         grouped.setdefault(group or "", []).append(pod["metadata"]["name"])
     for group, names in grouped.items():
-        random = any(binary_random(m) for n in names for m in outcome.messages[n][:1])
-        out += [
-            _compare_pod(outcome, name, mine.get(name), simulated.first_messages.get(name), prefix, random)
-            for name in names
-        ]
-        if group:
-            out.append(_compare_group(outcome, group, names, mine, prefix))
+        if not group:
+            out += [
+                _compare_pod(outcome, n, mine.get(n), simulated.first_messages.get(n), prefix) for n in names
+            ]
+            continue
+        cmp = _compare_group(outcome, group, names, mine, prefix)
+        _compare_group_messages(cmp, outcome, names, simulated.first_messages)
+        _compare_condition(cmp, outcome, group, names, simulated.conditions.get(group, []))
+        out.append(cmp)
     victims = sorted({v for n in outcome.nodes if n in mine for v in mine[n].victims})
     if outcome.victims or victims:
         cmp = PodComparison(f"wave{outcome.index}", prefix)
@@ -137,6 +153,85 @@ def compare_wave(outcome: WaveOutcome, simulated: Simulated, *, prefix: str = ""
         cmp.check("preemption", _by_group(outcome.victims, groups), _by_group(victims, groups))
         out.append(cmp)
     return out
+
+
+def binary_random(text: str) -> bool:
+    """Whether the binary's text shows DynamicResources' PodGroupPostFilter taking part, which it does
+    or not from one run of the same wave to the next (measured: docs/differential.md)."""
+    return any(artifact in text for artifact in DRA_ARTIFACTS)
+
+
+def _compare_pod(
+    outcome: WaveOutcome, name: str, pod: PodResult | None, first: str | None, prefix: str
+) -> PodComparison:
+    """An ordinary pod: schedulable, its first message, and its node as the one-pod harness
+    compares it (upstream's among kubesched's best)."""
+    cmp = PodComparison(f"default/{name}", prefix)
+    upstream_node = outcome.nodes[name]
+    kubesched_node = pod.node if pod is not None and pod.result == "Scheduled" else None
+    cmp.check("schedulable", upstream_node is not None, kubesched_node is not None)
+    notes = outcome.messages[name]
+    if notes or first is not None:
+        cmp.check("message", notes[0] if notes else None, first)
+    if upstream_node is not None and pod is not None and kubesched_node is not None:
+        top = _top_nodes(pod)
+        cmp.check("node", True, upstream_node in top if top else upstream_node == kubesched_node)
+    return cmp
+
+
+def _compare_group(
+    outcome: WaveOutcome, group: str, names: list[str], mine: dict[str, PodResult], prefix: str
+) -> PodComparison:
+    """How many of the group's pods were bound, and on which nodes (a multiset, where kubesched had
+    no score tie). Not which pods: upstream tries a group's pods in the order they were moved to
+    the active queue, which follows Go's map order when the PodGroup's arrival moves them all."""
+    cmp = PodComparison(f"default/{group}", prefix)
+    upstream_bound = [n for n in names if outcome.nodes[n] is not None]
+    kubesched_bound = [n for n in names if n in mine and mine[n].result == "Scheduled"]
+    cmp.check("group-bound", len(upstream_bound), len(kubesched_bound))
+    if upstream_bound and len(upstream_bound) == len(kubesched_bound):
+        if all(len(_top_nodes(mine[n])) <= 1 for n in kubesched_bound):  # none: one feasible node
+            upstream_nodes = Counter(outcome.nodes[n] for n in upstream_bound)
+            kubesched_nodes = Counter(mine[n].node for n in kubesched_bound)
+            cmp.check("node", dict(sorted(upstream_nodes.items())), dict(sorted(kubesched_nodes.items())))
+        else:
+            cmp.observed.add("group-node-ties")
+    return cmp
+
+
+def _compare_group_messages(
+    cmp: PodComparison, outcome: WaveOutcome, names: list[str], kubesched: dict[str, str]
+) -> None:
+    """The first messages of the group's pods, as a multiset (its pods are alike, see above); not
+    where the binary's show DynamicResources' PodGroupPostFilter."""
+    upstream = Counter(outcome.messages[n][0] for n in names if outcome.messages[n])
+    if any(binary_random(m) for m in upstream):
+        cmp.adjusted += 1
+        cmp.observed.add("binary-random-message")
+        return
+    mine = Counter(kubesched[n] for n in names if n in kubesched)
+    if upstream or mine:
+        cmp.check("message", dict(sorted(upstream.items())), dict(sorted(mine.items())))
+
+
+def _compare_condition(
+    cmp: PodComparison,
+    outcome: WaveOutcome,
+    group: str,
+    names: list[str],
+    kubesched: list[tuple[str, str, str, str]],
+) -> None:
+    """The group's conditions, exactly; not where the binary's is random: DynamicResources' text in
+    it, or False on a group bound from minCount up (a False an earlier cycle wrote stays)."""
+    upstream = outcome.group_status[group].conditions if group in outcome.group_status else []
+    spec = next(g["spec"] for g in outcome.groups if g["metadata"]["name"] == group)
+    needed = (spec["schedulingPolicy"].get("gang") or {}).get("minCount", 1)
+    bound = sum(outcome.nodes[n] is not None for n in names)
+    if any(binary_random(c[3]) or (c[1] == "False" and bound >= needed) for c in upstream):
+        cmp.adjusted += 1
+        cmp.observed.add("binary-random-condition")
+        return
+    cmp.check("condition", upstream, kubesched)
 
 
 def _groups_of(outcome: WaveOutcome) -> dict[str, str]:
@@ -157,51 +252,6 @@ def _by_group(victims: list[str], groups: dict[str, str]) -> dict[str, int]:
     """Victims counted per group (a group's pods are alike: which of them is taken is a tie, and the
     binary's own runs of one wave differ there), ordinary pods by name."""
     return dict(sorted(Counter(groups.get(v, v) for v in victims).items()))
-
-
-def binary_random(text: str) -> bool:
-    """Whether the binary's text shows DynamicResources' PodGroupPostFilter taking part, which it does
-    or not from one run of the same wave to the next (measured: docs/differential.md)."""
-    return any(artifact in text for artifact in DRA_ARTIFACTS)
-
-
-def _compare_pod(
-    outcome: WaveOutcome, name: str, pod: PodResult | None, first: str | None, prefix: str, random: bool
-) -> PodComparison:
-    """schedulable and message (not where the binary's messages for the group are random); for an
-    ordinary pod, node as the one-pod harness compares it."""
-    cmp = PodComparison(f"default/{name}", prefix)
-    upstream_node = outcome.nodes[name]
-    kubesched_node = pod.node if pod is not None and pod.result == "Scheduled" else None
-    cmp.check("schedulable", upstream_node is not None, kubesched_node is not None)
-    notes = outcome.messages[name]
-    if random:
-        cmp.adjusted += 1
-        cmp.observed.add("binary-random-message")
-    elif notes or first is not None:
-        cmp.check("message", notes[0] if notes else None, first)
-    alone = "schedulingGroup" not in next(p for p in outcome.pods if p["metadata"]["name"] == name)["spec"]
-    if alone and upstream_node is not None and pod is not None and kubesched_node is not None:
-        top = _top_nodes(pod)
-        cmp.check("node", True, upstream_node in top if top else upstream_node == kubesched_node)
-    return cmp
-
-
-def _compare_group(
-    outcome: WaveOutcome, group: str, names: list[str], mine: dict[str, PodResult], prefix: str
-) -> PodComparison:
-    cmp = PodComparison(f"default/{group}", prefix)
-    upstream_bound = sorted(n for n in names if outcome.nodes[n] is not None)
-    kubesched_bound = sorted(n for n in names if n in mine and mine[n].result == "Scheduled")
-    cmp.check("group-bound", upstream_bound, kubesched_bound)
-    if upstream_bound and upstream_bound == kubesched_bound:
-        if all(len(_top_nodes(mine[n])) <= 1 for n in kubesched_bound):  # none: one feasible node
-            upstream_nodes = Counter(outcome.nodes[n] for n in upstream_bound)
-            kubesched_nodes = Counter(mine[n].node for n in kubesched_bound)
-            cmp.check("node", dict(upstream_nodes), dict(kubesched_nodes))
-        else:
-            cmp.observed.add("group-node-ties")
-    return cmp
 
 
 def _top_nodes(pod: PodResult) -> set[str]:

@@ -82,13 +82,15 @@ def run_group_scenarios(
     out_dir: Path,
     *,
     topology: bool = False,
+    priorities: bool = True,
     live_every: int = 0,
     on_mismatch: Callable[[dict[str, Any]], None] | None = None,
     log: TextIO = sys.stderr,
     using: Harnesses | None = None,
 ) -> Tally:
     """Each seed's group scenario through upstream and kubesched (gang gates; `topology` adds
-    TopologyAwareWorkloadScheduling); every `live_every`-th also through `kubesched run`."""
+    TopologyAwareWorkloadScheduling; without `priorities` nothing preempts); every `live_every`-th
+    also through `kubesched run`."""
     gates: Gates = TOPOLOGY_GATES if topology else GANG_GATES
     if using is None:
         with harnesses(live=live_every > 0, gates=gates) as h:
@@ -96,6 +98,7 @@ def run_group_scenarios(
                 seeds,
                 out_dir,
                 topology=topology,
+                priorities=priorities,
                 live_every=live_every,
                 on_mismatch=on_mismatch,
                 log=log,
@@ -104,7 +107,7 @@ def run_group_scenarios(
     tally = Tally(comparisons={c: [0, 0] for c in GROUP_COMPARISONS})
     started = time.monotonic()
     for n, seed in enumerate(seeds, 1):
-        scenario = generate_groups(seed, topology=topology)
+        scenario = generate_groups(seed, topology=topology, priorities=priorities)
         live = live_every > 0 and seed % live_every == 0
         results, files, waves = compare_group_scenario(using, scenario, out_dir, live=live)
         for wave in waves:

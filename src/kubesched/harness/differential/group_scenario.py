@@ -59,8 +59,9 @@ class GroupScenario(Scenario):
 
 
 class _Gen(Dice):
-    def __init__(self, seed: int, topology: bool) -> None:
+    def __init__(self, seed: int, topology: bool, priorities: bool) -> None:
         super().__init__(seed)
+        self.with_priorities = priorities
         self.s = GroupScenario(seed, label=f"g{seed}", topology=topology)
         #: CPU millis of the nodes, and asked for by the pods made so far (as if all were bound).
         self.capacity = 0
@@ -87,6 +88,7 @@ class _Gen(Dice):
         }
 
     def pod(self, name: str, cpu: str, priority: str | None, group: str | None) -> Obj:
+        priority = priority if self.with_priorities else None
         self.asked += _MILLIS[cpu]
         spec: Obj = {
             "containers": [{"name": "main", "image": "img-a:1", "resources": {"requests": {"cpu": cpu}}}],
@@ -106,6 +108,7 @@ class _Gen(Dice):
 
     def group(self, wave: Wave, name: str, priority: str | None) -> None:
         """One PodGroup and its pods, appended to `wave`."""
+        priority = priority if self.with_priorities else None
         spec: Obj = {}
         cpu = self.pick(_CPUS)
         size = self.rng.randint(2, 6)
@@ -148,6 +151,7 @@ class _Gen(Dice):
             self.s.features.add("ordinary-pods")
         else:
             priority = self.pick((None, None, *PRIORITY_CLASSES))
+            priority = priority if self.with_priorities else None
             if any(PRIORITY_CLASSES.get(priority or "", 0) > p for p in self.priorities):
                 self.s.features.add("competing-groups")  # it may take an earlier group's room
             self.priorities.append(PRIORITY_CLASSES.get(priority or "", 0))
@@ -155,9 +159,11 @@ class _Gen(Dice):
         return wave
 
 
-def generate_groups(seed: int, *, topology: bool = False) -> GroupScenario:
-    """The scenario of `seed`: 2-6 nodes, 0-6 running pods, 2-5 waves of gangs of 2-8 pods."""
-    g = _Gen(seed, topology)
+def generate_groups(seed: int, *, topology: bool = False, priorities: bool = True) -> GroupScenario:
+    """The scenario of `seed`: 2-6 nodes, 0-6 running pods, 2-5 waves of gangs of 2-8 pods.
+    Without `priorities` every pod has priority 0, so nothing preempts (the same draws are made:
+    the scenario is the seed's, its priorities left out)."""
+    g = _Gen(seed, topology, priorities)
     s = g.s
     s.nodes = [g.node(i) for i in range(g.rng.randint(2, 6))]
     names = [n["metadata"]["name"] for n in s.nodes]

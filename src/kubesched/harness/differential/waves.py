@@ -66,7 +66,8 @@ class WaveOutcome:
     """One wave's pods (node or None, FailedScheduling notes), groups and victims."""
 
     index: int
-    #: The wave's pods as the server admitted them, and its PodGroups as created.
+    #: The wave's pods and PodGroups as the server admitted them (a PodGroup's priority resolved from
+    #: its priorityClassName, as the binary reads it).
     pods: list[Obj]
     groups: list[Obj]
     #: The scenario's objects just before the wave was created (what kubesched is given).
@@ -113,11 +114,13 @@ def _play(target: ScenarioOnCluster, s: GroupScenario, wave: Wave, index: int) -
         pods.append({**api.post(pod_path("default"), body), "apiVersion": "v1", "kind": "Pod"})
     if wave.groups:
         target._wait_pods_seen([f"default/{p['metadata']['name']}" for p in pods])
-    for group in wave.groups:
-        api.post(PODGROUPS, group)
+    groups = [
+        {**api.post(PODGROUPS, group), "apiVersion": POD_GROUP_API, "kind": "PodGroup"}
+        for group in wave.groups
+    ]
     state = _settle(api, wave, {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods})
     seconds = time.monotonic() - started
-    nodes, messages, groups = state
+    nodes, messages, status = state
     for j, pod in enumerate(wave.pods):
         name = pod["metadata"]["name"]
         if nodes[name] is not None:
@@ -130,11 +133,11 @@ def _play(target: ScenarioOnCluster, s: GroupScenario, wave: Wave, index: int) -
     return WaveOutcome(
         index=index,
         pods=pods,
-        groups=copy.deepcopy(wave.groups),
+        groups=groups,
         before=before,
         nodes=nodes,
         messages=messages,
-        group_status=groups,
+        group_status=status,
         victims=sorted(f"default/{n}" for n in (existing | set(nodes)) - after),
         seconds=seconds,
     )
