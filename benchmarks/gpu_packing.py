@@ -5,7 +5,7 @@ through `kubesched.simulate.snapshot.run.simulate`, the engine of `kubesched sim
 
 * `default`       — examples/gpu/baseline-config.yaml: the upstream default plugins serve the
                     pods' `gpu-scheduler` name;
-* `gpu-scheduler` — examples/gpu/scheduler-config.yaml: the defaults + GPUScheduler (10),
+* `gpu-scheduler` — examples/gpu/scheduler-config.yaml: the defaults + GPUScheduler (2),
                     SpotScheduler (5), AZScheduler (3), NodeFilterLabel and Coscheduling.
 
 It prints one JSON object per run on stdout and a comparison table on stderr:

@@ -870,7 +870,7 @@ def test_the_gpu_example_configs_are_valid_and_share_the_gang_queue_sort() -> No
     assert all(s.points["queueSort"] == [("Coscheduling", 1)] for s in specs.values())
     gpu = specs["gpu-scheduler"]
     weights = dict(gpu.points["score"])
-    assert (weights["GPUScheduler"], weights["SpotScheduler"], weights["AZScheduler"]) == (10, 5, 3)
+    assert (weights["GPUScheduler"], weights["SpotScheduler"], weights["AZScheduler"]) == (2, 5, 3)
     for point in ("preFilter", "postFilter", "reserve", "permit"):
         assert "Coscheduling" in dict(gpu.points[point])
     assert "NodeFilterLabel" in dict(gpu.points["filter"])
