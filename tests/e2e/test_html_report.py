@@ -155,7 +155,6 @@ def test_a_comparison_report_draws_each_configuration_side_by_side(browser: obje
     for chart in (
         "chart-compare-results",
         "chart-compare-reasons",
-        "chart-compare-preemptions",
         "chart-compare-utilization",
         "chart-compare-stranded",
         "chart-compare-zones",
@@ -170,6 +169,16 @@ def test_a_comparison_report_draws_each_configuration_side_by_side(browser: obje
     assert "largest input pod still placeable" in table
     assert page.locator("#cards .card").count() == 5  # type: ignore[attr-defined]
     assert page.locator("#pods").is_hidden()  # type: ignore[attr-defined]
+    assert "chart-compare-preemptions" not in charts  # nothing evicted: no empty frame
+    for chart in charts:  # plotly's toolbar, shown on hover, covers no title
+        page.locator(f"#{chart}").hover()  # type: ignore[attr-defined]
+        title = page.locator(f"#{chart} .gtitle").bounding_box()  # type: ignore[attr-defined]
+        toolbar = page.locator(f"#{chart} .modebar").bounding_box()  # type: ignore[attr-defined]
+        assert title["x"] + title["width"] <= toolbar["x"], (chart, title, toolbar)
+    # The zone skew (the x axis' title) and the legend do not overlap.
+    skew = page.locator("#chart-compare-zones .g-xtitle").bounding_box()  # type: ignore[attr-defined]
+    legend = page.locator("#chart-compare-zones .legend").bounding_box()  # type: ignore[attr-defined]
+    assert skew["y"] + skew["height"] <= legend["y"], (skew, legend)
     assert problems == []
 
 
@@ -195,4 +204,55 @@ def test_a_snapshot_report_lists_its_workloads_and_their_pods(browser: object, t
     # The table fits the 1400-pixel viewport: no column is cut off.
     width = page.evaluate("() => document.getElementById('workloads-table').scrollWidth")  # type: ignore[attr-defined]
     assert width <= 1400 - 2 * 28, width
+    assert problems == []
+
+
+#: Where each part of the demo report lies at 1400 px: the pods table and its header cells, the
+#: panel beside it, the results chart's row labels, the heat map's title and column labels.
+_LAYOUT = """() => {
+  const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const wrap = document.querySelector('#pods .table-wrap');
+  return {
+    wrap: [wrap.scrollWidth, wrap.clientWidth],
+    heads: Object.fromEntries(
+      [...document.querySelectorAll('#pods-head th')].map((th) => [th.textContent, box(th)])),
+    panel: box(document.getElementById('explain')),
+    results: box(document.getElementById('chart-results')),
+    resultLabels: [...document.querySelectorAll('#chart-results .ytick text')].map(box),
+    heatTitle: box(document.querySelector('#chart-heatmap .gtitle')),
+    heatColumns: [...document.querySelectorAll('#chart-heatmap .xtick text')].map(box),
+    heatRows: document.querySelectorAll('#chart-heatmap .ytick text').length,
+  };
+}"""
+
+
+def test_the_demo_report_fits_1400_pixels(browser: object, tmp_path: Path) -> None:
+    """Issue 23's list, on the bundled demo: the pods table's NODE and REASON columns were cut off
+    behind the panel, the results chart's labels were cut ('hedulable'), and the heat map's title
+    sat on its column labels."""
+    path = kubesched_html(tmp_path, "demo", "--explain")
+    page, problems = open_report(browser, path, "demo-report.png")
+    layout = page.evaluate(_LAYOUT)  # type: ignore[attr-defined]
+    scroll, visible = layout["wrap"]
+    assert scroll <= visible, layout["wrap"]  # no column hidden behind a horizontal scroll
+    heads = layout["heads"]
+    assert list(heads) == ["POD", "PROFILE", "RESULT", "NODE", "ATTEMPTS", "REASON"]
+    panel_left = layout["panel"][0]
+    for name in ("NODE", "REASON"):
+        left, _, right, _ = heads[name]
+        assert right <= panel_left and right - left >= 60, (name, heads[name], panel_left)
+    chart_left = layout["results"][0]
+    assert layout["resultLabels"] and all(label[0] >= chart_left for label in layout["resultLabels"])
+    title_bottom = layout["heatTitle"][3]
+    assert all(column[1] >= title_bottom for column in layout["heatColumns"]), layout
+    assert layout["heatRows"] > 0
+    # An unschedulable pod's reason is in its row (two lines of it) and whole in the panel.
+    page.select_option("#pods-result", "Unschedulable")  # type: ignore[attr-defined]
+    row = page.locator("#pods-body tr").first  # type: ignore[attr-defined]
+    reason = row.locator("td.message")
+    assert reason.get_attribute("title").startswith("0/60 nodes are available")
+    assert reason.bounding_box()["height"] < 60
+    row.click()
+    assert reason.get_attribute("title") in page.locator("#explain").inner_text()  # type: ignore[attr-defined]
+    page.screenshot(path=str(ARTIFACTS / "demo-report-unschedulable.png"), full_page=True)  # type: ignore[attr-defined]
     assert problems == []

@@ -42,12 +42,15 @@ def compare_html(comparison: Comparison, *, title: str = "kubesched compare") ->
 
 
 def compare_figures(comparison: Comparison) -> list[Figure]:
-    """Results, reasons, preemptions, utilization, stranded resources, zones, gangs, then the table."""
+    """Results, reasons, preemptions, utilization, stranded resources, zones, gangs, then the table;
+    a chart with nothing to show (no pod evicted by any configuration, ...) is left out."""
     runs = comparison.runs
     figures = [_results(runs)]
     if any(r.unschedulable_by_reason for r in runs):
         figures.append(_reasons(runs))
-    figures += [_preemptions(runs), _utilization(runs)]
+    if any(r.evicted or r.preemptors for r in runs):
+        figures.append(_preemptions(runs))
+    figures.append(_utilization(runs))
     if any(r.stranded for r in runs):
         figures.append(_stranded(runs))
     if any(r.zones for r in runs):
@@ -180,10 +183,10 @@ def _stranded(runs: list[ConfigRun]) -> Figure:
     y = [[r.stranded.get(res, 0) for res in resources] for r in runs]
     data = _per_config(runs, resources, y, "%{y} free units stranded")
     layout = chart_layout(
-        "Stranded extended resources (too few free on a node for any pending pod)",
+        "Stranded extended resources",  # the definition is the axis title: the toolbar covered it
         barmode="group",
         hovermode="closest",
-        yaxis={"title": {"text": "units"}, "rangemode": "tozero"},
+        yaxis={"title": {"text": "free units no pending pod can use"}, "rangemode": "tozero"},
     )
     return new_figure("chart-compare-stranded", data, layout)
 
@@ -199,6 +202,9 @@ def _zones(runs: list[ConfigRun]) -> Figure:
         hovermode="closest",
         xaxis={"title": {"text": f"zone skew (max - min): {skews}"}},
         yaxis={"title": {"text": "pods"}, "rangemode": "tozero"},
+        # The legend below the axis title, not on it.
+        legend={"orientation": "h", "y": -0.32},
+        margin={"l": 60, "r": 20, "t": 40, "b": 90},
     )
     return new_figure("chart-compare-zones", data, layout)
 

@@ -37,6 +37,9 @@ def chart_layout(title: str, **extra: Any) -> dict[str, Any]:
         "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
         "hovermode": "x unified",
         "legend": {"orientation": "h", "y": -0.2},
+        # Plotly's toolbar, shown on hover, stands at the right edge rather than across the top,
+        # where it covered the end of a long title.
+        "modebar": {"orientation": "v"},
         **extra,
     }
 

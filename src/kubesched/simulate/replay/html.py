@@ -3,7 +3,9 @@ node heat maps over time, and every pod's life."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kubesched.simulate.html.figures import HEAT_COLORSCALE, Figure, chart_layout, new_figure
@@ -70,24 +72,60 @@ def _pod(pod: ReplayPod) -> dict[str, Any]:
 
 def replay_figures(report: ReplayReport) -> list[Figure]:
     """Pending over time, utilization over time, waits until bound, evictions, node heat maps."""
+    scale = time_scale(report)
     figures = [
-        _pending_figure(report),
-        _utilization_figure(report),
-        _latency_figure(report),
+        _pending_figure(report, scale),
+        _utilization_figure(report, scale),
+        _latency_figure(report, scale),
     ]
-    figures += [_time_heatmap(h) for h in report.heatmaps]
+    figures += [_time_heatmap(h, scale) for h in report.heatmaps]
     return figures
 
 
-def _minutes(times: Sequence[float]) -> list[float]:
-    return [round(t / 60, 3) for t in times]
+#: Replays longer than this are plotted in hours: a day in minutes reads as "1440".
+HOURS_FROM_SECONDS = 6 * 3600
+#: The wait histogram has about this many bins over the waits up to their p99...
+WAIT_BINS = 40
+#: ... and at most this many over all of them (one outlier must not make thousands of bars).
+MAX_WAIT_BINS = 400
 
 
-_TIME_AXIS = {"title": {"text": "virtual time (minutes)"}}
+@dataclass(frozen=True)
+class TimeScale:
+    """The unit of every virtual-time axis of one report."""
+
+    seconds: float
+    unit: str
+
+    def of(self, times: Sequence[float]) -> list[float]:
+        return [round(t / self.seconds, 3) for t in times]
+
+    @property
+    def axis(self) -> dict[str, Any]:
+        return {"title": {"text": f"virtual time ({self.unit}s)"}}
 
 
-def _pending_figure(report: ReplayReport) -> Figure:
-    t = _minutes([s.t for s in report.timeline])
+def time_scale(report: ReplayReport) -> TimeScale:
+    """Hours for a replay longer than HOURS_FROM_SECONDS, minutes otherwise."""
+    end = max([report.summary.virtual_seconds, *(s.t for s in report.timeline)])
+    return TimeScale(3600.0, "hour") if end > HOURS_FROM_SECONDS else TimeScale(60.0, "minute")
+
+
+def wait_bin_size(waits: Sequence[float], p99: float | None) -> float | None:
+    """A round bin width (1, 2 or 5 times a power of ten, seconds) that shows the waits most pods
+    had: about WAIT_BINS bins up to the p99, at most MAX_WAIT_BINS in all. None when every wait is 0."""
+    top = max(waits, default=0.0)
+    if top <= 0:
+        return None
+    wanted = max((p99 or top) / WAIT_BINS, top / MAX_WAIT_BINS)
+    if wanted <= 0:
+        wanted = top / MAX_WAIT_BINS
+    power = 10.0 ** math.floor(math.log10(wanted))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= wanted)
+
+
+def _pending_figure(report: ReplayReport, scale: TimeScale) -> Figure:
+    t = scale.of([s.t for s in report.timeline])
     data = [
         {
             "type": "scatter",
@@ -118,7 +156,7 @@ def _pending_figure(report: ReplayReport) -> Figure:
     ]
     layout = chart_layout(
         "Pending pods over time",
-        xaxis=_TIME_AXIS,
+        xaxis=scale.axis,
         yaxis={"title": {"text": "pending / evicted"}, "rangemode": "tozero"},
         yaxis2={"title": {"text": "running"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
         margin={"l": 60, "r": 60, "t": 40, "b": 50},
@@ -126,8 +164,8 @@ def _pending_figure(report: ReplayReport) -> Figure:
     return new_figure("chart-pending", data, layout)
 
 
-def _utilization_figure(report: ReplayReport) -> Figure:
-    t = _minutes([s.t for s in report.timeline])
+def _utilization_figure(report: ReplayReport, scale: TimeScale) -> Figure:
+    t = scale.of([s.t for s in report.timeline])
     resources = sorted({r for s in report.timeline for r in s.utilization}, key=lambda r: (r != "cpu", r))
     data = [
         {
@@ -142,13 +180,13 @@ def _utilization_figure(report: ReplayReport) -> Figure:
     ]
     layout = chart_layout(
         "Cluster utilization (requested / allocatable)",
-        xaxis=_TIME_AXIS,
+        xaxis=scale.axis,
         yaxis={"title": {"text": "%"}, "range": [0, 100]},
     )
     return new_figure("chart-utilization", data, layout)
 
 
-def _latency_figure(report: ReplayReport) -> Figure:
+def _latency_figure(report: ReplayReport, scale: TimeScale) -> Figure:
     """Histogram of creation-to-bind waits, with the per-sample p90 over time beside it."""
     waits = [p.wait_seconds for p in report.pods if p.wait_seconds is not None]
     lat = report.summary.latency
@@ -161,12 +199,13 @@ def _latency_figure(report: ReplayReport) -> Figure:
             "hovertemplate": "waited %{x} s: %{y} pods<extra></extra>",
             "xaxis": "x",
             "yaxis": "y",
+            **({"xbins": {"start": 0, "size": size}} if (size := wait_bin_size(waits, lat.p99)) else {}),
         },
         {
             "type": "scatter",
             "mode": "markers",
             "name": "p90 of the pods bound in each interval",
-            "x": _minutes([s.t for s in report.timeline if s.wait_p90 is not None]),
+            "x": scale.of([s.t for s in report.timeline if s.wait_p90 is not None]),
             "y": [s.wait_p90 for s in report.timeline if s.wait_p90 is not None],
             "marker": {"color": "#ef6c00", "size": 5},
             "xaxis": "x2",
@@ -196,18 +235,18 @@ def _latency_figure(report: ReplayReport) -> Figure:
         grid={"rows": 1, "columns": 2, "pattern": "independent"},
         xaxis={"title": {"text": "seconds waited"}, "domain": [0, 0.47]},
         yaxis={"title": {"text": "pods"}, "type": "log" if len(waits) > 100 else "linear"},
-        xaxis2={**_TIME_AXIS, "domain": [0.55, 1], "anchor": "y2"},
+        xaxis2={**scale.axis, "domain": [0.55, 1], "anchor": "y2"},
         yaxis2={"title": {"text": "p90 wait (s)"}, "anchor": "x2", "rangemode": "tozero"},
         shapes=shapes,
     )
     return new_figure("chart-latency", data, layout)
 
 
-def _time_heatmap(heat: HeatMap) -> Figure:
+def _time_heatmap(heat: HeatMap, scale: TimeScale) -> Figure:
     data = [
         {
             "type": "heatmap",
-            "x": _minutes(heat.times),
+            "x": scale.of(heat.times),
             "y": heat.rows,
             "z": heat.values,
             "zmin": 0,
@@ -215,15 +254,15 @@ def _time_heatmap(heat: HeatMap) -> Figure:
             "colorscale": HEAT_COLORSCALE,
             "reversescale": True,
             "colorbar": {"title": {"text": "% requested"}},
-            "hovertemplate": "%{y}<br>minute %{x}: %{z}% " + heat.resource + "<extra></extra>",
+            "hovertemplate": f"%{{y}}<br>{scale.unit} %{{x}}: %{{z}}% {heat.resource}<extra></extra>",
             "hoverongaps": False,
         }
     ]
     layout = chart_layout(
         f"Node {heat.resource} utilization over time",
         hovermode="closest",
-        xaxis=_TIME_AXIS,
-        yaxis={"autorange": "reversed", "automargin": True, "showticklabels": len(heat.rows) <= 80},
+        xaxis=scale.axis,
+        yaxis={"autorange": "reversed", "automargin": True},
     )
     return new_figure(
         f"chart-heatmap-{heat.resource}", data, layout, height=min(900, 160 + 12 * len(heat.rows))

@@ -138,7 +138,11 @@ def _results_figure(report: Report) -> Figure:
         for result, n in sorted(counts.items(), key=lambda kv: -kv[1])
     ]
     layout = chart_layout(
-        "Pods by result", showlegend=False, hovermode="closest", xaxis={"title": {"text": "pods"}}
+        "Pods by result",
+        showlegend=False,
+        hovermode="closest",
+        xaxis={"title": {"text": "pods"}},
+        yaxis={"automargin": True},  # room for the longest result name ("Unschedulable")
     )
     return new_figure("chart-results", data, layout, height=80 + 40 * max(1, len(counts)))
 
@@ -174,8 +178,12 @@ def _node_heatmap(nodes: Sequence[NodeUsage]) -> Figure:
     layout = chart_layout(
         "Node utilization (requested / allocatable)",
         hovermode="closest",
-        yaxis={"autorange": "reversed", "automargin": True, "showticklabels": len(rows) <= 80},
+        # Row labels on any size: plotly shows as many as fit (a group's first and last node on
+        # clusters grouped to MAX_HEATMAP_ROWS rows), and every row says its name on hover.
+        yaxis={"autorange": "reversed", "automargin": True},
         xaxis={"side": "top"},
+        # The resource names sit above the map, under the title: room for both.
+        margin={"l": 60, "r": 20, "t": 72, "b": 20},
     )
     return new_figure("chart-heatmap", data, layout, height=min(900, 120 + 14 * len(rows)))
 

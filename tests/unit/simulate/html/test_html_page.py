@@ -12,7 +12,7 @@ from tests.unit.simulate.replay.test_replay import create, run
 from kubesched.cli import main
 from kubesched.simulate.html.figures import MAX_HEATMAP_ROWS
 from kubesched.simulate.html.page import render_page
-from kubesched.simulate.replay.html import replay_html
+from kubesched.simulate.replay.html import replay_figures, replay_html, wait_bin_size
 from kubesched.simulate.snapshot.html import snapshot_figures
 from kubesched.simulate.snapshot.model import NodeUsage, Report, Summary
 from kubesched.testing.builders import make_node, make_pod
@@ -124,3 +124,35 @@ def test_a_snapshot_page_carries_its_workloads_and_each_pods_workload(
     assert {p["workload"] for p in data["pods"]} == {"Deployment default/web"}  # type: ignore[attr-defined]
     page = render_page("t", "", [], [], [], [])
     assert b'id="workloads"' in page and embedded_data(page)["workloads"] == []
+
+
+def test_a_day_long_replay_is_plotted_in_hours_and_a_short_one_in_minutes() -> None:
+    """A day in minutes read as 0..1440 on every time axis."""
+    day = run(
+        create(0, make_node("n1", cpu="2")),
+        create(0, make_pod("early", cpu="1")),
+        create(86_400, make_pod("late", cpu="1")),
+    )
+    figures = {f["id"]: f for f in replay_figures(day)}
+    assert figures["chart-pending"]["layout"]["xaxis"]["title"]["text"] == "virtual time (hours)"
+    assert max(figures["chart-pending"]["data"][0]["x"]) == 24.0
+    assert "hour %{x}" in figures["chart-heatmap-cpu"]["data"][0]["hovertemplate"]
+    short = run(create(0, make_node("n1", cpu="2")), create(600, make_pod("p", cpu="1")))
+    pending = {f["id"]: f for f in replay_figures(short)}["chart-pending"]
+    assert pending["layout"]["xaxis"]["title"]["text"] == "virtual time (minutes)"
+
+
+def test_the_wait_histogram_bins_fit_the_waits_most_pods_had() -> None:
+    """Plotly's own binning drew 500 s bins over waits of seconds."""
+    assert wait_bin_size([0.0] * 17 + [540.0] * 4, 540.0) == 20.0
+    seconds = [1.0, 2.0, 3.0] * 100
+    assert wait_bin_size(seconds, 3.0) == 0.1  # 40 bins up to the p99
+    assert wait_bin_size([*seconds, 600.0], 3.0) == 2.0  # one outlier: at most 400 bins in all
+    assert wait_bin_size([0.0, 0.0], 0.0) is None
+    report = run(
+        create(0, make_node("n1", cpu="2")),
+        create(0, make_pod("a", cpu="2"), run_for=30),
+        create(0, make_pod("b", cpu="2")),
+    )
+    latency = {f["id"]: f for f in replay_figures(report)}["chart-latency"]
+    assert latency["data"][0]["xbins"] == {"start": 0, "size": 1.0}  # b waited 30 s

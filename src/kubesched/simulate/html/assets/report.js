@@ -69,9 +69,11 @@
     for (const pod of shown.slice(page * PAGE, (page + 1) * PAGE)) {
       const row = el("tr", { "data-pod": `${pod.ns}/${pod.name}` });
       for (const [key] of columns) {
-        const td = el("td", {}, cell(pod, key));
+        const text = cell(pod, key);
+        // A long reason shows its first two lines (all of it on hover and in the panel).
+        const td = key === "message" ? el("td", { class: "message", title: text }, el("div", { class: "clamp" }, text)) : el("td", {}, text);
         if (key === "result") td.className = `result result-${pod.result}`;
-        if (key === "message") td.className = "message";
+        if (key === "pod" || key === "node") td.className = key;
         row.append(td);
       }
       if (pod === selected) row.classList.add("selected");
