@@ -35,6 +35,8 @@ ROWS = (
     "duplicate_scheduled_events",
     "bound_without_event",
     "events_lost_with_process",
+    "takeover_seconds",
+    "acquired_to_first_bind_seconds",
     "exit_code",
     "exit_seconds",
     "peak_rss_mib",

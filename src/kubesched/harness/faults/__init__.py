@@ -28,13 +28,16 @@ already be in etcd (`binds_that_took`). From that:
   does too): those are `events_lost_with_process`. Events that fail during an outage are retried, so
   an outage alone loses none; the ledger waits out the retry schedule for them. `without_event`
   names the first few unexplained pods (who bound them, when) and the replicas' complaints;
+* `takeover_seconds` (leader-kill, split-brain): from the leader's kill or pause to the first
+  Binding another replica sent; `acquired_to_first_bind_seconds`: from the Lease's `acquireTime`
+  (the new holder's) to that Binding, how ready the standby was when it got the Lease;
 * `exit_code`, `exit_seconds`: how the replica that lost the Lease or got SIGTERM ended;
 * `peak_rss_mib`: the largest resident set of the replicas.
 
 Every process is started here and stopped by pid (`ManagedProcess`), also when a scenario fails.
 """
 
-from kubesched.harness.faults.ledger import Bind, binds_that_took, read_binds
+from kubesched.harness.faults.ledger import Bind, binds_that_took, first_bind_after, read_binds
 from kubesched.harness.faults.model import Figures, Scale
 from kubesched.harness.faults.replicas import FLAVOURS
 from kubesched.harness.faults.scenarios import SCENARIOS, fault_control_plane, run_scenario
@@ -47,6 +50,7 @@ __all__ = [
     "Scale",
     "binds_that_took",
     "fault_control_plane",
+    "first_bind_after",
     "read_binds",
     "run_scenario",
 ]

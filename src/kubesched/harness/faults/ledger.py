@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-__all__ = ["Bind", "binds_that_took", "read_binds"]
+__all__ = ["Bind", "binds_that_took", "epoch_seconds", "first_bind_after", "read_binds"]
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,8 @@ class Bind:
     code: int
 
 
-def _epoch(stamp: str) -> float:
+def epoch_seconds(stamp: str) -> float:
+    """An RFC 3339 time from the API server (audit log, Lease) as epoch seconds."""
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
@@ -46,7 +47,7 @@ def read_binds(path: Path, namespace: str) -> list[Bind]:
                 namespace=namespace,
                 pod=ref.get("name", ""),
                 node=target,
-                received=_epoch(event["requestReceivedTimestamp"]),
+                received=epoch_seconds(event["requestReceivedTimestamp"]),
                 code=int((event.get("responseStatus") or {}).get("code", 0)),
             )
         )
@@ -66,3 +67,9 @@ def binds_that_took(binds: list[Bind], bound_to: dict[str, str]) -> list[Bind]:
         if b.pod not in answered and bound_to.get(b.pod) == b.node:
             unanswered[b.pod] = b
     return sorted(took + list(unanswered.values()), key=lambda b: b.received)
+
+
+def first_bind_after(binds: list[Bind], since: float, *, not_by: str) -> Bind | None:
+    """The first Binding another replica than `not_by` sent after `since` (whatever the answer):
+    when a standby that took over started binding."""
+    return next((b for b in binds if b.received > since and b.user != not_by), None)

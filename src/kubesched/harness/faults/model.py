@@ -36,6 +36,10 @@ class Figures:
     events_lost_with_process: int = 0
     #: The first few `bound_without_event` pods: who bound them, and when, against any death.
     without_event: list[str] = field(default_factory=list)
+    #: Leader lost (killed or paused) -> the standby's first Binding, and Lease acquired -> that
+    #: Binding: the lease's own wait, then how hot the standby was.
+    takeover_seconds: float | None = None
+    acquired_to_first_bind_seconds: float | None = None
     exit_code: int | None = None
     exit_seconds: float | None = None
     peak_rss_mib: float = 0.0

@@ -18,7 +18,7 @@ from kubesched.harness.fake_nodes import (
     list_pods,
     pod_manifest,
 )
-from kubesched.harness.faults.ledger import Bind, binds_that_took, read_binds
+from kubesched.harness.faults.ledger import Bind, binds_that_took, epoch_seconds, first_bind_after, read_binds
 from kubesched.harness.faults.model import Figures, Scale
 from kubesched.harness.faults.replicas import Flavour, Replica
 
@@ -56,6 +56,8 @@ class Run:
         #: user -> when it died with Events maybe unsent (SIGKILL, or exit while the API was down).
         self.died_unsent: dict[str, float] = {}
         self.selector: dict[str, str] | None = None
+        #: (user, when) of a leader lost on purpose, for the takeover figures.
+        self.takeover_from: tuple[str, float] | None = None
         self.started = time.monotonic()
         self.started_epoch = time.time()
         create_namespace(api, self.namespace)
@@ -118,12 +120,15 @@ class Run:
             time.sleep(0.2)
         return n
 
-    def holder(self) -> str:
+    def _lease_spec(self) -> dict[str, Any]:
         try:
             lease = self.api.get(f"/apis/coordination.k8s.io/v1/namespaces/default/leases/{self.lease}")
         except (ApiError, OSError):
-            return ""
-        return str((lease.get("spec") or {}).get("holderIdentity") or "")
+            return {}
+        return dict(lease.get("spec") or {})
+
+    def holder(self) -> str:
+        return str(self._lease_spec().get("holderIdentity") or "")
 
     def wait_leading(self, timeout: float = 60.0) -> None:
         """Until someone holds the Lease: with one replica started, that one leads."""
@@ -253,7 +258,20 @@ class Run:
         for r in self.replicas:
             r.note_rss()
             f.peak_rss_mib = max(f.peak_rss_mib, r.rss)
+        self._takeover(f)
         return f
+
+    def _takeover(self, f: Figures) -> None:
+        if self.takeover_from is None:
+            return
+        user, since = self.takeover_from
+        first = first_bind_after(read_binds(self.cp.audit_log_path, self.namespace), since, not_by=user)
+        if first is None:
+            return
+        f.takeover_seconds = round(first.received - since, 2)
+        acquired = self._lease_spec().get("acquireTime")
+        if acquired:
+            f.acquired_to_first_bind_seconds = round(first.received - epoch_seconds(str(acquired)), 3)
 
     def _overfilled(self, ok: list[Bind]) -> int:
         """Shrunk nodes pushed over their new cpu by a bind received > STALE_AFTER after the shrink."""

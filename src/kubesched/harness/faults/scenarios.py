@@ -30,6 +30,7 @@ def split_brain(run: Run) -> None:
     b = run.replica()
     run.create_pods(run.scale.pods)
     run.wait_bound(run.scale.pods // 10, 60)
+    run.takeover_from = (a.user, time.time())
     a.signal(signal.SIGSTOP)
     duration = run.scale.lease[0]
     time.sleep(duration + 3 * run.scale.lease[2] + 2)  # the standby takes over and binds
@@ -50,6 +51,7 @@ def leader_kill(run: Run) -> None:
     run.replica()
     run.create_pods(run.scale.pods)
     run.wait_bound(run.scale.pods // 10, 60)
+    run.takeover_from = (a.user, time.time())
     a.signal(signal.SIGKILL)
     a.wait_exit(10)
     run.died_unsent[a.user] = time.time()  # after the death: a Binding it sent may still be in flight
