@@ -899,3 +899,24 @@ def test_stale_heap_entry_of_a_deleted_then_readded_pod_is_skipped() -> None:
     again = q.pop()
     assert again is not None and again.pod_info.priority == 0
     assert q.pop() is None
+
+
+@pytest.mark.parametrize("ranked", [False, True], ids=["less", "sort-key"])
+def test_a_heap_mostly_of_deleted_pods_is_rebuilt_at_the_next_pop(ranked: bool) -> None:
+    """A standby sees every pod the leader binds leave activeQ; the first pop after a takeover must
+    not walk through all their heap entries one by one."""
+    q, clock = make_queue(sort_key=PrioritySort().sort_key if ranked else None)
+    for i in range(300):
+        clock.advance_to(float(i))
+        q.add(info(f"p{i:03d}", priority=i % 3))
+    for i in range(300):
+        if i % 10:
+            q.delete(key(f"p{i:03d}"))
+    assert len(q._active_heap) == 300
+    left = [f"p{i:03d}" for i in range(0, 300, 10)]
+    expected = sorted(left, key=lambda n: (-(int(n[1:]) % 3), int(n[1:])))
+    first = q.pop()
+    assert first is not None and first.pod.metadata.name == expected[0]
+    assert len(q._active_heap) == len(left) - 1
+    q.done(first.key)
+    assert drain(q) == expected[1:]
