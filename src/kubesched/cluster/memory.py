@@ -63,8 +63,11 @@ class RecordedEvent:
 
 
 class MemoryCluster:
-    def __init__(self, objects: LoadedObjects, now: Any = lambda: 0.0) -> None:
+    def __init__(self, objects: LoadedObjects, now: Any = lambda: 0.0, *, keep_events: bool = True) -> None:
+        """`keep_events=False` records no Event: a long replay would keep one or more per pod for
+        nobody (its report reads the scheduler's attempts, not Events)."""
         self._now = now
+        self._keep_events = keep_events
         self.priority_classes: dict[str, PriorityClass] = {
             pc.metadata.name: pc for pc in objects.priority_classes
         }
@@ -232,7 +235,8 @@ class MemoryCluster:
     def record_event(
         self, pod: Pod, *, type: str, reason: str, action: str, note: str, reporter: str
     ) -> None:
-        self.events.append(RecordedEvent(self._now(), type, reason, action, note, reporter, pod.key))
+        if self._keep_events:
+            self.events.append(RecordedEvent(self._now(), type, reason, action, note, reporter, pod.key))
 
     def set_pod_scheduled_condition(
         self, pod: Pod, *, reason: str, message: str, nominated_node_name: str | None

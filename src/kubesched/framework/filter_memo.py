@@ -122,6 +122,11 @@ class FilterMemo:
             return (id(fwk), skipped, key), pod
         return (id(fwk), skipped, shape), None
 
+    def bound(self, key: str) -> None:
+        """The pod was bound: its shape is not asked for again (kept, it would hold the pod object
+        of every pod scheduled, up to MAX_SHAPES). Its own verdicts age out with the others."""
+        self._shapes.pop(key, None)
+
     def forget(self, key: str) -> None:
         """The pod left the queue: drop what is kept for it alone."""
         self._shapes.pop(key, None)

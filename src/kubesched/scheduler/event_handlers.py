@@ -105,6 +105,7 @@ class EventHandlers:
             self._pending.pop(key, None)
             if was_pending:
                 self._queue.delete(key)
+                self._filter_memo.bound(key)
             known = self._cache.pod_info(key)  # typically the assumed copy of this very pod
             same_spec = known is not None and known.pod.spec == new.spec
             updated = known.with_pod(new) if known is not None and same_spec else PodInfo(new)

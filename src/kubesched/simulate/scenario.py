@@ -146,6 +146,9 @@ def parse_scenario(
     """
     with _collector_paused():
         documents = [d for d in parse_documents(text, source) if d is not None]
+        # The text is parsed: free it now rather than when the events are decoded (a 100,000-event
+        # file's text is as large as the file; `load_scenario` holds no other reference).
+        del text
         if len(documents) != 1:
             raise InputError(f"expected one Scenario document, found {len(documents)}", source=source)
         found: list[InputError] | None = None if lenient is None else []
@@ -210,6 +213,9 @@ def _scenario(doc: Any, source: str, lenient: list[InputError] | None) -> Scenar
     objects = LoadedObjects()
     events: list[TimelineEvent] = []
     for i, raw in enumerate(raw_events):
+        # Each parsed event's dicts are freed once decoded, so their memory holds the next events'
+        # Structs: reading peaks near the Structs' size, not the parsed document's plus theirs.
+        raw_events[i] = None
         event = _event(raw, i, lenient)
         if event.ref.kind in TIMELINE_KINDS:
             events.append(event)

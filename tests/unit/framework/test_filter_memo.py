@@ -254,3 +254,16 @@ def test_few_nodes_are_filtered_per_node_and_many_in_one_batch() -> None:
     SEEN.clear()
     fwk.run_filter(CycleState(), pod, table.all())
     assert SEEN == [PER_NODE_FILTER_MAX + 1]
+
+
+def test_a_bound_pod_leaves_no_shape_behind() -> None:
+    fwk = framework(LOCAL)
+    table = full_table()
+    memo = FilterMemo()
+    key = pod_key(WAITING)
+    for _ in range(2):  # the second retry finds verdicts kept, so it works out the pod's shape
+        memo.run_filter(fwk, pre_filtered(fwk, WAITING, table), WAITING, key, table.all())
+    assert key in memo._shapes
+    memo.bound(key)
+    assert key not in memo._shapes
+    assert len(memo) == 1  # the shape's verdicts stay for the next pod of that shape

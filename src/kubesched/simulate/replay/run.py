@@ -102,7 +102,9 @@ class _Replay:
                 check_node_quantities(event.obj)
         self.progress = progress
         self.clock = VirtualClock()
-        self.cluster = MemoryCluster(_static_objects(initial, scenario.objects), self.clock.now)
+        self.cluster = MemoryCluster(
+            _static_objects(initial, scenario.objects), self.clock.now, keep_events=False
+        )
         self.workloads = (
             TimelineControllers(self.cluster, seed=seed, now=self.clock.now)
             if needs_controllers(self.cluster.objects, scenario)
