@@ -7,6 +7,14 @@ from kubesched.framework.registry import Registry
 from kubesched.plugins.contrib.az_scheduler import AZScheduler
 from kubesched.plugins.contrib.coscheduling import Coscheduling
 from kubesched.plugins.contrib.gpu_scheduler import GPUScheduler
+from kubesched.plugins.contrib.gpu_share.plugin import (
+    FGD,
+    BestFit,
+    DotProd,
+    GpuClustering,
+    GpuPacking,
+    RandomScore,
+)
 from kubesched.plugins.contrib.node_filter_label import NodeFilterLabel
 from kubesched.plugins.contrib.spot_scheduler import SpotScheduler
 from kubesched.plugins.default_binder import DefaultBinder
@@ -58,6 +66,12 @@ BUILTIN_PLUGINS: tuple[type, ...] = (
     SpotScheduler,
     AZScheduler,
     Coscheduling,
+    RandomScore,
+    DotProd,
+    GpuClustering,
+    GpuPacking,
+    BestFit,
+    FGD,
 )
 
 

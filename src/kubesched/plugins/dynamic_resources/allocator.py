@@ -36,6 +36,7 @@ from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim
 from kubesched.plugins.dynamic_resources.allocator_types import AllocatedState, DeviceID, nanos
 from kubesched.plugins.dynamic_resources.match_cache import MatchCache
 from kubesched.plugins.dynamic_resources.pools import SliceIndex
+from kubesched.plugins.dynamic_resources.preference import DevicePreference
 from kubesched.plugins.dynamic_resources.search import Search
 
 __all__ = ["Allocator"]
@@ -59,6 +60,8 @@ class Allocator:
         self.cache = match_cache if match_cache is not None else MatchCache()
         self._share_id = share_id or _default_share_id
         self._consumed_counters: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
+        #: The order to try a node's devices in (None: upstream's); see `preference.py`.
+        self.prefer: DevicePreference | None = None
 
     # ------------------------------------------------------------------ public
     def allocate(

@@ -82,6 +82,7 @@ from kubesched.plugins.dynamic_resources.fast_filter import fast_filter, fast_re
 from kubesched.plugins.dynamic_resources.manager import DeviceState
 from kubesched.plugins.dynamic_resources.match_cache import MatchCache
 from kubesched.plugins.dynamic_resources.pools import SliceIndex
+from kubesched.plugins.dynamic_resources.preference import preference_in
 from kubesched.plugins.dynamic_resources.state import STATE_KEY, PreFilterState
 from kubesched.plugins.dynamic_resources.writer import ResourceClaimWriter
 
@@ -296,6 +297,7 @@ class DynamicResources(
                 statuses.append(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NOT_AVAILABLE))
         if data.allocator is None and data.extended is None:
             return BatchFilterResult(codes, statuses)
+        _prefer(state, data)
         undecided = codes < 0
         table = self._device_table(self._slice_index()) if data.fast else None
         feasible, verify = fast_filter(data, table, nodes, undecided)
@@ -399,6 +401,7 @@ class DynamicResources(
                 return scores  # the fast filter knew every node's subrequest
             slow = ~known
         infos = nodes.table.infos
+        _prefer(state, data)
         for i in np.flatnonzero(slow).tolist():
             try:
                 results = self._allocate_on(data, infos[int(nodes.rows[i])])
@@ -429,6 +432,7 @@ class DynamicResources(
             )
             if info is None:
                 return Status.as_error("claim allocation not found for node")
+            _prefer(state, data)
             try:
                 results = self._allocate_on(data, info)
             except (AllocationError, NodeRejected) as err:
@@ -543,6 +547,12 @@ class DynamicResources(
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return self._hints.events_to_register()
+
+
+def _prefer(state: CycleState, data: PreFilterState) -> None:
+    """Hand the cycle's device preference (written by a plugin's PreFilter, after ours) to the allocator."""
+    if data.allocator is not None:
+        data.allocator.prefer = preference_in(state)
 
 
 def _status_code(statuses: list[Status], status: Status) -> int:

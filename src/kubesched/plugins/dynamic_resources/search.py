@@ -61,6 +61,8 @@ class Search:
         self.counters: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
         self.shared: dict[DeviceID, dict[str, int]] = {}
         self.selectable: dict[tuple[int, int, int, DeviceID], bool] = {}
+        #: (claim, request, subrequest) -> the devices in the device preference's order
+        self.preferred: dict[tuple[int, int, int], list[Candidate]] = {}
         self.steps = 0
 
     # ------------------------------------------------------------------ setup
@@ -176,6 +178,8 @@ class Search:
                 return True
             undo()
             return False
+        if self.alloc.prefer is not None:
+            return self._one_preferred(ci, ri, si, di, in_sub, req, start[2])
         # The request's next device comes after the one just taken (`start`): the search tries
         # sets of devices, not every order of each set (8 of 8 GPUs with one busy: 2^7 steps,
         # not 7!), and one request takes a shared device once, as v1.37.2's allocator does (its
@@ -205,6 +209,45 @@ class Search:
                         return True
                     undo()
         return False
+
+    def _one_preferred(
+        self, ci: int, ri: int, si: int, di: int, in_sub: bool, req: Request, first: int
+    ) -> bool:
+        """The loop of `_one` over the devices in the order of the cycle's device preference: ranked
+        once when the request takes its first device, and the request's next device comes after the
+        one just taken in that order (`first`), as in upstream's order."""
+        prefer = self.alloc.prefer
+        assert prefer is not None
+        key = (ci, ri, si)
+        if di == 0 or key not in self.preferred:
+            if any(pool.invalid_reason for pool in self.pools):
+                raise AllocationError("invalid resource pools were encountered")
+            found = [cand for pool in self.pools for cand in self._candidates(pool)]
+            self.preferred[key] = list(prefer.order(self.node, req, found, self._consumed))
+        ordered = self.preferred[key]
+        for k in range(first, len(ordered)):
+            cand = ordered[k]
+            if req.admin_access:
+                if ci in self.allocating.get(cand.id, ()):
+                    continue
+            elif self._in_use(cand):
+                continue
+            if not self._is_selectable(ci, ri, req, cand):
+                continue
+            undo = self._allocate_device(ci, req, cand, must=False)
+            if undo is None:
+                continue
+            if self._one(ci, ri, si, di + 1, in_sub, (0, 0, k + 1)):
+                return True
+            undo()
+        return False
+
+    def _consumed(self, device: DeviceID) -> dict[str, int]:
+        before = self.alloc.allocated.consumed.get(device, {})
+        pending = self.shared.get(device)
+        if not pending:
+            return dict(before)
+        return {name: before.get(name, 0) + pending.get(name, 0) for name in before.keys() | pending.keys()}
 
     def _in_use(self, cand: Candidate) -> bool:
         if cand.device.allow_multiple_allocations:
