@@ -122,6 +122,9 @@ class ClaimLedger:
     #: (device, +1/-1) changes, for incremental readers (the fast filter's free-device mask)
     log: list[tuple[DeviceID, int]] = field(default_factory=list)
     log_start: int = 0
+    #: shared devices whose consumed capacity changed, in order (for the shared-capacity filter)
+    shared_log: list[DeviceID] = field(default_factory=list)
+    shared_log_start: int = 0
 
     def sync(self, claims: Sequence[ResourceClaim]) -> None:
         """Catch up with the listed claims. Claims are immutable structs, so only objects not seen
@@ -236,15 +239,30 @@ class ClaimLedger:
                 acc[name] = acc.get(name, 0) + sign * value
             if not any(acc.values()):
                 del state.consumed[device]
+            self.shared_log.append(device)
         if len(self.log) > _LOG_LIMIT:
             drop = len(self.log) // 2
             del self.log[:drop]
             self.log_start += drop
+        if len(self.shared_log) > _LOG_LIMIT:
+            drop = len(self.shared_log) // 2
+            del self.shared_log[:drop]
+            self.shared_log_start += drop
         self.version += 1
 
     @property
     def log_position(self) -> int:
         return self.log_start + len(self.log)
+
+    @property
+    def shared_log_position(self) -> int:
+        return self.shared_log_start + len(self.shared_log)
+
+    def shared_changes_since(self, position: int) -> list[DeviceID] | None:
+        """Shared devices whose consumption changed since `position` (None: some were dropped)."""
+        if position < self.shared_log_start:
+            return None
+        return self.shared_log[position - self.shared_log_start :]
 
     def changes_since(self, position: int) -> list[tuple[DeviceID, int]] | None:
         """Device changes since `position` (None: some were dropped; the reader starts over)."""

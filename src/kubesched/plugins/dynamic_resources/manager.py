@@ -14,6 +14,7 @@ from kubesched.plugins.dynamic_resources.claims import ClaimLedger
 from kubesched.plugins.dynamic_resources.device_table import DeviceTable
 from kubesched.plugins.dynamic_resources.match_cache import MatchCache
 from kubesched.plugins.dynamic_resources.pools import SliceIndex
+from kubesched.plugins.dynamic_resources.shared_fast import SharedIndex
 
 __all__ = ["DeviceState", "fingerprint"]
 
@@ -31,6 +32,7 @@ class DeviceState:
         self._rules: Sequence[DeviceTaintRule] | None = None
         self._index: SliceIndex | None = None
         self._table: DeviceTable | None = None
+        self._shared: SharedIndex | None = None
 
     def slice_index(self, slices: Sequence[ResourceSlice], rules: Sequence[DeviceTaintRule]) -> SliceIndex:
         if self._index is not None and slices is self._slices and rules is self._rules:
@@ -42,6 +44,13 @@ class DeviceState:
             self._seen = seen
         self._slices, self._rules = slices, rules
         return self._index
+
+    def shared_index(self, index: SliceIndex) -> SharedIndex:
+        """The shared-capacity filter's devices, with their capacity in use brought up to date."""
+        if self._shared is None or self._shared.index is not index:
+            self._shared = SharedIndex(index, self.match_cache)
+        self._shared.sync(self.ledger)
+        return self._shared
 
     def device_table(self, index: SliceIndex) -> DeviceTable:
         if self._table is None or self._table.index is not index:

@@ -83,6 +83,7 @@ from kubesched.plugins.dynamic_resources.manager import DeviceState
 from kubesched.plugins.dynamic_resources.match_cache import MatchCache
 from kubesched.plugins.dynamic_resources.pools import SliceIndex
 from kubesched.plugins.dynamic_resources.preference import preference_in
+from kubesched.plugins.dynamic_resources.shared_fast import shared_request
 from kubesched.plugins.dynamic_resources.state import STATE_KEY, PreFilterState
 from kubesched.plugins.dynamic_resources.writer import ResourceClaimWriter
 
@@ -261,6 +262,8 @@ class DynamicResources(
             fast = fast_requests(to_allocate, classes) if extended is None else None
         data = PreFilterState(resolved, to_allocate, allocator, selectors, fast, has_sub, self.filter_timeout)
         data.extended = extended
+        if extended is None and not has_sub:
+            data.shared = shared_request(to_allocate, classes)
         data.stale = stale
         state.write(STATE_KEY, data)
         return None
@@ -301,6 +304,11 @@ class DynamicResources(
         undecided = codes < 0
         table = self._device_table(self._slice_index()) if data.fast else None
         feasible, verify = fast_filter(data, table, nodes, undecided)
+        if data.shared is not None and verify.any():
+            handled, fits = self._devices.shared_index(self._slice_index()).decide(data.shared, nodes)
+            handled &= verify
+            feasible |= handled & fits
+            verify &= ~handled
         cannot = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, CANNOT_ALLOCATE)
         timed_out = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, TIMED_OUT)
         for i in np.flatnonzero(verify).tolist():

@@ -18,6 +18,7 @@ from kubesched.framework.status import Status
 from kubesched.plugins.dynamic_resources.allocator import Allocator
 from kubesched.plugins.dynamic_resources.claims import ClaimRef
 from kubesched.plugins.dynamic_resources.extended_claim import ExtendedClaim
+from kubesched.plugins.dynamic_resources.shared_fast import SharedRequest
 
 __all__ = ["STATE_KEY", "FastRequest", "PreFilterState"]
 
@@ -54,6 +55,8 @@ class PreFilterState:
     rejected: dict[str, Status] = field(default_factory=dict)
     #: allocated claims (positions in refs) whose binding failed or timed out
     stale: list[int] = field(default_factory=list)
+    #: the pod's one request for shared capacity, for the shared-capacity filter (None: not its case)
+    shared: SharedRequest | None = None
 
     def clone(self) -> PreFilterState:
         return self
