@@ -111,6 +111,17 @@ def gpu_packing(out: list[Any]) -> None:
     assert by_profile["gpu-scheduler"]["gpuPodsScheduled"] >= by_profile["default"]["gpuPodsScheduled"]
 
 
+def fgd_openb(out: list[Any]) -> None:
+    (o,) = out
+    has(o, "BestFit", "FGD", "timing")
+    for policy in ("BestFit", "FGD"):
+        curve = o[policy]
+        assert list(curve) == ["90", "100", "110", "120", "130"]
+        assert all(0 <= v <= 100 for v in curve.values())
+        assert curve["130"] <= curve["90"]  # nothing leaves: allocated GPUs only grow
+    has(o["timing"], "runs", "wallSeconds", "cpuSecondsPerRun")
+
+
 def extender_abuse(out: list[Any]) -> None:
     (o,) = out
     has(o, "rss_idle_mib", "rss_peak_mib", "vm_hwm_mib", "seconds")
@@ -199,6 +210,7 @@ CHECKS: dict[str, Callable[[list[Any]], None]] = {
         cel_candidates,
         explain_report_memory,
         gpu_packing,
+        fgd_openb,
         extender_abuse,
         extender_latency,
         sweep_speedup,

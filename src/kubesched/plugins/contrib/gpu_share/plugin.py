@@ -25,7 +25,7 @@ from kubesched.framework.interfaces import (
     Scores,
 )
 from kubesched.framework.node_info import NodeInfo
-from kubesched.framework.node_table import NodeSet, NodeTable
+from kubesched.framework.node_table import IndexArray, NodeSet, NodeTable
 from kubesched.framework.status import Status
 from kubesched.plugins.contrib.gpu_share.args import GpuSharePolicyArgs
 from kubesched.plugins.contrib.gpu_share.gpu_choice import GpuChoice
@@ -61,6 +61,19 @@ class _PodShape:
         return self
 
 
+class _RowScores:
+    """One shape's score per table row, and which rows are current."""
+
+    __slots__ = ("node_generation", "position", "scores", "table", "valid")
+
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        self.node_generation = table.node_generation
+        self.position = table.pod_log_position
+        self.scores: Scores = np.zeros(len(table), dtype=np.int64)
+        self.valid: np.ndarray[Any, np.dtype[np.bool_]] = np.zeros(len(table), dtype=np.bool_)
+
+
 class GpuSharePolicy(PreFilterPlugin, BatchScorePlugin, ScorePlugin):
     """What the six share: the pod's shape, the nodes' GPU rows, the GPU choice. Subclasses define
     `_scores` (and `_gpu_order` when they choose GPUs their own way; the default is BestFit's)."""
@@ -81,6 +94,7 @@ class GpuSharePolicy(PreFilterPlugin, BatchScorePlugin, ScorePlugin):
         )
         self.rows = GpuRows(self.args.driver, self.args.capacity)
         self._state_key = f"{self.name}/shape"
+        self._cache: dict[TaskShape, _RowScores] = {}
 
     # ------------------------------------------------------------------ inputs
     def _list(self, kind: str) -> Any:
@@ -135,9 +149,32 @@ class GpuSharePolicy(PreFilterPlugin, BatchScorePlugin, ScorePlugin):
         if shape is None or len(nodes) == 0:
             return np.zeros(len(nodes), dtype=np.int64)
         self._refresh(nodes.table)
-        return self._scores(shape, nodes)
+        return self._cached_scores(shape, nodes)
 
-    def _scores(self, shape: TaskShape, nodes: NodeSet) -> Scores:
+    def _cached_scores(self, shape: TaskShape, nodes: NodeSet) -> Scores:
+        """A row's score for a shape depends on the row's pods only: kept per shape, computed again
+        for the rows whose pods changed since (a pod changes one row), so a replay of thousands of
+        pods on a thousand nodes costs a few rows per pod, not every row."""
+        table = nodes.table
+        entry = self._cache.get(shape)
+        if entry is None or entry.table is not table or entry.node_generation != table.node_generation:
+            entry = self._cache[shape] = _RowScores(table)
+        else:
+            changed = table.rows_changed_since(entry.position)
+            if changed is None:
+                entry.valid[:] = False
+            elif changed:
+                entry.valid[changed] = False
+            entry.position = table.pod_log_position
+        rows = nodes.rows
+        missing = rows[~entry.valid[rows]]
+        if len(missing):
+            entry.scores[missing] = self._scores(shape, table, missing)
+            entry.valid[missing] = True
+        out: Scores = entry.scores[rows]
+        return out
+
+    def _scores(self, shape: TaskShape, table: NodeTable, rows: IndexArray) -> Scores:
         raise NotImplementedError
 
 
@@ -150,7 +187,7 @@ class RandomScore(GpuSharePolicy):
         super().__init__(args, handle)
         self.rng = random.Random(self.args.seed)
 
-    def _scores(self, shape: TaskShape, nodes: NodeSet) -> Scores:
+    def _cached_scores(self, shape: TaskShape, nodes: NodeSet) -> Scores:
         return random_scores(len(nodes), self.rng)
 
     def _gpu_order(self, table: NodeTable, node: str, free: list[int], shape: TaskShape) -> list[int]:
@@ -162,9 +199,8 @@ class DotProd(GpuSharePolicy):
 
     name: ClassVar[str] = "DotProd"
 
-    def _scores(self, shape: TaskShape, nodes: NodeSet) -> Scores:
-        free = self.rows.free[nodes.rows]
-        return dot_product_scores(nodes.gather(self.rows.cpu_free(nodes.table)), free, shape)
+    def _scores(self, shape: TaskShape, table: NodeTable, rows: IndexArray) -> Scores:
+        return dot_product_scores(self.rows.cpu_free(table)[rows], self.rows.free[rows], shape)
 
 
 class GpuClustering(GpuSharePolicy):
@@ -181,10 +217,10 @@ class GpuClustering(GpuSharePolicy):
                 out[cls] += 1
         return out
 
-    def _scores(self, shape: TaskShape, nodes: NodeSet) -> Scores:
-        infos = nodes.table.infos
-        classes = [self.rows.classes(int(r), infos[int(r)], self._classify) for r in nodes.rows]
-        return gpu_clustering_scores(self.rows.free[nodes.rows], classes, shape)
+    def _scores(self, shape: TaskShape, table: NodeTable, rows: IndexArray) -> Scores:
+        infos = table.infos
+        classes = [self.rows.classes(r, infos[r], self._classify) for r in rows.tolist()]
+        return gpu_clustering_scores(self.rows.free[rows], classes, shape)
 
 
 class GpuPacking(GpuSharePolicy):
@@ -192,8 +228,8 @@ class GpuPacking(GpuSharePolicy):
 
     name: ClassVar[str] = "GpuPacking"
 
-    def _scores(self, shape: TaskShape, nodes: NodeSet) -> Scores:
-        return gpu_packing_scores(self.rows.free[nodes.rows], self.rows.count[nodes.rows], shape)
+    def _scores(self, shape: TaskShape, table: NodeTable, rows: IndexArray) -> Scores:
+        return gpu_packing_scores(self.rows.free[rows], self.rows.count[rows], shape)
 
 
 class BestFit(GpuSharePolicy):
@@ -201,9 +237,8 @@ class BestFit(GpuSharePolicy):
 
     name: ClassVar[str] = "BestFit"
 
-    def _scores(self, shape: TaskShape, nodes: NodeSet) -> Scores:
-        free = self.rows.free[nodes.rows]
-        return best_fit_scores(nodes.gather(self.rows.cpu_free(nodes.table)), free, shape)
+    def _scores(self, shape: TaskShape, table: NodeTable, rows: IndexArray) -> Scores:
+        return best_fit_scores(self.rows.cpu_free(table)[rows], self.rows.free[rows], shape)
 
 
 class FGD(GpuSharePolicy):
@@ -232,10 +267,9 @@ class FGD(GpuSharePolicy):
             out[i] = self._model_accepts(models[r])
         return out
 
-    def _scores(self, shape: TaskShape, nodes: NodeSet) -> Scores:
-        rows = nodes.rows
+    def _scores(self, shape: TaskShape, table: NodeTable, rows: IndexArray) -> Scores:
         scores, _ = fgd_scores(
-            nodes.gather(self.rows.cpu_free(nodes.table)),
+            self.rows.cpu_free(table)[rows],
             self.rows.free[rows],
             self._accepts_rows(rows),
             shape,
