@@ -5,7 +5,8 @@ sampled uniformly (seeded) from the trace until the GPU requests reach 130 % of 
 shuffled (seeded) into one arrival order, never leaving. Every task is a pod; its GPUs are DRA
 devices with a consumable `share` of 1000 (a whole GPU asks for `count` devices, a shared one for
 `capacity.requests.share`, `gpu_spec` is a CEL selector on the model). One policy scores the nodes
-(the other score plugins are off) and chooses the GPU of a shared task. The typical tasks FGD
+(the other score plugins are off, and every feasible node is scored, as in the authors' runs) and
+chooses the GPU of a shared task. The typical tasks FGD
 measures fragmentation against come from the trace's own task list.
 
 A pod that fails never fits later (nothing leaves), so the unallocated GPUs after the k-th
@@ -50,6 +51,7 @@ TARGET = 1.3
 PROFILE = """
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
+percentageOfNodesToScore: 100
 profiles:
 - schedulerName: default-scheduler
   plugins:

@@ -24,6 +24,7 @@ spec:
 PROFILE = """
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
+percentageOfNodesToScore: 100
 profiles:
 - schedulerName: default-scheduler
   plugins:
