@@ -122,3 +122,14 @@ def test_args_are_checked_and_weights_normalised() -> None:
         typical_tasks=[TypicalTaskArg(cpu_milli=1000, gpu_milli=500, gpu_count=1, weight=3), TypicalTaskArg()]
     )
     assert FGD(args).typical.freqs.tolist() == [0.75, 0.25]
+
+
+def test_fgd_chooses_the_gpu_with_the_cpu_free_before_the_pod() -> None:
+    args = "{typicalTasks: [{cpuMilli: 4000, gpuMilli: 500, gpuCount: 1}]}"
+    # p1 leaves GPU 0 with 700 and 8 cores. p2 (500, 4 cores) leaves 4 cores, enough for a typical
+    # task: on GPU 0 it would strand 200, on GPU 1 nothing, so FGD takes GPU 1 and no whole GPU is
+    # left for p3. By Reserve p2 is assumed; counting its CPU twice would see no room for a typical
+    # task, score both GPUs alike and take GPU 0.
+    node = gpu_node("n0", 2, cpu="9")
+    pods = [task("p1", share=300), task("p2", cpu="4", share=500), task("p3", gpus=1)]
+    assert placements("FGD", node, *pods, args=args)["p3"] is None

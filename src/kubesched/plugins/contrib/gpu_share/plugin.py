@@ -126,18 +126,22 @@ class GpuSharePolicy(PreFilterPlugin, BatchScorePlugin, ScorePlugin):
         shape = self._shape(state, pod)
         if shape is not None and shape.gpu_count > 0:
             table = nodes.table
+            # The free CPU before the pod: by Reserve, where the GPU is chosen, the pod is assumed.
+            cpu_before = self.rows.cpu_free(table)
             state.write(
                 DEVICE_PREFERENCE_KEY,
                 GpuChoice(
                     self.args.driver,
                     self.args.capacity,
                     shape.cpu_milli,
-                    lambda node, free, ask: self._gpu_order(table, node, free, ask),
+                    lambda node, free, ask: self._gpu_order(table, cpu_before, node, free, ask),
                 ),
             )
         return None
 
-    def _gpu_order(self, table: NodeTable, node: str, free: list[int], shape: TaskShape) -> list[int]:
+    def _gpu_order(
+        self, table: NodeTable, cpu_free: Scores, node: str, free: list[int], shape: TaskShape
+    ) -> list[int]:
         return best_fit_gpus(free, shape)
 
     # ------------------------------------------------------------------ Score
@@ -190,7 +194,9 @@ class RandomScore(GpuSharePolicy):
     def _cached_scores(self, shape: TaskShape, nodes: NodeSet) -> Scores:
         return random_scores(len(nodes), self.rng)
 
-    def _gpu_order(self, table: NodeTable, node: str, free: list[int], shape: TaskShape) -> list[int]:
+    def _gpu_order(
+        self, table: NodeTable, cpu_free: Scores, node: str, free: list[int], shape: TaskShape
+    ) -> list[int]:
         return random_gpus(free, shape, self.rng)
 
 
@@ -277,13 +283,14 @@ class FGD(GpuSharePolicy):
         )
         return scores
 
-    def _gpu_order(self, table: NodeTable, node: str, free: list[int], shape: TaskShape) -> list[int]:
+    def _gpu_order(
+        self, table: NodeTable, cpu_free: Scores, node: str, free: list[int], shape: TaskShape
+    ) -> list[int]:
         row = table.index.get(node)
-        if row is None:
+        if row is None or row >= len(cpu_free):
             return best_fit_gpus(free, shape)
-        cpu_free = int(self.rows.cpu_free(table)[row])
         return fgd_gpus(
-            cpu_free,
+            int(cpu_free[row]),
             free,
             self._model_accepts(self.rows.models[row] if row < len(self.rows.models) else ""),
             shape,
