@@ -125,13 +125,14 @@ ACCEPTED = [
     "DRASchedulerFilterTimeout=false",
     "StorageCapacityScoring=false,DRASchedulerFilterTimeout=false",
     "OpportunisticBatching=false",
+    # followed: GangScheduling joins the default profile
+    "GenericWorkload=true",
 ]
 
 #: Gate sets under which the binary's default profile differs from its default one, and the gate
 #: kubesched names when it refuses the set.
 CHANGING = [
-    ("GenericWorkload=true", "GenericWorkload=true"),
-    ("GenericWorkload=true,TopologyAwareWorkloadScheduling=true", "GenericWorkload=true"),
+    ("GenericWorkload=true,TopologyAwareWorkloadScheduling=true", "TopologyAwareWorkloadScheduling=true"),
     (
         "InPlacePodVerticalScalingSchedulerPreemption=true",
         "InPlacePodVerticalScalingSchedulerPreemption=true",

@@ -204,7 +204,7 @@ def config_note(paths: Sequence[str], objects: LoadedObjects, configs: Sequence[
     )
 
 
-def input_notes(objects: LoadedObjects) -> list[str]:
+def input_notes(objects: LoadedObjects, gates: FeatureGates = DEFAULT_GATES) -> list[str]:
     """What a user should know about the input before reading a report built from it: kinds that
     were left out, and an input with no nodes or nothing to schedule (else `0/0 pods scheduled`)."""
     notes: list[str] = []
@@ -218,10 +218,11 @@ def input_notes(objects: LoadedObjects) -> list[str]:
     controllers += [objects.replica_sets, objects.stateful_sets, objects.replication_controllers]
     workloads = any(controllers)  # they create pods during the run
     grouped = sum(1 for p in objects.pods if p.spec.scheduling_group is not None and not p.spec.node_name)
-    if grouped:
+    if grouped and not gates.enabled("GenericWorkload"):
         notes.append(
             f"{grouped} pending pod(s) name a PodGroup (spec.schedulingGroup): each is scheduled on its own, "
-            "as kube-scheduler does with GenericWorkload off (kubesched does not schedule pod groups yet)"
+            "as kube-scheduler does with GenericWorkload off (--feature-gates=GenericWorkload=true "
+            "schedules them by group)"
         )
     if not objects.nodes:
         notes.append("the input has no nodes, so no pod can be scheduled")

@@ -141,7 +141,7 @@ def _simulate(args: argparse.Namespace) -> int:
         return _replay(args, registry, gates)
     live = (lambda: cluster_objects(args, command="simulate", gates=gates)) if cluster_given(args) else None
     objects, config = load_inputs(args.paths, args.config, registry, gates, strict=args.strict, live=live)
-    for note in input_notes(objects):
+    for note in input_notes(objects, gates):
         print(f"kubesched: note: {note}", file=sys.stderr)
     wanted = frozenset(args.pod)
     errors: dict[str, BaseException] = {}

@@ -56,7 +56,6 @@ DEFAULT_ONLY: Mapping[str, str] = {
     "DRAOptionalNodeOperations": "optional node operations in DynamicResources",
     "DRAPartitionableDevices": "switching off partitionable devices in DynamicResources",
     "DRAWorkloadResourceClaims": "pod-group resource claims in DynamicResources",
-    "GenericWorkload": "the Workload and PodGroup API and the GangScheduling plugin",
     "InPlacePodLevelResourcesVerticalScaling": "switching off in-place resizes of pod-level resources",
     "InPlacePodVerticalScalingSchedulerPreemption": "the DeferredPodScheduling plugin",
     "MatchLabelKeysInPodTopologySpread": "switching off matchLabelKeys in PodTopologySpread",
@@ -73,7 +72,9 @@ DEFAULT_ONLY: Mapping[str, str] = {
 
 
 #: Gates kube-scheduler v1.37.2 reads that kubesched follows at either value.
-FOLLOWED = frozenset({"DRASchedulerFilterTimeout", "OpportunisticBatching", "StorageCapacityScoring"})
+FOLLOWED = frozenset(
+    {"DRASchedulerFilterTimeout", "GenericWorkload", "OpportunisticBatching", "StorageCapacityScoring"}
+)
 
 
 def _spec(name: str) -> tuple[str, bool, bool]:

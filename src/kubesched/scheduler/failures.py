@@ -75,6 +75,7 @@ class Failures:
         nominated: str | None,
         victims: list[str],
         reasons: list[tuple[str, int]] | None = None,
+        requeue: Callable[[QueuedPodInfo], object] | None = None,
     ) -> None:
         """The failure of an attempt in which no node fit (its own or a repeated one, which passes
         the `reasons` the first one counted)."""
@@ -98,6 +99,7 @@ class Failures:
             pre_filter=fit.diagnosis.pre_filter_status,
             post_filter=fit.diagnosis.post_filter_msg,
             reasons=fit.reason_counts().most_common(TOP_REASONS) if reasons is None else reasons,
+            requeue=requeue,
         )
 
     def fail(
@@ -113,10 +115,12 @@ class Failures:
         pre_filter: Status | None = None,
         post_filter: str = "",
         reasons: list[tuple[str, int]] | None = None,
+        requeue: Callable[[QueuedPodInfo], object] | None = None,
     ) -> None:
         """Upstream's handleSchedulingFailure: requeue, nominate, FailedScheduling event, condition.
 
         `nominated`: None keeps the pod's nomination, "" clears it, a node name nominates the pod.
+        `requeue` replaces the queue's own requeue (a pod-group member goes back as its group does).
         """
         key = qpi.key
         rejected = status.is_rejected()
@@ -129,7 +133,10 @@ class Failures:
         message = status.message()
         pod = self._pending.get(key)
         if pod is not None and not self._cache.has_pod(key):
-            self._queue.add_unschedulable_if_not_present(qpi, self._queue.scheduling_cycle)
+            if requeue is None:
+                self._queue.add_unschedulable_if_not_present(qpi, self._queue.scheduling_cycle)
+            else:
+                requeue(qpi)
             if nominated is not None:
                 self._nominator.add(qpi.pod_info, nominated)
             self._port.record_event(

@@ -138,6 +138,9 @@ class PodGroupCycle:
         self._failures = failures
         self._frameworks = frameworks
         self._observer = observer or (lambda outcome: None)
+        #: Per PodGroup: (unschedulable count, consecutive errors) of its cycles, as upstream keeps
+        #: them on the queued group; its members carry them back into the queue.
+        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
 
     def handles(self, pod: Pod) -> bool:
         """Whether `pod` is scheduled with its group (GenericWorkload on and it names a PodGroup)."""
@@ -176,10 +179,10 @@ class PodGroupCycle:
             fwk = self._validate(pod_group, members, groups)
         except _GroupError as err:
             error = Status.as_error(str(err))
+            requeue = self._requeue(group, Code.ERROR)
             for m in members:
-                self._failures.fail(
-                    self._frameworks.get(m.pod.spec.scheduler_name, fwk), m, error, started, filter_=None
-                )
+                own = self._frameworks.get(m.pod.spec.scheduler_name, fwk)
+                self._failures.fail(own, m, error, started, filter_=None, requeue=requeue)
             self._write_condition(pod_group, "False", "SchedulerError", str(err))
             self._report(pod_group, "Error", str(err), {})
             return
@@ -315,23 +318,25 @@ class PodGroupCycle:
         if group_status is not None and group_status.code == Code.UNSCHEDULABLE:
             self._pod_group_post_filter(fwk, pod_group, group_status)
         placement: dict[str, str] = {}
+        group = (pod_group.metadata.namespace or "default", pod_group.metadata.name)
+        requeue = self._requeue(group, Code.SUCCESS if group_status is None else group_status.code)
         for res in results:
             m = res.qpi
             if group_status is not None and group_status.code == Code.ERROR:
                 own = res.status if res.status is not None and res.status.code == Code.ERROR else group_status
-                self._failures.fail(fwk, m, own, started, filter_=None)
+                self._failures.fail(fwk, m, own, started, filter_=None, requeue=requeue)
             elif res.status is None and res.result is not None:
                 if group_status is None:
                     self._trial.assume_and_reserve(fwk, res.state, m, res.result, started)
                     placement[m.pod.metadata.name] = res.result.node
                 else:
                     rejected = Status(Code.UNSCHEDULABLE, group_status.message(), error=_Unschedulable())
-                    self._failures.fail(fwk, m, rejected, started, filter_=None)
+                    self._failures.fail(fwk, m, rejected, started, filter_=None, requeue=requeue)
             elif res.fit is not None:
-                self._failures.fail_fit(fwk, m, res.fit, started, nominated=None, victims=[])
+                self._failures.fail_fit(fwk, m, res.fit, started, nominated=None, victims=[], requeue=requeue)
             else:
                 assert res.status is not None
-                self._failures.fail(fwk, m, res.status, started, filter_=None)
+                self._failures.fail(fwk, m, res.status, started, filter_=None, requeue=requeue)
         if group_status is None:
             result, reason, message = "Scheduled", "Scheduled", ""
             self._write_condition(pod_group, "True", reason, message)
@@ -342,6 +347,27 @@ class PodGroupCycle:
             result, message = "Unschedulable", group_status.message()
             self._write_condition(pod_group, "False", "Unschedulable", message)
         self._report(pod_group, result, message, placement)
+
+    def _requeue(self, group: tuple[str, str], code: Code) -> Callable[[QueuedPodInfo], object]:
+        """How the group's failed members go back (upstream requeues the group as one entity): after
+        a success straight to activeQ, counters cleared; after a rejection or an error through
+        backoffQ with the group's counters. Never to the unschedulable pool."""
+        unschedulable, errors = self._counts.get(group, (0, 0))
+        if code == Code.SUCCESS:
+            unschedulable, errors = 0, 0
+        elif code == Code.ERROR:
+            errors += 1
+        else:
+            unschedulable, errors = unschedulable + 1, 0
+        self._counts[group] = (unschedulable, errors)
+        backoff = code != Code.SUCCESS
+
+        def requeue(qpi: QueuedPodInfo) -> object:
+            return self._queue.requeue_group_member(
+                qpi, unschedulable_count=unschedulable, consecutive_errors=errors, backoff=backoff
+            )
+
+        return requeue
 
     def _pod_group_post_filter(self, fwk: Framework, pod_group: PodGroup, status: Status) -> None:
         """DefaultPreemption's PodGroupPostFilter, as far as kubesched has it: with no pod of lower

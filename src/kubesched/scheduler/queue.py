@@ -377,6 +377,32 @@ class SchedulingQueue:
             strategy = self._strategy_for_in_flight(qpi, rec, scheduling_cycle)
         return self._requeue(qpi, strategy, SCHEDULE_ATTEMPT_FAILURE)
 
+    def requeue_group_member(
+        self, qpi: QueuedPodInfo, *, unschedulable_count: int, consecutive_errors: int, backoff: bool
+    ) -> str | None:
+        """A pod of a PodGroup back after its group's cycle (upstream AddAttemptedPodGroupIfNeeded):
+        it carries the group's counters and goes to backoffQ while the group backs off (`backoff`),
+        else to activeQ through PreEnqueue; never to the pool. Returns the queue (None: deleted).
+        Upstream's group entity carries no rejecting plugins, so no cluster event moves it early."""
+        key = qpi.key
+        if (where := self.where(key)) not in (None, IN_FLIGHT):
+            return where
+        rec = self._in_flight.get(key)
+        if rec is not None:
+            if rec.deleted:
+                return None
+            if rec.latest is not None:
+                qpi.pod_info = rec.latest
+        qpi.timestamp = self._clock.now()
+        qpi.gating_plugin = ""
+        qpi.unschedulable_count = unschedulable_count
+        qpi.consecutive_errors = consecutive_errors
+        if backoff and self.is_backing_off(qpi):
+            # The group entity has no rejecting plugins of its own, so upstream keeps it in the
+            # error backoff heap, which an idle scheduler does not pop early.
+            return self._push_backoff(qpi, SCHEDULE_ATTEMPT_FAILURE, errors=True)
+        return self._move_to_active(qpi, SCHEDULE_ATTEMPT_FAILURE)
+
     def retry_now(self, qpi: QueuedPodInfo) -> str | None:
         """Straight back to activeQ (through PreEnqueue), no backoff and no failure counted: for a pod
         whose decision was dropped before its bind was sent. Returns the queue it went to (None: it
@@ -599,8 +625,9 @@ class SchedulingQueue:
         self.incoming[ACTIVE, label] += 1
         return ACTIVE
 
-    def _push_backoff(self, qpi: QueuedPodInfo, label: str) -> str:
-        errors = qpi.consecutive_errors > 0
+    def _push_backoff(self, qpi: QueuedPodInfo, label: str, *, errors: bool | None = None) -> str:
+        if errors is None:
+            errors = qpi.consecutive_errors > 0
         entry = _BackoffEntry(qpi, self.backoff_expiry(qpi), self._next_seq(), errors)
         self._backoff[qpi.key] = entry
         heap = self._error_backoff_heap if errors else self._backoff_heap

@@ -44,7 +44,10 @@ ERRORS = [
         "NodeDeclaredFeatures=false",
         "cannot set feature gate NodeDeclaredFeatures to false, feature is locked",
     ),
-    ("GenericWorkload=true", "GenericWorkload=true changes scheduling and kubesched does not implement it"),
+    (
+        "GenericWorkload=true,PodGroupPreemptionPolicy=true",
+        "PodGroupPreemptionPolicy=true changes scheduling and kubesched does not implement it",
+    ),
     ("SchedulerAsyncPreemption=false", "SchedulerAsyncPreemption=false changes scheduling"),
     (
         "TopologyAwareWorkloadScheduling=true",

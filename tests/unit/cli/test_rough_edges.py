@@ -77,8 +77,25 @@ def test_pods_of_a_pod_group_are_scheduled_one_by_one_and_the_input_says_so(
     assert err == (
         "kubesched: note: 2 pending pod(s) name a PodGroup (spec.schedulingGroup): "
         "each is scheduled on its own, as kube-scheduler does with GenericWorkload off "
-        "(kubesched does not schedule pod groups yet)\n"
+        "(--feature-gates=GenericWorkload=true schedules them by group)\n"
     )
+    assert json.loads(out)["podGroups"] == []
+    # With the gate on the gang waits for its third pod, and the report says why nothing ran.
+    code, out, err = run(capsys, "simulate", str(path), "-o", "json", "--feature-gates=GenericWorkload=true")
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    assert [p["result"] for p in report["pods"]] == ["Gated", "Gated"]
+    assert report["podGroups"] == [
+        {
+            "namespace": "default",
+            "name": "g",
+            "result": "Pending",
+            "minCount": 3,
+            "pods": 2,
+            "message": None,
+            "placement": {},
+        }
+    ]
 
 
 def test_dash_reads_stdin(monkeypatch: pytest.MonkeyPatch, capsys: Capsys) -> None:

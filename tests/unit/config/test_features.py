@@ -119,8 +119,11 @@ def test_refused_as_the_binary_refuses(values: list[str], message: str) -> None:
 @pytest.mark.parametrize(
     ("values", "named"),
     [
-        (["GenericWorkload=true"], "GenericWorkload=true changes scheduling"),
-        (["GenericWorkload=true,TopologyAwareWorkloadScheduling=true"], "GenericWorkload=true changes"),
+        (
+            ["GenericWorkload=true,TopologyAwareWorkloadScheduling=true"],
+            "TopologyAwareWorkloadScheduling=true",
+        ),
+        (["GenericWorkload=true,PodGroupPreemptionPolicy=true"], "PodGroupPreemptionPolicy=true changes"),
         (["SchedulerAsyncPreemption=false"], "SchedulerAsyncPreemption=false changes scheduling"),
         (["SchedulerPopFromBackoffQ=false"], "SchedulerPopFromBackoffQ=false changes scheduling"),
         (
@@ -299,3 +302,10 @@ def test_a_field_written_with_its_gate_off_is_refused_as_upstream_refuses_it(
     with pytest.raises(InputError) as info:
         load_config(path, registry, parse_feature_gates([f"{gate}=false"]))
     assert str(info.value) == f"{path}: {message}"
+
+
+def test_generic_workload_is_followed_at_either_value() -> None:
+    for value in ("true", "false"):
+        gates = parse_feature_gates([f"GenericWorkload={value}"])
+        gates.refuse_unimplemented()
+        assert gates.ignored_notice() == ""

@@ -197,3 +197,44 @@ def test_a_late_member_that_fits_nowhere_leaves_a_scheduled_groups_condition_tru
     assert bed.outcomes[-1].result == "Unschedulable"
     assert bed.outcomes[-1].message == f"pod group is unschedulable, {NO_VICTIMS}"
     assert bed.condition("g") == ("True", "Scheduled", "")
+
+
+def test_simulate_reports_each_pod_group_with_the_condition_text() -> None:
+    from kubesched.simulate.snapshot.run import simulate_cluster
+
+    registry = default_registry(entry_points=False, features=GATES)
+    cfg = decode_config(CONFIG, "sched.yaml", registry, GATES)
+    pods = [member(f"a{i}", "g1", "3") for i in range(4)]
+    pods += [member(f"b{i}", "g2", "2") for i in range(2)]
+    pods += [member(f"c{i}", "g3", "1") for i in range(5)]
+    objects = LoadedObjects(
+        nodes=[make_node(f"n{i}", cpu="4", memory="8Gi") for i in range(4)],
+        pods=pods,
+        scheduling_pod_groups=[gang("g1", 4), gang("g2", 2), gang("g3", 5), gang("idle", 2)],
+    )
+    report, _ = simulate_cluster(objects, cfg, registry)
+    got = {
+        g.name: (g.result, g.min_count, g.pods, g.message, sorted(g.placement.values()))
+        for g in report.pod_groups
+    }
+    assert got == {
+        "g1": ("Scheduled", 4, 4, "", ["n0", "n1", "n2", "n3"]),
+        "g2": (
+            "Unschedulable",
+            2,
+            2,
+            f"minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, {NO_VICTIMS}",
+            [],
+        ),
+        "g3": (
+            "Unschedulable",
+            5,
+            5,
+            f"minCount (5) cannot be satisfied: 4 scheduled, 0 remaining, {NO_VICTIMS}",
+            [],
+        ),
+        "idle": ("Pending", 2, 0, None, []),
+    }
+    assert {p.name: p.result for p in report.pods if p.name.startswith("c")} == dict.fromkeys(
+        [f"c{i}" for i in range(5)], "Unschedulable"
+    )

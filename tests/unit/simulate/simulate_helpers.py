@@ -44,7 +44,7 @@ POD_KEYS = frozenset(
 #: Fields being added to `pods[]` by colleagues; allowed, neither required nor forbidden.
 POD_EXTRA_KEYS = frozenset({"victims"})
 NODE_KEYS = frozenset({"name", "pods", "allocatable", "requested"})
-REPORT_KEYS = frozenset({"pods", "nodes", "summary", "profiles", "workloads"})
+REPORT_KEYS = frozenset({"pods", "nodes", "summary", "profiles", "workloads", "podGroups"})
 SUMMARY_KEYS = frozenset({"scheduled", "unschedulable", "pods", "nodes", "seconds", "podsPerSecond"})
 #: Documented "in addition to the contract"; always present.
 SUMMARY_EXTRA_KEYS = frozenset({"errors", "gated", "waiting", "ignored"})

@@ -70,9 +70,10 @@ def kinds_read(config: KubeSchedulerConfiguration, registry: Registry) -> set[st
     return kinds
 
 
-def _group_note(objects: LoadedObjects, cluster: MemoryCluster, pod: Pod) -> list[str]:
-    """What a pod that names a PodGroup should be told: it is explained on its own, as the gate-off
-    scheduler kubesched runs schedules it."""
+def _group_note(objects: LoadedObjects, cluster: MemoryCluster, pod: Pod, grouped: bool = False) -> list[str]:
+    """What a pod that names a PodGroup should be told: with GenericWorkload off (`grouped` False) it
+    is explained on its own, as the binary schedules it; with the gate on explain still schedules
+    only this pod, so a gang of more than one cannot form here."""
     group = pod_group_of(pod)
     if group is None:
         return []
@@ -87,10 +88,15 @@ def _group_note(objects: LoadedObjects, cluster: MemoryCluster, pod: Pod) -> lis
         else "(basic policy)"
     )
     members = sum(1 for p in objects.pods if pod_group_of(p) == group)
+    if grouped:
+        return [
+            f"the pod names PodGroup {namespace}/{name} {what}, with {members} pod(s) in the snapshot: "
+            "explain schedules this pod alone, so its group is not formed here; `kubesched simulate "
+            "--feature-gates=GenericWorkload=true` schedules the group and reports it in podGroups"
+        ]
     return [
         f"the pod names PodGroup {namespace}/{name} {what}, with {members} pod(s) in the snapshot: it is "
-        "explained on its own, as kube-scheduler schedules it with GenericWorkload off (kubesched does "
-        "not schedule pod groups yet)"
+        "explained on its own, as kube-scheduler schedules it with GenericWorkload off"
     ]
 
 
@@ -164,7 +170,10 @@ def explain_pod(
             scored_nodes=0,
             top_nodes=[],
             score_weights=dict(fwk.score_weights),
-            notes=[*notes, *_group_note(objects, cluster, admitted)],
+            notes=[
+                *notes,
+                *_group_note(objects, cluster, admitted, registry.features.enabled("GenericWorkload")),
+            ],
             seconds=0.0,
         )
         if refused:

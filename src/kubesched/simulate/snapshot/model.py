@@ -1,6 +1,7 @@
 """The simulate report: a JSON contract that tests and outside tools rely on.
 
-    {"pods": [...], "nodes": [...], "summary": {...}, "profiles": [...], "workloads": [...]}
+    {"pods": [...], "nodes": [...], "summary": {...}, "profiles": [...], "workloads": [...],
+     "podGroups": [...]}
 
 Field names and meanings are documented in docs/simulate-report.md; change them only with care.
 """
@@ -83,6 +84,24 @@ class WorkloadResult(ReportStruct):
     message: str | None = None
 
 
+class PodGroupResult(ReportStruct):
+    """One scheduling.k8s.io PodGroup (GenericWorkload on): was it placed, why not, and where."""
+
+    namespace: str
+    name: str
+    #: Scheduled | Unschedulable | Error, from its PodGroupInitiallyScheduled condition; Pending when
+    #: it has none (no pod-group cycle ran: fewer than minCount pods, or members still gated).
+    result: str
+    #: Pods that must be placed together (1 for a `basic` policy).
+    min_count: int
+    #: Pods that name it, bound or not.
+    pods: int
+    #: The condition's message, the text the binary writes ("" when scheduled); null without one.
+    message: str | None = None
+    #: Its bound pods: pod name -> node.
+    placement: dict[str, str] = {}
+
+
 class Summary(ReportStruct):
     scheduled: int
     unschedulable: int
@@ -110,6 +129,8 @@ class Report(ReportStruct):
     profiles: list[ProfileWeights] = []
     #: The input's workloads (empty when it has none).
     workloads: list[WorkloadResult] = []
+    #: The input's scheduling.k8s.io PodGroups with GenericWorkload on (empty with the gate off).
+    pod_groups: list[PodGroupResult] = []
 
 
 #: `--pods` values and the results each selects ("unschedulable": every pod the run did not place).

@@ -30,6 +30,7 @@ from kubesched.simulate.snapshot.model import (
     Summary,
 )
 from kubesched.simulate.snapshot.names import PodPicker
+from kubesched.simulate.snapshot.pod_groups import pod_group_results
 from kubesched.simulate.snapshot.workloads import owner_label, owner_labels, pod_workloads, workload_results
 from kubesched.simulate.virtual_time import long_lived_heap, new_scheduler, run_until_settled
 from kubesched.simulate.workloads import (
@@ -240,6 +241,8 @@ def simulate_cluster(
     if controllers is not None:
         messages = {key: rec.message for key, rec in records.items() if rec.message}
         report.workloads = workload_results(controllers, cluster.nodes, messages)
+    if scheduler.pod_groups_enabled:
+        report.pod_groups = pod_group_results(cluster.groups)
     return report, cluster
 
 

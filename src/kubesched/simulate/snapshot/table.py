@@ -16,7 +16,7 @@ from rich.table import Table
 from kubesched.api.quantity import parse_quantity
 from kubesched.simulate.explain.table import pre_filter_line, rejection_table, score_table
 from kubesched.simulate.snapshot.groups import PodGroup, group_pods
-from kubesched.simulate.snapshot.model import NodeUsage, PodResult, Report, WorkloadResult
+from kubesched.simulate.snapshot.model import NodeUsage, PodGroupResult, PodResult, Report, WorkloadResult
 from kubesched.simulate.snapshot.workloads import workload_label
 
 _STYLE = {
@@ -57,6 +57,8 @@ def render_table(report: Report, console: Console, options: TableOptions = Table
         console.print()
     if report.workloads:
         console.print(workload_table(report.workloads))
+    if report.pod_groups:
+        console.print(pod_group_table(report.pod_groups))
     if options.nodes:
         console.print(_node_table(report.nodes))
     s = report.summary
@@ -85,6 +87,24 @@ def workload_table(workloads: list[WorkloadResult], *, title: str = "Workloads")
             str(w.old),
             escape(" ".join(f"{zone}:{n}" for zone, n in w.zones.items())),
             escape(w.message or ""),
+        )
+    return table
+
+
+def pod_group_table(groups: list[PodGroupResult]) -> Table:
+    """Each PodGroup: its result, pods bound of minCount, and the condition's message."""
+    table = Table(title="Pod groups", header_style="bold")
+    table.add_column("POD GROUP", overflow="fold", ratio=2)
+    table.add_column("RESULT")
+    table.add_column("BOUND", justify="right")
+    table.add_column("REASON", overflow="fold", ratio=5)
+    for g in groups:
+        style = _STYLE.get(g.result, "")
+        table.add_row(
+            escape(f"{g.namespace}/{g.name}"),
+            f"[{style}]{g.result}[/]" if style else g.result,
+            f"{len(g.placement)}/{g.min_count}",
+            escape(g.message or ""),
         )
     return table
 

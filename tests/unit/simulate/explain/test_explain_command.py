@@ -150,8 +150,13 @@ def test_a_pod_of_a_pod_group_is_explained_on_its_own_and_told_so(tmp_path: Path
     assert report["verdict"] == "Schedulable"
     assert report["notes"] == [
         "the pod names PodGroup default/train (gang, minCount 4), with 2 pod(s) in the snapshot: it is "
-        "explained on its own, as kube-scheduler schedules it with GenericWorkload off (kubesched does "
-        "not schedule pod groups yet)"
+        "explained on its own, as kube-scheduler schedules it with GenericWorkload off"
+    ]
+    report = explain_json(capsys, "w0", "--snapshot", str(path), "--feature-gates=GenericWorkload=true")
+    assert report["notes"] == [
+        "the pod names PodGroup default/train (gang, minCount 4), with 2 pod(s) in the snapshot: "
+        "explain schedules this pod alone, so its group is not formed here; `kubesched simulate "
+        "--feature-gates=GenericWorkload=true` schedules the group and reports it in podGroups"
     ]
     path = write_yaml(tmp_path / "c.yaml", node("a", cpu="4"), member)
     (note,) = explain_json(capsys, "w0", "--snapshot", str(path))["notes"]

@@ -83,6 +83,7 @@ def check_shape(report: Obj) -> None:
     """Key sets and types of every documented field."""
     assert set(report) == REPORT_KEYS
     assert report["workloads"] == []  # the input has no workload
+    assert report["podGroups"] == []  # GenericWorkload is off
     for profile in report["profiles"]:
         assert set(profile) == {"schedulerName", "scoreWeights"}
         assert all(type(w) is int and w > 0 for w in profile["scoreWeights"].values())
