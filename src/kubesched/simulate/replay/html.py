@@ -10,7 +10,7 @@ from typing import Any
 
 from kubesched.simulate.html.figures import HEAT_COLORSCALE, Figure, chart_layout, new_figure
 from kubesched.simulate.html.page import duration, render_page
-from kubesched.simulate.replay.model import HeatMap, ReplayPod, ReplayReport
+from kubesched.simulate.replay.model import GpuReport, HeatMap, ReplayPod, ReplayReport
 from kubesched.simulate.snapshot.html import pod_row, workload_row
 
 __all__ = ["replay_figures", "replay_html"]
@@ -78,6 +78,8 @@ def replay_figures(report: ReplayReport) -> list[Figure]:
         _utilization_figure(report, scale),
         _latency_figure(report, scale),
     ]
+    if report.gpu is not None and report.gpu.samples:
+        figures.append(_gpu_figure(report.gpu))
     figures += [_time_heatmap(h, scale) for h in report.heatmaps]
     return figures
 
@@ -240,6 +242,48 @@ def _latency_figure(report: ReplayReport, scale: TimeScale) -> Figure:
         shapes=shapes,
     )
     return new_figure("chart-latency", data, layout)
+
+
+def _gpu_figure(gpu: GpuReport) -> Figure:
+    """Unallocated and fragmented GPUs and failed pods against the arrived GPU requests, as the FGD
+    paper plots them."""
+    x = [s.arrived_percent for s in gpu.samples]
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "unallocated GPUs (%)",
+            "x": x,
+            "y": [s.unallocated_percent for s in gpu.samples],
+            "line": {"color": "#2e7d32"},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "fragmented GPUs (%, the FGD paper's measure)",
+            "x": x,
+            "y": [s.fragmented_percent for s in gpu.samples],
+            "line": {"color": "#ef6c00", "dash": "dash"},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "failed pods",
+            "x": x,
+            "y": [s.failed for s in gpu.samples],
+            "line": {"color": "#c62828", "shape": "hv"},
+            "yaxis": "y2",
+        },
+    ]
+    title = f"GPUs unallocated as requests arrive ({gpu.gpus} GPUs, {gpu.unallocated_percent}% at the end)"
+    layout = chart_layout(
+        title,
+        xaxis={"title": {"text": "arrived GPU requests (% of the cluster's GPUs)"}},
+        yaxis={"title": {"text": "% of all GPUs"}, "range": [0, 100]},
+        yaxis2={"title": {"text": "failed pods"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        margin={"l": 60, "r": 60, "t": 40, "b": 50},
+    )
+    return new_figure("chart-gpu", data, layout)
 
 
 def _time_heatmap(heat: HeatMap, scale: TimeScale) -> Figure:

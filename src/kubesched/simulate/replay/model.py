@@ -1,7 +1,8 @@
 """The report of a scenario replay: what happened over (virtual) time, as a JSON contract.
 
     {"scenario": str, "pods": [ReplayPod, ...], "nodes": [NodeUsage, ...], "summary": ReplaySummary,
-     "timeline": [Sample, ...], "heatmaps": [HeatMap, ...], "workloads": [WorkloadResult, ...]}
+     "timeline": [Sample, ...], "heatmaps": [HeatMap, ...], "workloads": [WorkloadResult, ...],
+     "gpu": GpuReport | null}
 
 Fields are documented in docs/scenarios.md; like the simulate report, they are added, never
 renamed. Times are seconds of virtual time since the scenario's start.
@@ -63,6 +64,35 @@ class HeatMap(ReportStruct):
     values: list[list[int | None]]
 
 
+class GpuSample(ReportStruct):
+    """The cluster when the arrived GPU requests reach `arrivedPercent` % of its GPUs."""
+
+    arrived_percent: int
+    #: Mean, over the observations at this percent, of the GPU share unallocated (% of all GPUs).
+    unallocated_percent: float
+    #: The same for the FGD paper's fragmentation: free share the typical tasks cannot use.
+    fragmented_percent: float
+    #: Pods created and not bound, at the last observation at this percent.
+    failed: int
+    #: Of those, pods that ask for GPUs.
+    failed_gpu: int
+
+
+class GpuReport(ReportStruct):
+    """GPU allocation over the arriving workload; `samples` one per whole percent reached."""
+
+    #: Where the GPUs are: "dra" (devices of gpu.kubesched.io) or "extended" (nvidia.com/gpu).
+    source: str
+    gpus: int
+    #: GPU requests of every pod created, in % of the cluster's GPUs.
+    arrived_percent: float
+    unallocated_percent: float
+    fragmented_percent: float
+    #: How many task shapes the fragmentation is measured against.
+    typical_tasks: int
+    samples: list[GpuSample]
+
+
 class ReplaySummary(ReportStruct):
     scenario: str
     events: int
@@ -96,3 +126,5 @@ class ReplayReport(ReportStruct):
     heatmaps: list[HeatMap]
     #: The workloads (timeline and PATHs) as they stand at the end, as in the simulate report.
     workloads: list[WorkloadResult] = []
+    #: GPU allocation over the arriving workload (replay/gpu.py); null when the cluster has no GPUs.
+    gpu: GpuReport | None = None

@@ -35,6 +35,7 @@ from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt
 from kubesched.simulate.node_quantities import check_node_quantities
+from kubesched.simulate.replay.gpu import GpuMeter
 from kubesched.simulate.replay.model import ReplayPod, ReplayReport, ReplaySummary
 from kubesched.simulate.replay.timeline import Counters, Sampler, default_interval, latency
 from kubesched.simulate.replay.workloads import TimelineControllers, needs_controllers
@@ -104,6 +105,12 @@ class _Replay:
         self.clock = VirtualClock()
         self.cluster = MemoryCluster(
             _static_objects(initial, scenario.objects), self.clock.now, keep_events=False
+        )
+        self.gpus = GpuMeter.for_scenario(
+            self.cluster.objects.resource_slices,
+            self.cluster.objects.resource_claim_templates,
+            (e.obj for e in self.events if isinstance(e.obj, Node)),
+            (e.obj for e in self.events if isinstance(e.obj, Pod) and e.action == "create"),
         )
         self.workloads = (
             TimelineControllers(self.cluster, seed=seed, now=self.clock.now)
@@ -177,6 +184,8 @@ class _Replay:
             self.progress(self.applied, len(events))
         self._complete_due(now)
         self._settle()
+        if self.gpus is not None and moved:
+            self.gpus.observe()
         if self.counters.bound != self.bound_before:
             self.bound_before = self.counters.bound
             moved = True
@@ -283,6 +292,8 @@ class _Replay:
         self.counters.created += 1
         if responsible:
             self.counters.pending += 1
+            if self.gpus is not None:
+                self.gpus.arrive(pod)
         return life
 
     def _update_pod(self, pod: Pod) -> None:
@@ -364,6 +375,8 @@ class _Replay:
             self.counters.running -= 1
         elif life.responsible and not life.error:
             self.counters.pending -= 1
+        if self.gpus is not None and life.responsible:
+            self.gpus.leave(pod, was_bound=life.bound is not None)
         if ending == COMPLETED:
             self.counters.completed += 1
         elif ending in self.evictions:
@@ -380,6 +393,8 @@ class _Replay:
         if life.responsible and not life.error:
             self.counters.pending -= 1
             self.counters.bound += 1
+            if self.gpus is not None:
+                self.gpus.bind(self.cluster.pods.get(key) or life.record.pod, self.cluster.claims.get)
             wait = now - life.created
             self.waits.append(wait)
             self.counters.recent_waits.append(wait)
@@ -466,6 +481,7 @@ class _Replay:
             timeline=samples,
             heatmaps=self.sampler.heatmaps(),
             workloads=self.workloads.results(self.cluster.nodes, self.lives) if self.workloads else [],
+            gpu=self.gpus.report() if self.gpus is not None else None,
         )
 
 

@@ -43,6 +43,13 @@ def render_replay_table(report: ReplayReport, console: Console) -> None:
     pending = [sample.pending for sample in report.timeline]
     if pending:
         rows.append(("pending over time", f"{_sparkline(pending)} (max {max(pending)})"))
+    gpu = report.gpu
+    if gpu is not None:
+        shares = (
+            f"arrived requests {gpu.arrived_percent}%, unallocated {gpu.unallocated_percent}%, "
+            f"fragmented {gpu.fragmented_percent}%"
+        )
+        rows.append(("GPUs", f"{gpu.gpus}; {shares}"))
     rows += [(f"skipped: {reason}", str(n)) for reason, n in s.skipped_events.items()]
     for name, value in rows:
         overview.add_row(name, escape(value))

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubesched.simulate.replay.gpu import GPU_DRIVER, GPU_SHARE, MODEL_LABEL, NVIDIA_GPU
 from kubesched.simulate.scenario import API_VERSION, KIND
 from kubesched.simulate.trace.openb_csv import GPU_MILLI, TraceNode, TraceTask
 from kubesched.simulate.trace.openb_workload import Workload
@@ -39,13 +40,10 @@ __all__ = [
     "scenario_for",
 ]
 
-#: The DRA driver (and DeviceClass) of the imported GPUs.
-DRIVER = "gpu.kubesched.io"
-#: The consumable capacity of each GPU device: 1000 is the whole GPU, as the trace counts it.
-SHARE = "share"
-#: The node label naming the GPU model (both modes; `extended` selects on it).
-MODEL_LABEL = "gpu.kubesched.io/model"
-NVIDIA_GPU = "nvidia.com/gpu"
+#: The DRA driver (and DeviceClass) of the imported GPUs, their consumable capacity (1000 is the
+#: whole GPU, as the trace counts it), and the node label naming the GPU model: what the replay's
+#: GPU metrics look for.
+DRIVER, SHARE = GPU_DRIVER, GPU_SHARE
 NAMESPACE = "default"
 GPU_AS = ("dra", "extended")
 #: Pods a node may hold: the trace's limits are CPU, memory and GPUs, never the pod count.
