@@ -31,6 +31,7 @@ from kubesched.api.meta import (
     NodeSelectorTerm,
 )
 from kubesched.api.objects import Pod
+from kubesched.api.openapi import map_key_path
 from kubesched.errors import InputError
 
 __all__ = [
@@ -254,7 +255,7 @@ def compile_label_selector(selector: LabelSelector | None, *, path: str = "") ->
     if not selector.match_labels and not selector.match_expressions:
         return _EVERYTHING
     for key, value in selector.match_labels.items():
-        labels_path = _join(path, f"matchLabels[{key}]")
+        labels_path = map_key_path(_join(path, "matchLabels"), key)
         problem = qualified_name_error(key)
         if problem is not None:
             raise InputError(f"invalid label key {_quote(key)}: {problem}", path=labels_path)

@@ -111,6 +111,8 @@ def test_compiled_flags() -> None:
         ),
         (sel({"app": "x" * 64}), "matchLabels[app]", "no more than 63"),
         (sel({"a/b/c": "x"}), "matchLabels[a/b/c]", "at most one '/'"),
+        # An odd key is quoted in the path, so the error stays one line (hypothesis found a raw newline).
+        (sel({"a.b\nc": "x"}), 'matchLabels["a.b\\nc"]', "invalid label key"),
     ],
 )
 def test_label_selector_validation(selector: LabelSelector, path: str, fragment: str) -> None:

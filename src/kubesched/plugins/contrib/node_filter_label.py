@@ -14,6 +14,7 @@ import msgspec
 import numpy as np
 
 from kubesched.api.objects import Pod
+from kubesched.api.openapi import map_key_path
 from kubesched.api.selectors import label_value_error, qualified_name_error
 from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
@@ -41,14 +42,15 @@ class NodeFilterLabelArgs(
     def validate(self) -> list[InputError]:
         errors: list[InputError] = []
         for key, values in self.labels.items():
+            key_path = map_key_path("labels", key)
             problem = qualified_name_error(key)
             if problem is not None:
-                errors.append(InputError(f"invalid label key {key!r}: {problem}", path=f"labels[{key}]"))
+                errors.append(InputError(f"invalid label key {key!r}: {problem}", path=key_path))
             for i, value in enumerate(values):
                 problem = label_value_error(value)
                 if problem is not None:
                     errors.append(
-                        InputError(f"invalid label value {value!r}: {problem}", path=f"labels[{key}][{i}]")
+                        InputError(f"invalid label value {value!r}: {problem}", path=f"{key_path}[{i}]")
                     )
         return errors
 

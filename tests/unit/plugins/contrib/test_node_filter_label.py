@@ -111,9 +111,9 @@ def test_mixed_cluster_batch_reasons() -> None:
 @pytest.mark.parametrize(
     ("raw", "path", "message"),
     [
-        ({"labels": {"bad key": ["x"]}}, "args.labels[bad key]", "invalid label key 'bad key'"),
+        ({"labels": {"bad key": ["x"]}}, 'args.labels["bad key"]', "invalid label key 'bad key'"),
         ({"labels": {"Example.com/x": []}}, "args.labels[Example.com/x]", "invalid label key"),
-        ({"labels": {"": ["x"]}}, "args.labels[]", "invalid label key ''"),
+        ({"labels": {"": ["x"]}}, 'args.labels[""]', "invalid label key ''"),
         ({"labels": {"a/b/c": []}}, "args.labels[a/b/c]", "at most one '/'"),
         ({"labels": {"node": ["ok", "not ok"]}}, "args.labels[node][1]", "invalid label value 'not ok'"),
         ({"labels": {"node": ["x" * 64]}}, "args.labels[node][0]", "no more than 63 characters"),
@@ -133,7 +133,7 @@ def test_unknown_fields_are_refused() -> None:
 
 def test_validate_reports_every_problem() -> None:
     errors = NodeFilterLabelArgs(labels={"bad key": ["-x"], "ok": ["fine", "-y"]}).validate()
-    assert [e.path for e in errors] == ["labels[bad key]", "labels[bad key][0]", "labels[ok][1]"]
+    assert [e.path for e in errors] == ['labels["bad key"]', 'labels["bad key"][0]', "labels[ok][1]"]
     assert NodeFilterLabelArgs(labels={"example.com/a-b_c.d": ["A.b-c_9", ""]}).validate() == []
 
 
