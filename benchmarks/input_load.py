@@ -29,13 +29,16 @@ from typing import Any
 
 import yaml
 
+# The peak is the child's own VmHWM: getrusage's ru_maxrss carries the high-water mark over from
+# before exec, that is the parent's, which holds the whole generated snapshot.
 _CHILD = """
-import json, resource, sys, time
+import json, sys, time
 from kubesched.api.loader import load_paths
 started = time.perf_counter()
 objects = load_paths([sys.argv[1]])
 seconds = time.perf_counter() - started
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with open("/proc/self/status") as status:
+    peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 print(json.dumps({"seconds": seconds, "peakKiB": peak, "objects": len(objects)}))
 """
 

@@ -19,7 +19,8 @@ deeper than the decoder goes is refused as it is decoded. A node's capacity and 
 finite, non-negative quantities. The same object (kind, namespace, name) given twice is an error
 naming both places (`load_paths`).
 
-Speed: YAML is parsed by libyaml and built from its event stream (`yaml_events`), JSON by msgspec;
+Speed: plain YAML is parsed by rapidyaml and decoded as JSON (`fast_yaml`); YAML it declines is
+parsed by libyaml and built from its event stream (`yaml_events`); JSON is decoded by msgspec;
 each object then costs one `msgspec.convert` into the lean Structs of `kubesched.api` (`kinds`) and
 one walk along the API schema (`openapi`).
 """
@@ -50,6 +51,7 @@ from kubesched.api.controllers import (
     ReplicationController,
     StatefulSet,
 )
+from kubesched.api.fast_yaml import load_fast
 from kubesched.api.json_shape import drop_nulls, type_name
 from kubesched.api.kinds import KINDS, KubeObject
 from kubesched.api.objects import Node, Pod
@@ -249,6 +251,8 @@ def _parse_json(text: str, source: str) -> list[Any]:
 
 def _parse_yaml(text: str, source: str) -> list[Any]:
     check_yaml(text, source)
+    if (fast := load_fast(text)) is not None:
+        return fast
     try:
         return load_all(text, _YamlLoader)
     except yaml.MarkedYAMLError as err:
