@@ -529,7 +529,7 @@ def test_reasons_and_codes() -> None:
         (
             {"anti": [term(ZONE, {"app": "web"}, namespaceSelector={"matchLabels": {"bad key!": "v"}})]},
             "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
-            ".namespaceSelector.matchLabels[bad key!]",
+            '.namespaceSelector.matchLabels["bad key!"]',
         ),
         (
             {"pref": [(5, term(ZONE, {"app": "not a valid value!"}))]},
