@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
@@ -36,6 +36,7 @@ from kubesched.framework.events import (
 from kubesched.framework.node_info import PodInfo
 from kubesched.framework.status import Status
 from kubesched.framework.types import QueuedPodInfo
+from kubesched.scheduler.active_items import ActiveItem, Less, RankedItem, SortKey
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.queueing_hints import Strategy, pod_update_events, worth_requeuing
@@ -64,12 +65,9 @@ BACKOFF_COMPLETE = "BackoffComplete"
 #: A decision dropped just before its bind (stale, or the scheduler stopped leading): retried at once.
 BIND_ABANDONED = "BindAbandoned"
 
-Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 #: activeQ's heap is rebuilt without its stale entries once they are more than half of it (and more
 #: than this many): a pop then no longer walks through them one by one.
 STALE_HEAP_SLACK = 64
-#: A key whose order is `less`'s (`SortKeyPlugin.sort_key`).
-SortKey = Callable[[QueuedPodInfo], tuple[Any, ...]]
 
 
 class QueueProfile(Protocol):
@@ -88,42 +86,6 @@ class QueueProfile(Protocol):
     def run_pre_enqueue(self, pod: Pod) -> tuple[str, Status | None]:
         """Run the PreEnqueue plugins: `("", None)` admits; else the gating plugin and its status."""
         ...
-
-
-class _ActiveItem:
-    """A heap entry: QueueSort order, then insertion sequence so equal pods stay FIFO."""
-
-    __slots__ = ("less", "qpi", "seq")
-
-    def __init__(self, qpi: QueuedPodInfo, seq: int, less: Less) -> None:
-        self.qpi = qpi
-        self.seq = seq
-        self.less = less
-
-    def __lt__(self, other: _ActiveItem) -> bool:
-        if self.less(self.qpi, other.qpi):
-            return True
-        if self.less(other.qpi, self.qpi):
-            return False
-        return self.seq < other.seq
-
-
-class _RankedItem(_ActiveItem):
-    """The same order from the QueueSort plugin's `sort_key`: (key, seq) compared as one tuple."""
-
-    __slots__ = ("key", "rank")
-
-    def __init__(self, qpi: QueuedPodInfo, seq: int, less: Less, key: SortKey) -> None:
-        super().__init__(qpi, seq, less)
-        self.key = key
-        self.rank = (*key(qpi), seq)
-
-    def rerank(self) -> None:
-        """Read the key again (the pod changed while queued)."""
-        self.rank = (*self.key(self.qpi), self.seq)
-
-    def __lt__(self, other: _ActiveItem) -> bool:
-        return self.rank < cast(_RankedItem, other).rank
 
 
 @dataclass(slots=True)
@@ -186,8 +148,8 @@ class SchedulingQueue:
         self.incoming: Counter[tuple[str, str]] = Counter()
 
         self._seq = 0
-        self._active: dict[str, _ActiveItem] = {}
-        self._active_heap: list[_ActiveItem] = []
+        self._active: dict[str, ActiveItem] = {}
+        self._active_heap: list[ActiveItem] = []
         self._active_dirty = False
         self._backoff: dict[str, _BackoffEntry] = {}
         self._backoff_heap: list[tuple[float, int, str]] = []
@@ -357,17 +319,9 @@ class SchedulingQueue:
         events seen while the pod was in flight decide between activeQ, backoffQ and the pool. A pod
         deleted during its attempt is dropped; one updated meanwhile comes back as its newest object.
         """
-        key = qpi.key
-        if (where := self.where(key)) not in (None, IN_FLIGHT):
+        settled, where, rec = self._prepare_return(qpi)
+        if settled:
             return where
-        rec = self._in_flight.get(key)
-        if rec is not None:
-            if rec.deleted:
-                return None
-            if rec.latest is not None:
-                qpi.pod_info = rec.latest
-        qpi.timestamp = self._clock.now()
-        qpi.gating_plugin = ""
         if not (qpi.unschedulable_plugins or qpi.pending_plugins):
             qpi.consecutive_errors += 1
             strategy = Strategy.AFTER_BACKOFF
@@ -384,17 +338,9 @@ class SchedulingQueue:
         it carries the group's counters and goes to backoffQ while the group backs off (`backoff`),
         else to activeQ through PreEnqueue; never to the pool. Returns the queue (None: deleted).
         Upstream's group entity carries no rejecting plugins, so no cluster event moves it early."""
-        key = qpi.key
-        if (where := self.where(key)) not in (None, IN_FLIGHT):
+        settled, where, _ = self._prepare_return(qpi)
+        if settled:
             return where
-        rec = self._in_flight.get(key)
-        if rec is not None:
-            if rec.deleted:
-                return None
-            if rec.latest is not None:
-                qpi.pod_info = rec.latest
-        qpi.timestamp = self._clock.now()
-        qpi.gating_plugin = ""
         qpi.unschedulable_count = unschedulable_count
         qpi.consecutive_errors = consecutive_errors
         if backoff and self.is_backing_off(qpi):
@@ -407,17 +353,9 @@ class SchedulingQueue:
         """Straight back to activeQ (through PreEnqueue), no backoff and no failure counted: for a pod
         whose decision was dropped before its bind was sent. Returns the queue it went to (None: it
         was deleted meanwhile); a pod already queued again (e.g. by an update) stays where it is."""
-        key = qpi.key
-        if (where := self.where(key)) not in (None, IN_FLIGHT):
+        settled, where, _ = self._prepare_return(qpi)
+        if settled:
             return where
-        rec = self._in_flight.get(key)
-        if rec is not None:
-            if rec.deleted:
-                return None
-            if rec.latest is not None:
-                qpi.pod_info = rec.latest
-        qpi.timestamp = self._clock.now()
-        qpi.gating_plugin = ""
         return self._move_to_active(qpi, BIND_ABANDONED)
 
     @property
@@ -614,12 +552,30 @@ class SchedulingQueue:
             self._registered[name] = registered
         return registered
 
+    def _prepare_return(self, qpi: QueuedPodInfo) -> tuple[bool, str | None, _InFlight | None]:
+        """Ready a pod coming back from its attempt to be queued again: its newest object, a fresh
+        timestamp, no gate. `(True, where, _)` when it must not be queued: already queued again
+        (`where`, e.g. by an update) or deleted meanwhile (None). Else `(False, None, its in-flight
+        record)`."""
+        where = self.where(qpi.key)
+        if where not in (None, IN_FLIGHT):
+            return True, where, None
+        rec = self._in_flight.get(qpi.key)
+        if rec is not None:
+            if rec.deleted:
+                return True, None, rec
+            if rec.latest is not None:
+                qpi.pod_info = rec.latest
+        qpi.timestamp = self._clock.now()
+        qpi.gating_plugin = ""
+        return False, None, rec
+
     def _move_to_active(self, qpi: QueuedPodInfo, label: str) -> str:
         if not self._admit(qpi):
             return GATED
         key = self._sort_key
         seq = self._next_seq()
-        item = _ActiveItem(qpi, seq, self._less) if key is None else _RankedItem(qpi, seq, self._less, key)
+        item = ActiveItem(qpi, seq, self._less) if key is None else RankedItem(qpi, seq, self._less, key)
         self._active[qpi.key] = item
         heapq.heappush(self._active_heap, item)
         self.incoming[ACTIVE, label] += 1
@@ -705,7 +661,7 @@ class SchedulingQueue:
             self._active_heap = [i for i in self._active_heap if self._active.get(i.qpi.key) is i]
             if self._sort_key is not None:
                 for i in self._active_heap:
-                    cast(_RankedItem, i).rerank()
+                    cast(RankedItem, i).rerank()
             heapq.heapify(self._active_heap)
             self._active_dirty = False
         while self._active_heap:
