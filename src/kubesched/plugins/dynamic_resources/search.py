@@ -195,14 +195,7 @@ class Search:
                 for dj in range(first_device if pi == first_pool and sli == first_slice else 0, len(devices)):
                     device = devices[dj]
                     cand = Candidate(DeviceID(pool.driver, pool.name, device.name), device, slc, pool)
-                    if req.admin_access:
-                        if ci in self.allocating.get(cand.id, ()):
-                            continue
-                    elif self._in_use(cand):
-                        continue
-                    if not self._is_selectable(ci, ri, req, cand):
-                        continue
-                    undo = self._allocate_device(ci, req, cand, must=False)
+                    undo = self._take(ci, ri, req, cand)
                     if undo is None:
                         continue
                     if self._one(ci, ri, si, di + 1, in_sub, (pi, sli, dj + 1)):
@@ -226,21 +219,25 @@ class Search:
             self.preferred[key] = list(prefer.order(self.node, req, found, self._consumed))
         ordered = self.preferred[key]
         for k in range(first, len(ordered)):
-            cand = ordered[k]
-            if req.admin_access:
-                if ci in self.allocating.get(cand.id, ()):
-                    continue
-            elif self._in_use(cand):
-                continue
-            if not self._is_selectable(ci, ri, req, cand):
-                continue
-            undo = self._allocate_device(ci, req, cand, must=False)
+            undo = self._take(ci, ri, req, ordered[k])
             if undo is None:
                 continue
             if self._one(ci, ri, si, di + 1, in_sub, (0, 0, k + 1)):
                 return True
             undo()
         return False
+
+    def _take(self, ci: int, ri: int, req: Request, cand: Candidate) -> Callable[[], None] | None:
+        """Allocate `cand` to the request if it is free (admin access: not yet taken by this claim)
+        and selectable; returns the undo, or None when the device does not serve."""
+        if req.admin_access:
+            if ci in self.allocating.get(cand.id, ()):
+                return None
+        elif self._in_use(cand):
+            return None
+        if not self._is_selectable(ci, ri, req, cand):
+            return None
+        return self._allocate_device(ci, req, cand, must=False)
 
     def _consumed(self, device: DeviceID) -> dict[str, int]:
         before = self.alloc.allocated.consumed.get(device, {})
