@@ -91,6 +91,12 @@ def workload_table(workloads: list[WorkloadResult], *, title: str = "Workloads")
     return table
 
 
+def _styled(result: str) -> str:
+    """A result in its colour (Scheduled green, Unschedulable red...), plain when it has none."""
+    style = _STYLE.get(result, "")
+    return f"[{style}]{result}[/]" if style else result
+
+
 def pod_group_table(groups: list[PodGroupResult]) -> Table:
     """Each PodGroup: its result, pods bound of minCount, and the condition's message."""
     table = Table(title="Pod groups", header_style="bold")
@@ -99,10 +105,9 @@ def pod_group_table(groups: list[PodGroupResult]) -> Table:
     table.add_column("BOUND", justify="right")
     table.add_column("REASON", overflow="fold", ratio=5)
     for g in groups:
-        style = _STYLE.get(g.result, "")
         table.add_row(
             escape(f"{g.namespace}/{g.name}"),
-            f"[{style}]{g.result}[/]" if style else g.result,
+            _styled(g.result),
             f"{len(g.placement)}/{g.min_count}",
             escape(g.message or ""),
         )
@@ -118,12 +123,11 @@ def _pod_table(pods: list[PodResult]) -> Table:
     table.add_column("ATTEMPTS", justify="right")
     table.add_column("REASON", overflow="fold", ratio=5)
     for p in pods:
-        style = _STYLE.get(p.result, "")
         # Cells hold input text: escape it, or rich takes `[a b]` (scheduling gates) for markup.
         table.add_row(
             escape(f"{p.namespace}/{p.name}"),
             escape(p.scheduler_name),
-            f"[{style}]{p.result}[/]" if style else p.result,
+            _styled(p.result),
             escape(p.node or ""),
             str(p.attempts),
             escape(p.message or ""),
