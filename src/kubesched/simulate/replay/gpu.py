@@ -30,17 +30,17 @@ from kubesched.api.quantity import QuantityError, quantity_value, resource_amoun
 from kubesched.api.resource import ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from kubesched.api.resources import pod_requests
 from kubesched.framework.node_info import pod_key
-from kubesched.plugins.contrib.gpu_share import TaskShape, typical_tasks
+from kubesched.plugins.contrib.gpu_share import GPU_MILLI, TaskShape, typical_tasks
+from kubesched.plugins.contrib.gpu_share.args import DEFAULT_CAPACITY, DEFAULT_DRIVER
 from kubesched.simulate.replay.gpu_nodes import GpuNodes, Taken
 from kubesched.simulate.replay.model import GpuReport, GpuSample
 
 __all__ = ["GPU_DRIVER", "GPU_MILLI", "GPU_SHARE", "MODEL_LABEL", "NVIDIA_GPU", "GpuMeter"]
 
-#: The DRA driver (and DeviceClass) whose devices are GPUs with a consumable share.
-GPU_DRIVER = "gpu.kubesched.io"
-#: The consumable capacity of a GPU device; 1000 is the whole GPU.
-GPU_SHARE = "share"
-GPU_MILLI = 1000
+#: The DRA driver (and DeviceClass) whose devices are GPUs with a consumable share: the policies' default.
+GPU_DRIVER = DEFAULT_DRIVER
+#: The consumable capacity of a GPU device; GPU_MILLI is the whole GPU.
+GPU_SHARE = DEFAULT_CAPACITY
 NVIDIA_GPU = "nvidia.com/gpu"
 #: The node label naming the GPU model of nodes with nvidia.com/gpu.
 MODEL_LABEL = "gpu.kubesched.io/model"

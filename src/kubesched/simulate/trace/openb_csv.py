@@ -16,11 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kubesched.errors import InputError
+from kubesched.plugins.contrib.gpu_share.shapes import GPU_MILLI
 
 __all__ = ["GPU_MILLI", "TraceNode", "TraceTask", "read_nodes", "read_tasks"]
-
-#: A whole GPU in the trace's unit (`gpu_milli`).
-GPU_MILLI = 1000
 
 _NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu")
 _TASK_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu")
