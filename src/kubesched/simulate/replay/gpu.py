@@ -32,6 +32,7 @@ from kubesched.api.resources import pod_requests
 from kubesched.framework.node_info import pod_key
 from kubesched.plugins.contrib.gpu_share import GPU_MILLI, TaskShape, typical_tasks
 from kubesched.plugins.contrib.gpu_share.args import DEFAULT_CAPACITY, DEFAULT_DRIVER
+from kubesched.plugins.contrib.gpu_share.pod_shape import gpu_requests
 from kubesched.simulate.replay.gpu_nodes import GpuNodes, Taken
 from kubesched.simulate.replay.model import GpuReport, GpuSample
 
@@ -267,16 +268,9 @@ def _pod_ask(pod: Pod, source: str, templates: Mapping[tuple[str, str], Resource
         template = templates.get((namespace, entry.resource_claim_template_name or ""))
         if template is None:
             continue  # a claim by name: what it holds is counted when it is allocated
-        for req in template.spec.spec.devices.requests:
-            ex = req.exactly
-            if ex is None or ex.device_class_name != GPU_DRIVER:
-                continue
-            count = ex.count if ex.count is not None else 1
-            wanted = ex.capacity.requests.get(GPU_SHARE) if ex.capacity is not None else None
-            if wanted is None:
-                whole += count
-            else:
-                shares += [_amount(wanted)] * count
+        n, wanted = gpu_requests(template.spec.spec.devices.requests, GPU_DRIVER, GPU_SHARE)
+        whole += n
+        shares += [_amount(w) for w in wanted]
     if not shares:
         return _Ask(GPU_MILLI, whole) if whole else _Ask()
     if not whole and len(shares) == 1:
