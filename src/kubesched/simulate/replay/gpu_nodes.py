@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from kubesched.plugins.contrib.gpu_share import GPU_MILLI, TypicalTasks, fragmentation_rows
+from kubesched.plugins.contrib.gpu_share.shapes import model_accepts
 
 __all__ = ["GpuNodes", "Taken"]
 
@@ -40,14 +40,7 @@ class GpuNodes:
         for i, capacities in enumerate(gpus):
             self.gpu_free[i, : len(capacities)] = capacities
         self.gpu_count = np.array([len(g) for g in gpus], dtype=np.int64)
-        by_model: dict[str, npt.NDArray[np.bool_]] = {}
-        for model in set(models):
-            by_model[model] = np.array([s.accepts(model) for s in typical.shapes], dtype=np.bool_)
-        self.accepts = (
-            np.stack([by_model[m] for m in models])
-            if models
-            else np.zeros((0, len(typical.shapes)), dtype=np.bool_)
-        )
+        self.accepts = model_accepts(models, typical.shapes)
         self.frag = fragmentation_rows(self.cpu_free, self.gpu_free, self.accepts, typical)
 
     def whole_gpus(self, row: int, count: int) -> list[tuple[int, int]]:

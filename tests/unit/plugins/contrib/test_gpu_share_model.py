@@ -14,6 +14,7 @@ from kubesched.plugins.contrib.gpu_share import (
     node_fragmentation,
     typical_tasks,
 )
+from kubesched.plugins.contrib.gpu_share.shapes import model_accepts
 
 SHARE = TaskShape(cpu_milli=4000, gpu_milli=500, gpu_count=1)
 WHOLE = TaskShape(cpu_milli=8000, gpu_milli=1000, gpu_count=1)
@@ -34,6 +35,13 @@ def test_a_shape_checks_its_fields() -> None:
     assert TWO.gpu_total == 2000
     assert ON_T4.accepts("T4") and ON_T4.accepts("A10") and not ON_T4.accepts("T4X") and not ON_T4.accepts("")
     assert SHARE.accepts("")
+
+
+def test_model_accepts_is_one_row_per_node_model() -> None:
+    got = model_accepts(["T4", "", "V100M32", "T4", "A10"], [ON_T4, SHARE])
+    expected = [[True, True], [False, True], [False, True], [True, True], [True, True]]
+    assert got.tolist() == expected
+    assert model_accepts([], [ON_T4]).shape == (0, 1)
 
 
 def test_typical_tasks_keep_the_most_frequent_shapes_until_the_coverage() -> None:

@@ -9,13 +9,13 @@ frequency renormalised over the ones kept.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["GPU_MILLI", "TaskShape", "TypicalTasks", "typical_tasks"]
+__all__ = ["GPU_MILLI", "TaskShape", "TypicalTasks", "model_accepts", "typical_tasks"]
 
 #: The share one whole GPU holds.
 GPU_MILLI = 1000
@@ -98,3 +98,16 @@ def typical_tasks(
         covered += n
     freqs = np.array([n for _, n in kept], dtype=np.float64) / covered
     return TypicalTasks(tuple(s for s, _ in kept), freqs)
+
+
+def model_accepts(models: Sequence[str], shapes: Sequence[TaskShape]) -> npt.NDArray[np.bool_]:
+    """(len(models), len(shapes)): whether a GPU of each row's model may serve each shape, worked out
+    once per distinct model (a cluster has thousands of nodes and a handful of models)."""
+    out = np.ones((len(models), len(shapes)), dtype=np.bool_)
+    by_model: dict[str, npt.NDArray[np.bool_]] = {}
+    for row, model in enumerate(models):
+        found = by_model.get(model)
+        if found is None:
+            found = by_model[model] = np.array([s.accepts(model) for s in shapes], dtype=np.bool_)
+        out[row] = found
+    return out

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.plugins.contrib.gpu_share.shapes import GPU_MILLI, TaskShape
+from kubesched.plugins.contrib.gpu_share.shapes import GPU_MILLI, TaskShape, model_accepts
 
 __all__ = ["GpuStateTable", "NodeGpuState"]
 
@@ -96,15 +96,8 @@ class GpuStateTable:
         )
 
     def accepts(self, shapes: Sequence[TaskShape]) -> BoolArray:
-        """(rows, shapes): whether each node's GPU model may serve each shape, once per distinct model."""
-        out = np.ones((len(self.models), len(shapes)), dtype=np.bool_)
-        by_model: dict[str, BoolArray] = {}
-        for row, model in enumerate(self.models):
-            found = by_model.get(model)
-            if found is None:
-                found = by_model[model] = np.array([s.accepts(model) for s in shapes], dtype=np.bool_)
-            out[row] = found
-        return out
+        """(rows, shapes): whether each node's GPU model may serve each shape."""
+        return model_accepts(self.models, shapes)
 
     def gpu_free_total(self) -> IntArray:
         total: IntArray = self.gpu_free.sum(axis=1)
