@@ -12,14 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kubesched.api.objects import Node
-from kubesched.api.quantity import QuantityError, quantity_nanos
+from kubesched.api.quantity import NANO, QuantityError, quantity_nanos
 from kubesched.plugins.contrib.gpu_share.shapes import GPU_MILLI, TaskShape
 from kubesched.plugins.dynamic_resources.allocator_types import DeviceID
 from kubesched.plugins.dynamic_resources.requests import Candidate, Request
 
 __all__ = ["GpuChoice", "GpuOrder"]
 
-_NANO = 10**9
 
 #: (node name, share left per GPU, the task's shape on one of its requests) -> GPU indices, best first.
 GpuOrder = Callable[[str, list[int], TaskShape], list[int]]
@@ -53,7 +52,7 @@ class GpuChoice:
         free = []
         for c in gpus:
             total = quantity_nanos(c.device.capacity[self.capacity].value)
-            free.append((total - consumed(c.id).get(self.capacity, 0)) // _NANO)
+            free.append((total - consumed(c.id).get(self.capacity, 0)) // NANO)
         ranked = self.rank(node.metadata.name, free, shape)
         chosen = set(ranked)
         ordered = [gpus[i] for i in ranked] + [g for i, g in enumerate(gpus) if i not in chosen]
@@ -63,7 +62,7 @@ class GpuChoice:
     def _shape(self, request: Request) -> TaskShape | None:
         wanted = request.capacity.get(self.capacity)
         try:
-            milli = GPU_MILLI if wanted is None else quantity_nanos(wanted) // _NANO
+            milli = GPU_MILLI if wanted is None else quantity_nanos(wanted) // NANO
             count = max(request.count, 1)
             return TaskShape(self.cpu_milli, milli, 1 if milli < GPU_MILLI else count)
         except (QuantityError, ValueError):

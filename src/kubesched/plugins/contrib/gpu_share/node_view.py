@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.api.quantity import NANO
 from kubesched.api.resource import DeviceAttribute, ResourceSlice
 from kubesched.framework.node_info import CPU, NodeInfo
 from kubesched.framework.node_table import NodeTable
@@ -24,7 +25,6 @@ from kubesched.plugins.dynamic_resources.manager import fingerprint
 __all__ = ["GpuRows", "NodeGpus", "node_gpus"]
 
 IntArray = npt.NDArray[np.int64]
-_NANO = 10**9
 
 
 class NodeGpus:
@@ -68,7 +68,7 @@ def node_gpus(slices: Sequence[ResourceSlice], driver: str, capacity: str) -> di
             if cap is None:
                 continue
             gpus.devices.append(DeviceID(driver, slc.spec.pool.name, device.name))
-            gpus.capacity.append(nanos(cap.value) // _NANO)
+            gpus.capacity.append(nanos(cap.value) // NANO)
             if not gpus.model:
                 gpus.model = _text(device.attributes.get("model") or device.attributes.get(f"{driver}/model"))
     return out
@@ -82,7 +82,7 @@ def free_share(gpus: NodeGpus, allocated: AllocatedState, capacity: str) -> list
             out.append(0)
             continue
         used = allocated.consumed.get(device)
-        out.append(total - (used.get(capacity, 0) // _NANO if used else 0))
+        out.append(total - (used.get(capacity, 0) // NANO if used else 0))
     return out
 
 

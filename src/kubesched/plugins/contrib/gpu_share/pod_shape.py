@@ -6,15 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from kubesched.api.objects import Pod
-from kubesched.api.quantity import QuantityError, quantity_nanos
+from kubesched.api.quantity import NANO, QuantityError, quantity_nanos
 from kubesched.api.resource import DeviceRequest, ResourceClaim
 from kubesched.api.resources import pod_non_zero_requests
 from kubesched.plugins.contrib.gpu_share.shapes import GPU_MILLI, TaskShape
 from kubesched.plugins.dynamic_resources.claims import resolve_pod_claims
 
 __all__ = ["gpu_requests", "pod_shape"]
-
-_NANO = 10**9
 
 
 def pod_shape(
@@ -34,7 +32,7 @@ def pod_shape(
         n, wanted = gpu_requests(ref.claim.spec.devices.requests, device_class, capacity)
         whole += n
         try:
-            shares += [quantity_nanos(w) // _NANO for w in wanted]
+            shares += [quantity_nanos(w) // NANO for w in wanted]
         except QuantityError:
             return None
     if shares:
