@@ -41,7 +41,7 @@ from kubesched.api.quantity import QuantityError, format_quantity
 from kubesched.api.resources import default_requests_from_limits, pod_requests
 from kubesched.api.workloads import pod_template_of
 from kubesched.cluster.memory import MemoryCluster
-from kubesched.config.types import KubeSchedulerConfiguration
+from kubesched.config.types import DEFAULT_SCHEDULER_NAME, KubeSchedulerConfiguration
 from kubesched.errors import InputError
 from kubesched.framework.node_info import pod_key
 from kubesched.framework.registry import Registry
@@ -178,6 +178,7 @@ class _ShapeRun:
         )
         self.controllers = WorkloadControllers(self.cluster, seed=seed) if with_controllers else None
         self.messages: dict[str, str] = {}
+        self.served = {p.scheduler_name or DEFAULT_SCHEDULER_NAME for p in config.profiles}
         self.base = self.base_scheduled = 0
         self.scheduler: Scheduler = new_scheduler(
             profiles_from_config(config, registry),
@@ -264,6 +265,20 @@ class _ShapeRun:
         pod = self.cluster.pods.get(key)
         return pod is not None and bool(pod.spec.node_name)
 
+    def _never_tried(self, pod: Pod) -> str:
+        """Why a copy the scheduler never tried stays pending: the cases a user can act on named."""
+        name = pod.spec.scheduler_name or DEFAULT_SCHEDULER_NAME
+        if name not in self.served:
+            served = ", ".join(sorted(self.served))
+            return (
+                f"not scheduled: schedulerName {name!r} names no profile of the configuration "
+                f"(profiles: {served})"
+            )
+        gates = [g.name for g in pod.spec.scheduling_gates]
+        if gates:
+            return f"not scheduled: waiting for scheduling gates: [{' '.join(gates)}]"
+        return "not scheduled (no attempt was made)"
+
     def _answer(self, copies: list[str], *, limited: bool) -> ShapeCapacity:
         pods = self.cluster.pods
         bound = [pods[k] for k in copies if self._bound(k)]
@@ -276,7 +291,7 @@ class _ShapeRun:
                 per_zone[zone] += n
         reason = None
         if pending:
-            reason = self.messages.get(pending[0]) or "not scheduled (no attempt was made)"
+            reason = self.messages.get(pending[0]) or self._never_tried(pods[pending[0]])
         # limits-only resources (GPUs) request their limits, as the API server and the cluster default them
         requests = pod_requests(Pod(spec=default_requests_from_limits(self.template.spec)))
         return ShapeCapacity(

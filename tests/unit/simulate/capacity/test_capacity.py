@@ -77,6 +77,28 @@ def test_copies_never_preempt(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert answer["fits"] == 0 and "preemptionPolicy=Never" in answer["reason"]
 
 
+@pytest.mark.parametrize(
+    ("spec", "reason"),
+    [
+        (
+            {"schedulerName": "other-scheduler"},
+            "not scheduled: schedulerName 'other-scheduler' names no profile of the configuration "
+            "(profiles: default-scheduler)",
+        ),
+        (
+            {"schedulingGates": [{"name": "example.com/a"}, {"name": "example.com/b"}]},
+            "not scheduled: waiting for scheduling gates: [example.com/a example.com/b]",
+        ),
+    ],
+)
+def test_a_shape_the_scheduler_never_tries_says_why(
+    tmp_path: Path, cluster: Path, capsys: pytest.CaptureFixture[str], spec: Obj, reason: str
+) -> None:
+    shape = write_yaml(tmp_path / "shape.yaml", pod("never", requests={"cpu": "1"}, **spec))
+    (answer,) = capacity_json(capsys, str(shape), str(cluster))
+    assert (answer["fits"], answer["reason"]) == (0, reason)
+
+
 def test_the_count_stops_at_max(tmp_path: Path, cluster: Path, capsys: pytest.CaptureFixture[str]) -> None:
     shape = write_yaml(tmp_path / "shape.yaml", pod("tiny", requests={"cpu": "10m"}))
     (answer,) = capacity_json(capsys, str(shape), str(cluster), "--max", "5")
