@@ -126,10 +126,12 @@ def _play(target: ScenarioOnCluster, s: GroupScenario, wave: Wave, index: int) -
         if nodes[name] is not None:
             target._start("default", name, 100 * index + j)
     after = {p["metadata"]["name"] for p in api.list_all(pod_path("default"))}
-    for name, node in nodes.items():
-        if node is None and name in after:
-            api.request("DELETE", pod_path("default", name), {"gracePeriodSeconds": 0})
-            target._wait_unscheduled_pod_gone(f"default/{name}")
+    # All deleted before waiting for any: `kubesched run` tells a pod's removal by its queue emptying.
+    unbound = [name for name, node in nodes.items() if node is None and name in after]
+    for name in unbound:
+        api.request("DELETE", pod_path("default", name), {"gracePeriodSeconds": 0})
+    for name in unbound:
+        target._wait_unscheduled_pod_gone(f"default/{name}")
     return WaveOutcome(
         index=index,
         pods=pods,
