@@ -118,6 +118,8 @@ class Benchmark:
     #: In the default set (the others run with --only).
     default: bool = True
     derive: Callable[[dict[str, Any]], dict[str, Any]] = field(default=lambda row: row)
+    #: The script under benchmarks/ when it is not `name` (one script, several selections).
+    script: str | None = None
 
 
 BENCHMARKS: tuple[Benchmark, ...] = (
@@ -144,6 +146,15 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     ),
     Benchmark("dra_throughput", ("--quick",), _case, default=False),
     Benchmark("batching", (), lambda row: "burst" if "batched" in row else None, default=False),
+    # The pod-group cycle alone: gangs of 256 and 1024 pods on 5000 nodes (issue 21 item 9).
+    Benchmark(
+        "simulate_gang",
+        ("--shape", "gang"),
+        _simulate_row,
+        rounds=3,
+        default=False,
+        script="simulate_throughput",
+    ),
 )
 #: Seconds one benchmark process may take before it is stopped and reported as timed out.
 RUN_TIMEOUT = 1200.0
@@ -225,9 +236,10 @@ def figures_of(bench: Benchmark, stdout: str) -> dict[str, dict[str, float]]:
 
 
 def run_one(bench: Benchmark, tree: Tree, smoke: bool) -> Outcome:
-    script = tree.root / "benchmarks" / f"{bench.name}.py"
+    name = bench.script or bench.name
+    script = tree.root / "benchmarks" / f"{name}.py"
     if not script.is_file():
-        return Outcome(problem=f"no benchmarks/{bench.name}.py in {tree.label}")
+        return Outcome(problem=f"no benchmarks/{name}.py in {tree.label}")
     argv = [sys.executable, str(script), *(("--smoke",) if smoke else bench.args)]
     env = {**os.environ, "PYTHONPATH": str(tree.root / "src")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)

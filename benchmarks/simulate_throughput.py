@@ -1,7 +1,9 @@
 """Scheduling throughput of `kubesched simulate` on scheduler_perf's SchedulingBasic shape.
 
 Nodes: 4 CPU, 32Gi, 110 pods, in 3 zones. Pods: 100m CPU / 500Mi; SchedulingPodAntiAffinity pods are
-anti-affine to each other on the hostname, TopologySpreading pods spread across zones (maxSkew 5).
+anti-affine to each other on the hostname, TopologySpreading pods spread across zones (maxSkew 5),
+Gang pods form one PodGroup of minCount all of them, scheduled by the pod-group cycle with
+GenericWorkload on (issue 21: a 256-pod gang on 5000 nodes in under 1 s).
 Each case places `init` running pods first, then schedules `pods` pending pods with the full default
 profile, and prints one JSON object per case:
 
@@ -11,7 +13,7 @@ profile, and prints one JSON object per case:
 Upstream's threshold for SchedulingBasic 5000Nodes_10000Pods is 680 pods/s (integration setup,
 adaptive sampling). The full run ends with the scale cases (SchedulingBasic at 50,000 nodes,
 anti-affinity and spreading at 20,000), which `--scale` runs alone.
-Run: `.venv/bin/python benchmarks/simulate_throughput.py [--quick | --smoke | --scale]`.
+Run: `.venv/bin/python benchmarks/simulate_throughput.py [--quick | --smoke | --scale] [--shape gang]`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ from typing import Any
 import msgspec
 
 from kubesched.api.loader import LoadedObjects
-from kubesched.config import default_config
+from kubesched.api.meta import ObjectMeta
+from kubesched.api.scheduling_groups import (
+    GangSchedulingPolicy,
+    PodGroup,
+    PodGroupSchedulingPolicy,
+    PodGroupSpec,
+)
+from kubesched.config import DEFAULT_GATES, FeatureGates, default_config
 from kubesched.plugins import default_registry
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.simulate.snapshot.run import simulate
@@ -57,11 +66,16 @@ SPREAD: dict[str, Any] = {
         }
     ]
 }
+#: Every pending pod joins one gang PodGroup whose minCount is all of them (GenericWorkload on).
+GANG_NAME = "gang"
+GANG: dict[str, Any] = {"schedulingGroup": {"podGroupName": GANG_NAME}}
 SHAPES: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
     "SchedulingBasic": ({}, {}),
     "SchedulingPodAntiAffinity": ({"color": "green"}, ANTI_AFFINITY),
     "TopologySpreading": ({"color": "blue"}, SPREAD),
+    "Gang": ({}, GANG),
 }
+GANG_GATES = FeatureGates(explicit={"GenericWorkload": True})
 
 
 @dataclass(frozen=True)
@@ -84,6 +98,9 @@ CASES = (
     Case("SchedulingPodAntiAffinity", 5000, 1000, 2000, 100),
     Case("TopologySpreading", 5000, 1000, 5000, 100),
     Case("SchedulingBasic", 5000, 30000, 1000, 100),  # peak RSS with 30000 bound pods
+    Case("Gang", 5000, 1000, 256, 0),  # issue 21's target: under 1 s
+    Case("Gang", 5000, 1000, 256, 100),
+    Case("Gang", 5000, 1000, 1024, 100),
 )
 #: Issue 20's targets, 1000 pods/s each with every node scored.
 SCALE = (
@@ -96,6 +113,7 @@ QUICK = (
     Case("SchedulingBasic", 5000, 1000, 2000, 100),
     Case("SchedulingPodAntiAffinity", 5000, 1000, 500, 100),
     Case("TopologySpreading", 5000, 1000, 1000, 100),
+    Case("Gang", 5000, 1000, 256, 100),
 )
 #: One tiny case per workload: the code path of every shape in a second, figures meaningless.
 SMOKE = tuple(Case(workload, 30, 10, 20, 100) for workload in SHAPES)
@@ -128,12 +146,25 @@ def cluster(case: Case) -> LoadedObjects:
     pending = [
         make_pod(f"pod-{i}", cpu="100m", memory="500Mi", labels=labels, spec=spec) for i in range(case.pods)
     ]
-    return LoadedObjects(nodes=nodes, pods=init + pending)
+    groups = [gang_group(case.pods)] if case.workload == "Gang" else []
+    return LoadedObjects(nodes=nodes, pods=init + pending, scheduling_pod_groups=groups)
+
+
+def gang_group(size: int) -> PodGroup:
+    """The PodGroup of the Gang workload: all `size` pods or none."""
+    policy = PodGroupSchedulingPolicy(gang=GangSchedulingPolicy(min_count=size))
+    return PodGroup(
+        metadata=ObjectMeta(name=GANG_NAME, namespace="default", generation=1),
+        spec=PodGroupSpec(scheduling_policy=policy),
+    )
 
 
 def run(case: Case) -> dict[str, object]:
-    registry = default_registry()
-    config = msgspec.structs.replace(default_config(registry), percentage_of_nodes_to_score=case.percentage)
+    gates = GANG_GATES if case.workload == "Gang" else DEFAULT_GATES
+    registry = default_registry(features=gates)
+    config = msgspec.structs.replace(
+        default_config(registry, gates), percentage_of_nodes_to_score=case.percentage
+    )
     objects = cluster(case)
     cpu = time.process_time()
     report = simulate(objects, config, registry)
@@ -163,8 +194,13 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller cases (seconds each)")
     parser.add_argument("--smoke", action="store_true", help="one tiny case per workload (CI)")
     parser.add_argument("--scale", action="store_true", help="only the 50,000 and 20,000-node cases")
+    parser.add_argument(
+        "--shape", choices=[w.lower() for w in SHAPES], help="only the cases of this workload"
+    )
     args = parser.parse_args()
     cases = SMOKE if args.smoke else QUICK if args.quick else SCALE if args.scale else CASES + SCALE
+    if args.shape:
+        cases = tuple(c for c in cases if c.workload.lower() == args.shape.lower())
     for case in cases:
         print(json.dumps(run(case)), flush=True)
     return 0

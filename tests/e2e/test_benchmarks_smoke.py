@@ -62,6 +62,7 @@ def simulate_throughput(out: list[Any]) -> None:
         "SchedulingBasic",
         "SchedulingPodAntiAffinity",
         "TopologySpreading",
+        "Gang",
     ]
     for o in out:
         has(o, "case", "nodes", "pods", "seconds", "cpuSeconds", "podsPerSecond", "maxRssMiB", "scorePlugins")
