@@ -14,7 +14,6 @@ and `remove` with the group objects. It decides nothing; it only answers lookups
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -74,29 +73,53 @@ def with_condition(pod_group: PodGroup, condition: Condition) -> PodGroup:
     return msgspec.structs.replace(pod_group, status=status)
 
 
-@dataclass(frozen=True, slots=True)
 class PodGroupState:
     """One PodGroup as the scheduler sees it now (upstream's PodGroupState): its object, if it
-    exists yet, and the pods that name it, split into scheduled (assumed or bound) and not."""
+    exists yet, and the pods that name it, split into scheduled (assumed or bound) and not.
 
-    pod_group: PodGroup | None
-    #: Every pod of the group the scheduler knows, in arrival order.
-    pods: tuple[Pod, ...]
-    #: Keys of the pods assumed in the scheduler's cache or bound to a node.
-    scheduled: frozenset[str]
+    Taken for every member's PreEnqueue and Permit, so it works out only what is asked: the
+    scheduled split costs a cache lookup per pod, which PreEnqueue never needs, and the pods'
+    keys come from the group's table rather than being formatted again.
+    """
+
+    __slots__ = ("_assumed", "_members", "_scheduled", "pod_group")
+
+    def __init__(
+        self, pod_group: PodGroup | None, members: dict[str, Pod], assumed: Callable[[str], bool]
+    ) -> None:
+        self.pod_group = pod_group
+        #: pod_key -> pod, every pod of the group the scheduler knows, in arrival order (a copy).
+        self._members = members
+        self._assumed = assumed
+        self._scheduled: frozenset[str] | None = None
+
+    @property
+    def pods(self) -> tuple[Pod, ...]:
+        """Every pod of the group the scheduler knows, in arrival order."""
+        return tuple(self._members.values())
+
+    @property
+    def scheduled(self) -> frozenset[str]:
+        """Keys of the pods assumed in the scheduler's cache or bound to a node."""
+        if self._scheduled is None:
+            assumed = self._assumed
+            self._scheduled = frozenset(k for k, p in self._members.items() if p.spec.node_name or assumed(k))
+        return self._scheduled
 
     def all_pods_count(self) -> int:
-        return len(self.pods)
+        return len(self._members)
 
     def scheduled_count(self) -> int:
         return len(self.scheduled)
 
     def unscheduled_pods(self) -> list[Pod]:
-        return [p for p in self.pods if pod_key(p) not in self.scheduled]
+        scheduled = self.scheduled
+        return [p for k, p in self._members.items() if k not in scheduled]
 
     def assumed_keys(self) -> list[str]:
         """The scheduled pods not bound yet (waiting at Permit, or binding)."""
-        return [k for p in self.pods if (k := pod_key(p)) in self.scheduled and not p.spec.node_name]
+        scheduled = self.scheduled
+        return [k for k, p in self._members.items() if k in scheduled and not p.spec.node_name]
 
 
 @runtime_checkable
@@ -163,9 +186,7 @@ class SchedulingGroups:
         members = self._members.get((namespace, name))
         if pod_group is None and not members:
             return None
-        pods = tuple(members.values()) if members else ()
-        scheduled = frozenset(k for p in pods if (k := pod_key(p)) and (p.spec.node_name or assumed(k)))
-        return PodGroupState(pod_group, pods, scheduled)
+        return PodGroupState(pod_group, dict(members) if members else {}, assumed)
 
     def groups_with_pods(self) -> list[GroupKey]:
         """Every group some pod names (its PodGroup may not exist yet), in the order first named."""

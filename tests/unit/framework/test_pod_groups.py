@@ -66,6 +66,30 @@ def test_pod_changes_keep_the_members_current() -> None:
     assert groups.groups_with_pods() == [("ml", "h")]
 
 
+def test_a_state_splits_the_members_into_scheduled_and_not_as_they_were_when_taken() -> None:
+    """Bound (nodeName) and assumed pods are scheduled; the state is the group when it was taken:
+    a pod joining later is not in it."""
+    a, b, c = _pod("a", "g"), _pod("b", "g"), _pod("c", "g")
+    bound = msgspec.structs.replace(a, spec=msgspec.structs.replace(a.spec, node_name="n1"))
+    groups = SchedulingGroups([_group("g")], [bound, b, c])
+    asked: list[str] = []
+
+    def assumed(key: str) -> bool:
+        asked.append(key)
+        return key == "uid-ml-b"
+
+    state = groups.state("ml", "g", assumed)
+    assert state is not None and state.pod_group == _group("g")
+    assert state.all_pods_count() == 3 and asked == []  # PreEnqueue's question asks no cache
+    groups.on_pod_add(_pod("d", "g"))
+    assert state.pods == (bound, b, c)
+    assert state.scheduled == {"uid-ml-a", "uid-ml-b"} and state.scheduled_count() == 2
+    assert state.unscheduled_pods() == [c]
+    assert state.assumed_keys() == ["uid-ml-b"]
+    assert groups.state("ml", "none", assumed) is None
+    assert groups.state("ml", "g", assumed) is not state
+
+
 def test_objects_are_put_replaced_and_removed_by_kind() -> None:
     groups = SchedulingGroups()
     workload = Workload(metadata=ObjectMeta(name="w", namespace="ml"))
