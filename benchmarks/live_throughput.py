@@ -38,8 +38,11 @@ bind (from its shutdown log line): how far Events fell behind binds.
 
 `--shape` picks the pending pods (scheduler_perf's workloads): `basic` (above), `anti-affinity` (anti-affine
 to each other on the hostname), `spreading` (maxSkew 5 over three zones), `preemption` (every node runs
-a low-priority pod that leaves too little room, so each pending pod evicts one) and `dra` (one
-ResourceClaim for one GPU per pod, 8 GPUs published per node; `--dra` is the same).
+a low-priority pod that leaves too little room, so each pending pod evicts one), `dra` (one
+ResourceClaim for one GPU per pod, 8 GPUs published per node; `--dra` is the same) and `gang` (basic
+pods in gangs of GANG_SIZE, each a `scheduling.k8s.io/v1beta1` PodGroup of minCount its size: the API
+server serves that version, and both schedulers run with GenericWorkload on, so each gang goes
+through the pod-group cycle and GangScheduling's Permit).
 
 `--pin` runs each scheduler phase twice: shared (every process anywhere, as above) and pinned, with
 the scheduler alone on the first CPU this script may use (its affinity set before it execs) and etcd,
@@ -80,6 +83,7 @@ import msgspec
 from kubesched.cluster.kube.client import ApiError as KubeApiError
 from kubesched.cluster.kube.client import KubeClient
 from kubesched.harness.controlplane import ControlPlane, ManagedProcess
+from kubesched.harness.differential.gated import GANG_GATES, NO_GATES, Gates
 from kubesched.harness.fake_nodes import (
     ApiClient,
     ApiError,
@@ -191,10 +195,40 @@ def create_pods(
             manifest["spec"]["containers"][0].setdefault("resources", {})["claims"] = [{"name": "gpu"}]
         api.post(f"/api/v1/namespaces/{namespace}/pods", manifest)
 
+        if shape == "gang":
+            manifest["spec"]["schedulingGroup"] = {"podGroupName": gang_of(name)}
+
     with ThreadPoolExecutor(CREATE_THREADS, thread_name_prefix="create") as pool:
         for _ in pool.map(make, names):
             pass  # re-raises the first failure
+    if shape == "gang":  # after their pods: each gang is whole when its PodGroup lets it be queued
+        create_gangs(api, namespace, names)
     return names
+
+
+def gang_of(pod: str) -> str:
+    """The PodGroup of pod `pod-NNNNN` in the gang shape: GANG_SIZE consecutive pods per group."""
+    return f"gang-{int(pod.removeprefix('pod-')) // GANG_SIZE:05d}"
+
+
+def create_gangs(api: ApiClient, namespace: str, pods: Sequence[str]) -> None:
+    """One PodGroup per gang, minCount all of its pods (the last gang may be smaller)."""
+    sizes: dict[str, int] = {}
+    for pod in pods:
+        sizes[gang_of(pod)] = sizes.get(gang_of(pod), 0) + 1
+
+    def make(group: str) -> None:
+        api.post(
+            f"/apis/scheduling.k8s.io/v1beta1/namespaces/{namespace}/podgroups",
+            {
+                "metadata": {"name": group},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": sizes[group]}}},
+            },
+        )
+
+    with ThreadPoolExecutor(CREATE_THREADS, thread_name_prefix="gangs") as pool:
+        for _ in pool.map(make, sizes):
+            pass
 
 
 def create_victims(api: ApiClient, namespace: str, nodes: Sequence[str]) -> None:
@@ -276,7 +310,10 @@ SHAPES: dict[str, tuple[dict[str, str], dict[str, Any], str]] = {
     ),
     "preemption": ({}, {}, PREEMPTOR_CPU),
     "dra": ({}, {}, POD_CPU),
+    "gang": ({}, {}, POD_CPU),
 }
+#: Pods per PodGroup in the gang shape (scheduler_perf's gang workloads use groups of this order).
+GANG_SIZE = 16
 #: Shapes in which a node takes at most one pending pod: `--pods` must not exceed `--nodes`.
 ONE_POD_PER_NODE = ("anti-affinity", "preemption")
 
@@ -542,10 +579,15 @@ def pin_tasks(pid: int, cpus: Collection[int]) -> None:
 
 
 class KubeschedProcess:
-    """`kubesched run` as a subprocess with the benchmark's client limits; stopped by pid."""
+    """`kubesched run` as a subprocess with the benchmark's client limits (and `gates`); stopped by pid."""
 
     def __init__(
-        self, cp: ControlPlane, name: str, src: Path | None = None, cpus: Collection[int] | None = None
+        self,
+        cp: ControlPlane,
+        name: str,
+        src: Path | None = None,
+        cpus: Collection[int] | None = None,
+        gates: Gates = NO_GATES,
     ) -> None:
         self.port = free_port()
         config = cp.workdir / f"kubesched-bench-{self.port}.yaml"
@@ -556,6 +598,7 @@ class KubeschedProcess:
             "--kubeconfig", str(cp.kubeconfig_path),
             "--secure-port", "0",
             "--insecure-listen", f"127.0.0.1:{self.port}",
+            *gates.flags(),
         ]  # fmt: skip
         self.proc = ManagedProcess(
             f"kubesched-{self.port}",
@@ -595,6 +638,11 @@ class Bench:
     raw_sweep_pods: int = RAW_SWEEP_PODS
     raw_repeats: int = RAW_REPEATS
     seq: itertools.count[int] = field(default_factory=itertools.count)
+
+    @property
+    def gates(self) -> Gates:
+        """What both schedulers (and the API server) run with: GenericWorkload for the gang shape."""
+        return shape_gates(self.shape)
 
     def namespace(self, phase: str, nodes: int) -> str:
         name = f"bench-{nodes}-{phase}-{next(self.seq)}"
@@ -700,11 +748,12 @@ class Bench:
                         "leaderElection": {"leaderElect": False},
                         "profiles": [{"schedulerName": scheduler_name}],
                     },
+                    extra_args=self.gates.flags(),
                     cpus=cpus,
                 )
             else:
                 src = self.baseline_src if phase == "baseline" else None
-                kubesched = KubeschedProcess(self.cp, scheduler_name, src, cpus)
+                kubesched = KubeschedProcess(self.cp, scheduler_name, src, cpus, self.gates)
                 proc = kubesched.proc
                 kubesched.wait_ready()
             complete = watch.wait(PHASE_TIMEOUT, proc.alive)
@@ -734,6 +783,10 @@ class Bench:
             "apiserver_etcd_cpu_seconds": round(server_cpu, 2),
             "load_average_1m": load_average(),
         }
+
+
+def shape_gates(shape: str) -> Gates:
+    return GANG_GATES if shape == "gang" else NO_GATES
 
 
 def unsent_events(log: Path) -> int:
@@ -821,7 +874,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_started = time.monotonic()
     figures: list[dict[str, Any]] = []
     ratios: list[dict[str, Any]] = []
-    with ControlPlane(keep_workdir=args.keep_workdir) as cp:
+    gates = shape_gates(args.shape)
+    plane = ControlPlane(
+        keep_workdir=args.keep_workdir, runtime_config=gates.runtime_config(), feature_gates=gates.values
+    )
+    with plane as cp:
         startup = ", ".join(f"{k} {v:.1f} s" for k, v in cp.startup_seconds.items())
         note(f"control plane ready: {cp.server} ({startup}); logs in {cp.workdir / 'logs'}")
         with (
