@@ -6,7 +6,9 @@ wave's pods are created together, then their PodGroups, and the outcome is read 
 settled; kubesched's simulator, with the same gates, is given the objects the server held before
 each wave and must agree (kubesched.harness.differential.group_compare says what is compared, and
 what is not where the binary's own runs disagree). The issue's three gangs are checked first, by
-hand; then a bounded seeded set. The long run is `benchmarks/differential.py --groups`.
+hand; then a bounded seeded set; then a few seeds played again by `kubesched run` with the same
+gates (compared the same way, under `live-` names). The long run is
+`benchmarks/differential.py --groups`.
 """
 
 from __future__ import annotations
@@ -29,12 +31,15 @@ from kubesched.harness.differential.waves import play_waves
 Obj = dict[str, Any]
 #: Seeds of the bounded set (about 4 s each on an idle machine).
 SEEDS = list(range(1, 21))
+#: Seeds also played by `kubesched run` (about 10 s each on an idle machine, upstream's play included).
+LIVE_SEEDS = [1, 2, 3, 4]
 
 
 @pytest.fixture(scope="module")
 def gated() -> Iterator[Harnesses]:
-    """A control plane serving the Workload API, with kube-scheduler v1.37.2 gated the same way."""
-    with harnesses(live=False, gates=GANG_GATES) as h:
+    """A control plane serving the Workload API, with kube-scheduler v1.37.2 and `kubesched run`
+    gated the same way."""
+    with harnesses(live=True, gates=GANG_GATES) as h:
         yield h
 
 
@@ -131,4 +136,17 @@ def test_seeded_groups_agree_with_kube_scheduler(gated: Harnesses, tmp_path: Pat
     # The set measures something: gangs bound whole, from minCount up, not at all; basic groups.
     wanted = {"gang-bound-all", "gang-bound-part", "gang-bound-none", "basic-bound-all", "pod-bound"}
     assert wanted <= set(tally.observed), tally.observed
+    assert tally.mismatches == [], report.getvalue()
+
+
+def test_kubesched_run_agrees_on_seeded_groups(gated: Harnesses, tmp_path: Path) -> None:
+    """`kubesched run`'s pod-group path, live: the pods it binds, the FailedScheduling events it
+    writes and the PodGroup condition it patches, compared with the simulator as upstream's are."""
+    tally = run_group_scenarios(LIVE_SEEDS, tmp_path, priorities=False, live_every=1, using=gated)
+    report = io.StringIO()
+    for m in tally.mismatches:
+        print_mismatch(m, report, flags=gated.gates.flags())
+    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    assert tally.live_scenarios == len(LIVE_SEEDS)
+    assert made["live-group-bound"] >= 8 and made["live-condition"] >= 8 and made["live-message"] >= 5, made
     assert tally.mismatches == [], report.getvalue()
