@@ -96,3 +96,35 @@ def test_calls_queued_before_the_start_get_their_workers_at_the_start() -> None:
         assert calls.workers == 4
     finally:
         calls.stop(1)
+
+
+def test_a_carrying_thread_keeps_its_calls_and_makes_them_itself() -> None:
+    calls = AsyncCalls("t", 1)
+    calls.start()
+    made: list[tuple[str, str]] = []
+    try:
+        calls.carry()
+        assert calls.submit(lambda: made.append(("carried", threading.current_thread().name)))
+        carried = calls.carried()
+        assert calls.submit(lambda: made.append(("queued", threading.current_thread().name)))
+        deadline = time.monotonic() + 5
+        while not made and time.monotonic() < deadline:
+            time.sleep(0.005)
+        # The queued call is made by a worker; the carried one still counts as pending.
+        assert made == [("queued", "t-0")] and not calls.drain(0.05) and calls.pending == 1
+        calls.make(carried)
+        assert made[1] == ("carried", threading.current_thread().name) and calls.pending == 0
+    finally:
+        calls.stop(1)
+
+
+def test_carried_calls_made_after_stop_are_dropped_and_counted() -> None:
+    calls = AsyncCalls("t", 1)
+    calls.start()
+    made: list[int] = []
+    calls.carry()
+    calls.submit(lambda: made.append(1))
+    carried = calls.carried()
+    calls.stop(0.05)  # its budget runs out waiting for the carried call
+    calls.make(carried)
+    assert made == [] and calls.dropped == 1 and calls.pending == 0

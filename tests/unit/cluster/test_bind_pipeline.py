@@ -109,3 +109,22 @@ def test_a_crashing_cycle_frees_its_place() -> None:
     wait_until(lambda: pipeline.admitted == 0)
     assert pipeline.crashed == 1 and pipeline.has_room()
     pipeline.stop_workers()
+
+
+def test_what_a_cycle_leaves_runs_after_its_place_is_freed_without_holding_up_the_next_cycle() -> None:
+    pipeline = BindPipeline(1)
+    release = threading.Event()
+    seen: dict[str, object] = {}
+    second = threading.Event()
+
+    def after() -> None:
+        seen["admitted while after runs"] = pipeline.admitted
+        release.wait(5)
+
+    pipeline.submit(lambda: after)
+    wait_until(lambda: "admitted while after runs" in seen)
+    assert seen["admitted while after runs"] == 0 and pipeline.has_room()
+    pipeline.submit(lambda: second.set() and None)  # a worker of its own: the first one is busy
+    assert second.wait(5)
+    release.set()
+    pipeline.stop_workers()

@@ -423,3 +423,24 @@ def _no_thread_leaks() -> Iterator[None]:
             return
         time.sleep(0.05)
     raise AssertionError(f"threads left running: {extra}")
+
+
+def test_informer_changes_go_to_the_loop_in_order_and_back_to_the_informers_once_it_ends() -> None:
+    kube = FakeKube()
+    cluster, source = start(kube, [node_json("n1")], [])
+    applied: list[tuple[int, str, bool]] = []
+
+    def change(n: int) -> Callable[[], None]:
+        return lambda: applied.append((n, threading.current_thread().name, cluster._lock.owned()))
+
+    try:
+        informer = threading.Thread(target=lambda: [cluster._dispatch(change(n)) for n in range(50)])
+        informer.start()
+        informer.join(5)
+        wait_until(lambda: len(applied) == 50)
+        assert [n for n, _, _ in applied] == list(range(50))
+        assert {(name, owned) for _, name, owned in applied} == {("scheduling-loop", True)}
+    finally:
+        stop(cluster, source)
+    cluster._dispatch(change(50))  # the loop has ended: applied at once, under the lock, here
+    assert applied[-1] == (50, threading.current_thread().name, True)

@@ -14,15 +14,17 @@ It is three things at once:
 Concurrency model (one rule): **all scheduler state is guarded by one lock, `StateLock`**, and
 everything that touches the `Scheduler` holds it:
 
-* informer threads take it to deliver each batch of changes (`dispatch`);
-* the scheduling-loop thread takes it for one step at a time (flush backoff, release Permit
-  waiters, one `schedule_one()`), so events and binding results interleave between pods;
+* the scheduling-loop thread takes it for slices of steps (the informers' changes, which they hand
+  to it in order instead of taking the lock, see `handoff`; backoff; Permit waiters; one
+  `schedule_one()`), so changes and binding results interleave between pods;
 * each binding cycle runs on a pipeline worker holding the lock, and **lets go of it for the
   duration of the `POST .../binding`** (`bind`), so many binds are in flight while the loop keeps
   scheduling. The core is written for this: before the POST the pod is assumed in the cache and done
   in the queue, so anything that happens meanwhile (its own watch event, a delete) sees a
   consistent state. VolumeBinding's PreBind writes and its wait for the PV controller
-  (`bind_pvc`, `provision_pvc`, see `volumes`) let go of it the same way.
+  (`bind_pvc`, `provision_pvc`, see `volumes`) let go of it the same way. The cycle's `Scheduled`
+  Event is sent by the same worker once the cycle is over (`AsyncCalls.carry`), not by an Event
+  worker woken for it.
 
 Back-pressure and stale decisions: the loop pops a pod only while the pipeline has room (at most
 `bind_depth` pods placed but not bound). Just before each bind the core re-validates the decision
@@ -70,6 +72,7 @@ from kubesched.cluster.kube.claims import ApiClaimWriter
 from kubesched.cluster.kube.client import KubeClient
 from kubesched.cluster.kube.discovery import GROUP_KINDS, served_kinds
 from kubesched.cluster.kube.events import EventRecorder
+from kubesched.cluster.kube.handoff import LoopHandoff
 from kubesched.cluster.kube.informer import (
     KINDS,
     ApiListWatch,
@@ -226,6 +229,8 @@ class LiveCluster:
         self.status = PodStatusWriter(client, self._status_calls)
         self._source = source or ApiListWatch(client)
         self._loop_thread: threading.Thread | None = None
+        #: Informer changes for the loop (see `handoff`); taken while the loop thread runs.
+        self._handoff = LoopHandoff(self._lock)
         self._loop_error: BaseException | None = None
         self._loop_beat = 0.0  # monotonic time the loop last came round
         self.loop_stall_seconds = LOOP_STALL_SECONDS + sum(
@@ -406,8 +411,8 @@ class LiveCluster:
         return True
 
     def _dispatch(self, fn: Callable[[], None]) -> None:
-        with self._lock:
-            fn()
+        """One batch of an informer's changes: to the loop while it runs, else applied here."""
+        self._handoff.deliver(fn)
         self._wake.set()
 
     def _handlers_for(self, kind: str) -> CallbackHandlers | None:
@@ -526,6 +531,7 @@ class LiveCluster:
 
     def start_loop(self) -> None:
         self._loop_thread = threading.Thread(target=self._loop, name="scheduling-loop", daemon=True)
+        self._handoff.open()
         self._loop_thread.start()
 
     def loop_problem(self) -> str | None:
@@ -559,6 +565,9 @@ class LiveCluster:
                 if self._may_pop():
                     with self._lock:
                         wait = self._steps()
+                elif self._handoff:
+                    with self._lock:
+                        self._handoff.apply()
                 now = time.monotonic()
                 if now - last_housekeeping >= HOUSEKEEPING_PERIOD:
                     last_housekeeping = now
@@ -569,6 +578,8 @@ class LiveCluster:
             self._loop_error = exc
             log.exception("scheduling loop crashed")
             raise
+        finally:
+            self._handoff.close()
 
     def _may_pop(self) -> bool:
         return self._leading.is_set() and self.pipeline.refusal() is None and self.pipeline.has_room()
@@ -589,6 +600,7 @@ class LiveCluster:
 
     def _step(self) -> float:
         """One loop step under the lock; returns how long to sleep (0: go on at once)."""
+        self._handoff.apply()
         s = self.scheduler
         queue = s.queue
         now = self._clock.now()
@@ -629,9 +641,18 @@ class LiveCluster:
     def _run_binding(self, fn: Callable[[], None]) -> None:
         """The core's `run_binding` hook (called under the lock): hand the cycle to the pipeline."""
 
-        def cycle() -> None:
-            with self._lock:
-                fn()
+        events = self._event_calls
+
+        def cycle() -> Callable[[], None] | None:
+            # The cycle's `Scheduled` Event is sent by this worker once the cycle is over, on the
+            # connection it just used, instead of waking an Event worker for it.
+            events.carry()
+            try:
+                with self._lock:
+                    fn()
+            finally:
+                carried = events.carried()
+            return (lambda: events.make(carried)) if carried else None
 
         self.pipeline.submit(cycle)
 

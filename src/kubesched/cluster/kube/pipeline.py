@@ -6,7 +6,9 @@ made: on nodes since deleted or shrunk, or by a process that has meanwhile lost 
 
 * **Depth.** At most `depth` binding cycles are admitted at once (placed but not yet bound). The
   loop asks `has_room()` before it pops a pod and waits while the pipeline is full; each admitted
-  cycle runs on its own worker thread, so no cycle ever waits for a worker.
+  cycle runs on its own worker thread, so no cycle ever waits for a worker. What a cycle leaves
+  for after it (its Event) is done by its worker once its place is free again; such a worker counts
+  as busy, so the next cycle still gets a thread of its own.
 * **Rate limit first.** A cycle takes its client token *before* it runs, so the wait for a token is
   behind it when its decision is re-validated, and nothing stale sits between check and send.
 * **One gate.** Every bind request passes `sending()` just before it goes out: it refuses
@@ -41,6 +43,10 @@ Fence = Callable[[], str | None]
 
 _STOP = object()
 
+Cycle = Callable[[], Callable[[], None] | None]
+"""A binding cycle; what it returns (if anything) the worker runs once the cycle no longer counts as
+admitted (work that need not hold a place in the pipeline, such as sending the cycle's Event)."""
+
 
 class BindPipeline:
     """At most `depth` binding cycles in flight, each on a worker thread; one gate before each send."""
@@ -62,6 +68,7 @@ class BindPipeline:
         self._on_done = on_done
         self._cond = threading.Condition()
         self._admitted = 0
+        self._after = 0  # workers busy with what a finished cycle left them
         self._on_wire = 0
         self._suspended: str | None = None
         self._closed: str | None = None
@@ -79,7 +86,7 @@ class BindPipeline:
         """Whether the loop may place another pod (fewer than `depth` cycles admitted)."""
         return self._admitted < self.depth
 
-    def submit(self, cycle: Callable[[], None]) -> None:
+    def submit(self, cycle: Cycle) -> None:
         """Admit one binding cycle; never blocks (the loop checked `has_room()` before placing the pod).
 
         Cycles released at once (a Permit wait ending for a whole gang) may exceed `depth` briefly;
@@ -87,7 +94,7 @@ class BindPipeline:
         """
         with self._cond:
             self._admitted += 1
-            if len(self._workers) < self._admitted:
+            if len(self._workers) < self._admitted + self._after:
                 worker = threading.Thread(
                     target=self._serve, name=f"{self._name}-{len(self._workers)}", daemon=True
                 )
@@ -191,18 +198,28 @@ class BindPipeline:
             cycle = self._queue.get()
             if cycle is _STOP:
                 return
+            after = None
             try:
                 self._take_token()
-                cycle()  # type: ignore[operator]
+                after = cycle()  # type: ignore[operator]
             except Exception:
                 self.crashed += 1
                 log.exception("binding cycle failed")
             finally:
                 with self._cond:
                     self._admitted -= 1
+                    self._after += after is not None
                     self._cond.notify_all()
                 if self._on_done is not None:
                     self._on_done()
+            if after is not None:
+                try:
+                    after()
+                except Exception:
+                    log.exception("work after a binding cycle failed")
+                finally:
+                    with self._cond:
+                        self._after -= 1
 
     def _take_token(self) -> None:
         """Wait for the client's rate limiter, unless binding stopped meanwhile (the gate refuses)."""

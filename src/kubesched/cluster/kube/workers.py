@@ -62,6 +62,7 @@ class AsyncCalls:
         self._order = itertools.count()
         self._timer = threading.Condition(self._lock)
         self._timer_thread = threading.Thread(target=self._release_due, name=f"{name}-retry", daemon=True)
+        self._local = threading.local()  # `sink`: where this thread's calls go while it carries them
         #: Calls dropped (queue or retry store full, or still queued at `stop`), and calls that raised.
         self.dropped = 0
         self.failed = 0
@@ -89,11 +90,15 @@ class AsyncCalls:
 
     def submit(self, call: Call) -> bool:
         """Queue `call`; False (and counted) if the queue is full or the calls were stopped."""
+        sink: list[Call] | None = getattr(self._local, "sink", None)
         with self._lock:
             if self._stopped:
                 self.dropped += 1
                 return False
             self._pending += 1
+            if sink is not None:
+                sink.append(call)
+                return True
             self._unclaimed += 1
             # More calls waiting on the queue than idle workers to take them: one more worker.
             short = self._unclaimed > self._idle_workers
@@ -158,6 +163,23 @@ class AsyncCalls:
             except queue.Full:
                 break
 
+    def carry(self) -> None:
+        """From now on, calls submitted on this thread are kept for it (`carried`) instead of queued
+        for the workers: a thread about to be free anyway makes them itself, which spares a worker's
+        wake-up per call. They count as pending, so `drain` and `stop` wait for them as for any."""
+        self._local.sink = []
+
+    def carried(self) -> list[Call]:
+        """Stop carrying; the calls submitted on this thread since `carry`, for `make`."""
+        calls: list[Call] = self._local.sink
+        self._local.sink = None
+        return calls
+
+    def make(self, calls: list[Call]) -> None:
+        """Make carried calls on this thread, as a worker would."""
+        for call in calls:
+            self._make(call)
+
     @property
     def pending(self) -> int:
         """Calls queued, running, or waiting to be retried."""
@@ -177,22 +199,29 @@ class AsyncCalls:
                 self._idle_workers -= 1
                 self._unclaimed -= 1
             try:
-                if self._stopped:
-                    self.dropped += 1  # queued when the shutdown's budget ran out
-                else:
-                    call()  # type: ignore[operator]
-            except Exception:
-                self.failed += 1
-                if self._stopped:  # a call cut short by the shutdown (its client closed)
-                    log.debug("%s: call failed during shutdown", self.name, exc_info=True)
-                else:
-                    log.exception("%s: call failed", self.name)
+                self._make(call)  # type: ignore[arg-type]
             finally:
-                with self._idle:
-                    self._pending -= 1
+                with self._lock:
                     self._idle_workers += 1
-                    if not self._pending:
-                        self._idle.notify_all()
+
+    def _make(self, call: Call) -> None:
+        """Make one pending call (or drop it, past shutdown's budget) and count it done."""
+        try:
+            if self._stopped:
+                self.dropped += 1  # queued when the shutdown's budget ran out
+            else:
+                call()
+        except Exception:
+            self.failed += 1
+            if self._stopped:  # a call cut short by the shutdown (its client closed)
+                log.debug("%s: call failed during shutdown", self.name, exc_info=True)
+            else:
+                log.exception("%s: call failed", self.name)
+        finally:
+            with self._idle:
+                self._pending -= 1
+                if not self._pending:
+                    self._idle.notify_all()
 
     def _release_due(self) -> None:
         """Move waiting calls to the queue when they are due (a timer thread, so no worker sleeps)."""
