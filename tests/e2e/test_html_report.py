@@ -256,3 +256,47 @@ def test_the_demo_report_fits_1400_pixels(browser: object, tmp_path: Path) -> No
     assert reason.get_attribute("title") in page.locator("#explain").inner_text()  # type: ignore[attr-defined]
     page.screenshot(path=str(ARTIFACTS / "demo-report-unschedulable.png"), full_page=True)  # type: ignore[attr-defined]
     assert problems == []
+
+
+#: The pods of the embedded report that carry nearest nodes, and those that name another pod for them.
+_NEAREST_PODS = """() => {
+  const pods = JSON.parse(document.getElementById('report-data').textContent).pods;
+  const key = (p) => `${p.ns}/${p.name}`;
+  return {
+    own: pods.filter((p) => p.nearest).map(key),
+    of: pods.filter((p) => p.nearestOf).map((p) => [key(p), p.nearestOf]),
+  };
+}"""
+
+
+def test_the_pod_panel_says_what_is_missing_on_the_nearest_nodes(browser: object, tmp_path: Path) -> None:
+    """Issue 23 item 7: the panel of an unschedulable pod lists explain's nearest nodes and what each
+    lacks; a replica whose group's first pod holds them shows them too, saying whose they are."""
+    path = kubesched_html(tmp_path, "demo-nearest", "--explain")
+    page, problems = open_report(browser, path, "demo-report-nearest.png")
+    found = page.evaluate(_NEAREST_PODS)  # type: ignore[attr-defined]
+    assert found["own"] and found["of"], found
+    replica, first = found["of"][0]
+    page.fill("#pods-search", replica)  # type: ignore[attr-defined]
+    page.locator(f"#pods-body tr[data-pod='{replica}']").click()  # type: ignore[attr-defined]
+    panel = page.locator("#explain")  # type: ignore[attr-defined]
+    text = panel.inner_text()
+    assert "Nearest nodes, and what is missing on each" in text, text
+    assert f"As worked out for {first}" in text, text
+    assert re.search(r"needs \S+ (more )?\S+", text), text
+    items = panel.locator("ul.nearest > li")
+    assert 1 <= items.count() <= 5
+    # At 1400 px the list stays inside the panel: no horizontal scroll, every node name within it.
+    box = panel.bounding_box()
+    scroll, client = panel.evaluate("(e) => [e.scrollWidth, e.clientWidth]")
+    assert scroll <= client, (scroll, client)
+    for i in range(items.count()):
+        item = items.nth(i).bounding_box()
+        assert box["x"] <= item["x"] and item["x"] + item["width"] <= box["x"] + box["width"], (item, box)
+    panel.screenshot(path=str(ARTIFACTS / "demo-report-nearest-panel.png"))
+    # The first pod of the group carries the same nodes under its own name.
+    page.fill("#pods-search", first)  # type: ignore[attr-defined]
+    page.locator(f"#pods-body tr[data-pod='{first}']").click()  # type: ignore[attr-defined]
+    own = panel.inner_text()
+    assert "Nearest nodes, and what is missing on each" in own and "As worked out for" not in own
+    assert problems == []

@@ -30,7 +30,10 @@ from kubesched.simulate.snapshot.model import POD_SELECTIONS
 
 if TYPE_CHECKING:
     from kubesched.api.loader import LoadedObjects
-    from kubesched.scheduler.scheduler import Attempt
+    from kubesched.cluster.memory import MemoryCluster
+    from kubesched.scheduler.scheduler import Attempt, Scheduler
+    from kubesched.simulate.snapshot.model import Report
+    from kubesched.simulate.snapshot.nearest import Nearest
 
 __all__ = ["DEMO_DIR", "EXIT_UNSCHEDULABLE", "add_simulate_command", "errors_into", "print_tracebacks"]
 
@@ -145,6 +148,7 @@ def _simulate(args: argparse.Namespace) -> int:
         print(f"kubesched: note: {note}", file=sys.stderr)
     wanted = frozenset(args.pod)
     errors: dict[str, BaseException] = {}
+    nearest: dict[str, Nearest] = {}
     with progress_reporter(enabled=sys.stderr.isatty()) as progress:
         report = simulate(
             objects,
@@ -156,6 +160,8 @@ def _simulate(args: argparse.Namespace) -> int:
             detail_pods=wanted,
             progress=progress,
             on_attempt=errors_into(errors) if args.debug else None,
+            # The page's pod panel says what is missing on the nearest nodes, as `explain` does.
+            on_settled=nearest_into(nearest) if args.explain and args.output == "html" else None,
         )
     not_placed = sum(1 for p in report.pods if p.result in POD_SELECTIONS["unschedulable"])
     keys = resolve_pod_names(report.pods, sorted(wanted))
@@ -165,7 +171,7 @@ def _simulate(args: argparse.Namespace) -> int:
     elif args.output == "html":
         from kubesched.simulate.snapshot.html import snapshot_html
 
-        sys.stdout.buffer.write(snapshot_html(report))
+        sys.stdout.buffer.write(snapshot_html(report, nearest=nearest))
     else:
         options = TableOptions(
             explain=args.explain, scores=args.scores or bool(wanted), nodes=not args.no_nodes
@@ -189,6 +195,17 @@ def errors_into(errors: dict[str, BaseException]) -> Callable[[Attempt], None]:
     def keep(attempt: Attempt) -> None:
         if attempt.error is not None:
             errors[attempt.pod.key] = attempt.error
+
+    return keep
+
+
+def nearest_into(nearest: dict[str, Nearest]) -> Callable[[Scheduler, MemoryCluster, Report], None]:
+    """An `on_settled` that keeps the nearest nodes of the run's unschedulable pods (for the page)."""
+
+    def keep(scheduler: Scheduler, cluster: MemoryCluster, report: Report) -> None:
+        from kubesched.simulate.snapshot.nearest import nearest_by_pod
+
+        nearest.update(nearest_by_pod(scheduler, cluster, report.pods))
 
     return keep
 

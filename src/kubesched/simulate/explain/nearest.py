@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kubesched.api.cluster_objects import Namespace
 from kubesched.api.objects import Pod
 from kubesched.api.quantity import QuantityError, format_quantity
 from kubesched.api.resources import pod_requests
 from kubesched.api.taints import DEFAULT_FILTER_EFFECTS, toleration_tolerates
+from kubesched.cluster.memory import MemoryCluster
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.node_info import NodeInfo, pod_host_ports, ports_conflict
 from kubesched.framework.node_table import NodeTable
@@ -35,9 +37,11 @@ from kubesched.plugins.inter_pod_affinity import (
 )
 from kubesched.simulate.explain.model import NearNode
 
-__all__ = ["find_obstacles", "nearest_nodes"]
+__all__ = ["NEAREST", "find_obstacles", "nearest_in_cluster", "nearest_nodes"]
 
 HOSTNAME = "kubernetes.io/hostname"
+#: Nearest nodes shown for a pod (`kubesched explain`, the HTML report's pod panel).
+NEAREST = 5
 
 
 @dataclass(slots=True)
@@ -82,7 +86,7 @@ def nearest_nodes(
     table: NodeTable,
     *,
     namespace_labels: Mapping[str, Mapping[str, str]],
-    limit: int = 5,
+    limit: int = NEAREST,
 ) -> list[NearNode]:
     """The `limit` rejected nodes with the fewest obstacles, each with what is missing on it."""
     try:
@@ -106,6 +110,20 @@ def nearest_nodes(
         )
         for name, statuses in nearest
     ]
+
+
+def nearest_in_cluster(
+    fwk: Framework, pod: Pod, table: NodeTable, cluster: MemoryCluster, *, limit: int = NEAREST
+) -> list[NearNode]:
+    """`find_obstacles` then `nearest_nodes` for a pod of `cluster` (its namespaces' labels feed
+    the affinity descriptions): `kubesched explain` before its cycle, the HTML report after a run."""
+    namespaces = {
+        ns.metadata.name: dict(ns.metadata.labels)
+        for ns in cluster.lister("Namespace")
+        if isinstance(ns, Namespace)
+    }
+    obstacles = find_obstacles(fwk, pod, table)
+    return nearest_nodes(obstacles, pod, table, namespace_labels=namespaces, limit=limit)
 
 
 def _shortfall(requests: Mapping[str, int], info: NodeInfo, statuses: Sequence[Status]) -> float:

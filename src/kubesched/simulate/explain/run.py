@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from kubesched.api.cluster_objects import Namespace
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Pod
 from kubesched.api.scheduling_groups import GATE_OF
@@ -29,15 +28,13 @@ from kubesched.cluster.memory import MemoryCluster
 from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.errors import InputError, did_you_mean
 from kubesched.framework.node_info import PodInfo, pod_key
-from kubesched.framework.node_table import NodeTable
 from kubesched.framework.pod_groups import pod_group_of
 from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import Framework
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
 from kubesched.simulate.explain.model import NearNode, PodExplanation, Preemption
-from kubesched.simulate.explain.nearest import find_obstacles, nearest_nodes
+from kubesched.simulate.explain.nearest import nearest_in_cluster
 from kubesched.simulate.explain.plain import plain_words
 from kubesched.simulate.explain.verdicts import summarize_rejections, top_nodes, verdict
 from kubesched.simulate.node_quantities import check_node_quantities
@@ -45,9 +42,8 @@ from kubesched.simulate.virtual_time import drain, new_scheduler
 
 __all__ = ["explain_pod", "find_pod", "kinds_read"]
 
-#: Node names kept per reason, nearest nodes and top nodes shown.
+#: Node names kept per reason and top nodes shown (nearest nodes: `nearest.NEAREST`).
 NAMES_PER_REASON = 5
-NEAREST = 5
 TOP = 5
 
 
@@ -183,7 +179,7 @@ def explain_pod(
             message = status.message() if status is not None else f"gated by {plugin}"
             return _done(base, started, verdict="Gated", message=message)
         # Before the cycle: preemption may evict pods (in memory) and change the nodes.
-        nearest = _nearest(fwk, admitted, table, cluster)
+        nearest = nearest_in_cluster(fwk, admitted, table, cluster)
         drain(scheduler, stop=lambda: bool(attempts))
     finally:
         if scheduler.extenders is not None:
@@ -193,16 +189,6 @@ def explain_pod(
     if attempts[0].error is not None and on_error is not None:
         on_error(base.pod, attempts[0].error)
     return _from_attempt(base, attempts[0], nearest, scheduler, started)
-
-
-def _nearest(fwk: Framework, pod: Pod, table: NodeTable, cluster: MemoryCluster) -> list[NearNode]:
-    namespaces = {
-        ns.metadata.name: dict(ns.metadata.labels)
-        for ns in cluster.lister("Namespace")
-        if isinstance(ns, Namespace)
-    }
-    obstacles = find_obstacles(fwk, pod, table)
-    return nearest_nodes(obstacles, pod, table, namespace_labels=namespaces, limit=NEAREST)
 
 
 def _from_attempt(

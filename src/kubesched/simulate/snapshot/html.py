@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import msgspec
 
 from kubesched.api.quantity import QuantityError, parse_quantity
 from kubesched.simulate.html.figures import (
@@ -17,6 +19,7 @@ from kubesched.simulate.html.figures import (
 )
 from kubesched.simulate.html.page import render_page
 from kubesched.simulate.snapshot.model import NodeUsage, PodResult, Report, WorkloadResult
+from kubesched.simulate.snapshot.nearest import Nearest
 from kubesched.simulate.snapshot.workloads import workload_label
 
 __all__ = ["pod_row", "snapshot_figures", "snapshot_html", "workload_row"]
@@ -34,7 +37,11 @@ _SNAPSHOT_COLUMNS = [
 ]
 
 
-def snapshot_html(report: Report, *, title: str = "kubesched simulate") -> bytes:
+def snapshot_html(
+    report: Report, *, title: str = "kubesched simulate", nearest: Mapping[str, Nearest] | None = None
+) -> bytes:
+    """The page; `nearest` (`snapshot.nearest.nearest_by_pod`) adds the nearest nodes of
+    unschedulable pods to their panel."""
     s = report.summary
     cards = [
         ("pods scheduled", f"{s.scheduled}/{s.pods}"),
@@ -54,13 +61,15 @@ def snapshot_html(report: Report, *, title: str = "kubesched simulate") -> bytes
         cards,
         figures,
         _SNAPSHOT_COLUMNS,
-        [pod_row(p) for p in report.pods],
+        [pod_row(p, (nearest or {}).get(f"{p.namespace}/{p.name}")) for p in report.pods],
         [workload_row(w) for w in report.workloads],
     )
 
 
-def pod_row(pod: PodResult) -> dict[str, Any]:
-    """A pod as the page's table and explanation panel read it; empty fields are left out."""
+def pod_row(pod: PodResult, nearest: Nearest | None = None) -> dict[str, Any]:
+    """A pod as the page's table and explanation panel read it; empty fields are left out. A pod
+    whose group's first pod holds the nearest nodes names that pod (`nearestOf`), so 2000 replicas
+    carry one copy."""
     out: dict[str, Any] = {
         "ns": pod.namespace,
         "name": pod.name,
@@ -75,6 +84,9 @@ def pod_row(pod: PodResult) -> dict[str, Any]:
         "filter": _filter_rows(pod) or None,
         "scores": _score_rows(pod) or None,
     }
+    if nearest is not None:
+        out["nearest"] = [msgspec.to_builtins(n) for n in nearest.nodes] or None
+        out["nearestOf"] = nearest.of
     return {k: v for k, v in out.items() if v is not None}
 
 

@@ -114,6 +114,7 @@ def simulate(
     detail_pods: Collection[str] = (),
     progress: Callable[[int, int], None] | None = None,
     on_attempt: Callable[[Attempt], None] | None = None,
+    on_settled: Callable[[Scheduler, MemoryCluster, Report], None] | None = None,
 ) -> Report:
     """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed.
 
@@ -123,6 +124,8 @@ def simulate(
     on clusters of at most PER_NODE_MAX_NODES nodes.
     `on_attempt` sees every attempt as it ends (the report keeps only each pod's last one): the
     differential harness compares a preemptor's first FailedScheduling message with upstream's.
+    `on_settled` sees the scheduler and cluster as the run left them, with the report: the HTML
+    report works out the nearest nodes of unschedulable pods there (`snapshot.nearest`).
     """
     report, _ = simulate_cluster(
         objects,
@@ -134,6 +137,7 @@ def simulate(
         detail_pods=detail_pods,
         progress=progress,
         on_attempt=on_attempt,
+        on_settled=on_settled,
     )
     return report
 
@@ -149,6 +153,7 @@ def simulate_cluster(
     detail_pods: Collection[str] = (),
     progress: Callable[[int, int], None] | None = None,
     on_attempt: Callable[[Attempt], None] | None = None,
+    on_settled: Callable[[Scheduler, MemoryCluster, Report], None] | None = None,
 ) -> tuple[Report, MemoryCluster]:
     """`simulate`, also returning the cluster as the run left it (every pod, bound or not, by key)."""
     for node in objects.nodes:
@@ -243,6 +248,8 @@ def simulate_cluster(
         report.workloads = workload_results(controllers, cluster.nodes, messages)
     if scheduler.pod_groups_enabled:
         report.pod_groups = pod_group_results(cluster.groups)
+    if on_settled is not None:
+        on_settled(scheduler, cluster, report)
     return report, cluster
 
 

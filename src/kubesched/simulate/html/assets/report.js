@@ -154,6 +154,15 @@
     return value === undefined || value === null ? null : `${value} s`;
   }
 
+  // The nearest nodes are worked out for the first pod of each workload and explanation; the
+  // group's other pods name that pod (nearestOf) instead of carrying a copy.
+  const byKey = new Map(report.pods.map((p) => [`${p.ns}/${p.name}`, p]));
+  function nearestOf(pod) {
+    if (pod.nearest && pod.nearest.length) return { nodes: pod.nearest, of: null };
+    const first = pod.nearestOf ? byKey.get(pod.nearestOf) : undefined;
+    return first && first.nearest && first.nearest.length ? { nodes: first.nearest, of: pod.nearestOf } : null;
+  }
+
   function explain(pod) {
     const box = document.getElementById("explain");
     box.replaceChildren();
@@ -175,6 +184,21 @@
     if (pod.message) box.append(el("div", { class: "message" }, pod.message));
     if (pod.victims && pod.victims.length) {
       box.append(el("h4", {}, "Preempted to make room"), el("p", {}, pod.victims.join(", ")));
+    }
+    // What is missing on the nearest nodes first: it says what to change; the table below counts.
+    const near = nearestOf(pod);
+    if (near) {
+      box.append(el("h4", {}, "Nearest nodes, and what is missing on each"));
+      if (near.of) box.append(el("p", { class: "hint" }, `As worked out for ${near.of}, the first pod of this workload with the same explanation.`));
+      box.append(
+        el(
+          "ul",
+          { class: "nearest" },
+          ...near.nodes.map((n) =>
+            el("li", {}, el("b", {}, n.node), ` (${n.plugins.join(", ")})`, el("ul", {}, ...n.missing.map((m) => el("li", {}, m)))),
+          ),
+        ),
+      );
     }
     if (pod.filter && pod.filter.length) {
       box.append(
