@@ -315,3 +315,16 @@ def test_ab_tells_rows_from_figures_only_one_tree_measured() -> None:
         f"figures in this tree only: {ab.FIGURES['server_cpu_ms_per_request'][0]}",
     ]
     assert ab.one_sided(base, base) == []
+
+
+@needs_kube
+@pytest.mark.xdist_group("benchmark-control-planes")
+def test_live_throughput_gang_smoke() -> None:
+    """The gang shape: PodGroups on an API server serving scheduling.k8s.io/v1beta1, both schedulers
+    with GenericWorkload on, every gang bound whole."""
+    out = run("live_throughput.py", "--smoke", "--shape", "gang", "--phases", "upstream", "kubesched")
+    phases = [o for o in out if "phase" in o]
+    assert [o["phase"] for o in phases] == ["upstream", "kubesched"]
+    for o in phases:
+        assert o["shape"] == "gang" and o["complete"] is True and o["bound"] == o["pods"], o
+    assert out[-1]["pod_shape"]["shape"] == "gang"
