@@ -4,9 +4,9 @@ When the queue hands out a pod of a `scheduling.k8s.io` PodGroup, the group's ot
 with it (SchedulingQueue.take) and the group is scheduled as one:
 
 1. the members are checked (one profile, the group's priority, one preemption policy);
-2. the default algorithm tries each member in upstream's order (priority, attempts, queue time,
-   name) with the earlier ones assumed and reserved, and asks GangScheduling's PlacementFeasible
-   after each whether minCount can still be reached, stopping as soon as it cannot;
+2. the placement phase (pod_group_placement.py) tries each member in upstream's order (priority,
+   attempts, queue time, name) with the earlier ones assumed, stopping as soon as GangScheduling's
+   PlacementFeasible says minCount cannot be reached;
 3. everything the trial assumed is undone, then the outcome is submitted: on success each placed
    member is assumed again, reserved and permitted, and binds (GangScheduling's Permit holds them
    until the quorum is assumed); otherwise every member fails with upstream's texts;
@@ -22,7 +22,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import msgspec
 
@@ -34,14 +34,20 @@ from kubesched.framework.node_info import pod_key
 from kubesched.framework.pod_groups import SchedulingGroups, pod_group_of, pod_group_priority
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import FitError, QueuedPodInfo
-from kubesched.scheduler.attempt import ScheduleResult
+from kubesched.framework.types import QueuedPodInfo
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
-from kubesched.scheduler.failures import Failures, as_fit_status
+from kubesched.scheduler.failures import Failures
+from kubesched.scheduler.pod_group_placement import (
+    GANG_SCHEDULING,
+    POD_GROUP_UNSCHEDULABLE,
+    GroupPlacer,
+    PodGroupUnschedulable,
+    PodResult,
+    PodTrial,
+)
 from kubesched.scheduler.ports import ClusterPort
 from kubesched.scheduler.queue import SchedulingQueue
-from kubesched.scheduler.schedule_one import CycleError, with_node_name
 
 __all__ = [
     "GANG_SCHEDULING",
@@ -52,29 +58,8 @@ __all__ = [
     "PodTrial",
 ]
 
-GANG_SCHEDULING = "GangScheduling"
-#: Upstream's errPodGroupUnschedulable: the first reason of a group-wide rejection.
-POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
 _NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
 _PREEMPT_LOWER = "PreemptLowerPriority"
-
-
-class PodTrial(Protocol):
-    """What the pod-group cycle needs of the single-pod cycle (SchedulingCycle)."""
-
-    def skipped(self, fwk: Framework, qpi: QueuedPodInfo) -> bool:
-        """Whether a popped pod is gone, assumed or being deleted (then its cycle is over)."""
-        ...
-
-    def schedule_pod(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo) -> ScheduleResult:
-        """Filter and score one pod; raises FitError (no node) or CycleError (an error)."""
-        ...
-
-    def assume_and_reserve(
-        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, result: ScheduleResult, started: float
-    ) -> None:
-        """Assume, Reserve and Permit the pod on its node, then start its binding cycle."""
-        ...
 
 
 @runtime_checkable
@@ -100,15 +85,6 @@ class PodGroupOutcome:
     placement: dict[str, str]
 
 
-@dataclass(slots=True)
-class _PodResult:
-    qpi: QueuedPodInfo
-    state: CycleState
-    status: Status | None  # None: placed
-    result: ScheduleResult | None = None
-    fit: FitError | None = None
-
-
 class _GroupError(Exception):
     pass
 
@@ -130,6 +106,7 @@ class PodGroupCycle:
         observer: Callable[[PodGroupOutcome], None] | None = None,
     ) -> None:
         self._trial = trial
+        self._placer = GroupPlacer(trial=trial, cache=cache)
         self._groups = groups
         self._cache = cache
         self._queue = queue
@@ -188,7 +165,7 @@ class PodGroupCycle:
             return
         scheduled = groups.state(namespace, name, self._cache.is_assumed)
         already = 0 if scheduled is None else scheduled.scheduled_count()
-        results, group_status = self._algorithm(fwk, pod_group, members, already)
+        results, group_status = self._placer.run(fwk, pod_group, members, already)
         self._submit(fwk, pod_group, members, results, group_status, started)
 
     def _validate(
@@ -227,86 +204,13 @@ class PodGroupCycle:
             raise _GroupError(f'profile not found for scheduler name "{scheduler_name}"')
         return fwk
 
-    def _algorithm(
-        self, fwk: Framework, pod_group: PodGroup, members: list[QueuedPodInfo], scheduled: int
-    ) -> tuple[list[_PodResult], Status | None]:
-        """upstream's podGroupSchedulingDefaultAlgorithm: each member in turn with the earlier ones
-        assumed, GangScheduling asked after each; everything assumed is undone before returning."""
-        results: list[_PodResult] = []
-        undo: list[tuple[CycleState, Pod, str, str]] = []
-        remaining = len(members)
-        try:
-            status = self._feasible(fwk, pod_group, scheduled, remaining)
-            if status is not None and status.code == Code.ERROR:
-                return results, _error(f"failed to evaluate placement feasibility: {status.message()}")
-            if status is not None and status.code == Code.UNSCHEDULABLE:
-                return results, _unschedulable(status)
-            any_scheduled = False
-            for m in members:
-                state = CycleState()
-                try:
-                    chosen = self._trial.schedule_pod(fwk, state, m)
-                except FitError as fit:
-                    res = _PodResult(m, state, Status(Code.UNSCHEDULABLE, error=fit), fit=fit)
-                except CycleError as err:
-                    res = _PodResult(m, state, err.status)
-                else:
-                    res = _PodResult(m, state, None, chosen)
-                    assumed = with_node_name(m.pod, chosen.node)
-                    self._cache.assume_pod(m.pod_info.with_pod(assumed), chosen.node)
-                    reserved = fwk.run_reserve(state, assumed, chosen.node)
-                    if reserved is not None:
-                        fwk.run_unreserve(state, assumed, chosen.node)
-                        self._cache.forget_pod(m.key)
-                        res.status = as_fit_status(reserved)
-                    else:
-                        undo.append((state, assumed, chosen.node, m.key))
-                results.append(res)
-                if res.status is not None and not res.status.is_rejected():
-                    return results, _error(
-                        f"failed to schedule other pod from a pod group: {res.status.message()}"
-                    )
-                remaining -= 1
-                scheduled += res.status is None
-                status = self._feasible(fwk, pod_group, scheduled, remaining)
-                if status is not None and status.code == Code.ERROR:
-                    return results, _error(f"failed to evaluate placement feasibility: {status.message()}")
-                if status is not None and status.code == Code.UNSCHEDULABLE:
-                    return results, status
-                any_scheduled = any_scheduled or res.status is None
-            if status is not None and status.is_wait():
-                return results, _unschedulable(status)
-            if not any_scheduled:
-                return results, Status(Code.UNSCHEDULABLE, error=_Unschedulable())
-            return results, None
-        finally:
-            for state, assumed, node, key in reversed(undo):
-                fwk.run_unreserve(state, assumed, node)
-                self._cache.forget_pod(key)
-
-    def _feasible(self, fwk: Framework, pod_group: PodGroup, scheduled: int, remaining: int) -> Status | None:
-        """GangScheduling's PlacementFeasible (upstream's only such plugin), when the profile has it."""
-        plugin: Any = fwk.plugins.get(GANG_SCHEDULING)
-        if plugin is None or not hasattr(plugin, "placement_feasible"):
-            return None
-        try:
-            status: Status | None = plugin.placement_feasible(pod_group, scheduled, remaining)
-        except Exception as exc:  # a plugin's bug is an Error status, as everywhere
-            return Status.as_error(f"running PlacementFeasible plugin: {exc}")
-        if status is None or status.is_success():
-            return None
-        status.with_plugin(GANG_SCHEDULING)
-        if status.is_wait() or status.code == Code.UNSCHEDULABLE or status.code == Code.ERROR:
-            return status
-        return Status.as_error(f"unexpected status from PlacementFeasible plugin: {status.code}")
-
     # ------------------------------------------------------------------ the outcome
     def _submit(
         self,
         fwk: Framework,
         pod_group: PodGroup,
         members: list[QueuedPodInfo],
-        results: list[_PodResult],
+        results: list[PodResult],
         group_status: Status | None,
         started: float,
     ) -> None:
@@ -314,7 +218,7 @@ class PodGroupCycle:
         # Members the algorithm never reached share the group's status as it was before PostFilter.
         for m in members[len(results) :]:
             shared = group_status if group_status is not None else Status(Code.UNSCHEDULABLE)
-            results.append(_PodResult(m, CycleState(), _copy(shared)))
+            results.append(PodResult(m, CycleState(), _copy(shared)))
         if group_status is not None and group_status.code == Code.UNSCHEDULABLE:
             self._pod_group_post_filter(fwk, pod_group, group_status)
         placement: dict[str, str] = {}
@@ -330,7 +234,9 @@ class PodGroupCycle:
                     self._trial.assume_and_reserve(fwk, res.state, m, res.result, started)
                     placement[m.pod.metadata.name] = res.result.node
                 else:
-                    rejected = Status(Code.UNSCHEDULABLE, group_status.message(), error=_Unschedulable())
+                    rejected = Status(
+                        Code.UNSCHEDULABLE, group_status.message(), error=PodGroupUnschedulable()
+                    )
                     self._failures.fail(fwk, m, rejected, started, filter_=None, requeue=requeue)
             elif res.fit is not None:
                 self._failures.fail_fit(fwk, m, res.fit, started, nominated=None, victims=[], requeue=requeue)
@@ -419,24 +325,6 @@ class PodGroupCycle:
     def _report(self, pod_group: PodGroup, result: str, message: str, placement: dict[str, str]) -> None:
         namespace = pod_group.metadata.namespace or "default"
         self._observer(PodGroupOutcome(namespace, pod_group.metadata.name, result, message, placement))
-
-
-class _Unschedulable(Exception):
-    """errPodGroupUnschedulable: its text leads the reasons of a group-wide rejection."""
-
-    def __str__(self) -> str:
-        return POD_GROUP_UNSCHEDULABLE
-
-
-def _unschedulable(status: Status) -> Status:
-    """A Wait (or early Unschedulable) of PlacementFeasible turned into the group's rejection."""
-    out = Status(Code.UNSCHEDULABLE, *status.reasons, error=_Unschedulable())
-    out.plugin = status.plugin
-    return out
-
-
-def _error(message: str) -> Status:
-    return Status.as_error(message)
 
 
 def _copy(status: Status) -> Status:
