@@ -127,12 +127,13 @@ ACCEPTED = [
     "OpportunisticBatching=false",
     # followed: GangScheduling joins the default profile
     "GenericWorkload=true",
+    # followed: TopologyPlacementGenerator and PodGroupPodsCount (weight 1) join it too
+    "GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
 ]
 
 #: Gate sets under which the binary's default profile differs from its default one, and the gate
 #: kubesched names when it refuses the set.
 CHANGING = [
-    ("GenericWorkload=true,TopologyAwareWorkloadScheduling=true", "TopologyAwareWorkloadScheduling=true"),
     (
         "InPlacePodVerticalScalingSchedulerPreemption=true",
         "InPlacePodVerticalScalingSchedulerPreemption=true",

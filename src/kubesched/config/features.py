@@ -66,14 +66,19 @@ DEFAULT_ONLY: Mapping[str, str] = {
     "SchedulerPopFromBackoffQ": "a queue that never pops from the backoff queue",
     "SchedulerPreQueueingHints": "pre-queueing hints",
     "TaintTolerationComparisonOperators": "the Gt and Lt toleration operators",
-    "TopologyAwareWorkloadScheduling": "topology-aware placement of pod groups",
     "VolumeLimitScaling": "switching off volume limit scaling in NodeVolumeLimits",
 }
 
 
 #: Gates kube-scheduler v1.37.2 reads that kubesched follows at either value.
 FOLLOWED = frozenset(
-    {"DRASchedulerFilterTimeout", "GenericWorkload", "OpportunisticBatching", "StorageCapacityScoring"}
+    {
+        "DRASchedulerFilterTimeout",
+        "GenericWorkload",
+        "OpportunisticBatching",
+        "StorageCapacityScoring",
+        "TopologyAwareWorkloadScheduling",
+    }
 )
 
 

@@ -76,6 +76,8 @@ class Plugins(_Base):
     bind: PluginSet | None = None
     post_bind: PluginSet | None = None
     multi_point: PluginSet | None = None
+    placement_generate: PluginSet | None = None
+    placement_score: PluginSet | None = None
 
     def get(self, key: str) -> PluginSet | None:
         """The set for config key `key` (`preFilter`, `multiPoint`, ...)."""
@@ -87,7 +89,7 @@ class Plugins(_Base):
         setattr(self, _ATTR_OF_KEY[key], value)
 
 
-#: Config keys of `Plugins`, in upstream's order (the extension points, then `multiPoint`).
+#: Config keys of `Plugins`, in upstream's order (extension points, `multiPoint`, the pod-group points).
 PLUGIN_SET_KEYS: tuple[str, ...] = (
     "preEnqueue",
     "queueSort",
@@ -102,6 +104,8 @@ PLUGIN_SET_KEYS: tuple[str, ...] = (
     "bind",
     "postBind",
     "multiPoint",
+    "placementGenerate",
+    "placementScore",
 )
 #: The extension points' config keys, in upstream's order (PLUGIN_SET_KEYS without `multiPoint`).
 EXTENSION_POINTS: tuple[str, ...] = tuple(key for key in PLUGIN_SET_KEYS if key != "multiPoint")

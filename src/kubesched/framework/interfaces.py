@@ -22,10 +22,12 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api.objects import Pod
+from kubesched.api.scheduling_groups import PodGroup
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ClusterEventWithHint, Resource
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
+from kubesched.framework.placement import Placement, PlacementScore, PodGroupAssignments
 from kubesched.framework.status import Status
 from kubesched.framework.types import PostFilterResult, PreFilterResult, QueuedPodInfo
 
@@ -315,6 +317,35 @@ class PostBindPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PlacementGeneratePlugin(Plugin, Protocol):
+    """TopologyAwareWorkloadScheduling: propose the placements (node subsets of `parent`) a pod
+    group may be tried in, or a Status saying why none. Only a profile's first one runs."""
+
+    def generate_placements(
+        self, state: CycleState, pod_group: PodGroup, parent: Placement
+    ) -> Sequence[Placement] | Status: ...
+
+
+@runtime_checkable
+class PlacementScorePlugin(Plugin, Protocol):
+    """TopologyAwareWorkloadScheduling: score a placement where the group fitted (higher is
+    better); `state` is that placement's own. Returns an int or (int, Status or None)."""
+
+    def score_placement(
+        self, state: CycleState, pod_group: PodGroup, assignments: PodGroupAssignments
+    ) -> int | tuple[int, Status | None]: ...
+
+
+@runtime_checkable
+class PlacementScoreExtensions(Plugin, Protocol):
+    """NormalizePlacementScore: rewrite the plugin's `scores` in place into [0, 100]."""
+
+    def normalize_placement_score(
+        self, state: CycleState, pod_group: PodGroup, scores: list[PlacementScore]
+    ) -> Status | None: ...
+
+
+@runtime_checkable
 class SignPlugin(Plugin, Protocol):
     """Optional for PreFilter, Filter, PreScore and Score plugins (KEP-5598 pod signatures).
 
@@ -357,6 +388,8 @@ EXTENSION_POINT_METHODS: dict[str, tuple[str, ...]] = {
     "preBind": ("pre_bind",),
     "bind": ("bind",),
     "postBind": ("post_bind",),
+    "placementGenerate": ("generate_placements",),
+    "placementScore": ("score_placement",),
 }
 
 _PROTOCOLS: tuple[type, ...] = (
@@ -379,6 +412,9 @@ _PROTOCOLS: tuple[type, ...] = (
     PreBindPreFlightPlugin,
     BindPlugin,
     PostBindPlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
+    PlacementScoreExtensions,
     SignPlugin,
     ClusterObjectObserver,
     EnqueueExtensions,

@@ -43,6 +43,7 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
+from kubesched.framework.placement import PlacementPoints
 from kubesched.framework.plugin_calls import (
     OnNode,
     PluginReturnError,
@@ -132,6 +133,7 @@ class Framework:
         self.plugins: dict[str, Any] = {}
         self._points: dict[str, list[tuple[str, Any]]] = {}
         self.score_weights: dict[str, int] = {}
+        placement_weights: dict[str, int] = {}
         for point, refs in points.items():
             methods = EXTENSION_POINT_METHODS.get(point)
             if methods is None:
@@ -161,6 +163,8 @@ class Framework:
                 entries.append((name, plugin))
                 if point == "score":
                     self.score_weights[name] = weight if weight > 0 else 1
+                elif point == "placementScore":
+                    placement_weights[name] = weight if weight > 0 else 1
             self._points[point] = entries
         if len(self._points.get("queueSort", [])) != 1:
             raise FrameworkError(f"profile {profile_name!r}: exactly one queueSort plugin is required")
@@ -168,6 +172,17 @@ class Framework:
             raise FrameworkError(f"profile {profile_name!r}: at least one bind plugin is required")
         if sum(self.score_weights.values()) * MAX_NODE_SCORE > MAX_TOTAL_SCORE:
             raise FrameworkError(f"profile {profile_name!r}: total score of Score plugins could overflow")
+        if len(self._points.get("placementGenerate", [])) > 1:
+            raise FrameworkError(f"profile {profile_name!r}: at most one placementGenerate plugin is allowed")
+        if sum(placement_weights.values()) * MAX_NODE_SCORE > MAX_TOTAL_SCORE:
+            raise FrameworkError(
+                f"profile {profile_name!r}: total score of PlacementScore plugins could overflow"
+            )
+        #: The pod-group cycle's placement points (TopologyAwareWorkloadScheduling).
+        points_of = self._points.get
+        self.placements = PlacementPoints(
+            points_of("placementGenerate", []), points_of("placementScore", []), placement_weights
+        )
         # PreFilter extensions belong to PreFilter plugins.
         self._pre_filter_ext = [
             (n, p) for n, p in self._points.get("preFilter", []) if defines(type(p), "add_pod")

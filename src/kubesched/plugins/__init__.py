@@ -31,10 +31,12 @@ from kubesched.plugins.node_resources_balanced_allocation import NodeResourcesBa
 from kubesched.plugins.node_resources_fit import NodeResourcesFit
 from kubesched.plugins.node_unschedulable import NodeUnschedulable
 from kubesched.plugins.node_volume_limits import NodeVolumeLimits
+from kubesched.plugins.pod_group_pods_count import PodGroupPodsCount
 from kubesched.plugins.pod_topology_spread import PodTopologySpread
 from kubesched.plugins.priority_sort import PrioritySort
 from kubesched.plugins.scheduling_gates import SchedulingGates
 from kubesched.plugins.taint_toleration import TaintToleration
+from kubesched.plugins.topology_placement import TopologyPlacementGenerator
 from kubesched.plugins.volume_binding import VolumeBinding
 from kubesched.plugins.volume_restrictions import VolumeRestrictions
 from kubesched.plugins.volume_zone import VolumeZone
@@ -61,6 +63,8 @@ BUILTIN_PLUGINS: tuple[type, ...] = (
     DefaultBinder,
     NodeDeclaredFeatures,
     GangScheduling,
+    TopologyPlacementGenerator,
+    PodGroupPodsCount,
     NodeFilterLabel,
     GPUScheduler,
     SpotScheduler,

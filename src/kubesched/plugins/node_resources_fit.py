@@ -13,6 +13,11 @@ Score (upstream `pkg/scheduler/framework/plugins/noderesources/resource_allocati
 MostAllocated or RequestedToCapacityRatio over the configured resources, where cpu and memory count the 100m /
 200Mi defaults for containers that request nothing, so that best-effort pods still spread.
 
+PlacementScore (TopologyAwareWorkloadScheduling): a placement where a pod group fitted scores how full
+its nodes, taken as one, would be with the group's members proposed there, MostAllocated over the
+configured resources whatever the node-scoring strategy (upstream's placement scorer), so the fuller
+of two placements that hold the group alike wins.
+
 The helpers that compute per-resource (allocatable, requested) pairs are shared with
 NodeResourcesBalancedAllocation, as upstream's `resourceAllocationScorer` is.
 """
@@ -33,6 +38,7 @@ from kubesched.api.resources import (
     pod_container_non_zero_requests,
     pod_requests,
 )
+from kubesched.api.scheduling_groups import PodGroup
 from kubesched.errors import FieldErrors
 from kubesched.framework.cycle_state import CycleState, pre_filter_state
 from kubesched.framework.events import (
@@ -49,6 +55,7 @@ from kubesched.framework.interfaces import (
     EnqueueExtensions,
     FilterPlugin,
     Handle,
+    PlacementScorePlugin,
     PreFilterPlugin,
     PreScorePlugin,
     RepeatsFailures,
@@ -56,6 +63,7 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.node_info import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, NodeInfo, node_allocatable
 from kubesched.framework.node_table import BatchFilterResult, NodeSet
+from kubesched.framework.placement import PodGroupAssignments
 from kubesched.framework.row_scores import RowScores
 from kubesched.framework.signature import SignFragment, requests_fragment
 from kubesched.framework.status import Code, Status
@@ -333,6 +341,7 @@ class NodeResourcesFit(
     PreScorePlugin,
     ScorePlugin,
     BatchScorePlugin,
+    PlacementScorePlugin,
     EnqueueExtensions,
     RepeatsFailures,
 ):
@@ -507,6 +516,30 @@ class NodeResourcesFit(
             )
         ]
         return self.scorer.combine_arrays(pairs, len(nodes))
+
+    # ------------------------------------------------------------------ PlacementScore
+    def score_placement(
+        self, state: CycleState, pod_group: PodGroup, assignments: PodGroupAssignments
+    ) -> int:
+        """MostAllocated over the placement's nodes as one, the proposed members included."""
+        names, weights = self.scorer.names, self.scorer.weights
+        group = [0] * len(names)
+        for proposed in assignments.proposed:
+            for i, request in enumerate(score_pod_requests(proposed.pod, names, non_zero=True)):
+                group[i] += request
+        nodes = assignments.placement.nodes
+        total = weight_sum = 0
+        for name, weight, request in zip(names, weights, group, strict=True):
+            # A scalar resource the group does not request is skipped on every node, as upstream.
+            allocatable, used = table_allocatable_requested(nodes, name, request, non_zero=True)
+            counted = allocatable != 0
+            capacity = int(allocatable[counted].sum())
+            if capacity == 0:
+                continue
+            requested = request + int((used[counted] - request).sum())
+            total += min(requested, capacity) * MAX_NODE_SCORE // capacity * weight
+            weight_sum += weight
+        return total // weight_sum if weight_sum else 0
 
     # ------------------------------------------------------------------ queueing
     def events_to_register(self) -> list[ClusterEventWithHint]:

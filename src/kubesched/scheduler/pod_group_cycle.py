@@ -12,14 +12,16 @@ with it (SchedulingQueue.take) and the group is scheduled as one:
    until the quorum is assumed); otherwise every member fails with upstream's texts;
 4. the PodGroup's `PodGroupInitiallyScheduled` condition is written through the port.
 
-Topology placements (TopologyAwareWorkloadScheduling), pod-group preemption and CompositePodGroups
-are not implemented: the one placement is the whole cluster, and the pod-group PostFilter only says
-what DefaultPreemption says when no pod could be a victim.
+With TopologyAwareWorkloadScheduling on, step 2 runs in each placement the profile's PlacementGenerate
+plugin proposes and keeps the best-scored one. Pod-group preemption and CompositePodGroups are not
+implemented: the pod-group PostFilter only says what DefaultPreemption says when no pod could be a
+victim.
 """
 
 from __future__ import annotations
 
 import datetime
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -104,9 +106,13 @@ class PodGroupCycle:
         failures: Failures,
         frameworks: dict[str, Framework],
         observer: Callable[[PodGroupOutcome], None] | None = None,
+        topology: bool = False,
+        rng: random.Random | None = None,
     ) -> None:
         self._trial = trial
-        self._placer = GroupPlacer(trial=trial, cache=cache)
+        self._placer = GroupPlacer(
+            trial=trial, cache=cache, topology=topology, rng=rng if rng is not None else random.Random(0)
+        )
         self._groups = groups
         self._cache = cache
         self._queue = queue

@@ -1,19 +1,31 @@
-"""The placement phase of the pod-group cycle (upstream's podGroupSchedulingDefaultAlgorithm).
+"""The placement phase of the pod-group cycle (upstream's pod-group scheduling algorithms).
 
-Given a group's members in upstream's order, it tries each one with the earlier ones assumed and
-reserved, asks GangScheduling's PlacementFeasible after each whether minCount can still be reached,
-and stops as soon as it cannot. Whatever it assumed is undone before it returns: the pod-group
-cycle (pod_group_cycle.py) assumes the winners again when it submits the outcome.
+The default algorithm (podGroupSchedulingDefaultAlgorithm) tries a group's members in upstream's
+order, each with the earlier ones assumed and reserved, asks GangScheduling's PlacementFeasible after
+each whether minCount can still be reached, and stops as soon as it cannot.
+
+With TopologyAwareWorkloadScheduling on (podGroupSchedulingPlacementAlgorithm), the profile's
+PlacementGenerate plugin first proposes placements (node subsets: one per rack, say); the default
+algorithm runs in each alone, its work undone before the next; the PlacementScore plugins rank the
+placements where the group fitted and the best one wins (ties at random, as upstream). When it
+fitted nowhere, the first placement's outcome stands, under `0/N placements are available, first
+placement status: ...`.
+
+Whatever a trial assumed is undone before `run` returns: the pod-group cycle (pod_group_cycle.py)
+assumes the winners again when it submits the outcome.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubesched.api.objects import Pod
 from kubesched.api.scheduling_groups import PodGroup
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.node_table import NodeSet
+from kubesched.framework.placement import Placement, PodGroupAssignments, ProposedAssignment
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import FitError, QueuedPodInfo
@@ -43,8 +55,11 @@ class PodTrial(Protocol):
         """Whether a popped pod is gone, assumed or being deleted (then its cycle is over)."""
         ...
 
-    def schedule_pod(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo) -> ScheduleResult:
-        """Filter and score one pod; raises FitError (no node) or CycleError (an error)."""
+    def schedule_pod(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, placement: NodeSet | None = None
+    ) -> ScheduleResult:
+        """Filter and score one pod within `placement` (None: every node); raises FitError (no
+        node) or CycleError (an error)."""
         ...
 
     def assume_and_reserve(
@@ -65,6 +80,18 @@ class PodResult:
     fit: FitError | None = None
 
 
+@dataclass(slots=True)
+class _Trial:
+    """The default algorithm's outcome in one placement."""
+
+    results: list[PodResult]
+    status: Status | None
+    #: Whether a member was placed (upstream's anyScheduled).
+    any_scheduled: bool
+    #: The placement's CycleState (what PlacementScore plugins are given for it).
+    state: CycleState
+
+
 class PodGroupUnschedulable(Exception):
     """errPodGroupUnschedulable: its text leads the reasons of a group-wide rejection."""
 
@@ -75,29 +102,100 @@ class PodGroupUnschedulable(Exception):
 class GroupPlacer:
     """Tries a group's members on the cluster, all or nothing, over the single-pod cycle."""
 
-    def __init__(self, *, trial: PodTrial, cache: Cache) -> None:
+    def __init__(self, *, trial: PodTrial, cache: Cache, topology: bool, rng: random.Random) -> None:
         self._trial = trial
         self._cache = cache
+        #: TopologyAwareWorkloadScheduling: try the group in each generated placement.
+        self._topology = topology
+        #: Breaks ties between the best placements (upstream draws at random too).
+        self._rng = rng
 
     def run(
         self, fwk: Framework, pod_group: PodGroup, members: list[QueuedPodInfo], scheduled: int
     ) -> tuple[list[PodResult], Status | None]:
         """The members' results in order (fewer when the trial stopped early) and the group's
         status (None: placeable). `scheduled` counts the group's pods already assumed or bound."""
+        if self._topology:
+            trial = self._placements(fwk, pod_group, members, scheduled)
+        else:
+            trial = self._default(fwk, pod_group, members, scheduled, None)
+        if trial.status is None and not trial.any_scheduled:
+            # upstream requires at least one pod placed in this cycle to call it a success
+            return trial.results, Status(Code.UNSCHEDULABLE, error=PodGroupUnschedulable())
+        return trial.results, trial.status
+
+    def _placements(
+        self, fwk: Framework, pod_group: PodGroup, members: list[QueuedPodInfo], scheduled: int
+    ) -> _Trial:
+        """podGroupSchedulingPlacementAlgorithm: the default algorithm in each generated placement."""
+        group_state = CycleState()
+        table = self._cache.snapshot()
+        placements, status = fwk.placements.generate(group_state, pod_group, table.all())
+        if status is not None:
+            return _Trial([], status, False, CycleState())
+        first: _Trial | None = None
+        feasible: list[tuple[Placement, _Trial]] = []
+        for placement in placements:
+            nodes = None if len(placement.nodes) == len(table) else placement.nodes
+            trial = self._default(fwk, pod_group, members, scheduled, nodes)
+            if trial.status is not None and trial.status.code == Code.ERROR:
+                return trial
+            first = first or trial
+            if trial.status is None:
+                feasible.append((placement, trial))
+        if not feasible:
+            assert first is not None and first.status is not None
+            text = f"0/{len(placements)} placements are available, first placement status: "
+            text += _as_error(first.status)
+            first.status = Status(Code.UNSCHEDULABLE, text, error=PodGroupUnschedulable())
+            return first
+        if len(feasible) == 1:
+            return feasible[0][1]
+        assignments = [
+            PodGroupAssignments(
+                placement,
+                tuple(
+                    ProposedAssignment(r.qpi.pod, r.result.node, r.state)
+                    for r in trial.results
+                    if r.status is None and r.result is not None
+                ),
+            )
+            for placement, trial in feasible
+        ]
+        states = [trial.state for _, trial in feasible]
+        totals, status = fwk.placements.score(group_state, pod_group, assignments, states)
+        if status is not None:
+            return _Trial([], status, False, CycleState())
+        best = max(totals)
+        top = [i for i, total in enumerate(totals) if total == best]
+        chosen = top[0] if len(top) == 1 else top[self._rng.randrange(len(top))]
+        return feasible[chosen][1]
+
+    def _default(
+        self,
+        fwk: Framework,
+        pod_group: PodGroup,
+        members: list[QueuedPodInfo],
+        scheduled: int,
+        placement: NodeSet | None,
+    ) -> _Trial:
+        """podGroupSchedulingDefaultAlgorithm within `placement` (None: every node)."""
         results: list[PodResult] = []
         undo: list[tuple[CycleState, Pod, str, str]] = []
         remaining = len(members)
+        placement_state = CycleState()
         try:
             status = self._feasible(fwk, pod_group, scheduled, remaining)
             if status is not None and status.code == Code.ERROR:
-                return results, _error(f"failed to evaluate placement feasibility: {status.message()}")
+                error = _error(f"failed to evaluate placement feasibility: {status.message()}")
+                return _Trial(results, error, False, placement_state)
             if status is not None and status.code == Code.UNSCHEDULABLE:
-                return results, _unschedulable(status)
+                return _Trial(results, _unschedulable(status), False, placement_state)
             any_scheduled = False
             for m in members:
                 state = CycleState()
                 try:
-                    chosen = self._trial.schedule_pod(fwk, state, m)
+                    chosen = self._trial.schedule_pod(fwk, state, m, placement)
                 except FitError as fit:
                     res = PodResult(m, state, Status(Code.UNSCHEDULABLE, error=fit), fit=fit)
                 except CycleError as err:
@@ -115,22 +213,20 @@ class GroupPlacer:
                         undo.append((state, assumed, chosen.node, m.key))
                 results.append(res)
                 if res.status is not None and not res.status.is_rejected():
-                    return results, _error(
-                        f"failed to schedule other pod from a pod group: {res.status.message()}"
-                    )
+                    error = _error(f"failed to schedule other pod from a pod group: {res.status.message()}")
+                    return _Trial(results, error, False, placement_state)
                 remaining -= 1
                 scheduled += res.status is None
                 status = self._feasible(fwk, pod_group, scheduled, remaining)
                 if status is not None and status.code == Code.ERROR:
-                    return results, _error(f"failed to evaluate placement feasibility: {status.message()}")
+                    error = _error(f"failed to evaluate placement feasibility: {status.message()}")
+                    return _Trial(results, error, False, placement_state)
                 if status is not None and status.code == Code.UNSCHEDULABLE:
-                    return results, status
+                    return _Trial(results, status, False, placement_state)
                 any_scheduled = any_scheduled or res.status is None
             if status is not None and status.is_wait():
-                return results, _unschedulable(status)
-            if not any_scheduled:
-                return results, Status(Code.UNSCHEDULABLE, error=PodGroupUnschedulable())
-            return results, None
+                return _Trial(results, _unschedulable(status), False, placement_state)
+            return _Trial(results, None, any_scheduled, placement_state)
         finally:
             for state, assumed, node, key in reversed(undo):
                 fwk.run_unreserve(state, assumed, node)
@@ -158,6 +254,11 @@ def _unschedulable(status: Status) -> Status:
     out = Status(Code.UNSCHEDULABLE, *status.reasons, error=PodGroupUnschedulable())
     out.plugin = status.plugin
     return out
+
+
+def _as_error(status: Status) -> str:
+    """upstream's Status.AsError() text: the error when there is one, else the reasons."""
+    return str(status.error) if status.error is not None else status.message()
 
 
 def _error(message: str) -> Status:

@@ -170,10 +170,12 @@ class SchedulingCycle:
             return True
         return False
 
-    def schedule_pod(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo) -> ScheduleResult:
+    def schedule_pod(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, placement: NodeSet | None = None
+    ) -> ScheduleResult:
         """Filter and score one pod (no PostFilter); raises FitError or CycleError. The pod-group
-        cycle calls it for each member."""
-        return self._schedule_pod(fwk, state, qpi)
+        cycle calls it for each member, within `placement` when it tries one (None: every node)."""
+        return self._schedule_pod(fwk, state, qpi, placement)
 
     def assume_and_reserve(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, result: ScheduleResult, started: float
@@ -181,14 +183,19 @@ class SchedulingCycle:
         """Assume, Reserve and Permit the pod on `result.node`, then start its binding cycle."""
         self._assume_and_reserve(fwk, state, qpi, result, started)
 
-    def _schedule_pod(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo) -> ScheduleResult:
+    def _schedule_pod(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, placement: NodeSet | None = None
+    ) -> ScheduleResult:
         pod = qpi.pod
         table = self._cache.snapshot()
-        if len(table) == 0:
+        # Within a placement (upstream's AssumePlacement) only its nodes are filtered, counted in a
+        # FitError and eligible as nominated or hinted node; PreFilter still sees every node.
+        all_nodes = table.all() if placement is None else _in_table(placement, table)
+        in_placement = None if placement is None else frozenset(all_nodes.names)
+        if len(all_nodes) == 0:
             raise CycleError(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE))
-        all_nodes = table.all()
         diagnosis = Diagnosis()
-        pre_result, status, plugins = fwk.run_pre_filter(state, pod, all_nodes)
+        pre_result, status, plugins = fwk.run_pre_filter(state, pod, table.all())
         diagnosis.unschedulable_plugins |= plugins
         if status is not None and not status.is_success():
             if not status.is_rejected():
@@ -197,7 +204,7 @@ class SchedulingCycle:
             diagnosis.pre_filter_status = status
             if status.code == Code.PENDING:
                 diagnosis.pending_plugins |= plugins
-            raise FitError(pod, len(table), diagnosis)
+            raise FitError(pod, len(all_nodes), diagnosis)
 
         batch = self._batches[fwk.profile_name]
         cycle = self._queue.scheduling_cycle
@@ -206,6 +213,7 @@ class SchedulingCycle:
         # An earlier preemption nominated a node: try it alone first.
         nominated = pod.status.nominated_node_name or self._nominator.nominated_node(qpi.key)
         allowed = pre_result is None or pre_result.node_names is None or nominated in pre_result.node_names
+        allowed = allowed and (in_placement is None or nominated in in_placement)
         if nominated and nominated in table.index and allowed:
             st = self._filter_with_nominated_pods(fwk, state, qpi, table, nominated)
             # Filter extenders must accept the nominated node too (upstream evaluateNominatedNode).
@@ -217,6 +225,7 @@ class SchedulingCycle:
         # Opportunistic batching: the last pod's runner-up, if it fits, without scoring anyone else.
         # A nominated pod whose node no longer fits goes to the full pass, hint or not (as upstream).
         allowed = pre_result is None or pre_result.node_names is None or hint in pre_result.node_names
+        allowed = allowed and (in_placement is None or hint in in_placement)
         if (
             hint
             and not nominated
@@ -228,10 +237,11 @@ class SchedulingCycle:
 
         nodes = all_nodes
         if pre_result is not None and pre_result.node_names is not None:
-            nodes = table.subset(sorted(pre_result.node_names))
+            narrowed = pre_result.node_names if in_placement is None else pre_result.node_names & in_placement
+            nodes = table.subset(sorted(narrowed))
             diagnosis.absent_nodes_status = rejected_by_plugins(sorted(plugins))
         feasible, wrap, evaluated, node_to_status = self._find_nodes_that_pass_filters(fwk, state, qpi, nodes)
-        self._next_start = (self._next_start + evaluated) % len(table)
+        self._next_start = (self._next_start + evaluated) % len(all_nodes)
         if self._extenders is not None:  # filter extenders run after the Filter plugins, in order
             feasible, ext_error = self._extenders.run_filters(pod, feasible, node_to_status, diagnosis)
             if ext_error is not None:
@@ -241,7 +251,7 @@ class SchedulingCycle:
             if st.plugin:
                 diagnosis.unschedulable_plugins.add(st.plugin)
         if len(feasible) == 0:
-            raise FitError(pod, len(table), diagnosis)
+            raise FitError(pod, len(all_nodes), diagnosis)
         explain = self._options.explain
         explain_filter = node_to_status if explain else None
         if len(feasible) == 1:
@@ -423,6 +433,11 @@ def select_host(totals: np.ndarray[Any, np.dtype[np.int64]], rng: random.Random,
         high = len(top) - int(np.searchsorted(top, wrap))  # top nodes at or after `wrap` come first
         return int(top[len(top) - high + k] if k < high else top[k - high])
     return int(top[k])
+
+
+def _in_table(placement: NodeSet, table: NodeTable) -> NodeSet:
+    """`placement`'s nodes in the current table (the table is rebuilt when nodes come and go)."""
+    return placement if placement.table is table else table.subset(placement.names)
 
 
 def with_node_name(pod: Pod, node: str) -> Pod:

@@ -184,6 +184,8 @@ class Scheduler:
                 failures=failures,
                 frameworks=self.frameworks,
                 observer=on_pod_group,
+                topology=registry.features.enabled("TopologyAwareWorkloadScheduling"),
+                rng=self.rng,
             )
 
     @property

@@ -119,10 +119,6 @@ def test_refused_as_the_binary_refuses(values: list[str], message: str) -> None:
 @pytest.mark.parametrize(
     ("values", "named"),
     [
-        (
-            ["GenericWorkload=true,TopologyAwareWorkloadScheduling=true"],
-            "TopologyAwareWorkloadScheduling=true",
-        ),
         (["GenericWorkload=true,PodGroupPreemptionPolicy=true"], "PodGroupPreemptionPolicy=true changes"),
         (["SchedulerAsyncPreemption=false"], "SchedulerAsyncPreemption=false changes scheduling"),
         (["SchedulerPopFromBackoffQ=false"], "SchedulerPopFromBackoffQ=false changes scheduling"),
