@@ -8,9 +8,9 @@ without the label are in none). When pods of the group are already scheduled, on
 is offered, so later members join them. A group without a constraint gets the nodes it was given
 as its one placement.
 
-Placements come in the order their domain first appears in the node order; upstream builds them
+Placements come in the order their domain first appears in the node order. Upstream builds them
 from a Go map, so the binary's order (and with it which placement's failure a message quotes) is
-random.
+random; the pod-group cycle shuffles them with the run's seed to match.
 """
 
 from __future__ import annotations

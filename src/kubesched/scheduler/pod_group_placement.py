@@ -9,7 +9,8 @@ PlacementGenerate plugin first proposes placements (node subsets: one per rack, 
 algorithm runs in each alone, its work undone before the next; the PlacementScore plugins rank the
 placements where the group fitted and the best one wins (ties at random, as upstream). When it
 fitted nowhere, the first placement's outcome stands, under `0/N placements are available, first
-placement status: ...`.
+placement status: ...`. The placements are tried in an order drawn from the run's seed: upstream's
+is a Go map's, random.
 
 Whatever a trial assumed is undone before `run` returns: the pod-group cycle (pod_group_cycle.py)
 assumes the winners again when it submits the outcome.
@@ -107,7 +108,8 @@ class GroupPlacer:
         self._cache = cache
         #: TopologyAwareWorkloadScheduling: try the group in each generated placement.
         self._topology = topology
-        #: Breaks ties between the best placements (upstream draws at random too).
+        #: Draws the order placements are tried in and breaks ties between the best ones (upstream's
+        #: are random too).
         self._rng = rng
 
     def run(
@@ -133,6 +135,11 @@ class GroupPlacer:
         placements, status = fwk.placements.generate(group_state, pod_group, table.all())
         if status is not None:
             return _Trial([], status, False, CycleState())
+        # Upstream's placements come out of a Go map: their order, and with it which placement's
+        # failure a message quotes, is random. The run's seeded RNG draws it here.
+        placements = list(placements)
+        if len(placements) > 1:
+            self._rng.shuffle(placements)
         first: _Trial | None = None
         feasible: list[tuple[Placement, _Trial]] = []
         for placement in placements:

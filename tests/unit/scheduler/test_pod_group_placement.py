@@ -14,6 +14,7 @@ from kubesched.api.meta import ObjectMeta
 from kubesched.api.objects import Pod
 from kubesched.api.scheduling_groups import (
     GangSchedulingPolicy,
+    Marker,
     PodGroup,
     PodGroupSchedulingConstraints,
     PodGroupSchedulingPolicy,
@@ -125,6 +126,21 @@ def test_of_two_racks_that_fit_the_fuller_one_wins() -> None:
     bed = Bed([gang("g", 2)], running=running)
     bed.create(*(member(f"p{i}", "g", "2") for i in range(2)))
     assert racks_of(bed.bound("p")) == {"b"}
+
+
+def test_the_rack_that_holds_more_of_a_basic_group_wins() -> None:
+    # docs/plugins/PodGroupPodsCount.md: rack a holds four 2-CPU pods (100), rack b two (50).
+    running = [make_pod(f"r{i}", cpu="1", spec={"nodeName": f"n{i}"}) for i in (1, 3)]  # type: ignore[arg-type]
+    basic = PodGroup(
+        metadata=ObjectMeta(name="g", namespace="default", generation=1),
+        spec=PodGroupSpec(
+            scheduling_policy=PodGroupSchedulingPolicy(basic=Marker()),
+            scheduling_constraints=PodGroupSchedulingConstraints(topology=[TopologyConstraint(key="rack")]),
+        ),
+    )
+    bed = Bed([basic], running=running)
+    bed.create(*(member(f"p{i}", "g", "2") for i in range(4)))
+    assert len(bed.bound("p")) == 4 and racks_of(bed.bound("p")) == {"a"}
 
 
 def test_a_gang_that_fits_the_cluster_but_no_rack_binds_nothing_with_the_binarys_texts() -> None:
