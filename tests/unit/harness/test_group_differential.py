@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from kubesched.api.loader import LoadedObjects, load_documents
 from kubesched.harness.differential.compare import PodComparison
 from kubesched.harness.differential.gated import GANG_GATES, NO_GATES, TOPOLOGY_GATES, Gates
-from kubesched.harness.differential.group_compare import Simulated, compare_wave
+from kubesched.harness.differential.group_compare import Simulated, compare_wave, compare_wave_seeded
 from kubesched.harness.differential.group_run import outcome_kinds
 from kubesched.harness.differential.group_scenario import generate_groups
 from kubesched.harness.differential.waves import GroupOutcome, WaveOutcome
@@ -202,3 +203,71 @@ def test_without_priorities_the_seed_gives_the_same_scenario_with_none() -> None
         assert "group-priority" not in without.features and "competing-groups" not in without.features
         everything = [*without.running, *without.pods_to_schedule, *without.groups]
         assert not any("priorityClassName" in o["spec"] for o in everything)
+
+
+# --------------------------------------------------------------------------- topology placements
+
+PLACEMENTS = "pod group is unschedulable, 0/2 placements are available, first placement status: "
+NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
+
+
+def _rack_node(name: str, rack: str) -> dict[str, object]:
+    allocatable = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"rack": rack}},
+        "status": {
+            "capacity": allocatable,
+            "allocatable": allocatable,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def _rack_wave(first_rack_nodes: int) -> WaveOutcome:
+    """Rack a holds n0, rack b n1 and n2 (4 CPU each); a gang of three 3-CPU pods, minCount 3, asks
+    for one rack and fits neither. The binary's messages as when its first placement was the rack
+    with `first_rack_nodes` nodes (which one comes first is random upstream)."""
+    pods = []
+    for i in range(3):
+        pod = _pod(f"g-p{i}", "g")
+        pod["spec"]["containers"] = [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "3"}}}]  # type: ignore[index]
+        pods.append(pod)
+    group = {
+        **GANG,
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {
+            "schedulingPolicy": {"gang": {"minCount": 3}},
+            "schedulingConstraints": {"topology": [{"key": "rack"}]},
+        },
+    }
+    nodes = [_rack_node("n0", "a"), _rack_node("n1", "b"), _rack_node("n2", "b")]
+    n = first_rack_nodes
+    reason = f"{PLACEMENTS}minCount (3) cannot be satisfied: {n} scheduled, {2 - n} remaining"
+    fit = f"0/{n} nodes are available: {n} Insufficient cpu."
+    fitted = f"pod group is unschedulable, {reason}, {NO_VICTIMS}"
+    firsts = [fitted] * n + [fit] + [reason] * (2 - n)
+    messages = {f"g-p{i}": [m] for i, m in enumerate(firsts)}
+    condition = ("PodGroupInitiallyScheduled", "False", "Unschedulable", f"{reason}, {NO_VICTIMS}")
+    status = {"g": GroupOutcome("g", [condition])}
+    return WaveOutcome(0, pods, [group], nodes, {f"g-p{i}": None for i in range(3)}, messages, status)
+
+
+@pytest.mark.parametrize("first_rack_nodes", [1, 2])
+def test_the_binarys_first_placement_agrees_when_some_seed_tries_it_first(
+    first_rack_nodes: int, tmp_path: Path
+) -> None:
+    wave = _rack_wave(first_rack_nodes)
+    results = compare_wave_seeded(wave, TOPOLOGY_GATES, tmp_path)
+    (group,) = results
+    assert group.mismatches == []
+    assert {"group-bound", "message", "condition"} <= set(group.made)
+
+
+def test_a_first_placement_no_seed_gives_stays_a_mismatch(tmp_path: Path) -> None:
+    wave = _rack_wave(2)
+    wave.messages["g-p2"] = ["0/3 nodes are available: 3 Insufficient cpu."]
+    (group,) = compare_wave_seeded(wave, TOPOLOGY_GATES, tmp_path)
+    assert "message" in [m.comparison for m in group.mismatches]
+    assert "placement-order-seed" not in group.observed

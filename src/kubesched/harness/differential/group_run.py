@@ -19,8 +19,7 @@ from kubesched.harness.differential.compare import LIVE_PREFIX, PodComparison
 from kubesched.harness.differential.gated import GANG_GATES, TOPOLOGY_GATES, Gates
 from kubesched.harness.differential.group_compare import (
     GROUP_COMPARISONS,
-    compare_wave,
-    simulate_wave,
+    compare_wave_seeded,
     wave_file,
 )
 from kubesched.harness.differential.group_scenario import GroupScenario, generate_groups
@@ -42,7 +41,7 @@ def compare_group_scenario(
     files: list[Path] = []
     for prefix, waves in runs:
         for wave in waves:
-            compared = compare_wave(wave, simulate_wave(wave, h.gates, h.workdir), prefix=prefix)
+            compared = compare_wave_seeded(wave, h.gates, h.workdir, prefix=prefix)
             directory = out_dir / f"{prefix}{s.name}"
             path = directory / f"wave{wave.index}.yaml"
             if any(c.mismatches for c in compared):
