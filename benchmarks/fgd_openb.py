@@ -6,6 +6,8 @@ GPU requests reach 130 % of the cluster's GPUs, nothing leaving), replayed. Ever
 GPUs are DRA devices with a consumable `share` of 1000. One policy scores the nodes (the other score
 plugins are off, and every feasible node is scored, as in the authors' runs) and chooses the GPU of
 a shared task. The typical tasks FGD measures fragmentation against come from the trace's own tasks.
+Equal best scores go to the lowest node name, as in the authors' simulator (`--tie-break random`:
+kube-scheduler's uniform draw instead).
 
 A pod that fails never fits later (nothing leaves), so the unallocated GPUs after the k-th
 arrival follow from which pods were placed: the curve is read at 90, 100, ..., 130 % of the
@@ -14,7 +16,7 @@ cluster's GPUs arrived. Prints one JSON object, the mean over seeds per policy:
     {"FGD": {"90": 10.1, "100": 4.9, ...}, ..., "expected": {...}, "timing": {...}}
 
 Run: `nice -n 10 .venv/bin/python benchmarks/fgd_openb.py [--nodes CSV] [--pods CSV]
-[--policies NAME ...] [--seeds N ...] [--workers N] [--ray-address ADDR] [--smoke]`.
+[--policies NAME ...] [--seeds N ...] [--workers N] [--ray-address ADDR] [--tie-break MODE] [--smoke]`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 from kubesched.config import decode_config
 from kubesched.plugins import default_registry
 from kubesched.plugins.contrib.gpu_share import GPU_MILLI, TaskShape, typical_tasks
+from kubesched.scheduler.options import TIE_BREAK_NODE_NAME, TIE_BREAKS
 from kubesched.simulate.replay.run import replay
 from kubesched.simulate.scenario import parse_scenario
 from kubesched.simulate.trace.openb import scenario_for
@@ -84,7 +87,9 @@ def shape(task: TraceTask) -> TaskShape:
     )
 
 
-def run_one(policy: str, seed: int, nodes_csv: str, pods_csv: str) -> dict[str, Any]:
+def run_one(
+    policy: str, seed: int, nodes_csv: str, pods_csv: str, tie_break: str = TIE_BREAK_NODE_NAME
+) -> dict[str, Any]:
     """One replay of the imported trace: the policy's unallocated-GPU curve and its CPU time. Tasks
     asking for a GPU model no node has are left out (a slice of the trace may lack some models)."""
     nodes = [n for n in read_nodes(nodes_csv) if n.gpus]
@@ -112,7 +117,7 @@ def run_one(policy: str, seed: int, nodes_csv: str, pods_csv: str) -> dict[str, 
     scenario = parse_scenario(
         json.dumps(scenario_for("fgd-openb", nodes, workload).document), "fgd-openb.json"
     )
-    report = replay(scenario, config, registry, seed=seed)
+    report = replay(scenario, config, registry, seed=seed, tie_break=tie_break)
     cpu = time.process_time() - start
     placed = {p.name for p in report.pods if p.result == "Scheduled"}
     return {
@@ -137,13 +142,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2, help="local processes (default 2)")
     parser.add_argument("--ray-address", help="run the replays as Ray tasks on this cluster instead")
     parser.add_argument(
+        "--tie-break",
+        choices=TIE_BREAKS,
+        default=TIE_BREAK_NODE_NAME,
+        help="equal best scores: the lowest node name as the authors' simulator (default), or random",
+    )
+    parser.add_argument(
         "--smoke", action="store_true", help="examples/openb-slice, 2 policies, 1 seed (for CI)"
     )
     opts = parser.parse_args(argv)
     if opts.smoke:
         opts.nodes, opts.pods = str(SMOKE / "nodes.csv"), str(SMOKE / "pods.csv")
         opts.policies, opts.seeds, opts.workers = ["BestFit", "FGD"], opts.seeds[:1], 1
-    jobs = [(p, s, opts.nodes, opts.pods) for p in opts.policies for s in opts.seeds]
+    jobs = [(p, s, opts.nodes, opts.pods, opts.tie_break) for p in opts.policies for s in opts.seeds]
     wall = time.monotonic()
     if opts.ray_address:
         import ray  # optional: `pip install ray`; only this mode needs it
@@ -161,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     expected = json.loads((TRACE / "expected_unallocated_gpu_pct.json").read_text()).get(Path(opts.pods).stem)
     if expected and not opts.smoke:
         out["expected"] = {p: expected[p] for p in opts.policies if p in expected}
+    out["tieBreak"] = opts.tie_break
     out["timing"] = {
         "runs": len(runs),
         "wallSeconds": round(elapsed, 1),

@@ -115,6 +115,7 @@ def gpu_packing(out: list[Any]) -> None:
 def fgd_openb(out: list[Any]) -> None:
     (o,) = out
     has(o, "BestFit", "FGD", "timing")
+    assert o["tieBreak"] == "nodeName"  # the authors' simulator's rule, the default
     for policy in ("BestFit", "FGD"):
         curve = o[policy]
         assert list(curve) == ["90", "100", "110", "120", "130"]

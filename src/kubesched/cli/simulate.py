@@ -26,6 +26,7 @@ from kubesched.cli.inputs import (
 from kubesched.config.features import FeatureGates
 from kubesched.errors import InputError
 from kubesched.framework.registry import Registry
+from kubesched.scheduler.options import TIE_BREAK_RANDOM, TIE_BREAKS
 from kubesched.simulate.snapshot.model import POD_SELECTIONS
 
 if TYPE_CHECKING:
@@ -120,6 +121,13 @@ def add_simulate_command(subparsers: argparse._SubParsersAction[argparse.Argumen
     sim.add_argument(
         "--seed", type=int, default=0, help="seed for tie-breaking between equal nodes (default 0)"
     )
+    sim.add_argument(
+        "--tie-break",
+        choices=TIE_BREAKS,
+        default=TIE_BREAK_RANDOM,
+        help="among equal best nodes: random (kube-scheduler's, seeded by --seed) or nodeName, the "
+        "lowest name (the rule of the FGD paper's simulator; not a kube-scheduler setting)",
+    )
     add_cluster_options(sim)
     add_feature_gates_flag(sim)
     add_strict_option(sim)
@@ -155,6 +163,7 @@ def _simulate(args: argparse.Namespace) -> int:
             config,
             registry,
             seed=args.seed,
+            tie_break=args.tie_break,
             explain=args.explain,
             per_node=True if args.per_node else None,
             detail_pods=wanted,
@@ -246,6 +255,7 @@ def _replay(args: argparse.Namespace, registry: Registry, gates: FeatureGates) -
             registry,
             initial=initial,
             seed=args.seed,
+            tie_break=args.tie_break,
             explain=args.explain,
             progress=progress,
         )

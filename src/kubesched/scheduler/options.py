@@ -6,7 +6,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ProfileSpec", "SchedulerOptions"]
+__all__ = ["TIE_BREAKS", "TIE_BREAK_NODE_NAME", "TIE_BREAK_RANDOM", "ProfileSpec", "SchedulerOptions"]
+
+#: Among nodes with the same best total score, kube-scheduler takes one uniformly at random (seeded here).
+TIE_BREAK_RANDOM = "random"
+#: The lowest node name instead: the rule of the FGD paper's simulator (Weng et al., ATC'23), which
+#: changed kube-scheduler's selectHost so that its runs repeat; its published figures depend on it.
+TIE_BREAK_NODE_NAME = "nodeName"
+TIE_BREAKS = (TIE_BREAK_RANDOM, TIE_BREAK_NODE_NAME)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,3 +34,9 @@ class SchedulerOptions:
     seed: int = 0
     #: Keep per-node filter statuses and per-plugin scores of each attempt (simulate --explain).
     explain: bool = False
+    #: How equal best scores are decided (TIE_BREAKS); not a kube-scheduler setting.
+    tie_break: str = TIE_BREAK_RANDOM
+
+    def __post_init__(self) -> None:
+        if self.tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {self.tie_break!r}")

@@ -37,7 +37,7 @@ from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.failure_memo import RepeatedFailures
 from kubesched.scheduler.failures import Failures, as_fit_status
 from kubesched.scheduler.nominator import Nominator, filter_with_nominated_pods
-from kubesched.scheduler.options import SchedulerOptions
+from kubesched.scheduler.options import TIE_BREAK_NODE_NAME, SchedulerOptions
 from kubesched.scheduler.ports import ClusterPort
 from kubesched.scheduler.queue import SchedulingQueue
 
@@ -49,6 +49,7 @@ __all__ = [
     "CycleError",
     "GroupCycle",
     "SchedulingCycle",
+    "lowest_name_host",
     "select_host",
     "with_node_name",
 ]
@@ -267,7 +268,11 @@ class SchedulingCycle:
             outcome.totals[:] = 1
         if self._extenders is not None:  # prioritize extenders add score * weight * 10 per node
             self._extenders.run_prioritize(pod, feasible, outcome)
-        best = select_host(outcome.totals, self._rng, wrap)
+        by_name = self._options.tie_break == TIE_BREAK_NODE_NAME
+        if by_name:
+            best = lowest_name_host(outcome.totals, feasible)
+        else:
+            best = select_host(outcome.totals, self._rng, wrap)
         scores = None
         if explain:
             names = feasible.names
@@ -276,7 +281,7 @@ class SchedulingCycle:
                 for i in range(len(feasible))
             }
         chosen = feasible.table.names[int(feasible.rows[best])]
-        runners_up = _runners_up(feasible, outcome, wrap, best) if signature is not None else None
+        runners_up = _runners_up(feasible, outcome, wrap, best, by_name) if signature is not None else None
         batch.store(signature, hint, chosen, cycle, runners_up, left=len(feasible) - 1)
         return ScheduleResult(chosen, evaluated, len(feasible), scores, explain_filter)
 
@@ -405,13 +410,16 @@ class CycleError(Exception):
         super().__init__(status.message())
 
 
-def _runners_up(feasible: NodeSet, outcome: ScoreOutcome, wrap: int, chosen: int) -> RunnersUp:
+def _runners_up(
+    feasible: NodeSet, outcome: ScoreOutcome, wrap: int, chosen: int, by_name: bool = False
+) -> RunnersUp:
     """The feasible nodes but the chosen one, with their totals and raw scores; equal totals rank
-    in the order they were evaluated (`feasible[wrap:]` then `feasible[:wrap]`)."""
+    in the order they were evaluated (`feasible[wrap:]` then `feasible[:wrap]`), or by node name
+    under the `nodeName` tie-break."""
     n = len(feasible)
     keep = np.arange(n) != chosen
-    evaluation_rank = (np.arange(n) - wrap) % n
     names = feasible.names
+    evaluation_rank = np.argsort(np.argsort(names, kind="stable")) if by_name else (np.arange(n) - wrap) % n
     return RunnersUp(
         [names[i] for i in np.flatnonzero(keep).tolist()],
         outcome.totals[keep].copy(),
@@ -438,6 +446,17 @@ def select_host(totals: np.ndarray[Any, np.dtype[np.int64]], rng: random.Random,
 def _in_table(placement: NodeSet, table: NodeTable) -> NodeSet:
     """`placement`'s nodes in the current table (the table is rebuilt when nodes come and go)."""
     return placement if placement.table is table else table.subset(placement.names)
+
+
+def lowest_name_host(totals: np.ndarray[Any, np.dtype[np.int64]], feasible: NodeSet) -> int:
+    """The top-scoring node with the lowest name (TIE_BREAK_NODE_NAME): no draw, so runs repeat
+    whatever the seed."""
+    top = np.flatnonzero(totals == totals.max())
+    if len(top) == 1:
+        return int(top[0])
+    names = feasible.table.names
+    rows = feasible.rows
+    return int(min(top.tolist(), key=lambda i: names[int(rows[i])]))
 
 
 def with_node_name(pod: Pod, node: str) -> Pod:

@@ -20,6 +20,7 @@ from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.framework.registry import Registry
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.extenders import Extenders
+from kubesched.scheduler.options import TIE_BREAK_RANDOM
 from kubesched.scheduler.profiles import options_from_config
 from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
 from kubesched.simulate.malloc import reused_heap
@@ -49,14 +50,18 @@ def new_scheduler(
     explain: bool = False,
     every_node: bool = False,
     observer: Callable[[Attempt], None] | None = None,
+    tie_break: str = TIE_BREAK_RANDOM,
 ) -> Scheduler:
     """The scheduler a simulation runs: `config`'s profiles and extenders over the in-memory cluster.
 
     With `every_node`, every feasible node is scored whatever percentageOfNodesToScore says (explain).
+    `tie_break` decides among equal best scores (scheduler.options.TIE_BREAKS).
     """
     options = options_from_config(config, seed=seed, explain=explain)
     if every_node:
         options = dataclasses.replace(options, percentage_of_nodes_to_score=100)
+    if tie_break != options.tie_break:
+        options = dataclasses.replace(options, tie_break=tie_break)
     return Scheduler(
         profiles,
         registry,

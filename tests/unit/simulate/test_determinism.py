@@ -58,6 +58,17 @@ def test_different_seeds_break_ties_differently(tmp_path: Path, capsys: Capsys) 
         assert sorted(p.values()) == [f"node-{i}" for i in range(8)]
 
 
+def test_tie_break_node_name_ignores_the_seed(tmp_path: Path, capsys: Capsys) -> None:
+    # The nodes listed in reverse name order: the lowest name wins, not the first listed.
+    nodes = [node(f"node-{i}", cpu="4", memory="8Gi") for i in reversed(range(4))]
+    path = str(write_yaml(tmp_path / "t.yaml", *nodes, pod("p", requests={"cpu": "1"})))
+    chosen = {
+        placement(raw_json(capsys, path, "--tie-break", "nodeName", "--seed", str(seed)))["p"]
+        for seed in range(4)
+    }
+    assert chosen == {"node-0"}
+
+
 def test_the_seed_does_not_matter_without_ties(tmp_path: Path, capsys: Capsys) -> None:
     nodes = [node(f"node-{i}", cpu=str(2 + i)) for i in range(4)]
     path = str(write_yaml(tmp_path / "c.yaml", *nodes, pod("p", requests={"cpu": "1"})))

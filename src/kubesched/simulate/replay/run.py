@@ -32,6 +32,7 @@ from kubesched.config.types import KubeSchedulerConfiguration
 from kubesched.framework.node_info import pod_key
 from kubesched.framework.registry import Registry
 from kubesched.scheduler.clock import VirtualClock
+from kubesched.scheduler.options import TIE_BREAK_RANDOM
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt
 from kubesched.simulate.node_quantities import check_node_quantities
@@ -80,9 +81,13 @@ def replay(
     seed: int = 0,
     explain: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    tie_break: str = TIE_BREAK_RANDOM,
 ) -> ReplayReport:
-    """Replay `scenario` (after the objects of `initial`, created at 0s) under `config`."""
-    return _Replay(scenario, config, registry, initial or LoadedObjects(), seed, explain, progress).run()
+    """Replay `scenario` (after the objects of `initial`, created at 0s) under `config`; `tie_break`
+    decides among equal best scores (scheduler.options.TIE_BREAKS)."""
+    return _Replay(
+        scenario, config, registry, initial or LoadedObjects(), seed, explain, progress, tie_break
+    ).run()
 
 
 class _Replay:
@@ -95,6 +100,7 @@ class _Replay:
         seed: int,
         explain: bool,
         progress: Callable[[int, int], None] | None,
+        tie_break: str = TIE_BREAK_RANDOM,
     ) -> None:
         self.scenario = scenario
         self.events = _initial_events(initial) + scenario.events
@@ -127,6 +133,7 @@ class _Replay:
             seed=seed,
             explain=explain,
             observer=self._observe,
+            tie_break=tie_break,
         )
         self.cluster.subscribe(self.scheduler)
         self.cluster.subscribe(self)  # after the scheduler: binds and deletes reach us second

@@ -16,6 +16,7 @@ from kubesched.framework.node_info import PODS, NodeInfo, pod_key
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status
 from kubesched.scheduler.clock import VirtualClock
+from kubesched.scheduler.options import TIE_BREAK_RANDOM
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler
 from kubesched.simulate.explain.model import Explanation, NodeScores
@@ -115,6 +116,7 @@ def simulate(
     progress: Callable[[int, int], None] | None = None,
     on_attempt: Callable[[Attempt], None] | None = None,
     on_settled: Callable[[Scheduler, MemoryCluster, Report], None] | None = None,
+    tie_break: str = TIE_BREAK_RANDOM,
 ) -> Report:
     """Schedule every pending pod of `objects` with `config`'s profiles; deterministic per seed.
 
@@ -126,6 +128,7 @@ def simulate(
     differential harness compares a preemptor's first FailedScheduling message with upstream's.
     `on_settled` sees the scheduler and cluster as the run left them, with the report: the HTML
     report works out the nearest nodes of unschedulable pods there (`snapshot.nearest`).
+    `tie_break` decides among equal best scores (scheduler.options.TIE_BREAKS).
     """
     report, _ = simulate_cluster(
         objects,
@@ -138,6 +141,7 @@ def simulate(
         progress=progress,
         on_attempt=on_attempt,
         on_settled=on_settled,
+        tie_break=tie_break,
     )
     return report
 
@@ -154,6 +158,7 @@ def simulate_cluster(
     progress: Callable[[int, int], None] | None = None,
     on_attempt: Callable[[Attempt], None] | None = None,
     on_settled: Callable[[Scheduler, MemoryCluster, Report], None] | None = None,
+    tie_break: str = TIE_BREAK_RANDOM,
 ) -> tuple[Report, MemoryCluster]:
     """`simulate`, also returning the cluster as the run left it (every pod, bound or not, by key)."""
     for node in objects.nodes:
@@ -199,7 +204,15 @@ def simulate_cluster(
             tracker.mark(pod_key(attempt.pod))
 
     scheduler = new_scheduler(
-        profiles, config, registry, cluster, clock, seed=seed, explain=explain, observer=observe
+        profiles,
+        config,
+        registry,
+        cluster,
+        clock,
+        seed=seed,
+        explain=explain,
+        observer=observe,
+        tie_break=tie_break,
     )
 
     def refuse(pod: Pod, exc: Exception) -> None:
