@@ -56,8 +56,8 @@ _WORD_RE = re.compile(
     r"|(?<=[tT])(?:rue|RUE)|(?<=[fF])(?:alse|ALSE)|(?<=[~=]))" + _END
 )
 #: What ryml reads more leniently than PyYAML, which refuses it: a plain scalar starting with a
-#: reserved indicator, an empty key.
-_LENIENT_RE = re.compile(r"[`@%}\]](?<![^\s,].)|\n *:(?:\s|\Z)")
+#: reserved indicator (in a flow collection too: `[@x]`), a stray closing bracket, an empty key.
+_LENIENT_RE = re.compile(r"[`@%](?<![^\s,\[{].)|[}\]](?<![^\s,].)|\n *:(?:\s|\Z)")
 #: ryml writes a scalar reading `inf` or `nan` (any case, sign, dot; quoted too) as `.inf`/`.nan`:
 #: these find them in the lower-cased text, `_inf_or_nan` looks at what precedes.
 _INF_RE = re.compile(r"inf(?![^\s,\]}'\":])")

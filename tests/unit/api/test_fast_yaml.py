@@ -189,6 +189,9 @@ def test_fast_path_agrees_or_declines(tree: Any) -> None:
         "a:\tb\n",
         "just text\n",
         "a: [1, 2\n",
+        "'yes': [@x]\n",
+        "a: {@x: 1}\n",
+        "a: [`x, y]\n",
         "",
     ],
 )
