@@ -20,6 +20,7 @@ from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Node, Pod, PodCondition, PodExtendedResourceClaimStatus
 from kubesched.api.resource import AllocationResult, Condition, ResourceClaim
 from kubesched.api.resources import default_requests_from_limits
+from kubesched.api.scheduling_groups import CompositePodGroup
 from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
 from kubesched.cluster.claims import ClaimConflict, ClaimStore, instantiate_template_claims
 from kubesched.framework.events import ActionType, Resource
@@ -101,9 +102,9 @@ class MemoryCluster:
         self.bind_count: dict[str, int] = {}
         #: Workloads, PodGroups, CompositePodGroups and the pods of each group, kept current as the
         #: first watcher of every pod change.
+        groups = [*objects.scheduling_pod_groups, *objects.composite_pod_groups]
         self.groups = SchedulingGroups(
-            [*objects.workloads, *objects.scheduling_pod_groups, *objects.composite_pod_groups],
-            self.pods.values(),
+            [*objects.workloads, *(self.admit_group(g) for g in groups)], self.pods.values()
         )
         self._handlers: list[EventHandler] = [self.groups]
 
@@ -118,9 +119,7 @@ class MemoryCluster:
         uid = meta.uid or str(uuid.uuid5(_UID_NAMESPACE, f"{namespace}/{meta.name}"))
         spec = pod.spec
         if spec.priority is None:
-            pc = self.priority_classes.get(spec.priority_class_name) if spec.priority_class_name else None
-            if pc is None and not spec.priority_class_name:
-                pc = next((p for p in self.priority_classes.values() if p.global_default), None)
+            pc = self._priority_class(spec.priority_class_name)
             if pc is not None:
                 spec = msgspec.structs.replace(
                     spec,
@@ -131,6 +130,30 @@ class MemoryCluster:
             meta = msgspec.structs.replace(meta, namespace=namespace, uid=uid)
         spec = default_requests_from_limits(spec)
         return msgspec.structs.replace(pod, metadata=meta, spec=spec)
+
+    def admit_group(
+        self, group: SchedulingPodGroup | CompositePodGroup
+    ) -> SchedulingPodGroup | CompositePodGroup:
+        """What the API server's Priority admission fills in on a (composite) pod group written without
+        `spec.priority`: the value of its class, or of the global default class (then named in
+        `priorityClassName`). A hand-written group then carries the priority its pods get from the
+        same class, which the pod-group cycle requires of every member."""
+        spec = group.spec
+        if spec.priority is not None:
+            return group
+        pc = self._priority_class(spec.priority_class_name)
+        if pc is None:
+            return group
+        filled = msgspec.structs.replace(spec, priority=pc.value, priority_class_name=pc.metadata.name)
+        return msgspec.structs.replace(group, spec=filled)
+
+    def _priority_class(self, name: str) -> PriorityClass | None:
+        """The class `name` names; for no name, the global default (the lowest, should there be
+        several, as admission picks it); None for a class the cluster does not hold."""
+        if name:
+            return self.priority_classes.get(name)
+        defaults = [p for p in self.priority_classes.values() if p.global_default]
+        return min(defaults, key=lambda p: p.value) if defaults else None
 
     # ------------------------------------------------------------------ watchers
     def subscribe(self, handler: EventHandler, *, on_error: Any = None) -> None:

@@ -8,6 +8,7 @@ from kubesched.api.cluster_objects import PriorityClass
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Pod
 from kubesched.api.resources import pod_requests
+from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
 from kubesched.cluster.memory import MemoryCluster
 
 
@@ -49,3 +50,29 @@ def test_namespace_uid_and_priority_from_class() -> None:
     assert cluster.admit(pod({}, name="q")).spec.priority == 7
     assert cluster.admit(pod({"priority": 3}, name="r")).spec.priority == 3
     assert cluster.admit(pod({})).metadata.uid == high.metadata.uid  # stable per namespace/name
+
+
+def pod_group(spec: dict[str, object], name: str = "g") -> SchedulingPodGroup:
+    base = {"schedulingPolicy": {"gang": {"minCount": 2}}}
+    return msgspec.convert(
+        {"metadata": {"name": name, "namespace": "default"}, "spec": base | spec}, SchedulingPodGroup
+    )
+
+
+def test_pod_group_priority_filled_from_its_class_or_the_lowest_global_default() -> None:
+    classes = [
+        msgspec.convert({"metadata": {"name": "high"}, "value": 1000}, PriorityClass),
+        msgspec.convert({"metadata": {"name": "base"}, "value": 7, "globalDefault": True}, PriorityClass),
+        msgspec.convert({"metadata": {"name": "also"}, "value": 5, "globalDefault": True}, PriorityClass),
+    ]
+    groups = [pod_group({"priorityClassName": "high"}), pod_group({}, name="plain")]
+    cluster = MemoryCluster(LoadedObjects(priority_classes=classes, scheduling_pod_groups=groups))
+    high, plain = cluster.groups.pod_group("default", "g"), cluster.groups.pod_group("default", "plain")
+    assert high is not None and plain is not None
+    assert (high.spec.priority, high.spec.priority_class_name) == (1000, "high")
+    assert (plain.spec.priority, plain.spec.priority_class_name) == (5, "also")  # as admission names it
+    assert cluster.admit(pod({}, name="q")).spec.priority == 5  # pods take the same default
+    given = pod_group({"priority": 3})
+    assert cluster.admit_group(given) is given
+    unknown = pod_group({"priorityClassName": "nope"})
+    assert cluster.admit_group(unknown).spec.priority is None  # the API server would refuse it
