@@ -102,7 +102,10 @@ class MemoryCluster:
         self.bind_count: dict[str, int] = {}
         #: Workloads, PodGroups, CompositePodGroups and the pods of each group, kept current as the
         #: first watcher of every pod change.
-        groups = [*objects.scheduling_pod_groups, *objects.composite_pod_groups]
+        groups: list[SchedulingPodGroup | CompositePodGroup] = [
+            *objects.scheduling_pod_groups,
+            *objects.composite_pod_groups,
+        ]
         self.groups = SchedulingGroups(
             [*objects.workloads, *(self.admit_group(g) for g in groups)], self.pods.values()
         )
