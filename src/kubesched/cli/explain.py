@@ -18,9 +18,11 @@ from kubesched.cli.inputs import add_strict_option, load_objects, print_warnings
 from kubesched.errors import InputError
 
 if TYPE_CHECKING:
+    from kubesched.api.loader import LoadedObjects
     from kubesched.api.objects import Pod
+    from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
     from kubesched.api.workloads import WorkloadObject
-    from kubesched.simulate.explain.model import PodExplanation
+    from kubesched.simulate.explain.model import PodExplanation, PodGroupExplanation
 
 __all__ = ["add_explain_command"]
 
@@ -38,7 +40,19 @@ def add_explain_command(subparsers: argparse._SubParsersAction[argparse.Argument
             "pods are not, except that nominated ones keep their place."
         ),
     )
-    p.add_argument("pod", nargs="?", metavar="NAMESPACE/POD", help="a pod of the cluster (or NAME with -n)")
+    p.add_argument(
+        "pod",
+        nargs="?",
+        metavar="NAMESPACE/POD",
+        help="a pod of the cluster (or NAME with -n); with GenericWorkload on, a pod of a PodGroup "
+        "explains its group",
+    )
+    p.add_argument(
+        "--pod-group",
+        metavar="NAMESPACE/NAME",
+        help="explain a scheduling.k8s.io PodGroup (or NAME with -n): why the group is pending, the "
+        "placement tried, the minCount arithmetic and the members that block it (GenericWorkload on)",
+    )
     p.add_argument(
         "-n", "--namespace", default="default", help="namespace of a bare POD name (default: default)"
     )
@@ -47,7 +61,8 @@ def add_explain_command(subparsers: argparse._SubParsersAction[argparse.Argument
         "--filename",
         metavar="FILE",
         help="explain this pod manifest instead (- reads stdin): where would it go, and why not elsewhere; "
-        "a workload (Deployment, StatefulSet, Job, ...) explains the next pod its controller would create",
+        "a workload (Deployment, StatefulSet, Job, ...) explains the next pod its controller would create; "
+        "a PodGroup (scheduling.k8s.io) explains that group with the snapshot's pods that name it",
     )
     add_cluster_options(p, implied=True)
     p.add_argument(
@@ -74,13 +89,15 @@ def add_explain_command(subparsers: argparse._SubParsersAction[argparse.Argument
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from kubesched.api.objects import Pod
+    from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
     from kubesched.config import default_config, load_config
     from kubesched.plugins import default_registry
-    from kubesched.simulate.explain.run import explain_pod, find_pod, kinds_read
+    from kubesched.simulate.explain.run import explain_pod, kinds_read
 
-    if (args.pod is None) == (args.filename is None):
-        raise InputError("name a pod (NAMESPACE/POD) or give a manifest with -f, not both")
+    if sum(x is not None for x in (args.pod, args.filename, args.pod_group)) != 1:
+        raise InputError(
+            "name a pod (NAMESPACE/POD), a pod group (--pod-group) or give a manifest with -f: one of them"
+        )
     gates = feature_gates(args)
     registry = default_registry(features=gates)
     config = load_config(args.config, registry, gates) if args.config else default_config(registry, gates)
@@ -95,30 +112,27 @@ def _explain(args: argparse.Namespace) -> int:
         )
         objects, source = snap.objects, f"cluster {snap.server}"
         notes = snap.notes
-    if isinstance(manifest, Pod):
-        target = manifest
-    elif manifest is not None:
-        from kubesched.simulate.explain.next_pod import next_pod
+    grouped = registry.features.enabled("GenericWorkload")
+    target, group = _what(args, objects, manifest, notes, grouped=grouped)
+    asked = None
+    if group is not None and target is not None:
+        asked = f"{target.metadata.namespace or 'default'}/{target.metadata.name}"
+        if manifest is not None:  # a member not created yet joins its group in the snapshot
+            objects = objects.with_object(target)
+    elif isinstance(manifest, SchedulingPodGroup):
+        objects = objects.with_object(manifest)
+    errors: dict[str, BaseException] = {}
+    on_error = errors.__setitem__ if args.debug else None
+    report: PodExplanation | PodGroupExplanation
+    if group is not None:
+        from kubesched.simulate.explain.group import explain_pod_group
 
-        target = next_pod(objects, manifest)
-        meta = manifest.metadata
-        notes.append(
-            f"{target.metadata.name} is the next pod of {manifest.kind} {meta.namespace or args.namespace}/"
-            f"{meta.name}, as its controller would create it from the template"
+        report = explain_pod_group(
+            objects, config, registry, group, source=source, pod=asked, notes=notes, on_error=on_error
         )
     else:
-        key = args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
-        target = find_pod(objects, key)
-    errors: dict[str, BaseException] = {}
-    report = explain_pod(
-        objects,
-        config,
-        registry,
-        target,
-        source=source,
-        notes=notes,
-        on_error=errors.__setitem__ if args.debug else None,
-    )
+        assert target is not None
+        report = explain_pod(objects, config, registry, target, source=source, notes=notes, on_error=on_error)
     _print(report, args.output)
     if errors:
         from kubesched.cli.simulate import print_tracebacks
@@ -127,11 +141,52 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_manifest(filename: str, namespace: str, *, strict: bool) -> Pod | WorkloadObject:
+def _what(
+    args: argparse.Namespace,
+    objects: LoadedObjects,
+    manifest: Pod | WorkloadObject | SchedulingPodGroup | None,
+    notes: list[str],
+    *,
+    grouped: bool,
+) -> tuple[Pod | None, tuple[str, str] | None]:
+    """The pod to explain and the PodGroup to explain instead: the one given (`--pod-group`, a
+    PodGroup manifest), or the pod's own with GenericWorkload on, as kube-scheduler then schedules it."""
+    from kubesched.api.objects import Pod
+    from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
+    from kubesched.framework.pod_groups import pod_group_of
+    from kubesched.simulate.explain.run import find_pod
+
+    if isinstance(manifest, SchedulingPodGroup):
+        return None, (manifest.metadata.namespace or args.namespace, manifest.metadata.name)
+    if args.pod_group is not None:
+        from kubesched.simulate.explain.group import find_pod_group
+
+        key = args.pod_group if "/" in args.pod_group else f"{args.namespace}/{args.pod_group}"
+        return None, find_pod_group(objects, key)
+    if manifest is None:
+        target = find_pod(objects, args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}")
+    elif isinstance(manifest, Pod):
+        target = manifest
+    else:
+        from kubesched.simulate.explain.next_pod import next_pod
+
+        target = next_pod(objects, manifest)
+        meta = manifest.metadata
+        notes.append(
+            f"{target.metadata.name} is the next pod of {manifest.kind} {meta.namespace or args.namespace}/"
+            f"{meta.name}, as its controller would create it from the template"
+        )
+    return target, pod_group_of(target) if grouped else None
+
+
+def _read_manifest(
+    filename: str, namespace: str, *, strict: bool
+) -> Pod | WorkloadObject | SchedulingPodGroup:
     import msgspec
 
     from kubesched.api.loader import load_documents
     from kubesched.api.objects import Pod
+    from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
     from kubesched.api.workloads import WORKLOAD_KINDS, WorkloadObject
 
     source = "<stdin>" if filename == "-" else filename
@@ -147,16 +202,16 @@ def _read_manifest(filename: str, namespace: str, *, strict: bool) -> Pod | Work
     ignored: list[InputError] | None = None if strict else []
     objects = load_documents(text, source, skipped=skipped, lenient=ignored)
     print_warnings(ignored or [])
-    wanted = [o for o in objects if isinstance(o, (Pod, *WORKLOAD_KINDS))]
+    wanted = [o for o in objects if isinstance(o, (Pod, SchedulingPodGroup, *WORKLOAD_KINDS))]
     if len(wanted) != 1 or len(objects) != 1 or skipped:
         kinds = [type(o).__name__ for o in objects] + [k for k, n in skipped.items() for _ in range(n)]
         raise InputError(
-            f"expected one Pod or workload (Deployment, StatefulSet, Job, ...), found "
+            f"expected one Pod, PodGroup or workload (Deployment, StatefulSet, Job, ...), found "
             f"{', '.join(kinds) or 'nothing'}",
             source=source,
         )
     obj = wanted[0]
-    assert isinstance(obj, Pod | WorkloadObject)
+    assert isinstance(obj, Pod | WorkloadObject | SchedulingPodGroup)
     if not obj.metadata.namespace:
         obj = msgspec.structs.replace(
             obj, metadata=msgspec.structs.replace(obj.metadata, namespace=namespace)
@@ -164,7 +219,7 @@ def _read_manifest(filename: str, namespace: str, *, strict: bool) -> Pod | Work
     return obj
 
 
-def _print(report: PodExplanation, output: str) -> None:
+def _print(report: PodExplanation | PodGroupExplanation, output: str) -> None:
     import msgspec
 
     if output == "json":
@@ -175,6 +230,11 @@ def _print(report: PodExplanation, output: str) -> None:
         sys.stdout.write(yaml.safe_dump(msgspec.to_builtins(report), sort_keys=False))
     else:
         from kubesched.cli._console import stdout_console
+        from kubesched.simulate.explain.group_table import render_group_explanation
+        from kubesched.simulate.explain.model import PodGroupExplanation
         from kubesched.simulate.explain.table import render_explanation
 
-        render_explanation(report, stdout_console())
+        if isinstance(report, PodGroupExplanation):
+            render_group_explanation(report, stdout_console())
+        else:
+            render_explanation(report, stdout_console())

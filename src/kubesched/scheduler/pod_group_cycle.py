@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import msgspec
@@ -85,6 +85,9 @@ class PodGroupOutcome:
     message: str
     #: pod name -> node, for the members placed (empty unless Scheduled).
     placement: dict[str, str]
+    #: pod name -> node of every member the trial found a node for, in the order they were tried,
+    #: also when the group as a whole failed: what explain shows beside the members that blocked it.
+    tried: dict[str, str] = field(default_factory=dict)
 
 
 class _GroupError(Exception):
@@ -228,6 +231,7 @@ class PodGroupCycle:
         if group_status is not None and group_status.code == Code.UNSCHEDULABLE:
             self._pod_group_post_filter(fwk, pod_group, group_status)
         placement: dict[str, str] = {}
+        tried: dict[str, str] = {}
         group = (pod_group.metadata.namespace or "default", pod_group.metadata.name)
         requeue = self._requeue(group, Code.SUCCESS if group_status is None else group_status.code)
         for res in results:
@@ -236,6 +240,7 @@ class PodGroupCycle:
                 own = res.status if res.status is not None and res.status.code == Code.ERROR else group_status
                 self._failures.fail(fwk, m, own, started, filter_=None, requeue=requeue)
             elif res.status is None and res.result is not None:
+                tried[m.pod.metadata.name] = res.result.node
                 if group_status is None:
                     self._trial.assume_and_reserve(fwk, res.state, m, res.result, started)
                     placement[m.pod.metadata.name] = res.result.node
@@ -258,7 +263,7 @@ class PodGroupCycle:
         else:
             result, message = "Unschedulable", group_status.message()
             self._write_condition(pod_group, "False", "Unschedulable", message)
-        self._report(pod_group, result, message, placement)
+        self._report(pod_group, result, message, placement, tried)
 
     def _requeue(self, group: tuple[str, str], code: Code) -> Callable[[QueuedPodInfo], object]:
         """How the group's failed members go back (upstream requeues the group as one entity): after
@@ -328,9 +333,17 @@ class PodGroupCycle:
                 wanted = msgspec.structs.replace(wanted, last_transition_time=existing.last_transition_time)
         port.set_pod_group_condition(current, wanted)
 
-    def _report(self, pod_group: PodGroup, result: str, message: str, placement: dict[str, str]) -> None:
+    def _report(
+        self,
+        pod_group: PodGroup,
+        result: str,
+        message: str,
+        placement: dict[str, str],
+        tried: dict[str, str] | None = None,
+    ) -> None:
         namespace = pod_group.metadata.namespace or "default"
-        self._observer(PodGroupOutcome(namespace, pod_group.metadata.name, result, message, placement))
+        outcome = PodGroupOutcome(namespace, pod_group.metadata.name, result, message, placement, tried or {})
+        self._observer(outcome)
 
 
 def _copy(status: Status) -> Status:

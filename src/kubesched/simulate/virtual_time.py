@@ -21,6 +21,7 @@ from kubesched.framework.registry import Registry
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.extenders import Extenders
 from kubesched.scheduler.options import TIE_BREAK_RANDOM
+from kubesched.scheduler.pod_group_cycle import PodGroupOutcome
 from kubesched.scheduler.profiles import options_from_config
 from kubesched.scheduler.scheduler import Attempt, ProfileSpec, Scheduler
 from kubesched.simulate.malloc import reused_heap
@@ -51,6 +52,7 @@ def new_scheduler(
     every_node: bool = False,
     observer: Callable[[Attempt], None] | None = None,
     tie_break: str = TIE_BREAK_RANDOM,
+    on_pod_group: Callable[[PodGroupOutcome], None] | None = None,
 ) -> Scheduler:
     """The scheduler a simulation runs: `config`'s profiles and extenders over the in-memory cluster.
 
@@ -69,6 +71,7 @@ def new_scheduler(
         clock,
         options,
         observer=observer,
+        on_pod_group=on_pod_group,
         # The config's HTTP extenders; one that binds leaves the in-memory cluster to record it.
         extenders=Extenders.from_config(config.extenders, after_bind=cluster.bind),
     )

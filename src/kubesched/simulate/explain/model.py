@@ -86,3 +86,51 @@ class PodExplanation(ReportStruct):
     score_weights: dict[str, int]
     notes: list[str]
     seconds: float
+
+
+class GroupMember(ReportStruct):
+    """One pod of an explained PodGroup and what its group's cycle made of it."""
+
+    pod: str
+    #: Bound (before the cycle) | Placed (the cycle found it a node) | FitsNowhere | NotTried |
+    #: Gated | Error
+    outcome: str
+    node: str | None
+    #: Its FailedScheduling message, word for word (None when it was placed or bound).
+    message: str | None
+    #: For a member that fits nowhere: the nodes that rejected it, by plugin and reason, with the
+    #: members placed before it assumed on their nodes, as the cycle tried it.
+    rejections: list[Rejection]
+    nearest_nodes: list[NearNode]
+
+
+class PodGroupExplanation(ReportStruct):
+    """`kubesched explain` of a scheduling.k8s.io PodGroup: one pod-group cycle, in full."""
+
+    pod_group: str
+    #: The pod named on the command line, when the group was reached through one of its pods.
+    pod: str | None
+    scheduler_name: str
+    source: str
+    nodes: int
+    #: gang | basic
+    policy: str
+    min_count: int
+    #: Pods that name the group in the snapshot, and how many of them were bound already.
+    pods: int
+    bound: int
+    #: Schedulable | Unschedulable | Error | Gated
+    verdict: str
+    #: The message of the group's PodGroupInitiallyScheduled condition, as the binary writes it
+    #: (the gating plugin's message for Gated).
+    message: str | None
+    #: The placement (set of nodes) the cycle tried, in words.
+    placement: str
+    #: pod name -> node of the members the cycle found a node for (bound ones only when Schedulable).
+    assignments: dict[str, str]
+    #: The message's terse parts (the minCount arithmetic, ...) in plain words.
+    plain_words: list[str]
+    #: The members in the order the cycle tried them, then those it did not reach.
+    members: list[GroupMember]
+    notes: list[str]
+    seconds: float

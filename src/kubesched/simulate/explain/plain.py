@@ -32,6 +32,21 @@ PLAIN_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
         "priority (that disruption budgets allow to go) make room for this pod",
     ),
     (
+        re.compile(r"pod group preemption: No preemption victims found for incoming preemptor"),
+        '"pod group preemption: No preemption victims found for incoming preemptor": pod-group '
+        "preemption found no pods of lower priority whose eviction would make room for the whole group",
+    ),
+    (
+        re.compile(r"waiting for minCount pods from a gang to appear in scheduling queue"),
+        '"waiting for minCount pods from a gang to appear in scheduling queue": fewer pods of the group '
+        "exist than its minCount; none is tried until enough of them are created",
+    ),
+    (
+        re.compile(r"waiting for pods's pod group \"[^\"]*\" to appear in scheduling queue"),
+        '"waiting for pods\'s pod group ... to appear": the pods name a PodGroup that does not exist; '
+        "they wait until it is created",
+    ),
+    (
         re.compile(r"not eligible due to preemptionPolicy=Never"),
         '"not eligible due to preemptionPolicy=Never": this pod never evicts others (its '
         "preemptionPolicy is Never), so preemption was not tried",

@@ -40,7 +40,7 @@ from kubesched.simulate.explain.verdicts import summarize_rejections, top_nodes,
 from kubesched.simulate.node_quantities import check_node_quantities
 from kubesched.simulate.virtual_time import drain, new_scheduler
 
-__all__ = ["explain_pod", "find_pod", "kinds_read"]
+__all__ = ["every_node", "explain_pod", "find_pod", "kinds_read", "profile_of"]
 
 #: Node names kept per reason and top nodes shown (nearest nodes: `nearest.NEAREST`).
 NAMES_PER_REASON = 5
@@ -66,10 +66,9 @@ def kinds_read(config: KubeSchedulerConfiguration, registry: Registry) -> set[st
     return kinds
 
 
-def _group_note(objects: LoadedObjects, cluster: MemoryCluster, pod: Pod, grouped: bool = False) -> list[str]:
-    """What a pod that names a PodGroup should be told: with GenericWorkload off (`grouped` False) it
-    is explained on its own, as the binary schedules it; with the gate on explain still schedules
-    only this pod, so a gang of more than one cannot form here."""
+def _group_note(objects: LoadedObjects, cluster: MemoryCluster, pod: Pod) -> list[str]:
+    """What a pod that names a PodGroup is told with GenericWorkload off: it is explained on its own,
+    as the binary schedules it (with the gate on, explain takes its group: explain/group.py)."""
     group = pod_group_of(pod)
     if group is None:
         return []
@@ -84,12 +83,6 @@ def _group_note(objects: LoadedObjects, cluster: MemoryCluster, pod: Pod, groupe
         else "(basic policy)"
     )
     members = sum(1 for p in objects.pods if pod_group_of(p) == group)
-    if grouped:
-        return [
-            f"the pod names PodGroup {namespace}/{name} {what}, with {members} pod(s) in the snapshot: "
-            "explain schedules this pod alone, so its group is not formed here; `kubesched simulate "
-            "--feature-gates=GenericWorkload=true` schedules the group and reports it in podGroups"
-        ]
     return [
         f"the pod names PodGroup {namespace}/{name} {what}, with {members} pod(s) in the snapshot: it is "
         "explained on its own, as kube-scheduler schedules it with GenericWorkload off"
@@ -123,14 +116,8 @@ def explain_pod(
     started = time.perf_counter()
     for node in objects.nodes:
         check_node_quantities(node)
-    specs = [_every_node(s) for s in profiles_from_config(config, registry)]
-    name = target.spec.scheduler_name
-    if name not in {s.scheduler_name for s in specs}:
-        names = [s.scheduler_name for s in specs]
-        raise InputError(
-            f'pod {_key(target)} uses schedulerName "{name}", which no profile of the configuration '
-            f"has ({', '.join(names)}); pass --config with that profile{did_you_mean(name, names)}"
-        )
+    specs = [every_node(s) for s in profiles_from_config(config, registry)]
+    name = profile_of(target, specs)
     pending, nominated, running_on = _split(objects, target)
     clock = VirtualClock()
     cluster = MemoryCluster(pending, clock.now)
@@ -168,7 +155,11 @@ def explain_pod(
             score_weights=dict(fwk.score_weights),
             notes=[
                 *notes,
-                *_group_note(objects, cluster, admitted, registry.features.enabled("GenericWorkload")),
+                *(
+                    []
+                    if registry.features.enabled("GenericWorkload")
+                    else _group_note(objects, cluster, admitted)
+                ),
             ],
             seconds=0.0,
         )
@@ -189,6 +180,18 @@ def explain_pod(
     if attempts[0].error is not None and on_error is not None:
         on_error(base.pod, attempts[0].error)
     return _from_attempt(base, attempts[0], nearest, scheduler, started)
+
+
+def profile_of(pod: Pod, specs: list[ProfileSpec]) -> str:
+    """The profile (schedulerName) that schedules `pod`; InputError when the config has none."""
+    name = pod.spec.scheduler_name
+    if name not in {s.scheduler_name for s in specs}:
+        names = [s.scheduler_name for s in specs]
+        raise InputError(
+            f'pod {_key(pod)} uses schedulerName "{name}", which no profile of the configuration '
+            f"has ({', '.join(names)}); pass --config with that profile{did_you_mean(name, names)}"
+        )
+    return name
 
 
 def _from_attempt(
@@ -233,7 +236,8 @@ def _done(base: PodExplanation, started: float, **fields: object) -> PodExplanat
     )
 
 
-def _every_node(spec: ProfileSpec) -> ProfileSpec:
+def every_node(spec: ProfileSpec) -> ProfileSpec:
+    """`spec` scoring every feasible node: the answer covers the whole cluster."""
     return dataclasses.replace(spec, percentage_of_nodes_to_score=100)
 
 

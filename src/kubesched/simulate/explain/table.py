@@ -77,12 +77,13 @@ def score_table(
     return table
 
 
-_STYLE = {"Schedulable": "green", "Unschedulable": "red", "Error": "bold red", "Gated": "yellow"}
+#: Rich style of each verdict.
+STYLE = {"Schedulable": "green", "Unschedulable": "red", "Error": "bold red", "Gated": "yellow"}
 
 
 def render_explanation(report: PodExplanation, console: Console) -> None:
     r = report
-    style = _STYLE.get(r.verdict, "cyan")
+    style = STYLE.get(r.verdict, "cyan")
     profile = escape(r.scheduler_name)
     console.print(f"[bold]{escape(r.pod)}[/] (profile {profile}) on {r.nodes} nodes of {escape(r.source)}")
     if r.running_on:
@@ -100,7 +101,7 @@ def render_explanation(report: PodExplanation, console: Console) -> None:
     if r.nearest_nodes:
         console.print()
         console.print("Nearest nodes, and what is missing on each")
-        console.print(_nearest_table(r.nearest_nodes))
+        console.print(nearest_table(r.nearest_nodes))
     if r.preemption is not None:
         console.print()
         p = r.preemption
@@ -130,7 +131,8 @@ def render_explanation(report: PodExplanation, console: Console) -> None:
     console.print(f"[dim]explained in {r.seconds:.2f}s[/]")
 
 
-def _nearest_table(nodes: list[NearNode]) -> Table:
+def nearest_table(nodes: list[NearNode]) -> Table:
+    """One row per nearest node: the plugins that reject it and what is missing, in words."""
     table = Table(header_style="bold", show_edge=False, pad_edge=False)
     table.add_column("NODE", overflow="fold")
     table.add_column("REJECTED BY", overflow="fold")

@@ -135,7 +135,9 @@ def test_schedulable_pod_top_nodes_with_scores_and_weights(tmp_path: Path, capsy
     assert (report["nearestNodes"], report["preemption"]) == ([], None)
 
 
-def test_a_pod_of_a_pod_group_is_explained_on_its_own_and_told_so(tmp_path: Path, capsys: Capsys) -> None:
+def test_a_pod_of_a_pod_group_is_explained_on_its_own_and_told_so_with_the_gate_off(
+    tmp_path: Path, capsys: Capsys
+) -> None:
     member = pod("w0", requests={"cpu": "1"})
     member["spec"]["schedulingGroup"] = {"podGroupName": "train"}
     other = pod("w1", requests={"cpu": "1"}) | {"spec": member["spec"]}
@@ -153,11 +155,7 @@ def test_a_pod_of_a_pod_group_is_explained_on_its_own_and_told_so(tmp_path: Path
         "explained on its own, as kube-scheduler schedules it with GenericWorkload off"
     ]
     report = explain_json(capsys, "w0", "--snapshot", str(path), "--feature-gates=GenericWorkload=true")
-    assert report["notes"] == [
-        "the pod names PodGroup default/train (gang, minCount 4), with 2 pod(s) in the snapshot: "
-        "explain schedules this pod alone, so its group is not formed here; `kubesched simulate "
-        "--feature-gates=GenericWorkload=true` schedules the group and reports it in podGroups"
-    ]
+    assert (report["podGroup"], report["pod"], report["verdict"]) == ("default/train", "default/w0", "Gated")
     path = write_yaml(tmp_path / "c.yaml", node("a", cpu="4"), member)
     (note,) = explain_json(capsys, "w0", "--snapshot", str(path))["notes"]
     assert note.startswith(
@@ -207,7 +205,7 @@ def test_manifest_from_stdin_where_would_it_go(
     assert (code, out, err) == (
         2,
         "",
-        "kubesched: <stdin>: expected one Pod or workload (Deployment, StatefulSet, Job, ...), "
+        "kubesched: <stdin>: expected one Pod, PodGroup or workload (Deployment, StatefulSet, Job, ...), "
         "found ConfigMap\n",
     )
 

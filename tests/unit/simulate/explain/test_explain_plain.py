@@ -75,5 +75,9 @@ def test_plain_messages_get_no_translation() -> None:
         "preemption: not eligible due to preemptionPolicy=Never.",
         "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
         "2 node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)",
+        "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, "
+        "pod group preemption: No preemption victims found for incoming preemptor",
+        "waiting for minCount pods from a gang to appear in scheduling queue",
+        'waiting for pods\'s pod group "train" to appear in scheduling queue',
     ]
     assert [len(plain_words(text)) for text in upstream] == [1] * len(PLAIN_WORDS)
