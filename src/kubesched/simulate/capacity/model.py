@@ -28,8 +28,33 @@ class ShapeCapacity(ReportStruct):
     zones: dict[str, int]
 
 
+class GangCapacity(ReportStruct):
+    """The answer for a gang (a scheduling.k8s.io PodGroup and its pods, GenericWorkload on): how
+    many more nodes of the node shape until it fits, all or nothing."""
+
+    #: `PodGroup default/train`.
+    pod_group: str
+    min_count: int
+    #: Its pods in SHAPE, and what they request together.
+    pods: int
+    requests: dict[str, str]
+    #: `Node gpu-node`: the node copies are made of; null without --node-shape.
+    node_shape: str | None
+    #: Nodes of that shape to add before minCount members are placed at once: 0 when the gang fits
+    #: already; null when it does not fit within --max nodes (`limited`) or no node shape was given.
+    nodes_needed: int | None
+    limited: bool
+    #: The PodGroup condition's message with one node fewer: why it does not fit then; null when
+    #: it fits on the cluster as it is.
+    reason: str | None
+    #: Where its pods go once it fits: node -> count.
+    nodes: dict[str, int]
+
+
 class CapacityReport(ReportStruct):
     shapes: list[ShapeCapacity]
+    #: The gangs of SHAPE (empty with GenericWorkload off).
+    gangs: list[GangCapacity]
     #: Nodes in the cluster.
     nodes: int
     #: Wall-clock seconds for every shape (loading files not included).

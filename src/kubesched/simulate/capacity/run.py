@@ -36,29 +36,23 @@ from kubesched.api.controllers import (
 )
 from kubesched.api.kinds import KubeObject
 from kubesched.api.loader import LoadedObjects
-from kubesched.api.objects import Pod, PodSpec
+from kubesched.api.objects import Node, Pod
 from kubesched.api.quantity import QuantityError, format_quantity
 from kubesched.api.resources import default_requests_from_limits, pod_requests
 from kubesched.api.workloads import pod_template_of
-from kubesched.cluster.memory import MemoryCluster
 from kubesched.config.types import DEFAULT_SCHEDULER_NAME, KubeSchedulerConfiguration
 from kubesched.errors import InputError
 from kubesched.framework.node_info import pod_key
 from kubesched.framework.registry import Registry
 from kubesched.scheduler.cache import ZONE_LABEL
-from kubesched.scheduler.clock import VirtualClock
-from kubesched.scheduler.profiles import profiles_from_config
-from kubesched.scheduler.scheduler import Attempt, Scheduler
+from kubesched.simulate.capacity.gang import DEFAULT_NODE_LIMIT, Gang, gang_capacity
+from kubesched.simulate.capacity.input_run import InputRun, never_preempt
 from kubesched.simulate.capacity.model import CapacityReport, ShapeCapacity
 from kubesched.simulate.held import held_pods
 from kubesched.simulate.node_quantities import check_node_quantities
-from kubesched.simulate.snapshot.run import run_with_controllers
-from kubesched.simulate.virtual_time import new_scheduler, run_until_settled
+from kubesched.simulate.virtual_time import run_until_settled
 from kubesched.simulate.workloads import (
     PodChanges,
-    WorkloadControllers,
-    has_workloads,
-    with_room_for_controllers,
 )
 
 __all__ = ["DEFAULT_LIMIT", "capacity", "shapes_of"]
@@ -89,8 +83,12 @@ def capacity(
     seed: int = 0,
     limit: int = DEFAULT_LIMIT,
     progress: Callable[[int, int], None] | None = None,
+    gangs: Sequence[Gang] = (),
+    node_shape: Node | None = None,
+    node_limit: int = DEFAULT_NODE_LIMIT,
 ) -> CapacityReport:
-    """For each of `shapes` (pods or workloads) independently: how many more fit on `objects`' cluster."""
+    """For each of `shapes` (pods or workloads) independently: how many more fit on `objects`' cluster;
+    for each of `gangs`: how many copies of `node_shape` (at most `node_limit`) until it fits."""
     if limit < 1:
         raise InputError("must be at least 1", path="--max")
     for node in objects.nodes:
@@ -106,8 +104,20 @@ def capacity(
         except QuantityError as err:
             raise InputError(err.message, path=_name(shape)) from None
         answers.append(_ShapeRun(objects, shape, config, registry, seed=seed).count(limit, progress))
+    gang_answers = []
+    for gang in gangs:
+        for pod in gang.pods:
+            try:
+                pod_requests(pod)
+            except QuantityError as err:
+                raise InputError(err.message, path=_name(pod)) from None
+        answer = gang_capacity(
+            objects, gang, node_shape, config, registry, seed=seed, limit=node_limit, progress=progress
+        )
+        gang_answers.append(answer)
     return CapacityReport(
         shapes=answers,
+        gangs=gang_answers,
         nodes=len(objects.nodes),
         seconds=round(time.perf_counter() - started, 6),
         held_by_another_scheduler=held_pods(objects.pods, config),
@@ -133,14 +143,10 @@ def _template(shape: Workload) -> PodTemplateSpec:
     return template
 
 
-def _never_preempt(spec: PodSpec) -> PodSpec:
-    return msgspec.structs.replace(spec, preemption_policy="Never", node_name="")
-
-
 def _without_preemption(shape: Workload) -> Workload:
     """The workload whose pods never preempt (their template's preemptionPolicy is Never)."""
     template = _template(shape)
-    template = msgspec.structs.replace(template, spec=_never_preempt(template.spec))
+    template = msgspec.structs.replace(template, spec=never_preempt(template.spec))
     if isinstance(shape, CronJob):
         job = msgspec.structs.replace(shape.spec.job_template.spec, template=template)
         job_template = msgspec.structs.replace(shape.spec.job_template, spec=job)
@@ -150,7 +156,7 @@ def _without_preemption(shape: Workload) -> Workload:
     return msgspec.structs.replace(shape, spec=msgspec.structs.replace(shape.spec, template=template))
 
 
-class _ShapeRun:
+class _ShapeRun(InputRun):
     """One shape on a fresh simulation of the input."""
 
     def __init__(
@@ -163,54 +169,24 @@ class _ShapeRun:
         seed: int,
     ) -> None:
         self.shape = shape
-        self.clock = VirtualClock()
         if isinstance(shape, Pod):
-            self.template = PodTemplateSpec(metadata=shape.metadata, spec=_never_preempt(shape.spec))
+            self.template = PodTemplateSpec(metadata=shape.metadata, spec=never_preempt(shape.spec))
         else:
             shape = _without_preemption(shape)
             attribute = _LISTS[type(shape)]
             objects = copy.copy(objects)  # the input stays as given: other shapes start from it too
             setattr(objects, attribute, [*getattr(objects, attribute), shape])
             self.template = _template(shape)
-        with_controllers = has_workloads(objects)
-        self.cluster = MemoryCluster(
-            with_room_for_controllers(objects) if with_controllers else objects, self.clock.now
-        )
-        self.controllers = WorkloadControllers(self.cluster, seed=seed) if with_controllers else None
-        self.messages: dict[str, str] = {}
+        super().__init__(objects, config, registry, seed=seed)
         self.served = {p.scheduler_name or DEFAULT_SCHEDULER_NAME for p in config.profiles}
         self.base = self.base_scheduled = 0
-        self.scheduler: Scheduler = new_scheduler(
-            profiles_from_config(config, registry),
-            config,
-            registry,
-            self.cluster,
-            self.clock,
-            seed=seed,
-            observer=self._observe,
-        )
-
-    def _observe(self, attempt: Attempt) -> None:
-        if attempt.message and attempt.result != "Scheduled":
-            self.messages[pod_key(attempt.pod)] = attempt.message
-
-    def _refuse(self, pod: Pod, exc: Exception) -> None:
-        self.messages[pod_key(pod)] = str(exc)
 
     def count(self, limit: int, progress: Callable[[int, int], None] | None) -> ShapeCapacity:
         try:
-            self.cluster.subscribe(self.scheduler, on_error=self._refuse)
-            self._settle_input()
+            self.start()
             return self._grow(limit, progress)
         finally:
-            if self.scheduler.extenders is not None:
-                self.scheduler.extenders.close()
-
-    def _settle_input(self) -> None:
-        if self.controllers is None:
-            run_until_settled(self.scheduler, self.clock, self.cluster, retry_unschedulable=True)
-        else:
-            run_with_controllers(self.scheduler, self.clock, self.cluster, self.controllers, lambda _: None)
+            self.close()
 
     def _grow(self, limit: int, progress: Callable[[int, int], None] | None) -> ShapeCapacity:
         shape = self.shape
@@ -235,7 +211,7 @@ class _ShapeRun:
             run_until_settled(self.scheduler, self.clock, self.cluster)
             if progress is not None:
                 progress(len(copies), limit)
-            if any(not self._bound(key) for key in copies):
+            if any(not self.bound(key) for key in copies):
                 return self._answer(copies, limited=False)
             batch = min(batch * 2, _MAX_BATCH)
         return self._answer(copies, limited=True)
@@ -261,10 +237,6 @@ class _ShapeRun:
         clone_meta = msgspec.structs.replace(meta, name=f"{meta.name}-{index}", namespace=namespace, uid="")
         return self.cluster.create_pod(Pod(metadata=clone_meta, spec=self.template.spec))
 
-    def _bound(self, key: str) -> bool:
-        pod = self.cluster.pods.get(key)
-        return pod is not None and bool(pod.spec.node_name)
-
     def _never_tried(self, pod: Pod) -> str:
         """Why a copy the scheduler never tried stays pending: the cases a user can act on named."""
         name = pod.spec.scheduler_name or DEFAULT_SCHEDULER_NAME
@@ -281,8 +253,8 @@ class _ShapeRun:
 
     def _answer(self, copies: list[str], *, limited: bool) -> ShapeCapacity:
         pods = self.cluster.pods
-        bound = [pods[k] for k in copies if self._bound(k)]
-        pending = [k for k in copies if not self._bound(k)]
+        bound = [pods[k] for k in copies if self.bound(k)]
+        pending = [k for k in copies if not self.bound(k)]
         per_node = Counter(p.spec.node_name for p in bound)
         per_zone: Counter[str] = Counter()
         for name, n in per_node.items():

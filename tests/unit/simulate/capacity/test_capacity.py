@@ -26,7 +26,7 @@ def capacity_json(capsys: pytest.CaptureFixture[str], *argv: str) -> list[Obj]:
     code, out, err = run_cli(capsys, "capacity", *argv, "--output", "json")
     assert (code, err) == (0, ""), err
     report = json.loads(out)
-    assert set(report) == {"shapes", "nodes", "seconds", "heldByAnotherScheduler"}
+    assert set(report) == {"shapes", "gangs", "nodes", "seconds", "heldByAnotherScheduler"}
     for shape in report["shapes"]:
         assert set(shape) == SHAPE_KEYS
     shapes: list[Obj] = report["shapes"]
