@@ -207,6 +207,38 @@ def test_a_snapshot_report_lists_its_workloads_and_their_pods(browser: object, t
     assert problems == []
 
 
+def test_a_snapshot_report_lists_its_pod_groups_and_their_pods(browser: object, tmp_path: Path) -> None:
+    """examples/what-if/gang.yaml (gang `five` cannot form) and gang-train.yaml (`train` neither)."""
+    what_if = REPO / "examples/what-if"
+    path = kubesched_html(
+        tmp_path,
+        "pod-groups",
+        str(what_if / "gang.yaml"),
+        str(what_if / "gang-train.yaml"),
+        "--feature-gates=GenericWorkload=true",
+    )
+    page, problems = open_report(browser, path, "simulate-pod-groups.png")
+    assert page.locator("#pod-groups").is_visible()  # type: ignore[attr-defined]
+    rows = page.locator("#pod-groups-body tr")  # type: ignore[attr-defined]
+    labels = [rows.nth(i).get_attribute("data-pod-group") for i in range(rows.count())]
+    assert labels == ["default/five", "default/train"]
+    five = page.locator("#pod-groups-body tr[data-pod-group='default/five']")  # type: ignore[attr-defined]
+    cells = [five.locator("td").nth(i).inner_text() for i in range(4)]
+    assert cells == ["default/five", "Unschedulable", "0/5", "5"]
+    assert (
+        "minCount (5) cannot be satisfied: 4 scheduled, 0 remaining"
+        in five.locator("td.message").inner_text()
+    )
+    five.click()
+    pods = page.locator("#pods-body tr")  # type: ignore[attr-defined]
+    names = [pods.nth(i).get_attribute("data-pod") for i in range(pods.count())]
+    assert names == [f"default/five-{i}" for i in range(5)], names
+    # The table fits the 1400-pixel viewport: no column is cut off.
+    width = page.evaluate("() => document.getElementById('pod-groups-table').scrollWidth")  # type: ignore[attr-defined]
+    assert width <= 1400 - 2 * 28, width
+    assert problems == []
+
+
 #: Where each part of the demo report lies at 1400 px: the pods table and its header cells, the
 #: panel beside it, the results chart's row labels, the heat map's title and column labels.
 _LAYOUT = """() => {

@@ -29,9 +29,10 @@ def render_page(
     columns: Sequence[tuple[str, str]],
     pods: Sequence[dict[str, Any]],
     workloads: Sequence[dict[str, Any]] = (),
+    pod_groups: Sequence[dict[str, Any]] = (),
 ) -> bytes:
-    """The page for any report: summary cards, figures (drawn in order), the workloads table (if
-    any; see `workload_row`) and the pods table (if columns)."""
+    """The page for any report: summary cards, figures (drawn in order), the workloads and pod
+    groups tables (if any; see `workload_row`, `pod_group_row`) and the pods table (if columns)."""
     data = {
         "title": title,
         "subtitle": subtitle,
@@ -40,6 +41,7 @@ def render_page(
         "columns": [list(c) for c in columns],
         "pods": list(pods),
         "workloads": list(workloads),
+        "podGroups": list(pod_groups),
     }
     parts = {
         "TITLE": _escape_text(title),

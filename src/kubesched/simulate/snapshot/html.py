@@ -1,5 +1,6 @@
 """`kubesched simulate --output html`: result counts, the node utilization heat map, the workloads
-(does each fit, where, why not), and every pod with its explanation."""
+(does each fit, where, why not), the pod groups (placed all or nothing, or why not), and every pod
+with its explanation."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ from kubesched.simulate.html.figures import (
     new_figure,
 )
 from kubesched.simulate.html.page import render_page
-from kubesched.simulate.snapshot.model import NodeUsage, PodResult, Report, WorkloadResult
+from kubesched.simulate.snapshot.model import NodeUsage, PodGroupResult, PodResult, Report, WorkloadResult
 from kubesched.simulate.snapshot.nearest import Nearest
 from kubesched.simulate.snapshot.workloads import workload_label
 
-__all__ = ["pod_row", "snapshot_figures", "snapshot_html", "workload_row"]
+__all__ = ["pod_group_row", "pod_row", "snapshot_figures", "snapshot_html", "workload_row"]
 
 #: With --explain, a pod lists at most this many rejected nodes per (plugin, reason) and scored nodes.
 NODES_PER_REASON = 10
@@ -63,6 +64,7 @@ def snapshot_html(
         _SNAPSHOT_COLUMNS,
         [pod_row(p, (nearest or {}).get(f"{p.namespace}/{p.name}")) for p in report.pods],
         [workload_row(w) for w in report.workloads],
+        [pod_group_row(g) for g in report.pod_groups],
     )
 
 
@@ -101,6 +103,20 @@ def workload_row(w: WorkloadResult) -> dict[str, Any]:
         "complete": w.complete,
         "zones": " ".join(f"{zone}:{n}" for zone, n in w.zones.items()),
         "message": w.message or "",
+    }
+
+
+def pod_group_row(g: PodGroupResult) -> dict[str, Any]:
+    """A PodGroup as the page's Pod groups table reads it; `members` are `namespace/name` keys."""
+    return {
+        "group": f"{g.namespace}/{g.name}",
+        "result": g.result,
+        "minCount": g.min_count,
+        "bound": len(g.placement),
+        "pods": g.pods,
+        "message": g.message or "",
+        "placement": " ".join(f"{pod}→{node}" for pod, node in g.placement.items()),
+        "members": [f"{g.namespace}/{m}" for m in g.members],
     }
 
 

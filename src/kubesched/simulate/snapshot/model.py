@@ -100,6 +100,8 @@ class PodGroupResult(ReportStruct):
     message: str | None = None
     #: Its bound pods: pod name -> node.
     placement: dict[str, str] = {}
+    #: The names of the pods that name it, in the order they arrived.
+    members: list[str] = []
 
 
 class Summary(ReportStruct):

@@ -36,6 +36,7 @@ def pod_group_results(groups: SchedulingGroups) -> list[PodGroupResult]:
                 pods=len(pods),
                 message=None if condition is None else condition.message,
                 placement={p.metadata.name: p.spec.node_name for p in pods if p.spec.node_name},
+                members=[p.metadata.name for p in pods],
             )
         )
     return results

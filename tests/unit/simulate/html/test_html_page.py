@@ -156,3 +156,39 @@ def test_the_wait_histogram_bins_fit_the_waits_most_pods_had() -> None:
     )
     latency = {f["id"]: f for f in replay_figures(report)}["chart-latency"]
     assert latency["data"][0]["xbins"] == {"start": 0, "size": 1.0}  # b waited 30 s
+
+
+def test_a_snapshot_page_carries_its_pod_groups_with_their_members(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two 1-cpu nodes: the gang of two fits, the gang of three needs a third node and binds nothing."""
+    from tests.unit.simulate.simulate_helpers import node, pod, write_yaml
+
+    docs: list[dict[str, object]] = [node("n1", cpu="1"), node("n2", cpu="1")]
+    for name, size in (("pair", 2), ("trio", 3)):
+        docs.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": size}}},
+            }
+        )
+        docs += [
+            pod(f"{name}-{i}", requests={"cpu": "600m"}, schedulingGroup={"podGroupName": name})
+            for i in range(size)
+        ]
+    cluster = write_yaml(tmp_path / "c.yaml", *docs)
+    assert main(["simulate", str(cluster), "-o", "html", "--feature-gates=GenericWorkload=true"]) == 0
+    groups = embedded_data(capsys.readouterr().out.encode())["podGroups"]
+    assert isinstance(groups, list)
+    pair, trio = groups
+    assert (pair["group"], pair["result"], pair["bound"], pair["pods"]) == ("default/pair", "Scheduled", 2, 2)
+    assert sorted(pair["placement"].split()) == ["pair-0→n1", "pair-1→n2"] or sorted(
+        pair["placement"].split()
+    ) == ["pair-0→n2", "pair-1→n1"]
+    assert (trio["result"], trio["bound"], trio["placement"]) == ("Unschedulable", 0, "")
+    assert trio["message"].startswith("minCount (3) cannot be satisfied")
+    assert trio["members"] == ["default/trio-0", "default/trio-1", "default/trio-2"]
+    page = render_page("t", "", [], [], [], [])
+    assert b'id="pod-groups"' in page and embedded_data(page)["podGroups"] == []

@@ -49,6 +49,8 @@
   for (const result of [...new Set(report.pods.map((p) => p.result))].sort()) {
     resultFilter.append(el("option", { value: result }, result));
   }
+  // "namespace/pod" -> "namespace/group": the search's {group} matches exactly a group's members
+  const groupOf = new Map((report.podGroups || []).flatMap((g) => g.members.map((m) => [m, g.group])));
   const body = document.getElementById("pods-body");
   let shown = report.pods;
   let page = 0;
@@ -96,7 +98,9 @@
       (p) =>
         (!wanted || p.result === wanted) &&
         (!needle ||
-          `${p.ns}/${p.name} [${p.workload || ""}] ${p.node || ""} ${p.message || ""}`.toLowerCase().includes(needle)),
+          `${p.ns}/${p.name} [${p.workload || ""}] {${groupOf.get(`${p.ns}/${p.name}`) || ""}} ${p.node || ""} ${p.message || ""}`
+            .toLowerCase()
+            .includes(needle)),
     );
     page = 0;
     render();
@@ -129,6 +133,31 @@
       document.getElementById("pods").scrollIntoView();
     });
     workloadBody.append(row);
+  }
+
+  // ------------------------------------------------------------------ the pod groups table
+  const podGroups = report.podGroups || [];
+  document.getElementById("pod-groups").hidden = podGroups.length === 0;
+  document.getElementById("pod-groups-count").textContent = `(${podGroups.length})`;
+  const groupBody = document.getElementById("pod-groups-body");
+  for (const g of podGroups) {
+    const row = el(
+      "tr",
+      { "data-pod-group": g.group },
+      el("td", {}, g.group),
+      el("td", { class: `result result-${g.result}` }, g.result),
+      el("td", { class: g.bound >= g.minCount ? "complete" : "incomplete" }, `${g.bound}/${g.pods}`),
+      el("td", {}, g.minCount),
+      el("td", { class: "placement" }, g.placement),
+      el("td", { class: "message" }, g.message),
+    );
+    row.addEventListener("click", () => {
+      search.value = `{${g.group}}`; // braces: exactly this group's members
+      resultFilter.value = "";
+      filter();
+      document.getElementById("pods").scrollIntoView();
+    });
+    groupBody.append(row);
   }
 
   // ------------------------------------------------------------------ one pod, explained
