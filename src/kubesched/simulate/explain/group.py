@@ -275,14 +275,18 @@ def _gated(
 
 
 def _placement_words(pod_group: PodGroup | None, nodes: int, registry: Registry) -> str:
-    """The placement the cycle tries: the whole cluster, unless topology placements are on."""
+    """The placements the cycle tries: one per domain of the group's topology constraint with
+    TopologyAwareWorkloadScheduling on, else the whole cluster."""
     constraints = pod_group.spec.scheduling_constraints if pod_group is not None else None
     keys = [t.key for t in constraints.topology] if constraints is not None else []
-    if keys and registry.features.enabled(TOPOLOGY_GATE):
+    gate = registry.features.enabled(TOPOLOGY_GATE)
+    if keys and gate:
         return f"one placement per value of the node label {keys[0]} (the group's topology constraint)"
-    words = f"the whole cluster ({nodes} nodes), the one placement tried without topology placements"
+    if gate:
+        return f"the whole cluster ({nodes} nodes), the one placement of a group without topology constraint"
+    words = f"the whole cluster ({nodes} nodes), the one placement tried with {TOPOLOGY_GATE} off"
     if keys:
-        words += f"; the topology constraint on {keys[0]} is read only with {TOPOLOGY_GATE} on"
+        words += f"; the topology constraint on {keys[0]} is read only with the gate on"
     return words
 
 

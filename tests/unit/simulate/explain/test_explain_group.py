@@ -148,3 +148,23 @@ def test_a_pod_group_needs_the_gate_and_a_known_name(tmp_path: Path, capsys: Cap
     assert code == 2
     assert "pod group default/fiv not found: no PodGroup has that name and no pod names it" in err
     assert "default/five" in err  # did you mean
+
+
+def test_with_topology_placements_the_placement_names_the_constraints_label(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    group = pod_group("racked", 2) | {
+        "spec": {
+            "schedulingPolicy": {"gang": {"minCount": 2}},
+            "schedulingConstraints": {"topology": [{"key": "rack"}]},
+        }
+    }
+    path = cluster(tmp_path, group, *members("racked", 2, "1"))
+    report = explain_json(capsys, "--pod-group", "racked", "--snapshot", str(path), GATE)
+    assert report["placement"].endswith("the topology constraint on rack is read only with the gate on")
+    gates = "--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+    report = explain_json(capsys, "--pod-group", "racked", "--snapshot", str(path), gates)
+    assert (
+        report["placement"]
+        == "one placement per value of the node label rack (the group's topology constraint)"
+    )
