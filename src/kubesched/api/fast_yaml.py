@@ -2,9 +2,10 @@
 
 Even built from libyaml's events (`yaml_events`), a `kubectl get -o yaml` snapshot loads about three
 times slower than the same objects as JSON: libyaml hands Python one event object per token. rapidyaml
-(ryml) parses the whole text and emits it as JSON without touching Python, and msgspec decodes
-the JSON as fast as a JSON input; together they take under half of the event path's time, for about
-twice its peak memory (ryml's tree and the JSON text).
+(ryml) parses the text and emits it as JSON without touching Python, and msgspec decodes the JSON
+as fast as a JSON input. ryml's tree takes about ten times the text it holds, so a kubectl list is
+parsed CHUNK characters of entries at a time (`_split_items`), each tree emptied before its JSON is
+decoded: the peak is then what the decoded objects take, as for a JSON input.
 
 ryml reads YAML 1.2, our loader (PyYAML's safe loader) reads YAML 1.1: `yes`, `on`, `0777`,
 `1_000`, `1:30`, `~` are booleans, numbers or null there and strings (or other numbers) to ryml.
@@ -19,7 +20,9 @@ holds anything where the two could part:
   complex keys: rare in snapshots, and left to PyYAML's exact rules.
 
 The scan over-approximates (a `yes` inside a quoted string declines too): a false alarm only
-costs the fast path. A parse error declines as well, so error messages keep PyYAML's file and line.
+costs the fast path. It looks at one line at a time, so the loader hands it the text's distinct
+lines (`yaml_lines`), a twentieth of a snapshot. A parse error declines as well, so error messages
+keep PyYAML's file and line.
 """
 
 from __future__ import annotations
@@ -56,8 +59,12 @@ _WORD_RE = re.compile(
     r"|(?<=[tT])(?:rue|RUE)|(?<=[fF])(?:alse|ALSE)|(?<=[~=]))" + _END
 )
 #: What ryml reads more leniently than PyYAML, which refuses it: a plain scalar starting with a
-#: reserved indicator (in a flow collection too: `[@x]`), a stray closing bracket, an empty key.
-_LENIENT_RE = re.compile(r"[`@%](?<![^\s,\[{].)|[}\]](?<![^\s,].)|\n *:(?:\s|\Z)")
+#: reserved indicator (in a flow collection too: `[@x]`), a stray closing bracket; an empty key.
+_LENIENT_RE = re.compile(r"[`@%](?<![^\s,\[{].)|[}\]](?<![^\s,].)")
+_EMPTY_KEY_RE = re.compile(r"\n *:(?:\s|\Z)")
+#: A quoted scalar that opens a line (a key, an entry, a value on its own line) and runs on to the
+#: next: ryml takes it as a key too, PyYAML refuses a key over several lines.
+_MULTILINE_QUOTE_RE = re.compile(r"""\n *(?:- +)*(?:'(?:[^'\n]|'')*|"(?:[^"\\\n]|\\.)*\\?)\n""")
 #: ryml writes a scalar reading `inf` or `nan` (any case, sign, dot; quoted too) as `.inf`/`.nan`:
 #: these find them in the lower-cased text, `_inf_or_nan` looks at what precedes.
 _INF_RE = re.compile(r"inf(?![^\s,\]}'\":])")
@@ -88,14 +95,21 @@ def _inf_or_nan(text: str) -> bool:
     return False
 
 
-def declines(text: str) -> bool:
-    """Whether `text` may hold a construct that ryml and our YAML 1.1 loader read differently."""
-    if text.lstrip(" ").startswith(("%", "---", "...", ":")) or any(part in text for part in _DECLINED):
+def declines(text: str, lines: str | None = None) -> bool:
+    """Whether `text` may hold a construct that ryml and our YAML 1.1 loader read differently.
+    Every scan but the first looks at one line at a time, so `lines`, the text's distinct lines
+    (`yaml_lines.distinct_lines`), give the same answer faster."""
+    if text.lstrip(" ").startswith(("%", "---", "...", ":")):
         return True
-    if _LENIENT_RE.search(text) or _inf_or_nan(text):
+    scanned = text if lines is None else lines
+    if any(part in scanned for part in _DECLINED):
         return True
-    tokens = set(_NUMBER_RE.findall(text))
-    tokens.update(_WORD_RE.findall(text))
+    if _LENIENT_RE.search(scanned) or _EMPTY_KEY_RE.search(scanned) or _inf_or_nan(scanned):
+        return True
+    if _MULTILINE_QUOTE_RE.search(scanned):
+        return True
+    tokens = set(_NUMBER_RE.findall(scanned))
+    tokens.update(_WORD_RE.findall(scanned))
     return any(_parts(token) for token in tokens)
 
 
@@ -114,17 +128,88 @@ def _quiet_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def load_fast(text: str) -> list[Any] | None:
-    """The one document of `text` (a mapping or a list), or None where the event path must load it."""
-    if ryml is None or not text.strip() or declines(text):
+def load_fast(text: str, lines: str | None = None) -> list[Any] | None:
+    """The one document of `text` (a mapping or a list), or None where the event path must load it;
+    `lines` as for `declines`."""
+    if ryml is None or not text.strip() or declines(text, lines):
         return None
     try:
         with _quiet_stderr():
-            tree = ryml.parse_in_arena(text.encode("utf-8"))
-        out = ryml.emit_json_malloc(tree, tree.root_id())
-        doc = msgspec.json.decode(out)
+            split = _split_items(text)
+            doc = _parse(text) if split is None else _parse_list(*split)
     except Exception:  # a parse error, or JSON ryml wrote for a scalar msgspec will not read
         return None
     if not isinstance(doc, dict | list):
         return None
     return [doc]
+
+
+def _parse(text: str, tree: Any = None) -> Any:
+    """`text` parsed by ryml, written out as JSON and decoded. The tree is freed (or, when given,
+    emptied for the next call) before the JSON is decoded: it is ten times the text's size."""
+    parsed = ryml.parse_in_arena(text.encode("utf-8"), tree=tree)
+    out = ryml.emit_json_malloc(parsed, parsed.root_id())
+    if tree is None:
+        del parsed
+    else:
+        tree.clear()
+        tree.clear_arena()
+    return msgspec.json.decode(out)
+
+
+#: A top-level `items:` key whose value is a block sequence at column 0 (`kubectl get -o yaml`).
+_ITEMS_RE = re.compile(r"^items:\n(?=-[ \n])", re.MULTILINE)
+#: The first line at column 0 that can no longer belong to that sequence: not an entry (`- `),
+#: an indented line, a blank line or a comment.
+_ITEMS_END_RE = re.compile(r"\n(?![- \n#])")
+#: The start of an entry of that sequence (what follows the line break).
+_ENTRY_RE = re.compile(r"\n(?=-[ \n])")
+#: The line that must follow the sequence: a simple key of the top-level mapping.
+_KEY_LINE_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*:[ \n]")
+#: Characters of entries parsed at a time: ryml's tree takes about ten times the text it holds.
+CHUNK = 1 << 18
+
+
+def _split_items(text: str) -> tuple[str, list[str]] | None:
+    """A kubectl list cut into its mapping without the items (`items: []` in their place) and
+    chunks of whole entries, each a block sequence at column 0 as in the text; None when `text` is
+    not that shape (then it is parsed whole).
+
+    A chunk keeps its lines and columns, so ryml reads each entry as it would in the whole text. An
+    entry start found inside a quoted scalar that runs across lines would cut that scalar: the
+    piece before ends inside quotes, which ryml refuses, and the whole text goes to the event path.
+    """
+    found = _ITEMS_RE.search(text)
+    if found is None or len(text) < 2 * CHUNK:
+        return None
+    start = found.end()
+    end_match = _ITEMS_END_RE.search(text, start)
+    end = len(text) if end_match is None else end_match.start() + 1
+    if end < len(text) and not _KEY_LINE_RE.match(text, end):
+        return None
+    head = text[: found.start()] + "items: []\n" + text[end:]
+    if _ITEMS_RE.search(head):
+        return None  # a second `items` list: left to the whole parse
+    chunks: list[str] = []
+    while start < end:
+        entry = _ENTRY_RE.search(text, start + CHUNK, end) if start + CHUNK < end else None
+        cut = end if entry is None else entry.end()
+        chunks.append(text[start:cut])
+        start = cut
+    return head, chunks
+
+
+def _parse_list(head_text: str, chunks: list[str]) -> Any:
+    """The list of `_split_items`: its mapping, with the entries of every chunk as `items`."""
+    head = _parse(head_text)
+    if not isinstance(head, dict) or head.get("items") != []:
+        raise ValueError("not a list")
+    items: list[Any] = []
+    tree = ryml.Tree()
+    for chunk in chunks:
+        part = _parse(chunk, tree)
+        if not isinstance(part, list):
+            raise ValueError("not a sequence")
+        items.extend(part)
+    head["items"] = items
+    return head

@@ -19,7 +19,8 @@ deeper than the decoder goes is refused as it is decoded. A node's capacity and 
 finite, non-negative quantities. The same object (kind, namespace, name) given twice is an error
 naming both places (`load_paths`).
 
-Speed: plain YAML is parsed by rapidyaml and decoded as JSON (`fast_yaml`); YAML it declines is
+Speed: plain YAML is parsed by rapidyaml and decoded as JSON (`fast_yaml`, a kubectl list a
+quarter megabyte of entries at a time, so its memory stays near JSON's); YAML it declines is
 parsed by libyaml and built from its event stream (`yaml_events`); JSON is decoded by msgspec;
 each object then costs one `msgspec.convert` into the lean Structs of `kubesched.api` (`kinds`) and
 one walk along the API schema (`openapi`).
@@ -80,6 +81,7 @@ from kubesched.api.storage import (
 )
 from kubesched.api.workloads import WORKLOAD_KINDS, check_workload
 from kubesched.api.yaml_events import load_all
+from kubesched.api.yaml_lines import distinct_lines
 from kubesched.errors import InputError
 
 __all__ = [
@@ -250,8 +252,9 @@ def _parse_json(text: str, source: str) -> list[Any]:
 
 
 def _parse_yaml(text: str, source: str) -> list[Any]:
-    check_yaml(text, source)
-    if (fast := load_fast(text)) is not None:
+    lines = distinct_lines(text)
+    check_yaml(text, source, lines)
+    if (fast := load_fast(text, lines)) is not None:
         return fast
     try:
         return load_all(text, _YamlLoader)

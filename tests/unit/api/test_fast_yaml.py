@@ -12,8 +12,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kubesched.api import fast_yaml
 from kubesched.api.fast_yaml import load_fast
 from kubesched.api.loader import _YamlLoader, load_paths
+from kubesched.api.yaml_lines import distinct_lines
 from kubesched.errors import InputError
 
 
@@ -192,6 +194,9 @@ def test_fast_path_agrees_or_declines(tree: Any) -> None:
         "'yes': [@x]\n",
         "a: {@x: 1}\n",
         "a: [`x, y]\n",
+        # a quoted key running over two lines (hypothesis): ryml reads it, PyYAML refuses it
+        "'yes':\n  ': \"yes\"\n  ': 'yes'\n",
+        'a:\n  "x\\\n  y": 1\n',
         "",
     ],
 )
@@ -211,6 +216,63 @@ def test_reads_a_kubectl_list_as_the_event_path_does() -> None:
     fast = load_fast(text)
     assert fast is not None
     assert _same(fast, _pyyaml(text))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(TREES, min_size=1, max_size=6), chunk=st.integers(1, 40), tail=st.booleans())
+def test_a_list_read_in_chunks_agrees_or_declines(items: list[Any], chunk: int, tail: bool) -> None:
+    """A kubectl list is parsed a few entries at a time (`fast_yaml.CHUNK` bytes): the same
+    objects as PyYAML's, or declined, wherever the cuts fall."""
+    body = "".join(f"-{_render(item, 2)}" for item in items)
+    text = "apiVersion: v1\nitems:\n" + body + ("kind: List\nmetadata: {}\n" if tail else "")
+    saved = fast_yaml.CHUNK
+    fast_yaml.CHUNK = chunk
+    try:
+        assert len(text) < 2 * chunk or fast_yaml._split_items(text) is not None
+        fast = load_fast(text)
+        assert fast == load_fast(text, distinct_lines(text))
+    finally:
+        fast_yaml.CHUNK = saved
+    if fast is not None:
+        expected = _pyyaml(text)
+        assert expected is not None, f"the fast path read {text!r}, which PyYAML refuses"
+        assert _same(fast, expected), text
+
+
+def test_a_big_list_is_cut_between_entries_and_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    entries = "".join(
+        f"- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p{i}\n"
+        "    note: |\n      line\n\n      - not an entry\n"
+        for i in range(50)
+    )
+    text = f"apiVersion: v1\nitems:\n{entries}kind: List\nmetadata:\n  resourceVersion: ''\n"
+    monkeypatch.setattr(fast_yaml, "CHUNK", 300)
+    split = fast_yaml._split_items(text)
+    assert split is not None
+    head, chunks = split
+    assert head == "apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  resourceVersion: ''\n"
+    assert len(chunks) > 5 and all(c.startswith("- apiVersion") for c in chunks)
+    assert "".join(chunks) == entries
+    fast = load_fast(text)
+    assert fast is not None and _same(fast, _pyyaml(text))
+    assert [p["metadata"]["name"] for p in fast[0]["items"]] == [f"p{i}" for i in range(50)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # An entry start inside a quoted scalar that runs over lines: PyYAML reads one entry, ryml
+        # refuses the text, and so does the piece before the cut.
+        'items:\n- a: "x\n- y"\n- b\n' + "- c\n" * 20,
+        # A second items list, a line after the list that is no key: parsed whole, or declined.
+        "items:\n- a\n" + "- c\n" * 20 + "items:\n- b\n",
+        "items:\n- a\n" + "- c\n" * 20 + "[x]: 1\n",
+    ],
+)
+def test_cuts_never_change_what_a_list_reads(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fast_yaml, "CHUNK", 8)
+    fast = load_fast(text)
+    assert fast is None or _same(fast, _pyyaml(text)), fast
 
 
 def test_generated_documents_mostly_take_the_fast_path() -> None:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from kubesched.api.loader import load_documents, load_paths
 from kubesched.api.safe_yaml import MAX_DEPTH, check_yaml, depth_bound
+from kubesched.api.yaml_lines import distinct_lines
 from kubesched.config import decode_config
 from kubesched.errors import InputError
 from kubesched.plugins import default_registry
@@ -151,6 +152,7 @@ def test_the_depth_bound_is_never_below_the_real_depth(value: object) -> None:
         text = yaml.safe_dump(value, default_flow_style=style)
         real = _depth(yaml.safe_load(text))
         assert depth_bound(text) >= real
+        assert depth_bound(text, distinct_lines(text)) == depth_bound(text)  # the loader's shortcut
         check_yaml(text, "f.yaml")  # shallow: passes
 
 
