@@ -40,6 +40,7 @@ from kubesched.scheduler.active_items import ActiveItem, Less, RankedItem, SortK
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.queueing_hints import Strategy, pod_update_events, worth_requeuing
+from kubesched.scheduler.unschedulable_pool import UnschedulablePool
 
 __all__ = [
     "ACTIVE",
@@ -154,9 +155,8 @@ class SchedulingQueue:
         self._backoff: dict[str, _BackoffEntry] = {}
         self._backoff_heap: list[tuple[float, int, str]] = []
         self._error_backoff_heap: list[tuple[float, int, str]] = []
-        self._pool: dict[str, QueuedPodInfo] = {}
-        self._gated = 0
         self._registered: dict[str, Mapping[str, Sequence[ClusterEventWithHint]]] = {}
+        self._pool = UnschedulablePool(self._registrations)
         self._in_flight: dict[str, _InFlight] = {}
         self._events: deque[_Event] = deque()
         self._event_seq = 0
@@ -376,8 +376,7 @@ class SchedulingQueue:
         """
         self._record_event(event, old_obj, new_obj)
         self._move_request_cycle = self._scheduling_cycle
-        pods = [qpi for qpi in self._pool.values() if qpi.key != exclude]
-        return self._move_pool_pods(pods, event, old_obj, new_obj)
+        return self._move_pool_pods(self._pool.candidates(event, exclude), event, old_obj, new_obj)
 
     def flush_backoff_completed(self) -> int:
         """Backoff over -> activeQ (through PreEnqueue). Returns the number of pods moved."""
@@ -482,8 +481,8 @@ class SchedulingQueue:
         return {
             ACTIVE: len(self._active),
             BACKOFF: len(self._backoff),
-            UNSCHEDULABLE: len(self._pool) - self._gated,
-            GATED: self._gated,
+            UNSCHEDULABLE: len(self._pool) - self._pool.gated,
+            GATED: self._pool.gated,
         }
 
     def get(self, pod_key: str) -> QueuedPodInfo | None:
@@ -536,15 +535,14 @@ class SchedulingQueue:
         plugin, status = profile.run_pre_enqueue(qpi.pod) if profile is not None else ("", None)
         if status is not None and not status.is_success():
             qpi.gating_plugin = plugin or status.plugin or "PreEnqueue"
-            self._pool[qpi.key] = qpi
-            self._gated += 1
+            self._pool.add(qpi)
             return False
         qpi.gating_plugin = ""
         return True
 
-    def _registered_events(self, pod: Pod) -> Mapping[str, Sequence[ClusterEventWithHint]]:
-        """The profile's registrations, read once: upstream builds its hint map at startup too."""
-        name = pod.spec.scheduler_name
+    def _registrations(self, name: str) -> Mapping[str, Sequence[ClusterEventWithHint]]:
+        """The registrations of the profile `name`, read once: upstream builds its hint map at
+        startup too."""
         registered = self._registered.get(name)
         if registered is None:
             profile = self._profiles.get(name)
@@ -593,7 +591,7 @@ class SchedulingQueue:
 
     def _requeue(self, qpi: QueuedPodInfo, strategy: Strategy, label: str) -> str:
         if strategy == Strategy.SKIP:
-            self._pool[qpi.key] = qpi
+            self._pool.add(qpi)
             self.incoming[UNSCHEDULABLE, label] += 1
             return UNSCHEDULABLE
         if strategy == Strategy.AFTER_BACKOFF and self.is_backing_off(qpi):
@@ -601,17 +599,18 @@ class SchedulingQueue:
         return self._move_to_active(qpi, label)
 
     def _remove_from_pool(self, key: str) -> QueuedPodInfo:
-        qpi = self._pool.pop(key)
-        if qpi.gating_plugin:
-            self._gated -= 1
-        return qpi
+        return self._pool.remove(key)
 
     def _move_pool_pods(
         self, pods: list[QueuedPodInfo], event: ClusterEvent, old_obj: Any, new_obj: Any
     ) -> int:
         moved = 0
+        covering: dict[str, Mapping[str, Sequence[ClusterEventWithHint]]] = {}
         for qpi in pods:
-            strategy = self._worth_requeuing(qpi, event, old_obj, new_obj)
+            name = qpi.pod.spec.scheduler_name
+            if (regs := covering.get(name)) is None:
+                regs = covering[name] = self._pool.covering(name, event)
+            strategy = worth_requeuing(qpi, event, old_obj, new_obj, regs)
             if strategy == Strategy.SKIP:
                 continue
             self._remove_from_pool(qpi.key)
@@ -625,7 +624,8 @@ class SchedulingQueue:
     def _worth_requeuing(
         self, qpi: QueuedPodInfo, event: ClusterEvent, old_obj: Any, new_obj: Any
     ) -> Strategy:
-        return worth_requeuing(qpi, event, old_obj, new_obj, self._registered_events(qpi.pod))
+        covering = self._pool.covering(qpi.pod.spec.scheduler_name, event)
+        return worth_requeuing(qpi, event, old_obj, new_obj, covering)
 
     def _strategy_for_in_flight(
         self, qpi: QueuedPodInfo, rec: _InFlight | None, scheduling_cycle: int

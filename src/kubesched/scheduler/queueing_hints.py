@@ -19,7 +19,17 @@ from kubesched.framework.events import (
 )
 from kubesched.framework.types import QueuedPodInfo
 
-__all__ = ["EXTENDER", "Strategy", "pod_update_events", "worth_requeuing"]
+__all__ = [
+    "EXTENDER",
+    "Strategy",
+    "covering_registrations",
+    "covers",
+    "is_wildcard",
+    "moved_by_any_event",
+    "pod_update_events",
+    "rejectors",
+    "worth_requeuing",
+]
 
 #: Rejections by an extender carry no plugin hints, so any event may help them.
 EXTENDER = "Extender"
@@ -41,24 +51,24 @@ def worth_requeuing(
     event: ClusterEvent,
     old_obj: Any,
     new_obj: Any,
-    registered: Mapping[str, Sequence[ClusterEventWithHint]],
+    covering: Mapping[str, Sequence[ClusterEventWithHint]],
 ) -> Strategy:
-    """Weigh one event for one pod by the hints of the plugins that rejected (or gate) it, as
-    `registered` by its profile.
+    """Weigh one event for one pod by the hints of the plugins that rejected (or gate) it, given
+    the registrations of its profile that cover the event (`covering_registrations`).
 
     Queue from a Pending plugin -> immediately; from an Unschedulable plugin -> after backoff;
     no hint, or a hint that raised, counts as Queue.
     """
-    rejectors = {qpi.gating_plugin} if qpi.gating_plugin else qpi.unschedulable_plugins | qpi.pending_plugins
-    if not rejectors or _is_wildcard(event):
+    plugins = rejectors(qpi)
+    if not plugins or is_wildcard(event):
         return Strategy.AFTER_BACKOFF
     pending = qpi.pending_plugins
-    if EXTENDER in rejectors and not pending:
+    if EXTENDER in plugins and not pending:
         return Strategy.AFTER_BACKOFF
-    strategy = Strategy.AFTER_BACKOFF if EXTENDER in rejectors else Strategy.SKIP
-    for plugin in sorted(rejectors):
-        for reg in registered.get(plugin, _ANY_EVENT):
-            if not reg.event.matches(event) or _hint(reg, qpi.pod, old_obj, new_obj) is QueueingHint.SKIP:
+    strategy = Strategy.AFTER_BACKOFF if EXTENDER in plugins else Strategy.SKIP
+    for plugin in sorted(plugins):
+        for reg in covering.get(plugin, _ANY_EVENT):
+            if _hint(reg, qpi.pod, old_obj, new_obj) is QueueingHint.SKIP:
                 continue
             if plugin in pending:
                 return Strategy.IMMEDIATE
@@ -66,6 +76,31 @@ def worth_requeuing(
                 return Strategy.AFTER_BACKOFF
             strategy = Strategy.AFTER_BACKOFF
     return strategy
+
+
+def covering_registrations(
+    registered: Mapping[str, Sequence[ClusterEventWithHint]], event: ClusterEvent
+) -> dict[str, tuple[ClusterEventWithHint, ...]]:
+    """Each registered plugin's registrations that cover `event`, in their order. A plugin absent
+    from `registered` (no EnqueueExtensions) stays absent: it is registered for every event."""
+    return {plugin: tuple(r for r in regs if r.event.matches(event)) for plugin, regs in registered.items()}
+
+
+def covers(covering: Mapping[str, Sequence[ClusterEventWithHint]], plugin: str) -> bool:
+    """May the event `covering` was worked out for move a pod `plugin` rejected?"""
+    return bool(covering.get(plugin, _ANY_EVENT))
+
+
+def rejectors(qpi: QueuedPodInfo) -> set[str]:
+    """The plugins whose hints decide for the pod: its gating plugin, else those that rejected it."""
+    return {qpi.gating_plugin} if qpi.gating_plugin else qpi.unschedulable_plugins | qpi.pending_plugins
+
+
+def moved_by_any_event(qpi: QueuedPodInfo) -> bool:
+    """Does every event move the pod, whatever it is? (No rejecting plugin, or an extender's
+    rejection, which carries no hints.)"""
+    plugins = rejectors(qpi)
+    return not plugins or EXTENDER in plugins
 
 
 def _hint(reg: ClusterEventWithHint, pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
@@ -79,7 +114,8 @@ def _hint(reg: ClusterEventWithHint, pod: Pod, old_obj: Any, new_obj: Any) -> Qu
     return QueueingHint.SKIP if hint is QueueingHint.SKIP else QueueingHint.QUEUE
 
 
-def _is_wildcard(event: ClusterEvent) -> bool:
+def is_wildcard(event: ClusterEvent) -> bool:
+    """The wildcard event (UnschedulableTimeout, ForceActivate, ...) moves every pod."""
     return event.resource == Resource.WILDCARD and event.action == ActionType.ALL
 
 

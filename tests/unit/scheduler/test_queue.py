@@ -40,7 +40,14 @@ from kubesched.plugins.priority_sort import PrioritySort
 from kubesched.scheduler.clock import VirtualClock
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.queue import SchedulingQueue
-from kubesched.scheduler.queueing_hints import pod_update_events
+from kubesched.scheduler.queueing_hints import (
+    EXTENDER,
+    Strategy,
+    covering_registrations,
+    pod_update_events,
+    worth_requeuing,
+)
+from kubesched.scheduler.unschedulable_pool import UnschedulablePool
 
 GATES = "SchedulingGates"
 NODE_TAINT_UPDATE = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_TAINT)
@@ -439,10 +446,85 @@ def test_event_after_backoff_goes_straight_to_active() -> None:
 
 
 def test_pool_pod_without_plugins_moves_on_any_event() -> None:
-    q, _ = make_queue()
-    park(q, "b", ["Fit"]).unschedulable_plugins.clear()
-    assert q.move_all_to_active_or_backoff(NODE_TAINT_UPDATE) == 1
-    assert q.where(key("b")) == "backoff"
+    # The queue never parks such a pod (a failure without plugins is an Error, which backs off);
+    # the hint and the pool's index still agree that any event would move it.
+    qpi = QueuedPodInfo(info("b"))
+    covering = covering_registrations(DEFAULT_EVENTS, NODE_TAINT_UPDATE)
+    assert worth_requeuing(qpi, NODE_TAINT_UPDATE, None, None, covering) == Strategy.AFTER_BACKOFF
+    pool = UnschedulablePool(lambda _: DEFAULT_EVENTS)
+    pool.add(qpi)
+    assert pool.candidates(NODE_TAINT_UPDATE) == [qpi]
+
+
+def test_an_event_visits_only_pods_filed_under_a_plugin_registered_for_it() -> None:
+    pool = UnschedulablePool(lambda _: DEFAULT_EVENTS)
+    pods = {}
+    for name, plugins in [("a", {"Fit"}), ("b", {"Ports"}), ("c", {"Taint", "Ports"}), ("d", {"Fit"})]:
+        pods[name] = QueuedPodInfo(info(name), unschedulable_plugins=plugins)
+        pool.add(pods[name])
+    pool.add(ext := QueuedPodInfo(info("e"), unschedulable_plugins={EXTENDER, "Never"}))
+    pool.add(unknown := QueuedPodInfo(info("u"), unschedulable_plugins={"Unregistered"}))
+    # NODE_ADD: Fit and Taint registered for it, Ports not; in arrival order across the index.
+    assert pool.candidates(NODE_ADD) == [pods["a"], pods["c"], pods["d"], ext, unknown]
+    assert pool.candidates(ASSIGNED_POD_DELETE, exclude=key("b")) == [
+        pods["a"],
+        pods["c"],
+        pods["d"],
+        ext,
+        unknown,
+    ]
+    assert pool.candidates(GATES_ELIMINATED) == [ext, unknown]
+    assert pool.candidates(WILDCARD_EVENT) == [*pods.values(), ext, unknown]
+    pool.remove(key("c"))
+    assert pool.candidates(NODE_TAINT_UPDATE) == [ext, unknown]
+    assert len(pool) == 5 and key("c") not in pool
+
+
+_PLUGINS = [*DEFAULT_EVENTS, EXTENDER, "Unregistered"]
+_EVENTS = [
+    NODE_ADD,
+    NODE_TAINT_UPDATE,
+    ASSIGNED_POD_DELETE,
+    POD_LABEL_UPDATE,
+    GATES_ELIMINATED,
+    WILDCARD_EVENT,
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    rejections=st.lists(
+        st.tuples(
+            st.sets(st.sampled_from(_PLUGINS), max_size=3), st.sets(st.sampled_from(_PLUGINS), max_size=2)
+        ),
+        min_size=1,
+        max_size=10,
+    ),
+    event=st.sampled_from(_EVENTS),
+    excluded=st.integers(0, 10),
+)
+def test_an_event_moves_exactly_the_pods_a_scan_of_the_whole_pool_would(
+    rejections: list[tuple[set[str], set[str]]], event: ClusterEvent, excluded: int
+) -> None:
+    q, clock = make_queue()
+    for i, (unschedulable, pending) in enumerate(rejections):
+        park(q, f"p{i}", sorted(unschedulable or {"Never"}), sorted(pending))
+    clock.advance(0.5)
+    exclude = key(f"p{excluded}")
+    covering = covering_registrations(DEFAULT_EVENTS, event)
+    expected = {
+        qpi.key: worth_requeuing(qpi, event, None, None, covering)
+        for qpi in q.unschedulable_pods()
+        if qpi.key != exclude
+    }
+    moved = q.move_all_to_active_or_backoff(event, exclude=exclude)
+    where = {
+        Strategy.SKIP: "unschedulable",
+        Strategy.AFTER_BACKOFF: "backoff",
+        Strategy.IMMEDIATE: "active",
+    }
+    assert {k: q.where(k) for k in expected} == {k: where[s] for k, s in expected.items()}
+    assert moved == sum(s != Strategy.SKIP for s in expected.values())
 
 
 def test_event_moves_exactly_the_matching_pods() -> None:
