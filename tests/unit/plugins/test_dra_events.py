@@ -15,6 +15,7 @@ from kubesched.api.objects import Pod
 from kubesched.api.resource import ResourceClaim
 from kubesched.framework.events import ActionType, QueueingHint, QueueingHintFn, Resource
 from kubesched.plugins.dynamic_resources import DynamicResources
+from kubesched.plugins.dynamic_resources.claims import claim_index, may_resolve_to, resolve_pod_claims
 from kubesched.scheduler.queueing_hints import pod_update_events
 
 Q, S = QueueingHint.QUEUE, QueueingHint.SKIP
@@ -127,3 +128,34 @@ def test_generated_claim_status_is_what_the_pod_event_reports() -> None:
     events = pod_update_events(old, new)
     assert [e.action for e in events] == [ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM]
     assert any(r.matches(events[0]) for r in registered)
+
+
+@pytest.mark.parametrize(
+    ("pod", "listed", "named"),
+    [
+        pytest.param(USES_MINE, [MINE, OTHER], {"mine"}, id="by-name"),
+        pytest.param(
+            _pod(FROM_TEMPLATE, statuses=[("gpu", "p-gpu-x")]), [GENERATED], {"p-gpu-x"}, id="generated"
+        ),
+        # Not owned by the pod: resolving fails, the cheap test still says "maybe".
+        pytest.param(
+            _pod(FROM_TEMPLATE, statuses=[("gpu", "p-gpu-x")]),
+            [claim("p-gpu-x", [exactly()])],
+            {"p-gpu-x"},
+            id="unowned",
+        ),
+        pytest.param(_pod(FROM_TEMPLATE), [GENERATED], set(), id="not-generated-yet"),
+        pytest.param(_pod(FROM_TEMPLATE, statuses=[("gpu", None)]), [GENERATED], set(), id="none-needed"),
+        pytest.param(NO_CLAIMS, [MINE], set(), id="no-claims"),
+    ],
+)
+def test_may_resolve_to_is_false_only_for_claims_the_pod_cannot_resolve_to(
+    pod: Pod, listed: list[ResourceClaim], named: set[str]
+) -> None:
+    claims = claim_index(listed)
+    resolved = resolve_pod_claims(pod, claims)
+    for c in listed:
+        maybe = may_resolve_to(pod, claims, c.metadata.uid)
+        assert maybe == (c.metadata.name in named)
+        if not isinstance(resolved, str) and any(r.claim is c for r in resolved):
+            assert maybe

@@ -1,7 +1,8 @@
 """A pod's ResourceClaims and the devices claims hold: what DynamicResources reads from the listers.
 
 * `resolve_pod_claims` finds the claims a pod references (by name, or the claim the resourceclaim
-  controller generated from a template), with upstream's reasons when one is missing.
+  controller generated from a template), with upstream's reasons when one is missing;
+  `may_resolve_to` is its cheap superset test for one claim, for hints that run per pending pod.
 * `ClaimLedger` keeps the devices in use — from allocated claims the cluster shows, plus the
   allocations this scheduler has decided but the cluster does not show yet — current incrementally:
   claim objects are compared by identity, so a cycle costs one pass over the list, not a rebuild.
@@ -18,7 +19,7 @@ from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.plugins.dynamic_resources.allocator_types import AllocatedState, DeviceID
 
-__all__ = ["ClaimLedger", "ClaimRef", "claim_index", "resolve_pod_claims"]
+__all__ = ["ClaimLedger", "ClaimRef", "claim_index", "may_resolve_to", "resolve_pod_claims"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,24 @@ def resolve_pod_claims(pod: Pod, claims: Mapping[str, ResourceClaim]) -> list[Cl
             )
         out.append(ClaimRef(entry.name, claim, from_template))
     return out
+
+
+def may_resolve_to(pod: Pod, claims: Mapping[str, ResourceClaim], uid: str) -> bool:
+    """Could `resolve_pod_claims(pod, claims)` return the claim with this UID? False only when no
+    claim the pod names has it; it skips the checks that reject a claim, so True may still be no."""
+    namespace = pod.metadata.namespace
+    statuses = pod.status.resource_claim_statuses
+    for entry in pod.spec.resource_claims:
+        names: list[str | None] = []
+        if entry.resource_claim_name:
+            names.append(entry.resource_claim_name)
+        elif entry.resource_claim_template_name:
+            names.extend(s.resource_claim_name for s in statuses if s.name == entry.name)
+        for name in names:
+            claim = claims.get(f"{namespace}/{name}") if name else None
+            if claim is not None and claim.metadata.uid == uid:
+                return True
+    return False
 
 
 def _contribution(

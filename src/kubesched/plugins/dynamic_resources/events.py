@@ -15,7 +15,7 @@ from typing import Any
 from kubesched.api.objects import Pod
 from kubesched.api.resource import ResourceClaim
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-from kubesched.plugins.dynamic_resources.claims import resolve_pod_claims
+from kubesched.plugins.dynamic_resources.claims import may_resolve_to, resolve_pod_claims
 
 __all__ = ["ClaimHints"]
 
@@ -60,10 +60,17 @@ class ClaimHints:
             return QueueingHint.QUEUE if old.status.allocation is not None else QueueingHint.SKIP
         if not isinstance(new, ResourceClaim) or (old is not None and not isinstance(old, ResourceClaim)):
             return QueueingHint.QUEUE
-        resolved = resolve_pod_claims(pod, self._claims())
+        claims = self._claims()
+        deallocated = old is not None and old.status.allocation is not None and new.status.allocation is None
+        if not deallocated and not may_resolve_to(pod, claims, new.metadata.uid):
+            # Upstream resolves the pod's claims first, then skips either way: they do not resolve,
+            # or none of them is this claim. Every other pending pod takes this exit at each claim
+            # event, so it must stay cheap.
+            return QueueingHint.SKIP
+        resolved = resolve_pod_claims(pod, claims)
         if isinstance(resolved, str):
             return QueueingHint.SKIP  # still missing a claim: PreEnqueue would stop it again
-        if old is not None and old.status.allocation is not None and new.status.allocation is None:
+        if deallocated:
             return QueueingHint.QUEUE
         if not any(ref.claim.metadata.uid == new.metadata.uid for ref in resolved):
             return QueueingHint.SKIP
