@@ -60,7 +60,6 @@ DEFAULT_ONLY: Mapping[str, str] = {
     "InPlacePodVerticalScalingSchedulerPreemption": "the DeferredPodScheduling plugin",
     "MatchLabelKeysInPodTopologySpread": "switching off matchLabelKeys in PodTopologySpread",
     "NominatedNodeNameForExpectation": "switching off nominatedNodeName as a binding expectation",
-    "PodGroupPreemptionPolicy": "pod-group preemption policies",
     "PodLevelResources": "switching off pod-level resources",
     "SchedulerAsyncPreemption": "synchronous preemption",
     "SchedulerPopFromBackoffQ": "a queue that never pops from the backoff queue",
@@ -76,6 +75,7 @@ FOLLOWED = frozenset(
         "DRASchedulerFilterTimeout",
         "GenericWorkload",
         "OpportunisticBatching",
+        "PodGroupPreemptionPolicy",
         "StorageCapacityScoring",
         "TopologyAwareWorkloadScheduling",
     }

@@ -9,6 +9,7 @@ the set of nodes, their labels or their taints change, from the rows of the tabl
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from kubesched.api.objects import Node
 from kubesched.framework.node_info import NodeInfo, PodInfo
@@ -45,6 +46,16 @@ def interleave_zones(nodes: Iterable[Node]) -> list[Node]:
     for i in range(depth):
         ordered.extend(c[i] for c in columns if i < len(c))
     return ordered
+
+
+@dataclass(frozen=True, slots=True)
+class Lifted:
+    """A pod `Cache.lift` took off its node, with what `Cache.put_back` needs to restore it."""
+
+    pod_info: PodInfo
+    node_name: str
+    assumed: bool
+    binding_finished: bool
 
 
 class Cache:
@@ -169,6 +180,23 @@ class Cache:
         self._assumed.discard(key)
         self._binding_finished.discard(key)
         return self._unplace(key)[1]
+
+    def lift(self, key: str) -> Lifted:
+        """Take a pod off its node for a while (a pod-group preemption's trial of its victims);
+        `put_back` restores it as it was, assumed or bound."""
+        node_name, pi = self._unplace(key)
+        lifted = Lifted(pi, node_name, key in self._assumed, key in self._binding_finished)
+        self._assumed.discard(key)
+        self._binding_finished.discard(key)
+        return lifted
+
+    def put_back(self, lifted: Lifted) -> None:
+        """Undo `lift` (the pod returns at the end of its node's pods)."""
+        self._place(lifted.pod_info, lifted.node_name)
+        if lifted.assumed:
+            self._assumed.add(lifted.pod_info.key)
+        if lifted.binding_finished:
+            self._binding_finished.add(lifted.pod_info.key)
 
     def is_assumed(self, key: str) -> bool:
         return key in self._assumed

@@ -9,13 +9,13 @@ with it (SchedulingQueue.take) and the group is scheduled as one:
    PlacementFeasible says minCount cannot be reached;
 3. everything the trial assumed is undone, then the outcome is submitted: on success each placed
    member is assumed again, reserved and permitted, and binds (GangScheduling's Permit holds them
-   until the quorum is assumed); otherwise every member fails with upstream's texts;
+   until the quorum is assumed); otherwise, after an Unschedulable outcome, the PodGroupPostFilter
+   plugins (pod-group preemption, pod_group_post_filter.py) may evict victims and nominate the
+   members, and every member fails with upstream's texts;
 4. the PodGroup's `PodGroupInitiallyScheduled` condition is written through the port.
 
 With TopologyAwareWorkloadScheduling on, step 2 runs in each placement the profile's PlacementGenerate
-plugin proposes and keeps the best-scored one. Pod-group preemption and CompositePodGroups are not
-implemented: the pod-group PostFilter only says what DefaultPreemption says when no pod could be a
-victim.
+plugin proposes and keeps the best-scored one. CompositePodGroups are not implemented.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from kubesched.api.resource import Condition
 from kubesched.api.scheduling_groups import POD_GROUP_INITIALLY_SCHEDULED, PodGroup
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.node_info import pod_key
+from kubesched.framework.placement import ProposedAssignment
+from kubesched.framework.pod_group_preemption import GroupPreemptor, PodGroupPostFilterResult
 from kubesched.framework.pod_groups import SchedulingGroups, pod_group_of, pod_group_priority
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
@@ -40,6 +42,7 @@ from kubesched.framework.types import QueuedPodInfo
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
 from kubesched.scheduler.failures import Failures
+from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.pod_group_placement import (
     GANG_SCHEDULING,
     POD_GROUP_UNSCHEDULABLE,
@@ -47,6 +50,12 @@ from kubesched.scheduler.pod_group_placement import (
     PodGroupUnschedulable,
     PodResult,
     PodTrial,
+)
+from kubesched.scheduler.pod_group_post_filter import (
+    CacheSnapshot,
+    NominationHold,
+    post_filter_plugins,
+    run_pod_group_post_filter,
 )
 from kubesched.scheduler.ports import ClusterPort
 from kubesched.scheduler.queue import SchedulingQueue
@@ -60,7 +69,6 @@ __all__ = [
     "PodTrial",
 ]
 
-_NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
 _PREEMPT_LOWER = "PreemptLowerPriority"
 
 
@@ -111,11 +119,20 @@ class PodGroupCycle:
         observer: Callable[[PodGroupOutcome], None] | None = None,
         topology: bool = False,
         rng: random.Random | None = None,
+        nominator: Nominator | None = None,
+        group_preemption_policy: bool = False,
     ) -> None:
         self._trial = trial
+        self._nominator = nominator
         self._placer = GroupPlacer(
-            trial=trial, cache=cache, topology=topology, rng=rng if rng is not None else random.Random(0)
+            trial=trial,
+            cache=cache,
+            topology=topology,
+            rng=rng if rng is not None else random.Random(0),
+            nominations=NominationHold(nominator),
         )
+        #: PodGroupPreemptionPolicy on: the PodGroup's `preemptionPolicy` decides for its pods.
+        self._group_policy = group_preemption_policy
         self._groups = groups
         self._cache = cache
         self._queue = queue
@@ -201,7 +218,15 @@ class PodGroupCycle:
                     f"priority, got {own} and {priority}"
                 )
             preemption = pod.spec.preemption_policy or _PREEMPT_LOWER
-            if not policy:
+            if self._group_policy:
+                # PodGroupPreemptionPolicy: the PodGroup's policy rules and each pod must agree.
+                group_policy = pod_group.spec.preemption_policy or _PREEMPT_LOWER
+                if preemption != group_policy:
+                    raise _GroupError(
+                        "all pods in a single pod group should have the same preemption policy as the "
+                        f"pod group's preemption policy, got {preemption} and {group_policy}"
+                    )
+            elif not policy:
                 policy = preemption
             elif preemption != policy:
                 raise _GroupError(
@@ -228,32 +253,64 @@ class PodGroupCycle:
         for m in members[len(results) :]:
             shared = group_status if group_status is not None else Status(Code.UNSCHEDULABLE)
             results.append(PodResult(m, CycleState(), _copy(shared)))
+        waiting: PodGroupPostFilterResult | None = None
+        attempted = Code.SUCCESS if group_status is None else group_status.code
         if group_status is not None and group_status.code == Code.UNSCHEDULABLE:
-            self._pod_group_post_filter(fwk, pod_group, group_status)
+            group_status, waiting = self._pod_group_post_filter(fwk, pod_group, members, group_status)
+        nominations = waiting.nominations if waiting is not None else {}
+        victims = waiting.victims if waiting is not None else []
         placement: dict[str, str] = {}
         tried: dict[str, str] = {}
         group = (pod_group.metadata.namespace or "default", pod_group.metadata.name)
-        requeue = self._requeue(group, Code.SUCCESS if group_status is None else group_status.code)
+        requeue = self._requeue(group, attempted)
         for res in results:
             m = res.qpi
+            # A group waiting for its victims keeps or gets its members' nominations; otherwise
+            # upstream clears them for placed members and on errors.
+            nominated = nominations.get(m.key) if waiting is not None else ""
+            shown, victims = victims, []  # the victims are reported once, with the first member
             if group_status is not None and group_status.code == Code.ERROR:
                 own = res.status if res.status is not None and res.status.code == Code.ERROR else group_status
-                self._failures.fail(fwk, m, own, started, filter_=None, requeue=requeue)
+                self._failures.fail(fwk, m, own, started, filter_=None, requeue=requeue, nominated="")
             elif res.status is None and res.result is not None:
                 tried[m.pod.metadata.name] = res.result.node
                 if group_status is None:
                     self._trial.assume_and_reserve(fwk, res.state, m, res.result, started)
                     placement[m.pod.metadata.name] = res.result.node
+                elif waiting is not None:
+                    self._failures.fail(
+                        fwk,
+                        m,
+                        group_status,
+                        started,
+                        filter_=None,
+                        requeue=requeue,
+                        nominated=nominated,
+                        victims=shown,
+                    )
                 else:
                     rejected = Status(
                         Code.UNSCHEDULABLE, group_status.message(), error=PodGroupUnschedulable()
                     )
-                    self._failures.fail(fwk, m, rejected, started, filter_=None, requeue=requeue)
+                    self._failures.fail(
+                        fwk, m, rejected, started, filter_=None, requeue=requeue, nominated=""
+                    )
             elif res.fit is not None:
-                self._failures.fail_fit(fwk, m, res.fit, started, nominated=None, victims=[], requeue=requeue)
+                self._failures.fail_fit(
+                    fwk, m, res.fit, started, nominated=nominations.get(m.key), victims=shown, requeue=requeue
+                )
             else:
                 assert res.status is not None
-                self._failures.fail(fwk, m, res.status, started, filter_=None, requeue=requeue)
+                self._failures.fail(
+                    fwk,
+                    m,
+                    res.status,
+                    started,
+                    filter_=None,
+                    requeue=requeue,
+                    nominated=nominations.get(m.key),
+                    victims=shown,
+                )
         if group_status is None:
             result, reason, message = "Scheduled", "Scheduled", ""
             self._write_condition(pod_group, "True", reason, message)
@@ -286,18 +343,46 @@ class PodGroupCycle:
 
         return requeue
 
-    def _pod_group_post_filter(self, fwk: Framework, pod_group: PodGroup, status: Status) -> None:
-        """DefaultPreemption's PodGroupPostFilter, as far as kubesched has it: with no pod of lower
-        priority than the group in the cluster there is no victim, and upstream says so."""
-        if "DefaultPreemption" not in fwk.plugins_at("postFilter"):
-            return
-        priority = pod_group_priority(pod_group)
-        table = self._cache.snapshot()
-        for info in table.infos:
-            for pi in info.pods.values():
-                if (pi.pod.spec.priority or 0) < priority:
-                    return  # victims may exist: pod-group preemption is not implemented
-        status.reasons = (*status.reasons, _NO_VICTIMS)
+    def _pod_group_post_filter(
+        self, fwk: Framework, pod_group: PodGroup, members: list[QueuedPodInfo], status: Status
+    ) -> tuple[Status, PodGroupPostFilterResult | None]:
+        """The PodGroupPostFilter plugins (pod-group preemption) after an Unschedulable cycle: the
+        group's status as the members get it, and the plugins' result when they found a placement
+        (then the members wait for the victims to leave)."""
+        plugins = post_filter_plugins(fwk)
+        if not plugins:
+            return status, None
+        preemptor = GroupPreemptor(
+            pod_group,
+            [m.pod for m in members],
+            {m.key: node for m in members if (node := self._nominated(m.key))},
+            group_policy=self._group_policy,
+        )
+        groups = self._groups()
+        namespace, name = pod_group.metadata.namespace or "default", pod_group.metadata.name
+        state = groups.state(namespace, name, self._cache.is_assumed) if groups is not None else None
+        already = 0 if state is None else state.scheduled_count()
+
+        def again() -> tuple[list[ProposedAssignment], Status | None]:
+            """upstream's PodGroupSchedulingFunc: the placement phase again, on the snapshot as the
+            plugin left it."""
+            results, group_status = self._placer.run(fwk, pod_group, members, already)
+            placed = [
+                ProposedAssignment(r.qpi.pod, r.result.node, r.state)
+                for r in results
+                if r.status is None and r.result is not None
+            ]
+            return placed, group_status
+
+        snapshot = CacheSnapshot(self._cache, fwk, self._nominator)
+        result, outcome = run_pod_group_post_filter(fwk, plugins, preemptor, snapshot, again)
+        if outcome.code == Code.ERROR:
+            return outcome, None
+        status.reasons = (*status.reasons, outcome.message())
+        return status, result if outcome.is_success() else None
+
+    def _nominated(self, key: str) -> str | None:
+        return self._nominator.nominated_node(key) if self._nominator is not None else None
 
     def _write_condition(self, pod_group: PodGroup, status: str, reason: str, message: str) -> None:
         """upstream's updatePodGroupCondition: never back from True, nothing when unchanged."""

@@ -33,6 +33,7 @@ from kubesched.framework.types import FitError, QueuedPodInfo
 from kubesched.scheduler.attempt import ScheduleResult
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.failures import as_fit_status
+from kubesched.scheduler.pod_group_post_filter import NominationHold
 from kubesched.scheduler.schedule_one import CycleError, with_node_name
 
 __all__ = [
@@ -103,9 +104,19 @@ class PodGroupUnschedulable(Exception):
 class GroupPlacer:
     """Tries a group's members on the cluster, all or nothing, over the single-pod cycle."""
 
-    def __init__(self, *, trial: PodTrial, cache: Cache, topology: bool, rng: random.Random) -> None:
+    def __init__(
+        self,
+        *,
+        trial: PodTrial,
+        cache: Cache,
+        topology: bool,
+        rng: random.Random,
+        nominations: NominationHold | None = None,
+    ) -> None:
         self._trial = trial
         self._cache = cache
+        #: Sets an assumed member's nomination aside until its assume is undone (as upstream's assume).
+        self._nominations = nominations if nominations is not None else NominationHold(None)
         #: TopologyAwareWorkloadScheduling: try the group in each generated placement.
         self._topology = topology
         #: Draws the order placements are tried in and breaks ties between the best ones (upstream's
@@ -218,6 +229,7 @@ class GroupPlacer:
                         res.status = as_fit_status(reserved)
                     else:
                         undo.append((state, assumed, chosen.node, m.key))
+                        self._nominations.hold(m.pod_info)
                 results.append(res)
                 if res.status is not None and not res.status.is_rejected():
                     error = _error(f"failed to schedule other pod from a pod group: {res.status.message()}")
@@ -238,6 +250,7 @@ class GroupPlacer:
             for state, assumed, node, key in reversed(undo):
                 fwk.run_unreserve(state, assumed, node)
                 self._cache.forget_pod(key)
+                self._nominations.release(key)
 
     def _feasible(self, fwk: Framework, pod_group: PodGroup, scheduled: int, remaining: int) -> Status | None:
         """GangScheduling's PlacementFeasible (upstream's only such plugin), when the profile has it."""

@@ -186,6 +186,8 @@ class Scheduler:
                 observer=on_pod_group,
                 topology=registry.features.enabled("TopologyAwareWorkloadScheduling"),
                 rng=self.rng,
+                nominator=self.nominator,
+                group_preemption_policy=registry.features.enabled("PodGroupPreemptionPolicy"),
             )
 
     @property

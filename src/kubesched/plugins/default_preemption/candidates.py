@@ -30,9 +30,9 @@ from kubesched.framework.types import (
 __all__ = [
     "Budget",
     "Candidate",
+    "ExtensionError",
     "disruption_budgets",
     "filter_pods_with_pdb_violation",
-    "importance",
     "nobody_below",
     "pick_one_node_for_preemption",
     "potential_count",
@@ -43,6 +43,15 @@ __all__ = [
 #: Added to every victim priority in the sum criterion so that negative priorities count as small
 #: positive amounts: three pods of priority -10 must weigh more than one.
 PRIORITY_OFFSET = 2**31
+
+
+class ExtensionError(Exception):
+    """A PreFilter AddPod/RemovePod extension failed while victims were tried (a dry run or a pod
+    group's reprieve)."""
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        super().__init__(status.message())
 
 
 @dataclass(slots=True)
@@ -67,11 +76,6 @@ def start_time(pod: Pod) -> float:
         return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return math.inf
-
-
-def importance(pi: PodInfo) -> tuple[int, float]:
-    """Sort key, most important first: higher priority, then the pod that started earlier."""
-    return (-pi.priority, start_time(pi.pod))
 
 
 @dataclass(slots=True)

@@ -22,9 +22,11 @@ from kubesched.framework.status import Code, Status
 from kubesched.plugins.default_preemption.candidates import (
     Budget,
     Candidate,
+    ExtensionError,
     filter_pods_with_pdb_violation,
-    importance,
+    start_time,
 )
+from kubesched.plugins.default_preemption.pod_group import pod_victim_facts
 
 __all__ = ["NO_VICTIMS", "DryRun", "dry_run", "select_victims_on_node"]
 
@@ -40,14 +42,6 @@ class DryRun:
     #: full cluster, so they are counted rather than listed.
     without_victims: int = 0
     errors: list[Status] = field(default_factory=list)
-
-
-class _ExtensionError(Exception):
-    """A PreFilter AddPod/RemovePod extension failed during the dry run."""
-
-    def __init__(self, status: Status) -> None:
-        self.status = status
-        super().__init__(status.message())
 
 
 def dry_run(
@@ -104,29 +98,40 @@ def select_victims_on_node(
 ) -> tuple[list[PodInfo], int, Status | None]:
     """The fewest, least important pods to evict from `node_info` (a clone) so the pod fits.
 
+    A victim's priority and rank are `pod_group.pod_victim_facts`: with GenericWorkload off, the
+    pod's own priority, every pod alike.
+
     Returns (victims most important first, number of victims whose eviction violates a PDB,
     None) or ([], 0, why not).
     """
     pod = preemptor.pod
+    victim_facts = pod_victim_facts(handle)
 
     def remove(pi: PodInfo) -> None:
         node_info.remove_pod(pi.key)
         st = handle.run_pre_filter_extension_remove_pod(state, pod, pi, node_info)
         if st is not None and not st.is_success():
-            raise _ExtensionError(st)
+            raise ExtensionError(st)
 
     def add(pi: PodInfo) -> None:
         node_info.add_pod(pi)
         st = handle.run_pre_filter_extension_add_pod(state, pod, pi, node_info)
         if st is not None and not st.is_success():
-            raise _ExtensionError(st)
+            raise ExtensionError(st)
 
     def fits() -> Status | None:
         st = handle.run_filter_plugins_with_nominated_pods(state, pod, node_info)
         return None if st is None or st.is_success() else st
 
+    facts = {pi.key: victim_facts(pi) for pi in node_info.pods.values()}
+
+    def importance(pi: PodInfo) -> tuple[int, int, float]:
+        """Most important first: priority, a pod of a group before one on its own, earlier start."""
+        priority, rank = facts[pi.key]
+        return (-priority, -rank, start_time(pi.pod))
+
     try:
-        potential = [pi for pi in node_info.pods.values() if pi.priority < preemptor.priority]
+        potential = [pi for pi in node_info.pods.values() if facts[pi.key][0] < preemptor.priority]
         for pi in potential:
             remove(pi)
         if not potential:
@@ -151,7 +156,7 @@ def select_victims_on_node(
         num_violations = sum(1 for pi in violating if not reprieve(pi))
         for pi in non_violating:
             reprieve(pi)
-    except _ExtensionError as err:
+    except ExtensionError as err:
         return [], 0, Status.as_error(err.status.message())
     if violating and non_violating:
         victims.sort(key=importance)

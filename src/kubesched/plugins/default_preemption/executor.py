@@ -12,24 +12,32 @@ import threading
 from dataclasses import dataclass
 
 from kubesched.api.objects import Pod
+from kubesched.api.scheduling_groups import PodGroup
 from kubesched.framework.interfaces import (
     BackgroundEvictionPort,
     Handle,
 )
-from kubesched.framework.node_info import pod_key
+from kubesched.framework.node_info import PodInfo, pod_key
 from kubesched.framework.status import Code, Status
 from kubesched.plugins.default_preemption.candidates import Candidate
 
 __all__ = [
+    "GROUP_DOMAIN",
     "PREEMPTED",
     "PREEMPTION_BY_SCHEDULER",
+    "WAITING_FOR_GROUP_PREEMPTION",
     "WAITING_FOR_PREEMPTION",
     "Executor",
+    "group_preemption_key",
     "terminating_by_preemption",
 ]
 
 #: PreEnqueue's answer while the pod's victims are being evicted in the background (upstream's words).
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+#: The same for a pod whose group's victims are being evicted.
+WAITING_FOR_GROUP_PREEMPTION = "waiting for the preemption for this pod group to be finished"
+#: The "node" a pod group preempts on (upstream's name for the cluster-wide domain).
+GROUP_DOMAIN = "cluster"
 #: What a rejected waiting victim is told (upstream's word).
 PREEMPTED = "preempted"
 #: The DisruptionTarget condition reason of a pod the scheduler preempts.
@@ -48,6 +56,8 @@ class Preempting:
     last_victim: str | None = None
     #: PreEnqueue held the pod back at least once.
     gated: bool = False
+    #: The last victim's node (a pod group's victims are spread over the cluster).
+    last_node: str | None = None
 
 
 def terminating_by_preemption(pod: Pod) -> bool:
@@ -77,20 +87,25 @@ class Executor:
         sees that victim terminating or gone, so a deletion event that arrives before the eviction
         thread ends does not leave the pod held back.
         """
+        if self._running(handle, pod_key(pod)):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_FOR_PREEMPTION)
+        return None
+
+    def _running(self, handle: Handle | None, key: str) -> bool:
         with self._preempting_lock:
-            running = self._preempting.get(pod_key(pod))
+            running = self._preempting.get(key)
             if running is None:
-                return None
+                return False
             if running.last_victim is not None and self._victim_leaving(handle, running):
-                return None
+                return False
             running.gated = True
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_FOR_PREEMPTION)
+        return True
 
     def _victim_leaving(self, handle: Handle | None, running: Preempting) -> bool:
         if handle is None:
             return True
         snapshot = handle.snapshot
-        row = snapshot.index.get(running.node)
+        row = snapshot.index.get(running.last_node or running.node)
         if row is None:
             return True
         victim = snapshot.infos[row].pods.get(running.last_victim or "")
@@ -102,39 +117,60 @@ class Executor:
         Where the cluster evicts in the background (live mode, as v1.37's SchedulerAsyncPreemption),
         the evictions run there and this returns at once; the simulator evicts here, in virtual time.
         """
+        who = _Preemptor.of_pod(preemptor)
+        status = self._carry_out(handle, candidate.name, candidate.victims, who)
+        if status is None and handle.background_eviction() is None:
+            _clear_lower_nominations(handle, preemptor, candidate.name)
+        return status
+
+    def prepare_group(
+        self, handle: Handle, victims: list[PodInfo], pod_group: PodGroup, members: list[Pod]
+    ) -> Status | None:
+        """Evict a pod group's victims (upstream's actuatePodGroupPreemption). Its "node" is the
+        whole cluster, named `cluster` in the Events, so no nomination is cleared."""
+        return self._carry_out(handle, GROUP_DOMAIN, victims, _Preemptor.of_group(pod_group, members))
+
+    def group_gate(self, handle: Handle | None, group_key: str) -> Status | None:
+        """PreEnqueue for a pod of a group whose victims are still being evicted."""
+        if self._running(handle, group_key):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_FOR_GROUP_PREEMPTION)
+        return None
+
+    def _carry_out(self, handle: Handle, node: str, victims: list[PodInfo], who: _Preemptor) -> Status | None:
         port = handle.background_eviction()
         if port is not None:
-            self._prepare_in_background(handle, port, candidate, preemptor)
+            if who.kind == "pod":
+                _clear_lower_nominations(handle, who.pods[0], node)
+            self._prepare_in_background(handle, port, node, victims, who)
             return None
-        node = candidate.name
         try:
-            for pi in candidate.victims:
+            for pi in victims:
                 victim = pi.pod
                 if handle.get_waiting_pod(pi.key) is not None:
                     handle.reject_waiting_pod(pi.key, self.name, PREEMPTED)
+                elif who.kind != "pod" and victim.metadata.deletion_timestamp:
+                    continue  # already being deleted: upstream sends no second call
                 else:
-                    handle.delete_pod(victim, reason=PREEMPTION_BY_SCHEDULER, message=_why(preemptor))
-                _announce(handle, victim, preemptor, node)
+                    handle.delete_pod(victim, reason=PREEMPTION_BY_SCHEDULER, message=who.why())
+                _announce(handle, victim, who, node)
         except Exception as exc:  # a failed eviction fails this attempt, not the scheduler
             return Status.as_error(str(exc) or type(exc).__name__)
-        _clear_lower_nominations(handle, preemptor, node)
         return None
 
     def _prepare_in_background(
-        self, handle: Handle, port: BackgroundEvictionPort, candidate: Candidate, preemptor: Pod
+        self, handle: Handle, port: BackgroundEvictionPort, node: str, victims: list[PodInfo], who: _Preemptor
     ) -> None:
         """Upstream's prepareCandidateAsync. Victims waiting at Permit are rejected here (in memory,
         under the scheduler's lock); victims already terminating are skipped; the others are evicted
         by a background thread, the last one only after all the others succeeded. Any error other
-        than "already gone" stops the evictions and moves the pod back to activeQ, where it tries
-        again (its nomination stays, as upstream's does)."""
-        node, key = candidate.name, pod_key(preemptor)
-        _clear_lower_nominations(handle, preemptor, node)
+        than "already gone" stops the evictions and moves the preemptor back to activeQ, where it
+        tries again (its nomination stays, as upstream's does)."""
+        key = who.key
         to_evict: list[Pod] = []
-        for pi in candidate.victims:
+        for pi in victims:
             if handle.get_waiting_pod(pi.key) is not None:
                 handle.reject_waiting_pod(pi.key, self.name, PREEMPTED)
-                _announce(handle, pi.pod, preemptor, node)
+                _announce(handle, pi.pod, who, node)
             elif not pi.pod.metadata.deletion_timestamp:
                 to_evict.append(pi.pod)
         if not to_evict:
@@ -145,8 +181,8 @@ class Executor:
         failed: list[BaseException] = []
 
         def evict(victim: Pod) -> None:
-            if port.evict_now(victim, reason=PREEMPTION_BY_SCHEDULER, message=_why(preemptor)):
-                _announce(handle, victim, preemptor, node)
+            if port.evict_now(victim, reason=PREEMPTION_BY_SCHEDULER, message=who.why()):
+                _announce(handle, victim, who, node)
 
         def work() -> None:
             try:
@@ -154,9 +190,10 @@ class Executor:
                     evict(victim)
                 with self._preempting_lock:
                     running.last_victim = pod_key(to_evict[-1])
+                    running.last_node = to_evict[-1].spec.node_name or node
                 evict(to_evict[-1])
             except Exception as exc:
-                log.warning("preemption for %s on node %s stopped: %s", key, node, exc)
+                log.warning("preemption for %s %s on %s stopped: %s", who.kind, key, node, exc)
                 failed.append(exc)
                 raise
 
@@ -164,13 +201,43 @@ class Executor:
             with self._preempting_lock:
                 self._preempting.pop(key, None)
             if failed:
-                handle.activate([preemptor])  # upstream: do not leave the pod parked after an error
+                handle.activate(who.pods)  # upstream: do not leave the pods parked after an error
             elif running.gated:
                 # kubesched's leftover flush leaves gated pods alone, so a pod held back by the
                 # gate would wait for ever; upstream's flush retries it within 5 minutes.
-                handle.activate([preemptor])
+                handle.activate(who.pods)
 
         port.run_in_background(work, then)
+
+
+@dataclass(frozen=True, slots=True)
+class _Preemptor:
+    """Who preempts, as the Events and the DisruptionTarget condition name it (a pod or a group)."""
+
+    kind: str  # upstream's entity types: pod, podgroup
+    key: str
+    uid: str
+    scheduler_name: str
+    pods: list[Pod]
+
+    @staticmethod
+    def of_pod(pod: Pod) -> _Preemptor:
+        return _Preemptor("pod", pod_key(pod), pod.metadata.uid, pod.spec.scheduler_name, [pod])
+
+    @staticmethod
+    def of_group(pod_group: PodGroup, members: list[Pod]) -> _Preemptor:
+        key = f"{pod_group.metadata.namespace or 'default'}/{pod_group.metadata.name}"
+        scheduler = members[0].spec.scheduler_name if members else ""
+        return _Preemptor("podgroup", group_preemption_key(key), pod_group.metadata.uid, scheduler, members)
+
+    def why(self) -> str:
+        """The DisruptionTarget message a victim gets (upstream's words)."""
+        return f"{self.scheduler_name}: preempting to accommodate a higher priority {self.kind}"
+
+
+def group_preemption_key(group: str) -> str:
+    """The executor's key of a pod group's preemption (`namespace/name` of the PodGroup)."""
+    return f"podgroup:{group}"
 
 
 def _clear_lower_nominations(handle: Handle, preemptor: Pod, node: str) -> None:
@@ -184,16 +251,11 @@ def _clear_lower_nominations(handle: Handle, preemptor: Pod, node: str) -> None:
                 continue
 
 
-def _why(preemptor: Pod) -> str:
-    """The DisruptionTarget message a victim gets (upstream's words)."""
-    return f"{preemptor.spec.scheduler_name}: preempting to accommodate a higher priority pod"
-
-
-def _announce(handle: Handle, victim: Pod, preemptor: Pod, node: str) -> None:
+def _announce(handle: Handle, victim: Pod, who: _Preemptor, node: str) -> None:
     handle.record_event(
         victim,
         type="Normal",
         reason="Preempted",
         action="Preempting",
-        note=f"Preempted by pod {preemptor.metadata.uid} on node {node}",
+        note=f"Preempted by {who.kind} {who.uid} on node {node}",
     )

@@ -23,8 +23,15 @@ from kubesched.framework.interfaces import (
     PreEnqueuePlugin,
     RepeatableFailurePlugin,
 )
-from kubesched.framework.node_info import NodeInfo, PodInfo
+from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.node_table import IndexArray, NodeTable
+from kubesched.framework.pod_group_preemption import (
+    GroupPreemptor,
+    MutableSnapshot,
+    PodGroupPostFilterResult,
+    PodGroupSchedulingFunc,
+)
+from kubesched.framework.pod_groups import pod_group_of
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
     Diagnosis,
@@ -43,7 +50,18 @@ from kubesched.plugins.default_preemption.candidates import (
     potential_rows,
 )
 from kubesched.plugins.default_preemption.dry_run import NO_VICTIMS, DryRun, dry_run, select_victims_on_node
-from kubesched.plugins.default_preemption.executor import Executor, terminating_by_preemption
+from kubesched.plugins.default_preemption.executor import (
+    Executor,
+    group_preemption_key,
+    terminating_by_preemption,
+)
+from kubesched.plugins.default_preemption.pod_group import (
+    ONGOING,
+    ongoing,
+    preemption_policy,
+    result_of,
+    select_group_victims,
+)
 
 __all__ = ["NOT_ELIGIBLE_NEVER", "NOT_ELIGIBLE_TERMINATING", "NOT_HELPFUL", "DefaultPreemption"]
 
@@ -94,6 +112,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, R
         #: Pod key -> node this plugin nominated it to (see `_nominated_node`).
         self._nominations: dict[str, str] = {}
         self._executor = Executor(self.name)
+        #: Whether this plugin ever preempted for a pod group (only then PreEnqueue looks for one).
+        self._group_preemptions = False
 
     # repeated failures
     def failure_repeats(self, state: CycleState, pod: Pod) -> bool:
@@ -118,13 +138,58 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, R
     # PreEnqueue
     def pre_enqueue(self, pod: Pod) -> Status | None:
         """Upstream's async preemption gate: a pod whose victims are still being evicted waits
-        (`executor.Executor.gate`)."""
+        (`executor.Executor.gate`); a pod of a group, while its group's victims are."""
+        group = pod_group_of(pod)
+        if group is not None and self._group_preemptions:
+            key = group_preemption_key(f"{group[0]}/{group[1]}")
+            if (held := self._executor.group_gate(self.handle, key)) is not None:
+                return held
         return self._executor.gate(self.handle, pod)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A victim's deletion never requeues the pod on this plugin's account (upstream's hint is
         always QueueSkip): the plugins whose rejection the preemption resolves requeue it."""
         return [ClusterEventWithHint(ASSIGNED_POD_DELETE, lambda pod, old, new: QueueingHint.SKIP)]
+
+    # PodGroupPostFilter
+    def pod_group_post_filter(
+        self, preemptor: GroupPreemptor, schedule: PodGroupSchedulingFunc, snapshot: MutableSnapshot
+    ) -> tuple[PodGroupPostFilterResult | None, Status | None]:
+        """Pod-group preemption (GenericWorkload on), any message prefixed `pod group preemption: `
+        as upstream's condition shows it."""
+        if self.handle is None:
+            return None, Status.as_error(f"{self.name}: no framework handle")
+        result, status = self._preempt_group(self.handle, preemptor, schedule, snapshot)
+        if status is not None and status.message():
+            prefixed = f"pod group preemption: {status.message()}"
+            if status.code == Code.ERROR:
+                return result, Status.as_error(prefixed)
+            return result, Status(status.code, prefixed)
+        return result, status
+
+    def _preempt_group(
+        self,
+        handle: Handle,
+        preemptor: GroupPreemptor,
+        schedule: PodGroupSchedulingFunc,
+        snapshot: MutableSnapshot,
+    ) -> tuple[PodGroupPostFilterResult | None, Status | None]:
+        if preemption_policy(preemptor) == "Never":
+            return None, Status(Code.UNSCHEDULABLE, NOT_ELIGIBLE_NEVER)
+        if ongoing(handle, preemptor):
+            current = {pod_key(p): preemptor.nominated.get(pod_key(p), "") for p in preemptor.members}
+            return PodGroupPostFilterResult(current), Status(Code.SUCCESS, ONGOING)
+        budgets = disruption_budgets(handle.lister("PodDisruptionBudget"))
+        chosen = select_group_victims(handle, preemptor, snapshot, schedule, budgets)
+        if isinstance(chosen, Status):
+            return None, chosen
+        victims, _violations, nominations = chosen
+        pods = [pi for v in victims for pi in v.pods]
+        self._group_preemptions = True
+        status = self._executor.prepare_group(handle, pods, preemptor.pod_group, preemptor.members)
+        if status is None:
+            status = Status(Code.SUCCESS, f"found a placement for podgroup, preempting {len(pods)} victims")
+        return result_of(victims, nominations), status
 
     # sizing
     def calculate_num_candidates(self, num_nodes: int) -> int:
