@@ -33,6 +33,8 @@ Obj = dict[str, Any]
 SEEDS = list(range(1, 21))
 #: Seeds also played by `kubesched run` (about 10 s each on an idle machine, upstream's play included).
 LIVE_SEEDS = [1, 2, 3, 4]
+#: Seeds of the bounded set with priorities, where groups preempt (3, 8 and 10 among them).
+PRIORITY_SEEDS = list(range(1, 13))
 
 
 @pytest.fixture(scope="module")
@@ -123,8 +125,7 @@ def test_the_issues_three_gangs(gated: Harnesses, tmp_path: Path) -> None:
 
 
 def test_seeded_groups_agree_with_kube_scheduler(gated: Harnesses, tmp_path: Path) -> None:
-    """The bounded set, every pod of priority 0: kubesched does not preempt for a pod group yet
-    (issue 21 item 4), so scenarios where the binary would are left to the benchmark's full run."""
+    """The bounded set, every pod of priority 0: nothing preempts."""
     tally = run_group_scenarios(SEEDS, tmp_path, priorities=False, using=gated)
     report = io.StringIO()
     for m in tally.mismatches:
@@ -149,4 +150,18 @@ def test_kubesched_run_agrees_on_seeded_groups(gated: Harnesses, tmp_path: Path)
     made = {name: total for name, (_, total) in tally.comparisons.items()}
     assert tally.live_scenarios == len(LIVE_SEEDS)
     assert made["live-group-bound"] >= 8 and made["live-condition"] >= 8 and made["live-message"] >= 5, made
+    assert tally.mismatches == [], report.getvalue()
+
+
+def test_seeded_groups_with_priorities_agree_with_kube_scheduler(gated: Harnesses, tmp_path: Path) -> None:
+    """The bounded set with priorities: groups preempt ordinary pods and each other's pods (the
+    pod-group preemption of DefaultPreemption), and ordinary pods preempt pods of groups."""
+    tally = run_group_scenarios(PRIORITY_SEEDS, tmp_path, priorities=True, using=gated)
+    report = io.StringIO()
+    for m in tally.mismatches:
+        print_mismatch(m, report, flags=gated.gates.flags())
+    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    assert tally.scenarios == len(PRIORITY_SEEDS)
+    assert made["preemption"] >= 5 and made["condition"] > 15, made
+    assert tally.observed.get("preempted", 0) >= 5, tally.observed
     assert tally.mismatches == [], report.getvalue()
