@@ -36,6 +36,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from kubesched.api.compact import Compactor
 from kubesched.api.controllers import CronJob
 from kubesched.api.json_shape import type_name
 from kubesched.api.loader import LoadedObject, LoadedObjects, decode_object, parse_documents, read_text
@@ -212,11 +213,14 @@ def _scenario(doc: Any, source: str, lenient: list[InputError] | None) -> Scenar
         raise InputError(f"expected array, got {type_name(raw_events)}", path="spec.events")
     objects = LoadedObjects()
     events: list[TimelineEvent] = []
+    compactor = Compactor()  # the timeline lives as long as the replay: its objects share alike parts
     for i, raw in enumerate(raw_events):
         # Each parsed event's dicts are freed once decoded, so their memory holds the next events'
         # Structs: reading peaks near the Structs' size, not the parsed document's plus theirs.
         raw_events[i] = None
         event = _event(raw, i, lenient)
+        if event.obj is not None:
+            compactor.compact(event.obj)
         if event.ref.kind in TIMELINE_KINDS:
             events.append(event)
         else:
