@@ -162,6 +162,6 @@ def test_seeded_groups_with_priorities_agree_with_kube_scheduler(gated: Harnesse
         print_mismatch(m, report, flags=gated.gates.flags())
     made = {name: total for name, (_, total) in tally.comparisons.items()}
     assert tally.scenarios == len(PRIORITY_SEEDS)
-    assert made["preemption"] >= 5 and made["condition"] > 15, made
-    assert tally.observed.get("preempted", 0) >= 5, tally.observed
+    assert made["preemption"] >= 3 and made["condition"] > 15, made
+    assert tally.observed.get("preempted", 0) >= 3, tally.observed
     assert tally.mismatches == [], report.getvalue()
