@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched.simulate.explain.model import GroupMember, PodGroupExplanation
-from kubesched.simulate.explain.table import STYLE, nearest_table, rejection_table
+from kubesched.simulate.explain.table import STYLE, nearest_table, rejection_table, render_closing
 
 __all__ = ["render_group_explanation"]
 
@@ -42,14 +42,7 @@ def render_group_explanation(report: PodGroupExplanation, console: Console) -> N
         if m.nearest_nodes:
             console.print("Nearest nodes, with the members placed before it on theirs, and what is missing")
             console.print(nearest_table(m.nearest_nodes))
-    if r.plain_words:
-        console.print()
-        console.print("In plain words")
-        for meaning in r.plain_words:
-            console.print(f"- {escape(meaning)}")
-    for note in r.notes:
-        console.print(f"[dim]note: {escape(note)}[/]")
-    console.print(f"[dim]explained in {r.seconds:.2f}s[/]")
+    render_closing(r.plain_words, r.notes, r.seconds, console)
 
 
 def _members_table(members: list[GroupMember]) -> Table:

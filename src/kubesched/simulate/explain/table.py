@@ -121,14 +121,21 @@ def render_explanation(report: PodExplanation, console: Console) -> None:
         console.print(score_table(r.top_nodes, r.score_weights))
     elif r.verdict == "Schedulable":
         console.print("It was the only feasible node, so nothing was scored.")
-    if r.plain_words:
+    render_closing(r.plain_words, r.notes, r.seconds, console)
+
+
+def render_closing(
+    plain_words: Sequence[str], notes: Sequence[str], seconds: float, console: Console
+) -> None:
+    """The end of every explanation, a pod's or a group's: the plain-words meanings, notes, time."""
+    if plain_words:
         console.print()
         console.print("In plain words")
-        for meaning in r.plain_words:
+        for meaning in plain_words:
             console.print(f"- {escape(meaning)}")
-    for note in r.notes:
+    for note in notes:
         console.print(f"[dim]note: {escape(note)}[/]")
-    console.print(f"[dim]explained in {r.seconds:.2f}s[/]")
+    console.print(f"[dim]explained in {seconds:.2f}s[/]")
 
 
 def nearest_table(nodes: list[NearNode]) -> Table:
