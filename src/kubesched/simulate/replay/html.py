@@ -27,6 +27,11 @@ _REPLAY_COLUMNS = [
 ]
 
 
+def _line(name: str, x: list[Any], y: list[Any], line: dict[str, str], **extra: str) -> dict[str, Any]:
+    """A plotly line trace; `extra` (fill, yaxis) follows the line style, as plotly reads it."""
+    return {"type": "scatter", "mode": "lines", "name": name, "x": x, "y": y, "line": line, **extra}
+
+
 def replay_html(report: ReplayReport, *, title: str | None = None) -> bytes:
     s = report.summary
     lat = s.latency
@@ -129,32 +134,26 @@ def wait_bin_size(waits: Sequence[float], p99: float | None) -> float | None:
 def _pending_figure(report: ReplayReport, scale: TimeScale) -> Figure:
     t = scale.of([s.t for s in report.timeline])
     data = [
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "pending pods",
-            "x": t,
-            "y": [s.pending for s in report.timeline],
-            "line": {"color": "#c62828", "shape": "hv"},
-            "fill": "tozeroy",
-        },
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "running pods",
-            "x": t,
-            "y": [s.running for s in report.timeline],
-            "line": {"color": "#1565c0", "shape": "hv"},
-            "yaxis": "y2",
-        },
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "evictions (cumulative)",
-            "x": t,
-            "y": [s.evicted for s in report.timeline],
-            "line": {"color": "#6a1b9a", "dash": "dot", "shape": "hv"},
-        },
+        _line(
+            "pending pods",
+            t,
+            [s.pending for s in report.timeline],
+            {"color": "#c62828", "shape": "hv"},
+            fill="tozeroy",
+        ),
+        _line(
+            "running pods",
+            t,
+            [s.running for s in report.timeline],
+            {"color": "#1565c0", "shape": "hv"},
+            yaxis="y2",
+        ),
+        _line(
+            "evictions (cumulative)",
+            t,
+            [s.evicted for s in report.timeline],
+            {"color": "#6a1b9a", "dash": "dot", "shape": "hv"},
+        ),
     ]
     layout = chart_layout(
         "Pending pods over time",
@@ -170,14 +169,12 @@ def _utilization_figure(report: ReplayReport, scale: TimeScale) -> Figure:
     t = scale.of([s.t for s in report.timeline])
     resources = sorted({r for s in report.timeline for r in s.utilization}, key=lambda r: (r != "cpu", r))
     data = [
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": resource,
-            "x": t,
-            "y": [round(s.utilization.get(resource, 0.0) * 100, 2) for s in report.timeline],
-            "line": {"shape": "hv"},
-        }
+        _line(
+            resource,
+            t,
+            [round(s.utilization.get(resource, 0.0) * 100, 2) for s in report.timeline],
+            {"shape": "hv"},
+        )
         for resource in resources
     ]
     layout = chart_layout(
@@ -249,31 +246,16 @@ def _gpu_figure(gpu: GpuReport) -> Figure:
     paper plots them."""
     x = [s.arrived_percent for s in gpu.samples]
     data = [
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "unallocated GPUs (%)",
-            "x": x,
-            "y": [s.unallocated_percent for s in gpu.samples],
-            "line": {"color": "#2e7d32"},
-        },
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "fragmented GPUs (%, the FGD paper's measure)",
-            "x": x,
-            "y": [s.fragmented_percent for s in gpu.samples],
-            "line": {"color": "#ef6c00", "dash": "dash"},
-        },
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "failed pods",
-            "x": x,
-            "y": [s.failed for s in gpu.samples],
-            "line": {"color": "#c62828", "shape": "hv"},
-            "yaxis": "y2",
-        },
+        _line("unallocated GPUs (%)", x, [s.unallocated_percent for s in gpu.samples], {"color": "#2e7d32"}),
+        _line(
+            "fragmented GPUs (%, the FGD paper's measure)",
+            x,
+            [s.fragmented_percent for s in gpu.samples],
+            {"color": "#ef6c00", "dash": "dash"},
+        ),
+        _line(
+            "failed pods", x, [s.failed for s in gpu.samples], {"color": "#c62828", "shape": "hv"}, yaxis="y2"
+        ),
     ]
     title = f"GPUs unallocated as requests arrive ({gpu.gpus} GPUs, {gpu.unallocated_percent}% at the end)"
     layout = chart_layout(
