@@ -178,6 +178,24 @@ def test_messages_the_binary_gives_at_random_are_not_compared() -> None:
     assert sum(r.adjusted for r in results) == 1
 
 
+def test_messages_of_a_group_the_binary_popped_in_part_are_not_compared() -> None:
+    """The binary's first cycle held one of the group's two pods (its log says so): which pods
+    failed first, and how, follow that split, so the messages are counted as adjusted; a first
+    cycle that held the whole group is compared."""
+    wave = _wave(
+        {"g-p0": None, "g-p1": None},
+        {"g-p0": ["0/2 nodes are available: 2 Insufficient cpu."], "g-p1": ["minCount (2) ..."]},
+        [],
+    )
+    mine = _report(_result("g-p0", None, message="x"), _result("g-p1", None, message="x"))
+    wave.first_cycle_pods = {"g": 1}
+    results = compare_wave(wave, mine)
+    assert _made(results)["default/g"] == {"group-bound": True, "condition": True}
+    assert {"binary-popped-part"} <= next(r.observed for r in results if r.pod == "default/g")
+    wave.first_cycle_pods = {"g": 2}
+    assert _made(compare_wave(wave, mine))["default/g"]["message"] is False
+
+
 def test_conditions_are_compared_exactly_unless_the_binarys_is_random() -> None:
     wave = _wave({"g-p0": "n1", "g-p1": "n2"}, {"g-p0": [], "g-p1": []}, [])
     scheduled = ("PodGroupInitiallyScheduled", "True", "Scheduled", "")

@@ -157,12 +157,18 @@ class ScenarioOnCluster:
         """Return once the scheduler forgot the deleted, never-bound pod `key`."""
         raise NotImplementedError
 
-    def _wait_pods_seen(self, keys: list[str]) -> None:
-        """Return once the scheduler's queue has seen these just-created pods (held back or not)."""
+    def _wait_pods_seen(self, keys: list[str], members: frozenset[str] = frozenset()) -> None:
+        """Return once the scheduler's queue holds these just-created pods (held back or not);
+        `members` are those of a PodGroup not created yet."""
         raise NotImplementedError
 
     def _scores(self, key: str) -> dict[str, dict[str, int]]:
         """Per node, per plugin, the weighted scores of the pod's last attempt ({}: unknown)."""
+        return {}
+
+    def _group_cycles(self) -> dict[str, list[int]]:
+        """Per PodGroup ("ns/name"), how many pods each of the scheduler's cycles for it held, in
+        order, where the scheduler tells ({}: it does not)."""
         return {}
 
     def _settled_on_nomination(self, key: str, nominated: str, started: float) -> bool:

@@ -14,8 +14,9 @@ arrival moves them to the active queue in Go's map order), so a group is compare
   among kubesched's best;
 * `message` — the first FailedScheduling message of each pod that failed an attempt, exactly, as a
   multiset per group (the attempt made when the group arrived whole; later ones follow retries
-  whose timing is the binary's); not for a group whose messages show DynamicResources'
-  PodGroupPostFilter, which the binary's own runs of one wave disagree on (`DRA_ARTIFACTS`);
+  whose timing is the binary's); not for a group the binary popped before all its pods had joined
+  it (its log shows the first cycle holding fewer: `WaveOutcome.first_cycle_pods`), nor one whose
+  messages show DynamicResources' PodGroupPostFilter (`DRA_ARTIFACTS`, what such a split leaves);
 * `condition` — per group: its PodGroup conditions (type, status, reason, message), exactly, except
   where the binary's is random (DynamicResources' text, False on a group bound from minCount up, or
   True carrying a failed cycle's text);
@@ -158,7 +159,7 @@ def compare_wave(outcome: WaveOutcome, simulated: Simulated, *, prefix: str = ""
             ]
             continue
         cmp = _compare_group(outcome, group, names, mine, prefix)
-        _compare_group_messages(cmp, outcome, names, simulated.first_messages)
+        _compare_group_messages(cmp, outcome, group, names, simulated.first_messages)
         _compare_condition(cmp, outcome, group, names, simulated.conditions.get(group, []))
         out.append(cmp)
     victims = sorted({v for n in outcome.nodes if n in mine for v in mine[n].victims})
@@ -270,10 +271,15 @@ def _compare_group(
 
 
 def _compare_group_messages(
-    cmp: PodComparison, outcome: WaveOutcome, names: list[str], kubesched: dict[str, str]
+    cmp: PodComparison, outcome: WaveOutcome, group: str, names: list[str], kubesched: dict[str, str]
 ) -> None:
     """The first messages of the group's pods, as a multiset (its pods are alike, see above); not
-    where the binary's show DynamicResources' PodGroupPostFilter."""
+    where the binary popped the group before all its pods had joined it, nor where its messages
+    show DynamicResources' PodGroupPostFilter."""
+    if outcome.first_cycle_pods.get(group, len(names)) < len(names):
+        cmp.adjusted += 1
+        cmp.observed.add("binary-popped-part")
+        return
     upstream = Counter(outcome.messages[n][0] for n in names if outcome.messages[n])
     if any(binary_random(m) for m in upstream):
         cmp.adjusted += 1

@@ -104,7 +104,7 @@ class KubeschedLive(ScenarioOnCluster):
     def _wait_cache_dropped(self, s: Scenario, nodes: list[str], pods: list[str]) -> None:
         wait_until("an empty kubesched cache", lambda: self._cache_is(0, 0))
 
-    def _wait_pods_seen(self, keys: list[str]) -> None:
+    def _wait_pods_seen(self, keys: list[str], members: frozenset[str] = frozenset()) -> None:
         # Pods held back by PreEnqueue count as pending too (queue "gated").
         wait_until(
             "the wave's pods in kubesched's queue",
