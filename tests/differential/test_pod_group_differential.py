@@ -26,7 +26,7 @@ from kubesched.harness.differential.group_run import run_group_scenarios
 from kubesched.harness.differential.group_scenario import GroupScenario, Wave
 from kubesched.harness.differential.run import Harnesses, harnesses, print_mismatch
 from kubesched.harness.differential.scenario import HOSTNAME
-from kubesched.harness.differential.waves import play_waves
+from kubesched.harness.differential.waves import play_waves_whole
 
 Obj = dict[str, Any]
 #: Seeds of the bounded set (about 4 s each on an idle machine).
@@ -90,7 +90,7 @@ def test_the_issues_three_gangs(gated: Harnesses, tmp_path: Path) -> None:
     s = GroupScenario(0, label="gi21")
     s.nodes = [_node(s, i) for i in range(4)]
     s.waves = [_gang(s, 0, 4, "3", 4), _gang(s, 1, 2, "2", 2), _gang(s, 2, 5, "1", 5)]
-    first, second, third = play_waves(gated.upstream, s)
+    first, second, third = play_waves_whole(gated.upstream, s)
     assert sorted(n or "" for n in first.nodes.values()) == [f"gi21-n{i}" for i in range(4)]
     scheduled = ("PodGroupInitiallyScheduled", "True", "Scheduled", "")
     assert first.group_status["gi21-w0"].conditions == [scheduled]

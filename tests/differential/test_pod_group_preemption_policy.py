@@ -22,7 +22,7 @@ from kubesched.harness.differential.gated import POLICY_GATES
 from kubesched.harness.differential.group_compare import compare_wave_seeded
 from kubesched.harness.differential.group_scenario import GroupScenario, Wave
 from kubesched.harness.differential.run import Harnesses, harnesses
-from kubesched.harness.differential.waves import play_waves
+from kubesched.harness.differential.waves import play_waves_whole
 from kubesched.harness.fake_nodes import ApiError
 
 Obj = dict[str, Any]
@@ -82,7 +82,7 @@ def test_a_pod_groups_preemption_policy_decides(policy_gated: Harnesses, tmp_pat
         _gang(s, 1, NEVER, policy="Never"),
         _gang(s, 2, "high"),
     ]
-    low, never, high = play_waves(policy_gated.upstream, s)
+    low, never, high = play_waves_whole(policy_gated.upstream, s)
     assert set(never.nodes.values()) == {None} and never.victims == []
     assert never.messages["gpp-w1-p1"] == ["minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"]
     assert sorted(high.victims) == ["default/gpp-w0-p0", "default/gpp-w0-p1"]

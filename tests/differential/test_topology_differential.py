@@ -23,7 +23,7 @@ from kubesched.harness.differential.group_run import run_group_scenarios
 from kubesched.harness.differential.group_scenario import GroupScenario, Wave
 from kubesched.harness.differential.run import Harnesses, harnesses, print_mismatch
 from kubesched.harness.differential.scenario import HOSTNAME
-from kubesched.harness.differential.waves import play_waves
+from kubesched.harness.differential.waves import play_waves_whole
 
 Obj = dict[str, Any]
 #: Seeds of the bounded set (a few seconds each on an idle machine). Seed 1002 is left out: one of
@@ -87,7 +87,7 @@ def test_a_gang_fits_one_rack_or_none(topology: Harnesses, tmp_path: Path) -> No
     s = GroupScenario(0, label="tp21", topology=True)
     s.nodes = [_node(s, i, "ab"[i % 2]) for i in range(4)]
     s.waves = [_gang(s, 0, 3, 3), _gang(s, 1, 2, 2)]
-    first, second = play_waves(topology.upstream, s)
+    first, second = play_waves_whole(topology.upstream, s)
     assert set(first.nodes.values()) == {None}
     reason = (
         "pod group is unschedulable, 0/2 placements are available, first placement status: "

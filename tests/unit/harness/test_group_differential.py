@@ -15,7 +15,7 @@ from kubesched.harness.differential.gated import GANG_GATES, NO_GATES, TOPOLOGY_
 from kubesched.harness.differential.group_compare import Simulated, compare_wave, compare_wave_seeded
 from kubesched.harness.differential.group_run import outcome_kinds
 from kubesched.harness.differential.group_scenario import generate_groups
-from kubesched.harness.differential.waves import GroupOutcome, WaveOutcome
+from kubesched.harness.differential.waves import GroupOutcome, WaveOutcome, _popped_in_part
 from kubesched.simulate.explain.model import NodeScores
 from kubesched.simulate.snapshot.model import PodResult, Report, Summary
 
@@ -194,6 +194,15 @@ def test_messages_of_a_group_the_binary_popped_in_part_are_not_compared() -> Non
     assert {"binary-popped-part"} <= next(r.observed for r in results if r.pod == "default/g")
     wave.first_cycle_pods = {"g": 2}
     assert _made(compare_wave(wave, mine))["default/g"]["message"] is False
+
+
+def test_a_wave_tells_whether_the_scheduler_popped_a_group_in_part() -> None:
+    wave = _wave({"g-p0": None, "g-p1": None, "o0": "n1"}, {}, [])
+    assert not _popped_in_part(wave)  # its log did not say: taken as whole
+    wave.first_cycle_pods = {"g": 2}
+    assert not _popped_in_part(wave)
+    wave.first_cycle_pods = {"g": 1}
+    assert _popped_in_part(wave)
 
 
 def test_conditions_are_compared_exactly_unless_the_binarys_is_random() -> None:
