@@ -6,16 +6,19 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from kubesched.api.loader import LoadedObjects, load_documents
+from kubesched.harness.differential import group_run
 from kubesched.harness.differential.compare import PodComparison
 from kubesched.harness.differential.gated import GANG_GATES, NO_GATES, TOPOLOGY_GATES, Gates
 from kubesched.harness.differential.group_compare import Simulated, compare_wave, compare_wave_seeded
 from kubesched.harness.differential.group_run import outcome_kinds
-from kubesched.harness.differential.group_scenario import generate_groups
-from kubesched.harness.differential.waves import GroupOutcome, WaveOutcome, _popped_in_part
+from kubesched.harness.differential.group_scenario import GroupScenario, generate_groups
+from kubesched.harness.differential.run import Harnesses
+from kubesched.harness.differential.waves import GroupOutcome, WaveOutcome, popped_in_part
 from kubesched.simulate.explain.model import NodeScores
 from kubesched.simulate.snapshot.model import PodResult, Report, Summary
 
@@ -198,11 +201,11 @@ def test_messages_of_a_group_the_binary_popped_in_part_are_not_compared() -> Non
 
 def test_a_wave_tells_whether_the_scheduler_popped_a_group_in_part() -> None:
     wave = _wave({"g-p0": None, "g-p1": None, "o0": "n1"}, {}, [])
-    assert not _popped_in_part(wave)  # its log did not say: taken as whole
+    assert not popped_in_part(wave)  # its log did not say: taken as whole
     wave.first_cycle_pods = {"g": 2}
-    assert not _popped_in_part(wave)
+    assert not popped_in_part(wave)
     wave.first_cycle_pods = {"g": 1}
-    assert _popped_in_part(wave)
+    assert popped_in_part(wave)
 
 
 def test_conditions_are_compared_exactly_unless_the_binarys_is_random() -> None:
@@ -309,3 +312,42 @@ def test_a_first_placement_no_seed_gives_stays_a_mismatch(tmp_path: Path) -> Non
     (group,) = compare_wave_seeded(wave, TOPOLOGY_GATES, tmp_path)
     assert "message" in [m.comparison for m in group.mismatches]
     assert "placement-order-seed" not in group.observed
+
+
+def _plays(monkeypatch: pytest.MonkeyPatch, splits: list[int], agreeing: int = 2) -> list[int]:
+    """Plays of a two-pod gang whose first cycle held `splits[i]` pods on play i; kubesched's
+    simulator is stood in by a comparison that agrees where the first cycle held `agreeing`."""
+    played: list[int] = []
+
+    def play(target: object, s: object) -> list[WaveOutcome]:
+        wave = _wave({"g-p0": None, "g-p1": None}, {}, [])
+        wave.first_cycle_pods = {"g": splits[len(played)]}
+        played.append(wave.first_cycle_pods["g"])
+        return [wave]
+
+    def compare(wave: WaveOutcome, *args: object, prefix: str = "") -> list[PodComparison]:
+        cmp = PodComparison("default/g", prefix)
+        cmp.check("message", wave.first_cycle_pods["g"], agreeing)
+        return [cmp]
+
+    monkeypatch.setattr(group_run, "play_waves", play)
+    monkeypatch.setattr(group_run, "compare_wave_seeded", compare)
+    return played
+
+
+def test_a_disagreeing_play_the_binary_popped_in_part_is_played_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    h = Harnesses(upstream=cast(Any, object()), live=None, workdir=tmp_path, gates=GANG_GATES)
+    played = _plays(monkeypatch, [1, 2, 2])
+    results, _, waves = group_run.compare_group_scenario(h, GroupScenario(1), tmp_path)
+    assert played == [1, 2] and waves[0].first_cycle_pods == {"g": 2}
+    assert [r.mismatches for r in results] == [[]] and "binary-replayed" in results[0].observed
+    # A play popped in part every time: the last stands, its disagreement reported.
+    played = _plays(monkeypatch, [1, 1, 1, 2])
+    results, files, _ = group_run.compare_group_scenario(h, GroupScenario(1), tmp_path)
+    assert played == [1, 1, 1] and results[0].mismatches and files[0].exists()
+    # A whole play that disagrees is not played again: the binary did what kubesched models.
+    played = _plays(monkeypatch, [2, 1], agreeing=0)
+    results, _, _ = group_run.compare_group_scenario(h, GroupScenario(1), tmp_path)
+    assert played == [2] and results[0].mismatches

@@ -43,7 +43,15 @@ from kubesched.harness.differential.cluster import (
 from kubesched.harness.differential.group_scenario import POD_GROUP_API, GroupScenario, Wave
 from kubesched.harness.fake_nodes import ApiClient, ApiError
 
-__all__ = ["QUIET_SECONDS", "SETTLE_TIMEOUT", "GroupOutcome", "WaveOutcome", "play_waves", "play_waves_whole"]
+__all__ = [
+    "QUIET_SECONDS",
+    "SETTLE_TIMEOUT",
+    "GroupOutcome",
+    "WaveOutcome",
+    "play_waves",
+    "play_waves_whole",
+    "popped_in_part",
+]
 
 Obj = dict[str, Any]
 
@@ -104,12 +112,14 @@ def play_waves_whole(target: ScenarioOnCluster, s: GroupScenario, *, tries: int 
     group before all its pods had joined it: for checks of what it does with a whole group."""
     for _ in range(tries - 1):
         waves = play_waves(target, s)
-        if not any(_popped_in_part(w) for w in waves):
+        if not any(popped_in_part(w) for w in waves):
             return waves
     return play_waves(target, s)
 
 
-def _popped_in_part(wave: WaveOutcome) -> bool:
+def popped_in_part(wave: WaveOutcome) -> bool:
+    """Whether the scheduler's first cycle for some group of the wave held fewer of its pods than
+    the wave created (from its log; a scheduler whose log does not tell is taken at its word)."""
     sizes = {g["metadata"]["name"]: 0 for g in wave.groups}
     for pod in wave.pods:
         group = (pod["spec"].get("schedulingGroup") or {}).get("podGroupName")
