@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import msgspec
 import pytest
 from extender_helpers import engine, node_json, objects, pod_json, serve_in_thread, server
 from starlette.testclient import TestClient
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Node, Pod
 from kubesched.cluster.kube.binder import BindConflict
 from kubesched.cluster.kube.client import ApiError
 from kubesched.extender.openapi import render
@@ -62,6 +63,34 @@ def test_filter_node_names_unknown_to_the_cache_fail_resolvably() -> None:
     result = client.post("/filter", json={"Pod": pod_json("p"), "NodeNames": ["big", "ghost"]}).json()
     assert result["NodeNames"] == ["big"]
     assert "ghost" in result["FailedNodes"]
+
+
+def test_a_repeated_node_names_list_follows_the_cache() -> None:
+    """The engine reuses the rows of the last NodeNames list; nodes that arrive, other lists and pods
+    bound since must still count (kube-scheduler sends the same list call after call)."""
+    state = ClusterState.from_objects(objects(NODES, RUNNING))
+    client = TestClient(server(engine(state)).app)
+    names = ["big", "new", "half"]
+
+    def filtered(names: list[str], cpu: str = "2") -> dict[str, Any]:
+        body = {"Pod": pod_json("p", cpu=cpu), "NodeNames": names}
+        result: dict[str, Any] = client.post("/filter", json=body).json()
+        return result
+
+    first = filtered(names)
+    assert first["NodeNames"] == ["big", "half"] and "new" in first["FailedNodes"]
+    assert filtered(names) == first
+    state.cache.add_node(msgspec.convert(node_json("new"), Node))
+    assert filtered(names)["NodeNames"] == ["big", "new", "half"]
+    assert filtered(["half"])["NodeNames"] == ["half"]
+    state.assume_bound(msgspec.convert(pod_json("filler", cpu="3"), Pod), "half")
+    again = filtered(names)
+    assert again["NodeNames"] == ["big", "new"] and again["FailedNodes"] == {"half": "Insufficient cpu"}
+    every = [n["metadata"]["name"] for n in NODES] + ["new"]
+    order = state.snapshot().names  # every node in table order: the full set, read as views
+    scores = client.post("/prioritize", json={"Pod": pod_json("p", cpu="1"), "NodeNames": order}).json()
+    assert sorted(h["Host"] for h in scores) == sorted(every)
+    assert filtered(order)["NodeNames"] == [n for n in order if n in ("big", "new")]
 
 
 def test_filter_full_nodes_is_stateless_and_echoes_nodes() -> None:
