@@ -261,6 +261,30 @@ def test_slow_headers_do_not_hold_a_slot_against_a_caller() -> None:
             s.close()
 
 
+def test_more_idle_connections_than_slots_never_starve_an_authenticated_caller() -> None:
+    """Issue 20's case: 200 idle connections against 128 slots made every other caller wait up to
+    10 s. A caller with the token is served at once; one without it is answered 401, not hung."""
+    limits = ConnectionLimits(max_connections=128, max_connections_per_peer=128, header_timeout=30)
+    with running(limits, token="secret") as srv:
+        idle = [connect(srv) for _ in range(200)]
+        time.sleep(0.3)
+        started = time.monotonic()
+        with connect(srv) as s:
+            head = (
+                f"POST /filter HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\n"
+                f"Content-Length: {len(FILTER)}\r\nConnection: close\r\n\r\n"
+            )
+            s.sendall(head.encode() + FILTER)
+            code, text = parse_response(s)
+        assert code == 200 and '"NodeNames":["n1"]' in text.replace(" ", "")
+        assert time.monotonic() - started < 2.0
+        assert request(srv, FILTER)[0] == 401
+        open_idle = sum(not closed_by_server(c, 0.01) for c in idle[-100:])
+        assert open_idle >= 90  # the newest idle connections keep their slots
+        for c in idle:
+            c.close()
+
+
 def test_default_limits_follow_the_open_file_limit() -> None:
     limits = ConnectionLimits()
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
