@@ -129,6 +129,8 @@ ACCEPTED = [
     "GenericWorkload=true",
     # followed: TopologyPlacementGenerator and PodGroupPodsCount (weight 1) join it too
     "GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
+    # followed: group claims in DynamicResources change no plugin or arg
+    "GenericWorkload=true,DRAWorkloadResourceClaims=true",
 ]
 
 #: Gate sets under which the binary's default profile differs from its default one, and the gate

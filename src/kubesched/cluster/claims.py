@@ -3,7 +3,10 @@ server do with them, so a run sees what a cluster would.
 
 * `instantiate_template_claims`: for a pod entry `resourceClaimTemplateName`, the controller creates
   a claim `<pod>-<entry>-<suffix>` from the template (owned by the pod, annotated with the entry
-  name) and records it in `pod.status.resourceClaimStatuses`.
+  name) and records it in `pod.status.resourceClaimStatuses`. With DRAWorkloadResourceClaims, an
+  entry that matches one of its PodGroup's claims gets the group's claim instead.
+* `instantiate_group_claims`: the same for a PodGroup's template entries (`<group>-<entry>-<suffix>`,
+  owned by the PodGroup, recorded in `podGroup.status.resourceClaimStatuses`).
 * `ClaimStore`: claims by `namespace/name`; the scheduler's writes (finalizer, allocation,
   reservedFor) and the controller's clean-up when a pod goes away (drop the reservation; an
   unreserved claim is deallocated, and a pod's generated claim is deleted).
@@ -16,6 +19,7 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
+from kubesched.api.group_claims import matching_group_claim, pod_consumer
 from kubesched.api.meta import ObjectMeta, controller_reference, is_controlled_by
 from kubesched.api.objects import Pod, PodResourceClaimStatus
 from kubesched.api.resource import (
@@ -28,8 +32,15 @@ from kubesched.api.resource import (
     ResourceClaimStatus,
     ResourceClaimTemplate,
 )
+from kubesched.api.scheduling_groups import V1BETA1, PodGroup, PodGroupResourceClaimStatus
 
-__all__ = ["POD_CLAIM_NAME_ANNOTATION", "ClaimConflict", "ClaimStore", "instantiate_template_claims"]
+__all__ = [
+    "POD_CLAIM_NAME_ANNOTATION",
+    "ClaimConflict",
+    "ClaimStore",
+    "instantiate_group_claims",
+    "instantiate_template_claims",
+]
 
 #: Set by the resourceclaim controller on claims it generates: the pod's entry name.
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
@@ -45,41 +56,87 @@ def _suffix(seed: str) -> str:
     return "".join(_SUFFIX_ALPHABET[b % len(_SUFFIX_ALPHABET)] for b in digest[:5])
 
 
+def _from_template(
+    templates: Mapping[str, ResourceClaimTemplate],
+    template_name: str,
+    entry: str,
+    owner: ObjectMeta,
+    kind: str,
+) -> ResourceClaim | None:
+    """The claim the controller creates for `owner`'s entry (a Pod's or a PodGroup's) from its
+    template: `<owner>-<entry>-<suffix>`, owned by it. None while the template does not exist (the
+    controller waits for it, and the pods for their claim)."""
+    namespace = owner.namespace or "default"
+    template = templates.get(f"{namespace}/{template_name}")
+    if template is None:
+        return None
+    claim_name = f"{f'{owner.name}-{entry}'[:57]}-{_suffix(owner.uid + entry)}"
+    meta = template.spec.metadata
+    api_version = "v1" if kind == "Pod" else V1BETA1
+    return ResourceClaim(
+        metadata=ObjectMeta(
+            name=claim_name,
+            namespace=namespace,
+            uid=f"claim-{_suffix(claim_name)}-{hashlib.sha256(claim_name.encode()).hexdigest()[:12]}",
+            labels=dict(meta.labels),
+            annotations={**meta.annotations, POD_CLAIM_NAME_ANNOTATION: entry},
+            owner_references=[controller_reference(api_version, kind, owner.name, owner.uid)],
+        ),
+        spec=template.spec.spec,
+    )
+
+
 def instantiate_template_claims(
-    pod: Pod, templates: Mapping[str, ResourceClaimTemplate]
+    pod: Pod, templates: Mapping[str, ResourceClaimTemplate], group: PodGroup | None = None
 ) -> tuple[Pod, list[ResourceClaim]]:
-    """The pod with `resourceClaimStatuses` filled, and the claims the controller would create."""
+    """The pod with `resourceClaimStatuses` filled, and the claims the controller would create.
+
+    `group`: the pod's PodGroup when DRAWorkloadResourceClaims is on. An entry matching one of its
+    claims resolves to the group's claim once that is made (until then the pod waits for it)."""
     known = {s.name for s in pod.status.resource_claim_statuses}
     statuses = list(pod.status.resource_claim_statuses)
     created: list[ResourceClaim] = []
-    namespace = pod.metadata.namespace
     for entry in pod.spec.resource_claims:
         name = entry.resource_claim_template_name
         if not name or entry.name in known:
             continue
-        template = templates.get(f"{namespace}/{name}")
-        if template is None:
-            continue  # the controller waits for the template; the pod waits for its claim
-        base = f"{pod.metadata.name}-{entry.name}"[:57]
-        claim_name = f"{base}-{_suffix(pod.metadata.uid + entry.name)}"
-        meta = template.spec.metadata
-        claim = ResourceClaim(
-            metadata=ObjectMeta(
-                name=claim_name,
-                namespace=namespace,
-                uid=f"claim-{_suffix(claim_name)}-{hashlib.sha256(claim_name.encode()).hexdigest()[:12]}",
-                labels=dict(meta.labels),
-                annotations={**meta.annotations, POD_CLAIM_NAME_ANNOTATION: entry.name},
-                owner_references=[controller_reference("v1", "Pod", pod.metadata.name, pod.metadata.uid)],
-            ),
-            spec=template.spec.spec,
-        )
+        if group is not None and matching_group_claim(entry, group) is not None:
+            made = {s.name: s.resource_claim_name for s in group.status.resource_claim_statuses}
+            if entry.name in made:
+                statuses.append(PodResourceClaimStatus(name=entry.name, resource_claim_name=made[entry.name]))
+            continue
+        claim = _from_template(templates, name, entry.name, pod.metadata, "Pod")
+        if claim is None:
+            continue
         created.append(claim)
-        statuses.append(PodResourceClaimStatus(name=entry.name, resource_claim_name=claim_name))
-    if not created:
+        statuses.append(PodResourceClaimStatus(name=entry.name, resource_claim_name=claim.metadata.name))
+    if len(statuses) == len(pod.status.resource_claim_statuses):
         return pod, []
     status = msgspec.structs.replace(pod.status, resource_claim_statuses=statuses)
     return msgspec.structs.replace(pod, status=status), created
+
+
+def instantiate_group_claims(
+    group: PodGroup, templates: Mapping[str, ResourceClaimTemplate]
+) -> tuple[PodGroup, list[ResourceClaim]]:
+    """The PodGroup with `resourceClaimStatuses` filled, and the claims the controller would create
+    for its template entries (DRAWorkloadResourceClaims on)."""
+    known = {s.name for s in group.status.resource_claim_statuses}
+    statuses = list(group.status.resource_claim_statuses)
+    created: list[ResourceClaim] = []
+    for entry in group.spec.resource_claims:
+        name = entry.resource_claim_template_name
+        if not name or entry.name in known:
+            continue
+        claim = _from_template(templates, name, entry.name, group.metadata, "PodGroup")
+        if claim is None:
+            continue
+        created.append(claim)
+        statuses.append(PodGroupResourceClaimStatus(name=entry.name, resource_claim_name=claim.metadata.name))
+    if not created:
+        return group, []
+    status = msgspec.structs.replace(group.status, resource_claim_statuses=statuses)
+    return msgspec.structs.replace(group, status=status), created
 
 
 def _simulated_driver_statuses(allocation: AllocationResult) -> list[AllocatedDeviceStatus]:
@@ -172,7 +229,11 @@ class ClaimStore:
 
     # ------------------------------------------------------------------ scheduler writes
     def write_allocation(
-        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+        self,
+        claim: ResourceClaim,
+        allocation: AllocationResult | None,
+        pod: Pod,
+        consumer: ResourceClaimConsumerReference | None = None,
     ) -> ResourceClaim:
         current = self._claims.get(claim.key)
         if current is None or current.metadata.uid != claim.metadata.uid:
@@ -189,10 +250,8 @@ class ClaimStore:
         elif _binding_pending(status):
             # Allocated before the run, still waiting: the simulator's driver prepares it now.
             status = msgspec.structs.replace(status, devices=_simulated_driver_statuses(status.allocation))
-        if not any(r.uid == pod.metadata.uid for r in status.reserved_for):
-            ref = ResourceClaimConsumerReference(
-                resource="pods", name=pod.metadata.name, uid=pod.metadata.uid
-            )
+        ref = consumer if consumer is not None else pod_consumer(pod)
+        if not any(r.uid == ref.uid for r in status.reserved_for):
             status = msgspec.structs.replace(status, reserved_for=[*status.reserved_for, ref])
         meta = current.metadata
         if DELETE_PROTECTION_FINALIZER not in meta.finalizers:

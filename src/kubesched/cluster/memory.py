@@ -18,14 +18,19 @@ from kubesched.api.cluster_objects import PriorityClass
 from kubesched.api.label_keys import merge_label_keys
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Node, Pod, PodCondition, PodExtendedResourceClaimStatus
-from kubesched.api.resource import AllocationResult, Condition, ResourceClaim
+from kubesched.api.resource import AllocationResult, Condition, ResourceClaim, ResourceClaimConsumerReference
 from kubesched.api.resources import default_requests_from_limits
 from kubesched.api.scheduling_groups import CompositePodGroup
 from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
-from kubesched.cluster.claims import ClaimConflict, ClaimStore, instantiate_template_claims
+from kubesched.cluster.claims import (
+    ClaimConflict,
+    ClaimStore,
+    instantiate_group_claims,
+    instantiate_template_claims,
+)
 from kubesched.framework.events import ActionType, Resource
 from kubesched.framework.node_info import pod_key
-from kubesched.framework.pod_groups import SchedulingGroups, with_condition
+from kubesched.framework.pod_groups import SchedulingGroups, pod_group_of, with_condition
 
 _UID_NAMESPACE = uuid.UUID("6f1c4b52-9d7a-4a55-bf11-0d6c2f1b7e10")
 
@@ -64,10 +69,20 @@ class RecordedEvent:
 
 
 class MemoryCluster:
-    def __init__(self, objects: LoadedObjects, now: Any = lambda: 0.0, *, keep_events: bool = True) -> None:
+    def __init__(
+        self,
+        objects: LoadedObjects,
+        now: Any = lambda: 0.0,
+        *,
+        keep_events: bool = True,
+        group_claims: bool = False,
+    ) -> None:
         """`keep_events=False` records no Event: a long replay would keep one or more per pod for
-        nobody (its report reads the scheduler's attempts, not Events)."""
+        nobody (its report reads the scheduler's attempts, not Events). `group_claims`
+        (DRAWorkloadResourceClaims): the resourceclaim controller makes PodGroups' claims and points
+        their pods' matching entries at them."""
         self._now = now
+        self._group_claims = group_claims
         self._keep_events = keep_events
         self.priority_classes: dict[str, PriorityClass] = {
             pc.metadata.name: pc for pc in objects.priority_classes
@@ -77,6 +92,15 @@ class MemoryCluster:
         self._templates = templates = {
             f"{t.metadata.namespace or 'default'}/{t.metadata.name}": t
             for t in objects.resource_claim_templates
+        }
+        groups: list[SchedulingPodGroup | CompositePodGroup] = [
+            *(self._with_group_claims(self.admit_group(g)) for g in objects.scheduling_pod_groups),
+            *(self.admit_group(g) for g in objects.composite_pod_groups),
+        ]
+        by_name = {
+            (g.metadata.namespace or "default", g.metadata.name): g
+            for g in groups
+            if isinstance(g, SchedulingPodGroup)
         }
         self.pods: dict[str, Pod] = {}
         #: Pods whose phase is Succeeded or Failed: kept out of `pods`, as the live scheduler's informer
@@ -89,7 +113,8 @@ class MemoryCluster:
                 continue
             if templates and not prepared.spec.node_name:
                 # kube-controller-manager's resourceclaim controller, before the scheduler sees the pod
-                prepared, created = instantiate_template_claims(prepared, templates)
+                group = by_name.get(found) if (found := pod_group_of(prepared)) and group_claims else None
+                prepared, created = instantiate_template_claims(prepared, templates, group)
                 for claim in created:
                     self.claims.put(claim)
             self.pods[pod_key(prepared)] = prepared
@@ -102,13 +127,7 @@ class MemoryCluster:
         self.bind_count: dict[str, int] = {}
         #: Workloads, PodGroups, CompositePodGroups and the pods of each group, kept current as the
         #: first watcher of every pod change.
-        groups: list[SchedulingPodGroup | CompositePodGroup] = [
-            *objects.scheduling_pod_groups,
-            *objects.composite_pod_groups,
-        ]
-        self.groups = SchedulingGroups(
-            [*objects.workloads, *(self.admit_group(g) for g in groups)], self.pods.values()
-        )
+        self.groups = SchedulingGroups([*objects.workloads, *groups], self.pods.values())
         self._handlers: list[EventHandler] = [self.groups]
 
     # ------------------------------------------------------------------ admission
@@ -141,6 +160,10 @@ class MemoryCluster:
         `spec.priority`: the value of its class, or of the global default class (then named in
         `priorityClassName`). A hand-written group then carries the priority its pods get from the
         same class, which the pod-group cycle requires of every member."""
+        if not group.metadata.uid:
+            namespace = group.metadata.namespace or "default"
+            uid = str(uuid.uuid5(_UID_NAMESPACE, f"{group.kind}:{namespace}/{group.metadata.name}"))
+            group = msgspec.structs.replace(group, metadata=msgspec.structs.replace(group.metadata, uid=uid))
         spec = group.spec
         if spec.priority is not None:
             return group
@@ -149,6 +172,16 @@ class MemoryCluster:
             return group
         filled = msgspec.structs.replace(spec, priority=pc.value, priority_class_name=pc.metadata.name)
         return msgspec.structs.replace(group, spec=filled)
+
+    def _with_group_claims(self, group: SchedulingPodGroup | CompositePodGroup) -> SchedulingPodGroup:
+        """The PodGroup as the resourceclaim controller leaves it: its template claims made."""
+        assert isinstance(group, SchedulingPodGroup)
+        if not self._group_claims or not group.spec.resource_claims:
+            return group
+        made, created = instantiate_group_claims(group, self._templates)
+        for claim in created:
+            self.claims.put(claim)
+        return made
 
     def _priority_class(self, name: str) -> PriorityClass | None:
         """The class `name` names; for no name, the global default (the lowest, should there be
@@ -305,7 +338,10 @@ class MemoryCluster:
         if key in self.pods or name in self._names:
             raise ClusterError(f'pods "{admitted.metadata.name}" already exists')
         if self._templates and not admitted.spec.node_name:
-            admitted, created = instantiate_template_claims(admitted, self._templates)
+            group = None
+            if self._group_claims and (found := pod_group_of(admitted)) is not None:
+                group = self.groups.pod_group(*found)
+            admitted, created = instantiate_template_claims(admitted, self._templates, group)
             for claim in created:
                 self.claims.put(claim)
                 self._claim_event(None, claim)
@@ -328,11 +364,15 @@ class MemoryCluster:
 
     # ------------------------------------------------------------------ ResourceClaimWriter
     def write_claim_allocation(
-        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+        self,
+        claim: ResourceClaim,
+        allocation: AllocationResult | None,
+        pod: Pod,
+        consumer: ResourceClaimConsumerReference | None = None,
     ) -> ResourceClaim:
         old = self.claims.get(claim.key)
         try:
-            stored = self.claims.write_allocation(claim, allocation, pod)
+            stored = self.claims.write_allocation(claim, allocation, pod, consumer)
         except ClaimConflict as err:
             raise ClusterError(str(err)) from None
         self._claim_event(old, stored)

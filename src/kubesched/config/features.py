@@ -55,7 +55,6 @@ DEFAULT_ONLY: Mapping[str, str] = {
     "DRANodeAllocatableResources": "node-allocatable DRA resources",
     "DRAOptionalNodeOperations": "optional node operations in DynamicResources",
     "DRAPartitionableDevices": "switching off partitionable devices in DynamicResources",
-    "DRAWorkloadResourceClaims": "pod-group resource claims in DynamicResources",
     "InPlacePodLevelResourcesVerticalScaling": "switching off in-place resizes of pod-level resources",
     "InPlacePodVerticalScalingSchedulerPreemption": "the DeferredPodScheduling plugin",
     "MatchLabelKeysInPodTopologySpread": "switching off matchLabelKeys in PodTopologySpread",
@@ -73,6 +72,7 @@ DEFAULT_ONLY: Mapping[str, str] = {
 FOLLOWED = frozenset(
     {
         "DRASchedulerFilterTimeout",
+        "DRAWorkloadResourceClaims",
         "GenericWorkload",
         "OpportunisticBatching",
         "PodGroupPreemptionPolicy",

@@ -93,3 +93,28 @@ def missing_state_error(message: str) -> Callable[[], Status]:
     """`compute` for `pre_filter_state` in a plugin that, as its upstream counterpart, returns an
     error when its state is missing instead of working it out: the error carries upstream's message."""
     return lambda: Status.as_error(message)
+
+
+#: Where a member's CycleState holds its pod-group cycle's shared state (upstream keeps it in a
+#: field of CycleState: `GetPodGroupSchedulingCycle`).
+POD_GROUP_CYCLE_KEY = "kubesched.io/pod-group-cycle"
+
+
+class PodGroupCycleState:
+    """upstream's PodGroupCycleState: plugin data shared by every member of one pod-group cycle,
+    across its placements (DynamicResources' claims pending for the group, say). Present in a
+    member's CycleState only while the group's cycle runs: binding cycles see none."""
+
+    __slots__ = ("data",)
+
+    def __init__(self) -> None:
+        self.data: dict[str, object] = {}
+
+    def clone(self) -> PodGroupCycleState:
+        return self
+
+
+def pod_group_cycle(state: CycleState) -> PodGroupCycleState | None:
+    """The pod-group cycle `state` belongs to (None: a pod scheduled on its own, or binding)."""
+    found = state.get(POD_GROUP_CYCLE_KEY)
+    return found if isinstance(found, PodGroupCycleState) else None

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
-from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.api.resource import AllocationResult, ResourceClaim, ResourceClaimConsumerReference
 from kubesched.api.storage import PersistentVolumeClaim
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import BackgroundEvictionPort
@@ -134,9 +134,13 @@ class ProfileHandle:
         return cast(ResourceClaimWriter, port)
 
     def write_claim_allocation(
-        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+        self,
+        claim: ResourceClaim,
+        allocation: AllocationResult | None,
+        pod: Pod,
+        consumer: ResourceClaimConsumerReference | None = None,
     ) -> ResourceClaim:
-        return self._claims_port().write_claim_allocation(claim, allocation, pod)
+        return self._claims_port().write_claim_allocation(claim, allocation, pod, consumer)
 
     def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
         self._claims_port().remove_claim_reservation(claim, pod)

@@ -31,7 +31,7 @@ import msgspec
 from kubesched.api.objects import Pod
 from kubesched.api.resource import Condition
 from kubesched.api.scheduling_groups import POD_GROUP_INITIALLY_SCHEDULED, PodGroup
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import POD_GROUP_CYCLE_KEY, CycleState
 from kubesched.framework.node_info import pod_key
 from kubesched.framework.placement import ProposedAssignment
 from kubesched.framework.pod_group_preemption import GroupPreemptor, PodGroupPostFilterResult
@@ -275,6 +275,8 @@ class PodGroupCycle:
             elif res.status is None and res.result is not None:
                 tried[m.pod.metadata.name] = res.result.node
                 if group_status is None:
+                    # upstream: the binding cycle runs outside the group's cycle (Reserve included)
+                    res.state.delete(POD_GROUP_CYCLE_KEY)
                     self._trial.assume_and_reserve(fwk, res.state, m, res.result, started)
                     placement[m.pod.metadata.name] = res.result.node
                 elif waiting is not None:

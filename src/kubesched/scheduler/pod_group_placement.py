@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from kubesched.api.objects import Pod
 from kubesched.api.scheduling_groups import PodGroup
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import POD_GROUP_CYCLE_KEY, CycleState, PodGroupCycleState
 from kubesched.framework.node_table import NodeSet
 from kubesched.framework.placement import Placement, PodGroupAssignments, ProposedAssignment
 from kubesched.framework.runtime import Framework
@@ -128,17 +128,23 @@ class GroupPlacer:
     ) -> tuple[list[PodResult], Status | None]:
         """The members' results in order (fewer when the trial stopped early) and the group's
         status (None: placeable). `scheduled` counts the group's pods already assumed or bound."""
+        group_cycle = PodGroupCycleState()
         if self._topology:
-            trial = self._placements(fwk, pod_group, members, scheduled)
+            trial = self._placements(fwk, pod_group, members, scheduled, group_cycle)
         else:
-            trial = self._default(fwk, pod_group, members, scheduled, None)
+            trial = self._default(fwk, pod_group, members, scheduled, None, group_cycle)
         if trial.status is None and not trial.any_scheduled:
             # upstream requires at least one pod placed in this cycle to call it a success
             return trial.results, Status(Code.UNSCHEDULABLE, error=PodGroupUnschedulable())
         return trial.results, trial.status
 
     def _placements(
-        self, fwk: Framework, pod_group: PodGroup, members: list[QueuedPodInfo], scheduled: int
+        self,
+        fwk: Framework,
+        pod_group: PodGroup,
+        members: list[QueuedPodInfo],
+        scheduled: int,
+        group_cycle: PodGroupCycleState,
     ) -> _Trial:
         """podGroupSchedulingPlacementAlgorithm: the default algorithm in each generated placement."""
         group_state = CycleState()
@@ -155,7 +161,7 @@ class GroupPlacer:
         feasible: list[tuple[Placement, _Trial]] = []
         for placement in placements:
             nodes = None if len(placement.nodes) == len(table) else placement.nodes
-            trial = self._default(fwk, pod_group, members, scheduled, nodes)
+            trial = self._default(fwk, pod_group, members, scheduled, nodes, group_cycle)
             if trial.status is not None and trial.status.code == Code.ERROR:
                 return trial
             first = first or trial
@@ -196,6 +202,7 @@ class GroupPlacer:
         members: list[QueuedPodInfo],
         scheduled: int,
         placement: NodeSet | None,
+        group_cycle: PodGroupCycleState,
     ) -> _Trial:
         """podGroupSchedulingDefaultAlgorithm within `placement` (None: every node)."""
         results: list[PodResult] = []
@@ -212,6 +219,7 @@ class GroupPlacer:
             any_scheduled = False
             for m in members:
                 state = CycleState()
+                state.write(POD_GROUP_CYCLE_KEY, group_cycle)
                 try:
                     chosen = self._trial.schedule_pod(fwk, state, m, placement)
                 except FitError as fit:

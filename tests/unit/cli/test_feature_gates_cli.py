@@ -45,8 +45,8 @@ ERRORS = [
         "cannot set feature gate NodeDeclaredFeatures to false, feature is locked",
     ),
     (
-        "GenericWorkload=true,DRAWorkloadResourceClaims=true",
-        "DRAWorkloadResourceClaims=true changes scheduling and kubesched does not implement it",
+        "DRADerivedAttributes=true",
+        "DRADerivedAttributes=true changes scheduling and kubesched does not implement it",
     ),
     ("SchedulerAsyncPreemption=false", "SchedulerAsyncPreemption=false changes scheduling"),
     (

@@ -73,6 +73,8 @@ def test_pod_group_priority_filled_from_its_class_or_the_lowest_global_default()
     assert (plain.spec.priority, plain.spec.priority_class_name) == (5, "also")  # as admission names it
     assert cluster.admit(pod({}, name="q")).spec.priority == 5  # pods take the same default
     given = pod_group({"priority": 3})
-    assert cluster.admit_group(given) is given
+    admitted = cluster.admit_group(given)
+    assert admitted.spec is given.spec  # a priority given is kept
+    assert admitted.metadata.uid  # the API server gives every object a uid (claims name it)
     unknown = pod_group({"priorityClassName": "nope"})
     assert cluster.admit_group(unknown).spec.priority is None  # the API server would refuse it

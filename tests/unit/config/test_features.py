@@ -119,7 +119,7 @@ def test_refused_as_the_binary_refuses(values: list[str], message: str) -> None:
 @pytest.mark.parametrize(
     ("values", "named"),
     [
-        (["GenericWorkload=true,DRAWorkloadResourceClaims=true"], "DRAWorkloadResourceClaims=true changes"),
+        (["DRADerivedAttributes=true"], "DRADerivedAttributes=true changes"),
         (["SchedulerAsyncPreemption=false"], "SchedulerAsyncPreemption=false changes scheduling"),
         (["SchedulerPopFromBackoffQ=false"], "SchedulerPopFromBackoffQ=false changes scheduling"),
         (

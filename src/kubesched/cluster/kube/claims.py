@@ -25,8 +25,14 @@ from typing import Any
 
 import msgspec
 
+from kubesched.api.group_claims import pod_consumer
 from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
-from kubesched.api.resource import DELETE_PROTECTION_FINALIZER, AllocationResult, ResourceClaim
+from kubesched.api.resource import (
+    DELETE_PROTECTION_FINALIZER,
+    AllocationResult,
+    ResourceClaim,
+    ResourceClaimConsumerReference,
+)
 from kubesched.cluster.kube.client import ApiError, KubeClient
 
 __all__ = ["ApiClaimWriter", "ClaimWriteError"]
@@ -83,7 +89,11 @@ class ApiClaimWriter:
 
     # ------------------------------------------------------------------ writes
     def write_allocation(
-        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+        self,
+        claim: ResourceClaim,
+        allocation: AllocationResult | None,
+        pod: Pod,
+        consumer: ResourceClaimConsumerReference | None = None,
     ) -> ResourceClaim:
         path = _path(claim.metadata.namespace, claim.metadata.name)
         wanted = msgspec.to_builtins(allocation) if allocation is not None else None
@@ -109,8 +119,9 @@ class ApiClaimWriter:
             if status.get("allocation") is None and wanted is not None:
                 status["allocation"] = {**wanted, "allocationTimestamp": _timestamp(self._now())}
                 changed = True
-            if not any(r.get("uid") == pod.metadata.uid for r in reserved):
-                reserved.append({"resource": "pods", "name": pod.metadata.name, "uid": pod.metadata.uid})
+            ref = consumer if consumer is not None else pod_consumer(pod)
+            if not any(r.get("uid") == ref.uid for r in reserved):
+                reserved.append({k: v for k, v in msgspec.to_builtins(ref).items() if v})
                 changed = True
             if not changed:
                 return raw

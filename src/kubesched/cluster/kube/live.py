@@ -63,7 +63,7 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
-from kubesched.api.resource import AllocationResult, Condition, ResourceClaim
+from kubesched.api.resource import AllocationResult, Condition, ResourceClaim, ResourceClaimConsumerReference
 from kubesched.api.scheduling_groups import POD_GROUP_KEY, PodGroup
 from kubesched.api.storage import PersistentVolumeClaim
 from kubesched.cluster.kube.bad_pods import pod_identity
@@ -292,10 +292,14 @@ class LiveCluster:
 
     # -- ResourceClaimWriter: DynamicResources' writes, with the state lock let go during the calls
     def write_claim_allocation(
-        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+        self,
+        claim: ResourceClaim,
+        allocation: AllocationResult | None,
+        pod: Pod,
+        consumer: ResourceClaimConsumerReference | None = None,
     ) -> ResourceClaim:
         with self._lock.released():
-            return self.claims.write_allocation(claim, allocation, pod)
+            return self.claims.write_allocation(claim, allocation, pod, consumer)
 
     def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
         with self._lock.released():

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kubesched.api.group_claims import owned_by_pods_group
 from kubesched.api.meta import is_controlled_by
 from kubesched.api.objects import Pod
 from kubesched.api.quantity import QuantityError, quantity_nanos
@@ -35,8 +36,13 @@ def claim_index(claims: Iterable[ResourceClaim]) -> dict[str, ResourceClaim]:
     return {f"{c.metadata.namespace}/{c.metadata.name}": c for c in claims}
 
 
-def resolve_pod_claims(pod: Pod, claims: Mapping[str, ResourceClaim]) -> list[ClaimRef] | str:
-    """The pod's claims in spec order, or the reason one is not usable (UnschedulableAndUnresolvable)."""
+def resolve_pod_claims(
+    pod: Pod, claims: Mapping[str, ResourceClaim], accept_group: bool = False
+) -> list[ClaimRef] | str:
+    """The pod's claims in spec order, or the reason one is not usable (UnschedulableAndUnresolvable).
+
+    `accept_group` (DRAWorkloadResourceClaims): a claim made from a template may also be owned by
+    the pod's PodGroup (the group's claim, shared by its pods)."""
     out: list[ClaimRef] = []
     namespace = pod.metadata.namespace
     statuses = {s.name: s for s in pod.status.resource_claim_statuses}
@@ -60,6 +66,16 @@ def resolve_pod_claims(pod: Pod, claims: Mapping[str, ResourceClaim]) -> list[Cl
         if claim.metadata.deletion_timestamp:
             return f'resourceclaim "{name}" is being deleted'
         if from_template and not is_controlled_by(claim.metadata, pod.metadata.uid):
+            group = pod.spec.scheduling_group
+            if accept_group and group is not None and group.pod_group_name:
+                if owned_by_pods_group(pod, claim):
+                    out.append(ClaimRef(entry.name, claim, from_template))
+                    continue
+                return (
+                    f"ResourceClaim {namespace}/{name} was not created for Pod "
+                    f"{namespace}/{pod.metadata.name} (neither Pod nor PodGroup {group.pod_group_name} "
+                    "is the owner)"
+                )
             return (
                 f"ResourceClaim {namespace}/{name} was not created for Pod {namespace}/{pod.metadata.name} "
                 "(Pod is not owner)"
@@ -135,6 +151,8 @@ class ClaimLedger:
     _event_driven: bool = False
     _pending: dict[str, tuple[str, AllocationResult]] = field(default_factory=dict)
     _pending_entries: dict[str, _Entry] = field(default_factory=dict)
+    #: pods beyond the first sharing a pending allocation (a group's members, in one pod-group cycle)
+    _sharers: dict[str, int] = field(default_factory=dict)
     _counts: dict[DeviceID, int] = field(default_factory=dict)
     #: bumped on every change to the devices in use
     version: int = 0
@@ -214,12 +232,32 @@ class ClaimLedger:
         self._pending_entries[uid] = entry
         self._apply(entry, +1)
 
+    def share_pending(self, uid: str) -> None:
+        """One more pod uses the allocation pending for claim `uid` (upstream's in-flight sharers):
+        it stays pending until each of them is unreserved, or the cluster shows it."""
+        if uid in self._pending:
+            self._sharers[uid] = self._sharers.get(uid, 0) + 1
+
     def pending_owner(self, uid: str) -> str | None:
         found = self._pending.get(uid)
         return found[0] if found is not None else None
 
-    def drop_pending(self, uid: str) -> None:
+    def pending_allocation(self, uid: str) -> AllocationResult | None:
+        found = self._pending.get(uid)
+        return found[1] if found is not None else None
+
+    def drop_pending(self, uid: str) -> bool:
+        """One pod lets go of the pending allocation; True when that was the last one."""
+        shared = self._sharers.get(uid, 0)
+        if shared:
+            if shared == 1:
+                del self._sharers[uid]
+            else:
+                self._sharers[uid] = shared - 1
+            return False
+        found = uid in self._pending
         self._drop_pending(uid)
+        return found
 
     def rename_pending(self, old: str, new: str) -> None:
         """The claim pending as `old` was created under uid `new` (the extended-resource claim gets
@@ -234,6 +272,7 @@ class ClaimLedger:
             self._drop_pending(new)  # the cluster already shows it
 
     def _drop_pending(self, uid: str) -> None:
+        self._sharers.pop(uid, None)
         if self._pending.pop(uid, None) is not None:
             self._apply(self._pending_entries.pop(uid), -1)
 

@@ -23,8 +23,10 @@ __all__ = ["ClaimHints"]
 class ClaimHints:
     """The registrations and the two hints, over the claims by `namespace/name`."""
 
-    def __init__(self, claims: Callable[[], Mapping[str, ResourceClaim]]) -> None:
+    def __init__(self, claims: Callable[[], Mapping[str, ResourceClaim]], accept_group: bool = False) -> None:
         self._claims = claims
+        #: DRAWorkloadResourceClaims: a pod's claim may be its PodGroup's.
+        self._accept_group = accept_group
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Upstream's five rows, in its order; no Pod deletion (a deleted pod's claims are
@@ -67,7 +69,7 @@ class ClaimHints:
             # or none of them is this claim. Every other pending pod takes this exit at each claim
             # event, so it must stay cheap.
             return QueueingHint.SKIP
-        resolved = resolve_pod_claims(pod, claims)
+        resolved = resolve_pod_claims(pod, claims, self._accept_group)
         if isinstance(resolved, str):
             return QueueingHint.SKIP  # still missing a claim: PreEnqueue would stop it again
         if deallocated:
@@ -84,6 +86,6 @@ class ClaimHints:
         the pod's status; queue once every claim of the updated pod exists."""
         if not isinstance(new, Pod):
             return QueueingHint.QUEUE
-        if isinstance(resolve_pod_claims(new, self._claims()), str):
+        if isinstance(resolve_pod_claims(new, self._claims(), self._accept_group), str):
             return QueueingHint.SKIP
         return QueueingHint.QUEUE

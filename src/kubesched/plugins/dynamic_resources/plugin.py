@@ -20,6 +20,10 @@ Extension points, as upstream v1.37 implements them:
 * **PreBind** — writes the allocation through the Handle's `ResourceClaimWriter` (finalizer,
   `status.allocation`, `reservedFor`), then waits for binding conditions up to `bindingTimeout`.
 
+In a pod-group cycle (GenericWorkload), a member reuses the allocation an earlier member's Reserve
+made for a claim they share; with DRAWorkloadResourceClaims, a claim standing for one of the
+PodGroup's claims may be owned by the PodGroup and is reserved for it (group.py).
+
 Every rejection is UnschedulableAndUnresolvable, so preemption never picks nodes for DRA reasons.
 """
 
@@ -32,8 +36,10 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from kubesched.api.group_claims import GROUP_CLAIMS, is_reserved_for_pod
 from kubesched.api.objects import Pod
 from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.api.scheduling_groups import PodGroup
 from kubesched.api.selectors import NodeSelectorMatcher, compile_node_selector
 from kubesched.config.duration import parse_duration_ns
 from kubesched.config.features import DEFAULT_GATES, FeatureGates
@@ -57,6 +63,7 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_info import NodeInfo, pod_key
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
 from kubesched.framework.normalize import default_normalize_score
+from kubesched.framework.pod_groups import PodGroupLookup, pod_group_of
 from kubesched.framework.signature import SignFragment
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PostFilterResult
@@ -79,6 +86,7 @@ from kubesched.plugins.dynamic_resources.extended_claim import (
     pod_extended_claim,
 )
 from kubesched.plugins.dynamic_resources.fast_filter import fast_filter, fast_requests, first_available_score
+from kubesched.plugins.dynamic_resources.group import claim_consumers, group_claim_state
 from kubesched.plugins.dynamic_resources.manager import DeviceState
 from kubesched.plugins.dynamic_resources.match_cache import MatchCache
 from kubesched.plugins.dynamic_resources.pools import SliceIndex
@@ -153,7 +161,11 @@ class DynamicResources(
         self._claim_writer = handle if isinstance(handle, ResourceClaimWriter) else None
         shared = getattr(handle, "shared_state", None)
         self._devices: DeviceState = shared(NAME, DeviceState) if callable(shared) else DeviceState()
-        self._hints = ClaimHints(self._claims)
+        #: DRAWorkloadResourceClaims: claims shared by a PodGroup's pods, reserved for the group.
+        self._group_claims = features.enabled(GROUP_CLAIMS)
+        lookup: object = handle
+        self._pod_groups: PodGroupLookup | None = lookup if isinstance(lookup, PodGroupLookup) else None
+        self._hints = ClaimHints(self._claims, self._group_claims)
 
     @property
     def ledger(self) -> ClaimLedger:
@@ -191,10 +203,18 @@ class DynamicResources(
     def pre_enqueue(self, pod: Pod) -> Status | None:
         if not pod.spec.resource_claims:
             return None
-        resolved = resolve_pod_claims(pod, self._claims())
+        resolved = resolve_pod_claims(pod, self._claims(), self._group_claims)
         if isinstance(resolved, str):
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, resolved)
         return None
+
+    def _pod_group(self, pod: Pod) -> PodGroup | None:
+        """The pod's PodGroup, when group claims are on (upstream's getPodGroupSnapshot)."""
+        group = pod_group_of(pod)
+        if not self._group_claims or group is None or self._pod_groups is None:
+            return None
+        found = self._pod_groups.pod_group_state(*group)
+        return found.pod_group if found is not None else None
 
     # ------------------------------------------------------------------ PreFilter
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
@@ -204,7 +224,8 @@ class DynamicResources(
         extended = pod_extended_claim(pod, self._list("DeviceClass"), self._claims)
         if not pod.spec.resource_claims and extended is None:
             return Status.skip()
-        resolved = resolve_pod_claims(pod, self._claims())
+        group_state = group_claim_state(state, create=True)
+        resolved = resolve_pod_claims(pod, self._claims(), self._group_claims)
         if isinstance(resolved, str):
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, resolved)
         if not resolved and extended is None:
@@ -214,11 +235,19 @@ class DynamicResources(
         to_allocate: list[ResourceClaim] = []
         selectors: list[tuple[int, NodeSelectorMatcher]] = []
         stale: list[int] = []  # allocated, but binding failed or timed out: unavailable everywhere
+        reused: dict[int, AllocationResult] = {}
         for i, ref in enumerate(resolved):
             claim = ref.claim
             allocation = claim.status.allocation
             uid = claim.metadata.uid or claim.key
             if allocation is None:
+                pending = self.ledger.pending_allocation(uid)
+                if group_state is not None and uid in group_state.pending and pending is not None:
+                    # Allocated by an earlier member of this pod-group cycle: shared, as allocated.
+                    reused[i] = pending
+                    if pending.node_selector is not None:
+                        selectors.append((i, compile_node_selector(pending.node_selector)))
+                    continue
                 owner = self.ledger.pending_owner(uid)
                 if owner is not None and owner != me:
                     return Status(
@@ -265,6 +294,8 @@ class DynamicResources(
         if extended is None and not has_sub:
             data.shared = shared_request(to_allocate, classes)
         data.stale = stale
+        data.reused = reused
+        data.consumers = claim_consumers(pod, resolved, self._pod_group(pod))
         state.write(STATE_KEY, data)
         return None
 
@@ -454,16 +485,23 @@ class DynamicResources(
                     f"to allocate, want {len(claims)} claims"
                 )
         me = pod_key(pod)
+        group = group_claim_state(state)
         allocated = iter(results or ())
         pending_uids = {c.metadata.uid or c.key for c in data.to_allocate}
-        for ref in data.refs:
+        for i, ref in enumerate(data.refs):
             claim = ref.claim
             uid = claim.metadata.uid or claim.key
-            if uid in pending_uids:
-                allocation = next(allocated)
-                self.ledger.add_pending(uid, me, allocation)
+            shared = data.reused.get(i)
+            if uid in pending_uids or shared is not None:
+                allocation = next(allocated) if shared is None else shared
+                if shared is not None and self.ledger.pending_allocation(uid) is not None:
+                    self.ledger.share_pending(uid)
+                else:
+                    self.ledger.add_pending(uid, me, allocation)
+                if group is not None:
+                    group.pending.setdefault(uid, set()).add(pod.metadata.uid)
                 data.reserved.append((claim, allocation))
-            elif not any(r.uid == pod.metadata.uid for r in claim.status.reserved_for):
+            elif not is_reserved_for_pod(pod, claim, self._group_claims):
                 data.reserved.append((claim, None))
         if len(claims) > len(data.to_allocate) and data.extended is not None and results:
             # The node's extended-resource claim, created in PreBind.
@@ -482,10 +520,11 @@ class DynamicResources(
         if not isinstance(data, PreFilterState):
             return
         writer = self._writer()
+        group = group_claim_state(state)
         for claim, allocation in data.reserved:
             uid = claim.metadata.uid or claim.key
-            if allocation is not None:
-                self.ledger.drop_pending(uid)
+            if allocation is not None and self.ledger.drop_pending(uid) and group is not None:
+                group.pending.pop(uid, None)  # no member holds it any more
             current = self._claims().get(claim.key)
             if (
                 writer is not None
@@ -526,7 +565,12 @@ class DynamicResources(
                 if claim.metadata.name == IN_MEMORY_CLAIM_NAME and data.extended is not None:
                     stored = bind_extended_claim(self.ledger, data.extended, claim, allocation, pod, writer)
                 else:
-                    stored = writer.write_claim_allocation(claim, allocation, pod)
+                    if allocation is not None and _allocated_meanwhile(self._claims().get(claim.key)):
+                        # Another member of the pod's group wrote the allocation they shared first:
+                        # upstream's PreBind then fails for this pod, which is retried.
+                        return Status.as_error(f"claim {claim.key} got allocated elsewhere in the meantime")
+                    consumer = data.consumers.get(claim.metadata.uid or claim.key)
+                    stored = writer.write_claim_allocation(claim, allocation, pod, consumer)
             except Exception as exc:
                 return Status.as_error(str(exc))
             written.append(stored)
@@ -555,6 +599,11 @@ class DynamicResources(
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return self._hints.events_to_register()
+
+
+def _allocated_meanwhile(current: ResourceClaim | None) -> bool:
+    """The claim, unallocated when the pod's PreFilter read it, shows an allocation now."""
+    return current is not None and current.status.allocation is not None
 
 
 def _prefer(state: CycleState, data: PreFilterState) -> None:

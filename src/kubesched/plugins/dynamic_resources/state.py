@@ -12,7 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim
+from kubesched.api.resource import (
+    AllocationResult,
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimConsumerReference,
+)
 from kubesched.api.selectors import NodeSelectorMatcher
 from kubesched.framework.status import Status
 from kubesched.plugins.dynamic_resources.allocator import Allocator
@@ -57,6 +62,10 @@ class PreFilterState:
     stale: list[int] = field(default_factory=list)
     #: the pod's one request for shared capacity, for the shared-capacity filter (None: not its case)
     shared: SharedRequest | None = None
+    #: positions in refs of claims whose allocation, pending for this pod-group cycle, is reused
+    reused: dict[int, AllocationResult] = field(default_factory=dict)
+    #: claim uid -> whom PreBind reserves it for, when not the pod (its PodGroup)
+    consumers: dict[str, ResourceClaimConsumerReference] = field(default_factory=dict)
 
     def clone(self) -> PreFilterState:
         return self

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
-from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.api.resource import AllocationResult, ResourceClaim, ResourceClaimConsumerReference
 
 __all__ = ["ResourceClaimWriter"]
 
@@ -20,10 +20,15 @@ class ResourceClaimWriter(Protocol):
     in the simulator). Each call raises with a message on failure (the pod's binding then fails)."""
 
     def write_claim_allocation(
-        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod
+        self,
+        claim: ResourceClaim,
+        allocation: AllocationResult | None,
+        pod: Pod,
+        consumer: ResourceClaimConsumerReference | None = None,
     ) -> ResourceClaim:
         """Add the finalizer, set `status.allocation` (unless None: already allocated) and add the pod
-        to `status.reservedFor`; return the claim as stored."""
+        (or `consumer`: the pod's PodGroup, for a group's claim) to `status.reservedFor`; return the
+        claim as stored."""
         ...
 
     def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:

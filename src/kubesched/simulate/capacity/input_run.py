@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
+from kubesched.api.group_claims import GROUP_CLAIMS
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Pod, PodSpec
 from kubesched.cluster.memory import MemoryCluster
@@ -37,7 +38,9 @@ class InputRun:
         self.clock = VirtualClock()
         with_controllers = has_workloads(objects)
         self.cluster = MemoryCluster(
-            with_room_for_controllers(objects) if with_controllers else objects, self.clock.now
+            with_room_for_controllers(objects) if with_controllers else objects,
+            self.clock.now,
+            group_claims=registry.features.enabled(GROUP_CLAIMS),
         )
         self.controllers = WorkloadControllers(self.cluster, seed=seed) if with_controllers else None
         self.messages: dict[str, str] = {}

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
+from kubesched.api.group_claims import GROUP_CLAIMS
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Pod
 from kubesched.api.scheduling_groups import PodGroup
@@ -131,7 +132,11 @@ def explain_pod_group(
         if not p.spec.node_name and p.status.nominated_node_name and pod_group_of(p) != group
     ]
     running = [p for p in objects.pods if p.spec.node_name]
-    cluster = MemoryCluster(dataclasses.replace(objects, pods=[*running, *pending]), clock.now)
+    cluster = MemoryCluster(
+        dataclasses.replace(objects, pods=[*running, *pending]),
+        clock.now,
+        group_claims=registry.features.enabled(GROUP_CLAIMS),
+    )
     attempts: list[Attempt] = []
     outcomes: list[PodGroupOutcome] = []
     scheduler = new_scheduler(

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
+from kubesched.api.group_claims import GROUP_CLAIMS
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Pod
 from kubesched.api.scheduling_groups import GATE_OF
@@ -120,7 +121,7 @@ def explain_pod(
     name = profile_of(target, specs)
     pending, nominated, running_on = _split(objects, target)
     clock = VirtualClock()
-    cluster = MemoryCluster(pending, clock.now)
+    cluster = MemoryCluster(pending, clock.now, group_claims=registry.features.enabled(GROUP_CLAIMS))
     attempts: list[Attempt] = []
     scheduler = new_scheduler(
         specs, config, registry, cluster, clock, explain=True, every_node=True, observer=attempts.append

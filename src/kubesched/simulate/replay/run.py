@@ -25,6 +25,7 @@ from typing import TypeVar
 
 import msgspec
 
+from kubesched.api.group_claims import GROUP_CLAIMS
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Node, Pod
 from kubesched.cluster.memory import ClusterError, MemoryCluster
@@ -110,7 +111,10 @@ class _Replay:
         self.progress = progress
         self.clock = VirtualClock()
         self.cluster = MemoryCluster(
-            _static_objects(initial, scenario.objects), self.clock.now, keep_events=False
+            _static_objects(initial, scenario.objects),
+            self.clock.now,
+            keep_events=False,
+            group_claims=registry.features.enabled(GROUP_CLAIMS),
         )
         self.gpus = GpuMeter.for_scenario(
             self.cluster.objects.resource_slices,

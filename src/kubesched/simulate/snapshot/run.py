@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
+from kubesched.api.group_claims import GROUP_CLAIMS
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Pod
 from kubesched.api.quantity import format_quantity
@@ -165,7 +166,11 @@ def simulate_cluster(
         check_node_quantities(node)
     clock = VirtualClock()
     with_controllers = has_workloads(objects)
-    cluster = MemoryCluster(with_room_for_controllers(objects) if with_controllers else objects, clock.now)
+    cluster = MemoryCluster(
+        with_room_for_controllers(objects) if with_controllers else objects,
+        clock.now,
+        group_claims=registry.features.enabled(GROUP_CLAIMS),
+    )
     controllers = WorkloadControllers(cluster, seed=seed, now=clock.now) if with_controllers else None
     records: dict[str, PodRecord] = {}
     ignored: list[Pod] = []

@@ -1,0 +1,36 @@
+"""A pending allocation shared by the members of one pod-group cycle stays pending until the last of
+them lets go (upstream's in-flight sharers), or until the cluster shows the claim allocated."""
+
+from __future__ import annotations
+
+import msgspec
+
+from kubesched.api.resource import AllocationResult
+from kubesched.plugins.dynamic_resources.allocator_types import DeviceID
+from kubesched.plugins.dynamic_resources.claims import ClaimLedger
+
+ALLOCATION = msgspec.convert(
+    {"devices": {"results": [{"request": "gpu", "driver": "d", "pool": "p", "device": "g0"}]}},
+    AllocationResult,
+)
+G0 = DeviceID("d", "p", "g0")
+
+
+def test_the_allocation_stays_pending_until_every_sharer_lets_go() -> None:
+    ledger = ClaimLedger()
+    ledger.add_pending("uid-c", "default/w0", ALLOCATION)
+    ledger.share_pending("uid-c")  # w1 reuses it
+    assert ledger.pending_allocation("uid-c") == ALLOCATION
+    assert G0 in ledger.state.exclusive  # counted once, not per sharer
+    assert ledger.drop_pending("uid-c") is False  # w1 unreserved: w0 still holds it
+    assert G0 in ledger.state.exclusive
+    assert ledger.drop_pending("uid-c") is True
+    assert ledger.pending_allocation("uid-c") is None
+    assert G0 not in ledger.state.exclusive
+
+
+def test_sharing_nothing_pending_is_a_no_op() -> None:
+    ledger = ClaimLedger()
+    ledger.share_pending("uid-c")
+    assert ledger.drop_pending("uid-c") is False
+    assert ledger.pending_owner("uid-c") is None
