@@ -32,7 +32,7 @@ from kubesched.scheduler.queue import SchedulingQueue
 if TYPE_CHECKING:
     from kubesched.scheduler.extenders import Extenders
 
-__all__ = ["REVALIDATED_FILTERS", "Binding", "BindingCycle", "NodeVersion", "node_version"]
+__all__ = ["REVALIDATED_FILTERS", "Binding", "BindingCycle", "BindingJob", "NodeVersion", "node_version"]
 
 #: Filter plugins re-run on the chosen node just before its bind is sent: the cheap checks whose
 #: answer other pods' binds and node updates can change while a decision waits to be bound.
@@ -101,11 +101,12 @@ class BindingCycle:
         self._on_abandoned = on_abandoned
         self._extenders = extenders
         self._parked: dict[str, Binding] = {}  # pods waiting at Permit
+        self._binds_by_port: dict[str, bool] = {}  # profile -> DefaultBinder is its one Bind plugin
 
     def begin(self, b: Binding, permit: PermitOutcome) -> None:
         """After Permit: park the pod if a plugin said wait, else hand the cycle to `run_binding`."""
         if not permit.waits:
-            self._run_binding(lambda: self.run(b))
+            self._run_binding(BindingJob(self, b))
             return
         self._expect_binding(b)  # before waiting, as upstream's binding cycle does
         now = self._clock.now()
@@ -146,32 +147,74 @@ class BindingCycle:
 
     def run(self, b: Binding) -> None:
         """One binding cycle, from the Permit wait (if any) to PostBind and the Attempt."""
+        going, status = self._before_bind(b)
+        if going:
+            self.finish(b, status if status is not None else self.bind(b))
+
+    def splittable(self, b: Binding) -> bool:
+        """Whether the cycle's bind may be sent apart from the rest of it (`BindingJob`): it waits at
+        no Permit, no PreBind plugin has work (those write with the state lock let go), no extender
+        binds, and DefaultBinder, which only asks the port, is the one Bind plugin."""
+        fwk = b.fwk
+        binds_by_port = self._binds_by_port.get(fwk.profile_name)
+        if binds_by_port is None:
+            binds_by_port = self._binds_by_port[fwk.profile_name] = fwk.plugins_at("bind") == [
+                "DefaultBinder"
+            ]
+        return (
+            binds_by_port
+            and self._extenders is None
+            and self._waiting.get(b.qpi.key) is None
+            and not fwk.pre_bind_has_work(b.state, b.assumed, b.node)
+        )
+
+    def prepare(self, b: Binding) -> bool:
+        """The part of a `splittable` cycle before its bind. False: the cycle ended here (abandoned,
+        or failed in PreBind); True: `bind`, then `finish` with what it returned."""
+        going, status = self._before_bind(b)
+        if going and status is not None:
+            self.finish(b, status)
+            return False
+        return going
+
+    def _before_bind(self, b: Binding) -> tuple[bool, Status | None]:
+        """The Permit wait, PreBind and the last look at the decision. (False, None): the cycle
+        ended (failed at Permit, or abandoned); else (True, PreBind's failure or None to bind)."""
         key = b.qpi.key
         fwk, state, pod, node = b.fwk, b.state, b.assumed, b.node
-        started = b.started
-        result = b.result
         wp = self._waiting.get(key)
         if wp is not None:
             status = wp.result if wp.result is not None else wp.wait()
             self._waiting.remove(key)
             if status is not None and not status.is_success():
-                self._binding_failed(b, as_fit_status(status), started)
-                return
+                self._binding_failed(b, as_fit_status(status), b.started)
+                return False, None
         self._queue.done(key)
         if (refused := self._bind_gate()) is not None:
             self._abandon(b, "Refused", refused)
-            return
+            return False, None
         if wp is None and fwk.pre_bind_has_work(state, pod, node):
             self._expect_binding(b)
         status = fwk.run_pre_bind(state, pod, node)
         if status is None and (stale := self.stale_decision(b)) is not None:
             self._abandon(b, *stale)
-            return
-        if status is None and self._extenders is not None:  # a bindVerb extender binds before the plugins
-            status = self._extenders.bind(pod, node)  # Skip: no extender took the pod
-            status = fwk.run_bind(state, pod, node) if status is not None and status.is_skip() else status
-        elif status is None:
-            status = fwk.run_bind(state, pod, node)
+            return False, None
+        return True, status
+
+    def bind(self, b: Binding) -> Status | None:
+        """The bind: a bindVerb extender first (Skip: none took the pod), then the Bind plugins."""
+        fwk, state, pod, node = b.fwk, b.state, b.assumed, b.node
+        if self._extenders is not None:
+            status = self._extenders.bind(pod, node)
+            return fwk.run_bind(state, pod, node) if status is not None and status.is_skip() else status
+        return fwk.run_bind(state, pod, node)
+
+    def finish(self, b: Binding, status: Status | None) -> None:
+        """After the bind (`status`: how it went): PostBind and the Attempt, or the undo."""
+        key = b.qpi.key
+        fwk, state, pod, node = b.fwk, b.state, b.assumed, b.node
+        started = b.started
+        result = b.result
         if status is not None:
             if isinstance(status.error, BindRefused):
                 self._abandon(b, "Refused", str(status.error))
@@ -286,3 +329,34 @@ class BindingCycle:
 
 def _with_nomination(pod: Pod, node: str) -> Pod:
     return msgspec.structs.replace(pod, status=msgspec.structs.replace(pod.status, nominated_node_name=node))
+
+
+class BindingJob:
+    """A binding cycle as `run_binding` receives it: calling it runs the whole cycle.
+
+    A host that sends binds from worker threads while one thread owns the scheduler state (live
+    mode) may split a `splittable` cycle instead: `prepare` where the scheduling cycle ran, `bind`
+    on a worker without the state lock, and `finish` back under it. The worker then never waits for
+    the state lock, which costs thread switches on every pod; the steps are the same either way.
+    """
+
+    __slots__ = ("binding", "cycle")
+
+    def __init__(self, cycle: BindingCycle, binding: Binding) -> None:
+        self.cycle = cycle
+        self.binding = binding
+
+    def __call__(self) -> None:
+        self.cycle.run(self.binding)
+
+    def splittable(self) -> bool:
+        return self.cycle.splittable(self.binding)
+
+    def prepare(self) -> bool:
+        return self.cycle.prepare(self.binding)
+
+    def bind(self) -> Status | None:
+        return self.cycle.bind(self.binding)
+
+    def finish(self, status: Status | None) -> None:
+        self.cycle.finish(self.binding, status)

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from kubesched.cluster.kube.client import ApiError, Response
+from kubesched.cluster.kube.client import ApiError, Response, TokenBucket
 from kubesched.cluster.kube.informer import ResourceKind
 
 
@@ -162,6 +162,8 @@ class FakeKube:
         #: Writes refused while down, and writes whose answer is still to be lost (done, then refused).
         self.refused = 0
         self.lose_answers = 0
+        #: The client's rate limiter, which the bind pipeline takes its tokens from (None: unlimited).
+        self.limiter: TokenBucket | None = None
 
     def _outage(self, path: str) -> None:
         if self.down.is_set() and not path.endswith("/binding"):

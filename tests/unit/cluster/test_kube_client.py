@@ -51,6 +51,18 @@ def test_concurrent_reservations_queue_in_order() -> None:
     assert waits == pytest.approx([0.0, 0.01, 0.02, 0.03])
 
 
+def test_try_take_takes_a_token_only_when_one_is_there_now() -> None:
+    t = FakeTime()
+    bucket = TokenBucket(qps=10, burst=2, clock=t.clock, sleep=t.sleep)
+    assert [bucket.try_take() for _ in range(3)] == [True, True, False]
+    t.now += 0.05  # half a token: still none, and no debt taken on
+    assert not bucket.try_take()
+    t.now += 0.1
+    assert bucket.try_take()  # 1.5 tokens saved up: one taken
+    assert bucket.reserve() == pytest.approx(0.05)  # the refused tries took on no debt
+    assert TokenBucket(qps=0, burst=1).try_take()
+
+
 def test_qps_zero_or_negative_is_unlimited() -> None:
     bucket = TokenBucket(qps=-1, burst=1, sleep=lambda s: pytest.fail("must not sleep"))
     assert all(bucket.acquire() == 0 for _ in range(1000))

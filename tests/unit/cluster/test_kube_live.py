@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from kube_fakes import FakeKube, ScriptedListWatch, list_page, node_json, pod_json
 
+from kubesched.cluster.kube.client import TokenBucket
 from kubesched.cluster.kube.informer import KINDS, ResourceKind
 from kubesched.cluster.kube.live import LOOP_SLICE_SECONDS, LiveCluster, LiveOptions
 from kubesched.cluster.kube.state_lock import StateLock
@@ -272,6 +273,56 @@ def test_the_loop_keeps_the_lock_for_consecutive_steps_within_its_slice() -> Non
         cluster._steps()
     assert held == [True]
     cluster.stop(1)
+
+
+def lock_takers(monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """The names of the threads that take any StateLock from now on."""
+    takers: set[str] = set()
+    acquire = StateLock.acquire
+
+    def recorded(lock: StateLock) -> None:
+        takers.add(threading.current_thread().name)
+        acquire(lock)
+
+    monkeypatch.setattr(StateLock, "acquire", recorded)
+    return takers
+
+
+def test_a_bind_sent_apart_from_its_cycle_never_waits_for_the_state_lock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The loop checks each decision and a worker sends its bind without the state lock, the rest
+    of the cycle going back to the loop: no binding worker takes the lock (each wait for it cost
+    a thread switch for the worker and one for the loop)."""
+    takers = lock_takers(monkeypatch)
+    kube = FakeKube()
+    cluster, source = start(kube, [node_json("n1", cpu="64")], many_pods(30))
+    try:
+        wait_until(lambda: cluster.scheduled == 30)
+        wait_until(lambda: len(kube.events) == 30)
+        assert len(kube.bound) == 30 and cluster.snapshot_counts()["in_flight_binds"] == 0
+        assert {e["reason"] for e in kube.events} == {"Scheduled"}
+        assert "scheduling-loop" in takers
+        assert not [name for name in takers if name.startswith("bind-")]
+    finally:
+        stop(cluster, source)
+
+
+def test_a_cycle_whose_token_is_not_there_yet_runs_whole_on_its_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the burst the bind must wait for the rate limiter: the loop does not wait, the worker
+    does, and then runs the whole cycle under the lock (its checks after the wait)."""
+    takers = lock_takers(monkeypatch)
+    kube = FakeKube()
+    kube.limiter = TokenBucket(qps=20, burst=1)
+    cluster, source = start(kube, [node_json("n1", cpu="64")], many_pods(6))
+    try:
+        wait_until(lambda: cluster.scheduled == 6)
+        assert len(kube.bound) == 6
+        assert [name for name in takers if name.startswith("bind-")]
+    finally:
+        stop(cluster, source)
 
 
 def test_losing_leadership_sends_no_bind_beyond_those_on_the_wire() -> None:

@@ -145,6 +145,19 @@ class TokenBucket:
                 return 0.0
             return -self._tokens / self.qps
 
+    def try_take(self) -> bool:
+        """Take one token if one is there now (never going into debt); False: none taken."""
+        if self.unlimited:
+            return True
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            if self._tokens < 1.0:
+                return False
+            self._tokens -= 1.0
+            return True
+
     def acquire(self) -> float:
         """Block until a token is ours; returns the seconds spent waiting."""
         wait = self.reserve()

@@ -93,6 +93,7 @@ from kubesched.errors import InputError
 from kubesched.framework.events import ActionType, Resource
 from kubesched.framework.pod_groups import SchedulingGroups, with_condition
 from kubesched.framework.registry import Registry
+from kubesched.scheduler.binding_cycle import BindingJob
 from kubesched.scheduler.clock import Clock, RealClock
 from kubesched.scheduler.profiles import options_from_config, profiles_from_config
 from kubesched.scheduler.scheduler import Abandoned, Attempt, Scheduler
@@ -276,7 +277,10 @@ class LiveCluster:
                 bound = msgspec.structs.replace(
                     current, spec=msgspec.structs.replace(current.spec, node_name=conflict.node)
                 )
-                self.scheduler.on_pod_update(current, bound)
+                if self._lock.owned():
+                    self.scheduler.on_pod_update(current, bound)
+                else:  # a split cycle's bind: its failure reaches the loop after this, in order
+                    self._dispatch(lambda: self.scheduler.on_pod_update(current, bound))
         raise conflict
 
     def bind_pvc(self, pvc: PersistentVolumeClaim, pv_name: str, *, timeout: float) -> None:
@@ -643,8 +647,19 @@ class LiveCluster:
         )
 
     def _run_binding(self, fn: Callable[[], None]) -> None:
-        """The core's `run_binding` hook (called under the lock): hand the cycle to the pipeline."""
+        """The core's `run_binding` hook (called under the lock): hand the cycle to the pipeline.
 
+        A cycle whose bind may be sent apart (`BindingJob.splittable`: DefaultBinder, nothing to do
+        in PreBind) is split when its rate-limiter token is there now: its checks run here, under
+        the lock this thread holds; a worker sends the bind without the lock and hands the rest
+        back to the loop (`_dispatch`), so it never waits for the lock. Waiting for the lock twice
+        per pod, each time a thread switch for the worker and one for the loop, cost more CPU than
+        the bind's request. Other cycles run whole on their worker, taking the lock around them.
+        """
+        if isinstance(fn, BindingJob) and fn.splittable() and self.pipeline.take_token_now():
+            if fn.prepare():
+                self.pipeline.submit(lambda: self._send_bind(fn), token_taken=True)
+            return
         events = self._event_calls
 
         def cycle() -> Callable[[], None] | None:
@@ -659,6 +674,11 @@ class LiveCluster:
             return (lambda: events.make(carried)) if carried else None
 
         self.pipeline.submit(cycle)
+
+    def _send_bind(self, job: BindingJob) -> None:
+        """A split cycle's bind, on a pipeline worker without the lock; the rest goes to the loop."""
+        status = job.bind()
+        self._dispatch(lambda: job.finish(status))
 
     def _abandoned(self, a: Abandoned) -> None:
         """A decision dropped before its bind (core callback, under the lock): say so, count it."""

@@ -41,8 +41,6 @@ log = logging.getLogger(__name__)
 Fence = Callable[[], str | None]
 """Returns why binding is not safe right now (e.g. the Lease was not renewed in time), or None."""
 
-_STOP = object()
-
 Cycle = Callable[[], Callable[[], None] | None]
 """A binding cycle; what it returns (if anything) the worker runs once the cycle no longer counts as
 admitted (work that need not hold a place in the pipeline, such as sending the cycle's Event)."""
@@ -73,7 +71,7 @@ class BindPipeline:
         self._suspended: str | None = None
         self._closed: str | None = None
         self._wakeup = threading.Event()  # set on suspend/close: cuts short a wait for a token
-        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[Cycle, bool] | None] = queue.SimpleQueue()  # None: stop
         self._workers: list[threading.Thread] = []
         self._name = name
         #: Requests refused at the gate, and cycles that raised (logged); they only grow.
@@ -86,11 +84,17 @@ class BindPipeline:
         """Whether the loop may place another pod (fewer than `depth` cycles admitted)."""
         return self._admitted < self.depth
 
-    def submit(self, cycle: Cycle) -> None:
+    def take_token_now(self) -> bool:
+        """Take the client's rate-limiter token for a cycle if one is there now (for `submit`'s
+        `token_taken`); False, and nothing taken, if the cycle would have to wait for it."""
+        return self._limiter is None or self._limiter.try_take()
+
+    def submit(self, cycle: Cycle, *, token_taken: bool = False) -> None:
         """Admit one binding cycle; never blocks (the loop checked `has_room()` before placing the pod).
 
         Cycles released at once (a Permit wait ending for a whole gang) may exceed `depth` briefly;
-        more workers are started for them, so none waits for a thread.
+        more workers are started for them, so none waits for a thread. `token_taken`: the caller
+        took the cycle's token (`take_token_now`), so the worker does not take another.
         """
         with self._cond:
             self._admitted += 1
@@ -100,7 +104,7 @@ class BindPipeline:
                 )
                 self._workers.append(worker)
                 worker.start()
-        self._queue.put(cycle)
+        self._queue.put((cycle, token_taken))
 
     @property
     def admitted(self) -> int:
@@ -163,7 +167,7 @@ class BindPipeline:
         with self._cond:
             workers = len(self._workers)
         for _ in range(workers):
-            self._queue.put(_STOP)
+            self._queue.put(None)
 
     def drain(self, timeout: float) -> bool:
         """Wait until no request is on the wire (or `timeout`); True if none is.
@@ -195,13 +199,15 @@ class BindPipeline:
 
     def _serve(self) -> None:
         while True:
-            cycle = self._queue.get()
-            if cycle is _STOP:
+            item = self._queue.get()
+            if item is None:
                 return
+            cycle, token_taken = item
             after = None
             try:
-                self._take_token()
-                after = cycle()  # type: ignore[operator]
+                if not token_taken:
+                    self._take_token()
+                after = cycle()
             except Exception:
                 self.crashed += 1
                 log.exception("binding cycle failed")
