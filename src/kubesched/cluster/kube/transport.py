@@ -27,7 +27,8 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from io import BufferedReader
+from io import BufferedReader, RawIOBase
+from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = ["ConnectionPool", "Stream", "TransportError"]
@@ -59,10 +60,46 @@ class _Dead(Exception):
         self.sent = sent
 
 
+class _Raw(RawIOBase):
+    """A connection's socket under its BufferedReader, reading within the exchange's time.
+
+    Each read the buffer cannot answer sets the socket's timeout first: what is left until
+    `deadline`, or `idle` for a stream's body. Parsing what is buffered already (the header lines
+    that came in one packet) therefore costs no system call, and every wait on the socket still
+    ends by the deadline.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self.sock = sock
+        self.deadline = 0.0
+        self.idle: float | None = None
+        self._timeout: float | None = None  # the socket's timeout as last set here
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        timeout = self.idle
+        if timeout is None:
+            timeout = self.deadline - time.monotonic()
+            if timeout <= 0:
+                raise TimeoutError
+        if timeout != self._timeout:
+            self.sock.settimeout(timeout)
+            self._timeout = timeout
+        return self.sock.recv_into(buffer)
+
+    def timeout_set(self, sock_timeout: float | None) -> None:
+        """The socket's timeout was set elsewhere (a send): remember it."""
+        self._timeout = sock_timeout
+
+
 @dataclass(slots=True)
 class _Conn:
     sock: socket.socket
     reader: BufferedReader
+    raw: _Raw
 
     def close(self) -> None:
         try:
@@ -169,7 +206,7 @@ class ConnectionPool:
             conn, kept = self._take(deadline)
             try:
                 _send(conn, data, deadline, kept)
-                reader = _Reader(conn.reader, conn.sock, deadline, self.max_body)
+                reader = _Reader(conn, deadline, self.max_body)
                 head = reader.head("GET", kept)
             except _Dead:
                 conn.close()
@@ -234,7 +271,8 @@ class ConnectionPool:
             sock.close()
             raise TransportError("ConnectError", f"TLS handshake: {exc}") from None
         self.opened += 1
-        return _Conn(sock, sock.makefile("rb", buffering=_READ_CHUNK))  # type: ignore[arg-type]
+        raw = _Raw(sock)
+        return _Conn(sock, BufferedReader(raw, _READ_CHUNK), raw)
 
     # ------------------------------------------------------------------ one exchange
 
@@ -244,14 +282,16 @@ class ConnectionPool:
         """Write the request, read the answer: (status, body, connection reusable)."""
         try:
             _send(conn, data, deadline, kept)
-            return _Reader(conn.reader, conn.sock, deadline, self.max_body).response(method, kept)
+            return _Reader(conn, deadline, self.max_body).response(method, kept)
         except OSError as exc:
             raise _transport_error(exc, method) from None
 
 
 def _send(conn: _Conn, data: bytes, deadline: float, kept: bool) -> None:
     """Write a request; a kept connection the server has closed meanwhile is `_Dead` (go again)."""
-    conn.sock.settimeout(_left(deadline))
+    timeout = _left(deadline)
+    conn.sock.settimeout(timeout)
+    conn.raw.timeout_set(timeout)
     try:
         conn.sock.sendall(data)
     except (BrokenPipeError, ConnectionResetError) as exc:
@@ -331,14 +371,22 @@ class _Reader:
     """Parses one HTTP/1.1 response from `reader` within `deadline`; a stream's body is read with
     `idle` seconds allowed between pieces instead (a watch sends when it has something)."""
 
-    __slots__ = ("deadline", "idle", "max_body", "reader", "sock")
+    __slots__ = ("max_body", "raw", "reader")
 
-    def __init__(self, reader: BufferedReader, sock: socket.socket, deadline: float, max_body: int) -> None:
-        self.reader = reader
-        self.sock = sock
-        self.deadline = deadline
+    def __init__(self, conn: _Conn, deadline: float, max_body: int) -> None:
+        self.reader = conn.reader
+        self.raw = conn.raw
+        self.raw.deadline = deadline
+        self.raw.idle = None
         self.max_body = max_body
-        self.idle: float | None = None
+
+    @property
+    def idle(self) -> float | None:
+        return self.raw.idle
+
+    @idle.setter
+    def idle(self, seconds: float | None) -> None:
+        self.raw.idle = seconds
 
     def response(self, method: str, kept: bool) -> tuple[int, bytes, bool]:
         head = self.head(method, kept)
@@ -393,7 +441,6 @@ class _Reader:
         if not head.chunked:
             left = head.length
             while left is None or left > 0:
-                self._settime()
                 part = self.reader.read1(_READ_CHUNK if left is None else min(left, _READ_CHUNK))
                 if not part:
                     if left:
@@ -405,7 +452,6 @@ class _Reader:
             return
         while (size := self._chunk_size()) > 0:
             while size:
-                self._settime()
                 part = self.reader.read1(min(size, _READ_CHUNK))
                 if not part:
                     raise TransportError("ConnectionClosed", "the answer ended inside a chunk")
@@ -414,17 +460,7 @@ class _Reader:
             self._chunk_end()
         self._headers()  # trailers, ignored
 
-    def _settime(self) -> None:
-        if self.idle is not None:
-            self.sock.settimeout(self.idle)
-            return
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError
-        self.sock.settimeout(left)
-
     def _line(self) -> bytes:
-        self._settime()
         line = self.reader.readline(MAX_LINE + 1)
         if len(line) > MAX_LINE:
             raise TransportError("ProtocolError", f"a line of the answer is longer than {MAX_LINE} bytes")
@@ -453,7 +489,6 @@ class _Reader:
         parts: list[bytes] = []
         left = n
         while left:
-            self._settime()
             part = self.reader.read1(min(left, _READ_CHUNK))
             if not part:
                 raise TransportError("ConnectionClosed", f"the answer ended {left} bytes short of its length")
@@ -494,7 +529,6 @@ class _Reader:
         parts: list[bytes] = []
         total = 0
         while True:
-            self._settime()
             part = self.reader.read1(_READ_CHUNK)
             if not part:
                 return b"".join(parts)
