@@ -809,7 +809,11 @@ def unsent_events(log: Path) -> int:
         text = log.read_text(errors="replace")
     except OSError:
         return 0
-    found = re.findall(r"events: (\d+) calls not made at shutdown", text)
+    # Events wait in an outbox that one call sends: its own line counts the Events, the calls'
+    # line (older trees: one call per Event) the calls.
+    found = re.findall(r"events: (\d+) Events not sent at shutdown", text) or re.findall(
+        r"events: (\d+) calls not made at shutdown", text
+    )
     return int(found[-1]) if found else 0
 
 

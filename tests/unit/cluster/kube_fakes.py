@@ -164,6 +164,8 @@ class FakeKube:
         self.lose_answers = 0
         #: The client's rate limiter, which the bind pipeline takes its tokens from (None: unlimited).
         self.limiter: TokenBucket | None = None
+        #: How many requests each pipelined batch (`post_many`) carried.
+        self.batches: list[int] = []
 
     def _outage(self, path: str) -> None:
         if self.down.is_set() and not path.endswith("/binding"):
@@ -211,6 +213,17 @@ class FakeKube:
                 self._lost_answer()
                 return Response(201, b"{}")
         raise ApiError(404, "NotFound", path)
+
+    def post_many(self, requests: list[tuple[str, Any]]) -> list[Response | ApiError]:
+        """As the client's pipelined POSTs: each request answered, or failed, on its own."""
+        self.batches.append(len(requests))
+        answers: list[Response | ApiError] = []
+        for path, obj in requests:
+            try:
+                answers.append(self.post(path, obj))
+            except ApiError as exc:
+                answers.append(exc)
+        return answers
 
     def patch(self, path: str, obj: Any, *, content_type: str = "") -> Response:
         self._outage(path)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kubesched.cluster.kube.client import ApiError, KubeClient, _lines, load_connection
+from kubesched.cluster.kube.client import ApiError, KubeClient, Response, _lines, load_connection
 from kubesched.cluster.kube.transport import ConnectionPool, TransportError
 from kubesched.harness.pki import TestCA
 
@@ -368,6 +368,47 @@ def test_kube_client_renews_a_rotated_token_after_a_401(serve: Callable[..., Ser
     with pytest.raises(ApiError) as info:
         client.get("/api")
     assert (info.value.code, info.value.reason) == (401, "Unauthorized")
+    client.close()
+
+
+def test_pipelined_requests_share_one_connection_and_each_gets_its_own_answer(
+    serve: Callable[..., Server],
+) -> None:
+    server = serve(echo)
+    pool = ConnectionPool(server.url)
+    answers = pool.pipelined(
+        "POST", [(f"/e{i}", b"x" * i) for i in range(5)], headers={"Content-Type": "a/b"}
+    )
+    targets = [json.loads(a[1])["target"] for a in answers if not isinstance(a, TransportError)]
+    assert targets == [f"/e{i}" for i in range(5)] and server.connections == 1
+    assert [s.body for s in server.seen] == [b"x" * i for i in range(5)]
+    assert pool.request("GET", "/after")[0] == 200 and pool.opened == 1  # kept for the next request
+
+
+def test_pipelined_requests_left_unanswered_are_transport_errors(serve: Callable[..., Server]) -> None:
+    server = serve(lambda req, sock: sock.sendall(answer(extra="Connection: close\r\n")) or False)
+    pool = ConnectionPool(server.url)
+    first, *rest = pool.pipelined("POST", [("/a", b"{}"), ("/b", b"{}"), ("/c", b"{}")])
+    assert first == (200, b'{"ok":true}')
+    assert [a.kind for a in rest if isinstance(a, TransportError)] == ["ConnectionClosed"] * 2
+    assert pool.opened == 1 and [s.target for s in server.seen] == ["/a"]
+
+
+def test_kube_client_post_many_maps_each_answer(serve: Callable[..., Server], tmp_path: Path) -> None:
+    def by_target(req: Seen, sock: socket.socket) -> bool:
+        if req.target.endswith("/dup"):
+            status = b'{"kind":"Status","code":409,"reason":"AlreadyExists","message":"exists"}'
+            sock.sendall(answer(status, "409 Conflict"))
+        else:
+            sock.sendall(answer(req.body, "201 Created"))
+        return True
+
+    server = serve(by_target)
+    client = KubeClient(load_connection(str(_kubeconfig(tmp_path / "kc", server.url, {"token": "t"}))))
+    new, dup = client.post_many([("/api/v1/new", {"a": 1}), ("/api/v1/dup", {"b": 2})])
+    assert isinstance(new, Response) and new.code == 201 and new.decode() == {"a": 1}
+    assert isinstance(dup, ApiError) and (dup.code, dup.reason) == (409, "AlreadyExists")
+    assert {s.headers["authorization"] for s in server.seen} == {"Bearer t"} and server.connections == 1
     client.close()
 
 

@@ -176,6 +176,22 @@ def test_an_event_due_during_an_api_outage_is_sent_when_the_server_is_back() -> 
         calls.stop(1)
 
 
+def test_a_burst_of_events_goes_out_in_pipelined_batches() -> None:
+    kube = FakeKube()
+    calls = AsyncCalls("events", 4)
+    rec = EventRecorder(kube, calls, hostname="h")  # type: ignore[arg-type]
+    for i in range(250):
+        record_scheduled(rec, f"web-{i}")
+    assert rec.unsent == 250 and calls.pending == 1  # one call sends the whole outbox
+    calls.start()
+    try:
+        assert calls.drain(10)
+        assert len(kube.events) == 250 and rec.created == 250 and rec.unsent == 0
+        assert kube.batches == [100, 100, 50]
+    finally:
+        calls.stop(1)
+
+
 def test_a_retried_event_whose_first_answer_was_lost_is_not_created_twice() -> None:
     kube = FakeKube()
     kube.lose_answers = 1  # the create lands, its answer does not: the retry gets AlreadyExists

@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -397,6 +397,42 @@ class KubeClient:
         self, path: str, obj: Any, params: Mapping[str, str | int] | None = None, *, throttle: bool = True
     ) -> Response:
         return self.request("POST", path, params=params, body=msgspec.json.encode(obj), throttle=throttle)
+
+    def post_many(self, requests: Sequence[tuple[str, Any]]) -> list[Response | ApiError]:
+        """POST each (path, object) of `requests`, pipelined on one connection (`transport`); each
+        gets its Response or its ApiError (status 0: no answer came). Only for requests that are
+        safe to repeat (a create under a fixed name): one without an answer may have arrived.
+
+        Every request takes its rate-limiter token. A 401 sends the rejected ones again, one by
+        one, with credentials fetched afresh (`request` does that).
+        """
+        for _ in requests:
+            self.limiter.acquire()
+        if self._pool is None or len(requests) == 1:
+            return [self._post_one(path, obj) for path, obj in requests]
+        headers = {"Content-Type": JSON}
+        authorization = self._auth.header()
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        batch = [(path, msgspec.json.encode(obj)) for path, obj in requests]
+        answers = self._pool.pipelined("POST", batch, headers=headers)
+        out: list[Response | ApiError] = []
+        for (path, obj), answer in zip(requests, answers, strict=True):
+            if isinstance(answer, TransportError):
+                out.append(ApiError(0, answer.kind, f"POST {path}: {answer}"))
+            elif answer[0] == 401:
+                out.append(self._post_one(path, obj))
+            elif answer[0] >= 400:
+                out.append(error_from_body(*answer))
+            else:
+                out.append(Response(*answer))
+        return out
+
+    def _post_one(self, path: str, obj: Any) -> Response | ApiError:
+        try:
+            return self.post(path, obj, throttle=False)
+        except ApiError as exc:
+            return exc
 
     def put(self, path: str, obj: Any) -> Response:
         return self.request("PUT", path, body=msgspec.json.encode(obj))

@@ -12,8 +12,11 @@ series ends (6 minutes without a repeat), every 30 minutes while it goes on, and
 pod failing the same way a hundred times costs two requests, not a hundred. An entry is forgotten 6
 minutes after its last occurrence, and a repeat after that starts a new Event.
 
-Sending happens on worker threads (`AsyncCalls`); `record` never blocks, and a full queue drops
-(and counts) the call. A send that fails for a passing reason (the API server restarting) is tried
+Sending happens on worker threads (`AsyncCalls`); `record` never blocks. New Events wait in an
+outbox that one call at a time sends, pipelined on one connection (`KubeClient.post_many`): a burst
+of Events, one per bind, costs one write and a worker's wake-up per batch instead of per Event, as
+upstream's broadcaster sends Events off the scheduling path. A full outbox drops (and counts) the
+Event. A send that fails for a passing reason (the API server restarting) is tried
 again for about 45 s, as upstream's broadcaster retries: a pod bound during an outage still gets its
 `Scheduled` Event. A retried create keeps the Event's name, so it never makes a second Event; an
 AlreadyExists answer means an earlier try did reach the server. A series patch whose Event is gone
@@ -33,7 +36,7 @@ from typing import Any
 
 from kubesched.api.objects import Pod
 from kubesched.cluster.kube.client import ApiError, KubeClient
-from kubesched.cluster.kube.workers import AsyncCalls, submit_retrying
+from kubesched.cluster.kube.workers import AsyncCalls, retry_failed, submit_retrying
 
 # The scheduler core truncates FailedScheduling notes already; every note passes through it again here
 # because plugins record events too, and the API server rejects a note over the limit.
@@ -49,6 +52,9 @@ FINISH_AFTER = 6 * 60.0
 REFRESH_EVERY = 30 * 60.0
 #: events/v1 validation limits on these fields.
 _NAME_LIMIT = 128
+#: Events sent in one pipelined batch at most, and waiting to be sent at most (past it, dropped).
+BATCH = 100
+OUTBOX_LIMIT = 10_000
 
 
 def micro_time(t: float) -> str:
@@ -134,6 +140,11 @@ class EventRecorder:
         self._next_refresh = clock() + REFRESH_EVERY
         self._stop = threading.Event()
         self._timer: threading.Thread | None = None
+        self._outbox: list[dict[str, Any]] = []  # new Events not yet sent (under `_lock`)
+        self._sending = 0  # Events taken from the outbox by the batch in flight
+        self._flushing = False  # a call to send the outbox is queued or running
+        #: Events dropped because the outbox was full.
+        self.dropped = 0
         #: Events created, series patches sent, and repeats only counted (for tests and logs).
         self.created = 0
         self.series_updates = 0
@@ -166,7 +177,23 @@ class EventRecorder:
                 now=now,
             )
             self._cache[key] = _Entry(body, now)
-        submit_retrying(self.calls, lambda: self._create(body), lambda exc: self._create_failed(body, exc))
+            if len(self._outbox) >= OUTBOX_LIMIT:
+                self.dropped += 1
+                return
+            self._outbox.append(body)
+            if self._flushing:
+                return
+            self._flushing = True
+        if not self.calls.submit(self._flush):
+            with self._lock:
+                self.dropped += len(self._outbox)
+                self._outbox.clear()
+                self._flushing = False
+
+    @property
+    def unsent(self) -> int:
+        """New Events not sent yet (waiting in the outbox, or in the batch on its way)."""
+        return len(self._outbox) + self._sending
 
     # ------------------------------------------------------------------ series upkeep
 
@@ -219,10 +246,35 @@ class EventRecorder:
             lambda exc: self._series_failed(path, exc),
         )
 
+    def _flush(self) -> None:
+        """Send the outbox, a pipelined batch at a time, until it is empty; a create that failed
+        for a passing reason is tried again alone, as `submit_retrying` would."""
+        while True:
+            with self._lock:
+                bodies = self._outbox[:BATCH]
+                del self._outbox[:BATCH]
+                self._sending = len(bodies)
+                if not bodies:
+                    self._flushing = False
+                    return
+            try:
+                answers = self.client.post_many([(_events_path(b), b) for b in bodies])
+            finally:
+                self._sending = 0
+            for body, answer in zip(bodies, answers, strict=True):
+                if not isinstance(answer, ApiError) or answer.code == 409:  # 409: an earlier try got there
+                    self.created += 1
+                    continue
+                self._retry(body, answer)
+
+    def _retry(self, body: dict[str, Any], error: ApiError) -> None:
+        retry_failed(
+            self.calls, lambda: self._create(body), lambda exc: self._create_failed(body, exc), error
+        )
+
     def _create(self, body: dict[str, Any]) -> None:
-        ns = body["metadata"]["namespace"]
         try:
-            self.client.post(f"/apis/events.k8s.io/v1/namespaces/{ns}/events", body)
+            self.client.post(_events_path(body), body)
         except ApiError as exc:
             if exc.code != 409:  # 409 AlreadyExists: an earlier try got there, its answer did not
                 raise
@@ -242,9 +294,8 @@ class EventRecorder:
                 raise
             # The Event is gone (expired, deleted, or its create still retrying): create it again
             # with its series, as upstream does; AlreadyExists means it was there after all.
-            ns = body["metadata"]["namespace"]
             try:
-                self.client.post(f"/apis/events.k8s.io/v1/namespaces/{ns}/events", body)
+                self.client.post(_events_path(body), body)
             except ApiError as again:
                 if again.code != 409:
                     raise
@@ -254,3 +305,7 @@ class EventRecorder:
     def _series_failed(self, path: str, exc: ApiError) -> None:
         if exc.code != 404:
             log.warning("event series update %s failed: %s", path, exc)
+
+
+def _events_path(body: dict[str, Any]) -> str:
+    return f"/apis/events.k8s.io/v1/namespaces/{body['metadata']['namespace']}/events"

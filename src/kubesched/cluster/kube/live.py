@@ -643,7 +643,10 @@ class LiveCluster:
         self.metrics.set_cache_size(*sizes)
         self.metrics.sync_incoming(incoming)
         self.metrics.sync_dropped(
-            {"events": self._event_calls.dropped, "pod-status": self._status_calls.dropped}
+            {
+                "events": self._event_calls.dropped + self.events.dropped,
+                "pod-status": self._status_calls.dropped,
+            }
         )
 
     def _run_binding(self, fn: Callable[[], None]) -> None:
@@ -740,6 +743,8 @@ class LiveCluster:
         # the repeat counts not yet written.
         self.events.stop()
         self._event_calls.stop(left(0.8))
+        if self.events.unsent:
+            log.warning("events: %d Events not sent at shutdown", self.events.unsent)
         self._status_calls.stop(left())
         for informer in self.informers.values():
             informer.stop()

@@ -25,7 +25,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from io import BufferedReader, RawIOBase
 from typing import Any
@@ -187,6 +187,62 @@ class ConnectionPool:
             else:
                 conn.close()
             return status, payload
+
+    def pipelined(
+        self,
+        method: str,
+        requests: Sequence[tuple[str, bytes | None]],
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> list[tuple[int, bytes] | TransportError]:
+        """Send `requests` ((target, body) each, one method and header set for all) on one
+        connection back to back (HTTP/1.1 pipelining: the server answers them in order) and read
+        every answer, within one deadline for the lot.
+
+        One write and a few reads carry the whole batch, where `request` costs a write, a read and
+        a thread's wake-up each. Each request gets its (status, body), or a TransportError when no
+        answer came (the connection failed or the server closed it first): such a request may or
+        may not have taken effect, so only requests that are safe to repeat belong here.
+        """
+        if not requests:
+            return []
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        data = b"".join(self._encode(method, target, body, headers) for target, body in requests)
+        answers: list[tuple[int, bytes] | TransportError] = []
+        while True:
+            conn, kept = self._take(deadline)
+            keep = True
+            try:
+                _send(conn, data, deadline, kept)
+                reader = _Reader(conn, deadline, self.max_body)
+                for _ in requests:
+                    status, payload, keep = reader.response(method, kept and not answers)
+                    answers.append((status, payload))
+                    if not keep:
+                        break
+            except _Dead as dead:
+                conn.close()
+                if not dead.sent:
+                    continue  # a kept connection was dead before anything went out: once more
+                failure = TransportError("ConnectionClosed", str(dead))
+            except (OSError, TransportError) as exc:
+                conn.close()
+                error = _transport_error(exc, method)
+                if not isinstance(error, TransportError):
+                    raise error from None
+                failure = error
+            except BaseException:
+                conn.close()
+                raise
+            else:
+                if keep:
+                    self._give_back(conn)
+                else:
+                    conn.close()
+                failure = TransportError("ConnectionClosed", "the server closed the connection first")
+            answers.extend(failure for _ in range(len(requests) - len(answers)))
+            return answers
 
     def stream(
         self,

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 
 from kubesched.cluster.kube.client import ApiError
 
-__all__ = ["RETRY_DELAYS", "AsyncCalls", "passing", "submit_retrying"]
+__all__ = ["RETRY_DELAYS", "AsyncCalls", "passing", "retry_failed", "submit_retrying"]
 
 log = logging.getLogger(__name__)
 
@@ -272,13 +272,40 @@ def submit_retrying(
     """Queue `send`; when it raises an ApiError that `passing` excuses, queue it again after the
     next pause (off the workers, `submit_later`). A final failure goes to `on_failure`. `send` must
     be safe to repeat (a create under a fixed name, an absolute patch)."""
+    return calls.submit(lambda: _attempt(calls, send, on_failure, delays, 0))
 
-    def attempt(n: int) -> None:
-        try:
-            send()
-        except ApiError as exc:
-            again = passing(exc) and n < len(delays)
-            if not (again and calls.submit_later(lambda: attempt(n + 1), delays[n])):
-                on_failure(exc)
 
-    return calls.submit(lambda: attempt(0))
+def retry_failed(
+    calls: AsyncCalls,
+    send: Call,
+    on_failure: Callable[[ApiError], None],
+    error: ApiError,
+    delays: Sequence[float] = RETRY_DELAYS,
+) -> None:
+    """`send`'s first try (made elsewhere, e.g. in a pipelined batch) failed with `error`: go on as
+    `submit_retrying` would have from there."""
+    _after_failure(calls, send, on_failure, delays, 0, error)
+
+
+def _attempt(
+    calls: AsyncCalls, send: Call, on_failure: Callable[[ApiError], None], delays: Sequence[float], n: int
+) -> None:
+    try:
+        send()
+    except ApiError as exc:
+        _after_failure(calls, send, on_failure, delays, n, exc)
+
+
+def _after_failure(
+    calls: AsyncCalls,
+    send: Call,
+    on_failure: Callable[[ApiError], None],
+    delays: Sequence[float],
+    n: int,
+    exc: ApiError,
+) -> None:
+    again = passing(exc) and n < len(delays)
+    if not (
+        again and calls.submit_later(lambda: _attempt(calls, send, on_failure, delays, n + 1), delays[n])
+    ):
+        on_failure(exc)
