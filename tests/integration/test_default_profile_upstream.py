@@ -131,6 +131,8 @@ ACCEPTED = [
     "GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
     # followed: group claims in DynamicResources change no plugin or arg
     "GenericWorkload=true,DRAWorkloadResourceClaims=true",
+    # followed: CompositePodGroup leaves the profile as it is
+    "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true",
 ]
 
 #: Gate sets under which the binary's default profile differs from its default one, and the gate

@@ -45,6 +45,8 @@ def check_scheduling_group(obj: Workload | PodGroup | CompositePodGroup) -> None
         _check_constraints(spec.scheduling_constraints, "spec.schedulingConstraints")
     elif isinstance(obj, CompositePodGroup):
         spec_c = obj.spec
+        if spec_c.workload_ref is None:  # checked on the binary: a composite always names its Workload
+            raise InputError("Required value", path="spec.workloadRef")
         _check_policy(spec_c.scheduling_policy, "spec.schedulingPolicy")
         _check_constraints(spec_c.scheduling_constraints, "spec.schedulingConstraints")
     else:

@@ -42,7 +42,6 @@ _FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 #: Gates kube-scheduler v1.37.2 reads whose non-default value changes its decisions (or the objects
 #: it writes) and that kubesched runs at the default only: what the other value would need.
 DEFAULT_ONLY: Mapping[str, str] = {
-    "CompositePodGroup": "the CompositePodGroup API and its group scheduling",
     "CoordinatedLeaderElection": "coordinated leader election (LeaseCandidate objects)",
     "DRAConsumableCapacity": "switching off consumable device capacity in DynamicResources",
     "DRADerivedAttributes": "derived device attributes in DynamicResources",
@@ -71,6 +70,7 @@ DEFAULT_ONLY: Mapping[str, str] = {
 #: Gates kube-scheduler v1.37.2 reads that kubesched follows at either value.
 FOLLOWED = frozenset(
     {
+        "CompositePodGroup",
         "DRASchedulerFilterTimeout",
         "DRAWorkloadResourceClaims",
         "GenericWorkload",

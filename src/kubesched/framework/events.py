@@ -65,6 +65,8 @@ class Resource(StrEnum):
     POD_GROUP = "scheduling.x-k8s.io/PodGroup"
     #: The native PodGroup of scheduling.k8s.io (GenericWorkload); the line above is scheduler-plugins'.
     SCHEDULING_POD_GROUP = "scheduling.k8s.io/PodGroup"
+    #: Its CompositePodGroup (the CompositePodGroup gate).
+    SCHEDULING_COMPOSITE_POD_GROUP = "scheduling.k8s.io/CompositePodGroup"
     RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
     RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
     DEVICE_CLASS = "resource.k8s.io/DeviceClass"

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api.objects import Pod
-from kubesched.api.scheduling_groups import PodGroup
+from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ClusterEventWithHint, Resource
 from kubesched.framework.node_info import NodeInfo, PodInfo
@@ -319,10 +319,11 @@ class PostBindPlugin(Plugin, Protocol):
 @runtime_checkable
 class PlacementGeneratePlugin(Plugin, Protocol):
     """TopologyAwareWorkloadScheduling: propose the placements (node subsets of `parent`) a pod
-    group may be tried in, or a Status saying why none. Only a profile's first one runs."""
+    group (or, with CompositePodGroup, a composite) may be tried in, or a Status saying why none.
+    Only a profile's first one runs."""
 
     def generate_placements(
-        self, state: CycleState, pod_group: PodGroup, parent: Placement
+        self, state: CycleState, pod_group: PodGroup | CompositePodGroup, parent: Placement
     ) -> Sequence[Placement] | Status: ...
 
 
@@ -332,7 +333,7 @@ class PlacementScorePlugin(Plugin, Protocol):
     better); `state` is that placement's own. Returns an int or (int, Status or None)."""
 
     def score_placement(
-        self, state: CycleState, pod_group: PodGroup, assignments: PodGroupAssignments
+        self, state: CycleState, pod_group: PodGroup | CompositePodGroup, assignments: PodGroupAssignments
     ) -> int | tuple[int, Status | None]: ...
 
 
@@ -341,7 +342,7 @@ class PlacementScoreExtensions(Plugin, Protocol):
     """NormalizePlacementScore: rewrite the plugin's `scores` in place into [0, 100]."""
 
     def normalize_placement_score(
-        self, state: CycleState, pod_group: PodGroup, scores: list[PlacementScore]
+        self, state: CycleState, pod_group: PodGroup | CompositePodGroup, scores: list[PlacementScore]
     ) -> Status | None: ...
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from kubesched.api.objects import Pod
-from kubesched.api.scheduling_groups import PodGroup
+from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.node_table import NodeSet
 from kubesched.framework.plugin_calls import PluginReturnError, checked_status, shown
@@ -84,7 +84,7 @@ class PlacementPoints:
         self._weights = weights
 
     def generate(
-        self, state: CycleState, pod_group: PodGroup, nodes: NodeSet
+        self, state: CycleState, pod_group: PodGroup | CompositePodGroup, nodes: NodeSet
     ) -> tuple[list[Placement], Status | None]:
         """upstream's RunPlacementGeneratePlugins: the first plugin's placements inside `nodes`
         (only the first runs), or `nodes` as the one placement when the profile has none."""
@@ -113,7 +113,7 @@ class PlacementPoints:
     def score(
         self,
         state: CycleState,
-        pod_group: PodGroup,
+        pod_group: PodGroup | CompositePodGroup,
         assignments: Sequence[PodGroupAssignments],
         states: Sequence[CycleState],
     ) -> tuple[list[int], Status | None]:

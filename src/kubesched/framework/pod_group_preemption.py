@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kubesched.api.objects import Pod
-from kubesched.api.scheduling_groups import PodGroup
+from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.placement import ProposedAssignment
 from kubesched.framework.status import Status
@@ -56,9 +56,10 @@ class MutableSnapshot(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class GroupPreemptor:
-    """The pod group that may preempt: its PodGroup, its unscheduled members, their nominations."""
+    """The pod group that may preempt: its PodGroup (with CompositePodGroup, the root of a tree, a
+    composite maybe), its unscheduled members, their nominations."""
 
-    pod_group: PodGroup
+    pod_group: PodGroup | CompositePodGroup
     members: list[Pod]
     #: Member pod key -> the node it is nominated to (members without a nomination are absent).
     nominated: dict[str, str] = field(default_factory=dict)

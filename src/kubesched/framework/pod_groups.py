@@ -61,7 +61,7 @@ def min_count(pod_group: PodGroup) -> int:
     return 1 if gang is None else gang.min_count
 
 
-def pod_group_priority(pod_group: PodGroup) -> int:
+def pod_group_priority(pod_group: PodGroup | CompositePodGroup) -> int:
     """`spec.priority`, or 0 when unset (a group created without any priority class, as upstream)."""
     return pod_group.spec.priority if pod_group.spec.priority is not None else 0
 

@@ -11,18 +11,23 @@ has upstream's three parts:
 * Permit holds each assumed member until minCount of the group are assumed or bound, then allows
   every waiting member at once (5 minutes at most, as upstream).
 
-Without CompositePodGroup (refused by kubesched) a group has no parents, so upstream's hierarchy
-walks reduce to the PodGroup itself.
+With CompositePodGroup on, a PodGroup under a CompositePodGroup answers for its whole tree:
+PreEnqueue holds its pods until the tree meets quorum with the pods that exist (a composite counts a
+child once the child would, and needs `gang.minGroupCount` of them, 1 for a basic composite), Permit
+holds them until it does with the pods assumed or bound, then allows every waiting pod of the tree,
+and PlacementFeasible counts a composite's placed children against minGroupCount.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from kubesched.api.objects import Pod
-from kubesched.api.scheduling_groups import PodGroup
+from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from kubesched.framework.group_forest import EntityKey, ForestLookup, GroupForest, group_key
 from kubesched.framework.interfaces import EnqueueExtensions, Handle, PermitPlugin, PreEnqueuePlugin
 from kubesched.framework.node_info import pod_key
 from kubesched.framework.pod_groups import PodGroupLookup, PodGroupState, min_count, pod_group_of
@@ -46,6 +51,11 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, EnqueueExtensions):
         #: The scheduler's pod-group states; None on a Handle without them (the extender's).
         lookup: object = handle
         self._groups: PodGroupLookup | None = lookup if isinstance(lookup, PodGroupLookup) else None
+        self._forest_lookup: ForestLookup | None = lookup if isinstance(lookup, ForestLookup) else None
+
+    def _forest(self) -> GroupForest | None:
+        """The hierarchies, None with CompositePodGroup off."""
+        return None if self._forest_lookup is None else self._forest_lookup.group_forest()
 
     def _state(self, namespace: str, name: str) -> PodGroupState | None:
         return None if self._groups is None else self._groups.pod_group_state(namespace, name)
@@ -61,12 +71,31 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, EnqueueExtensions):
             return Status.unschedulable_and_unresolvable(
                 f'waiting for pods\'s pod group "{group[1]}" to appear in scheduling queue'
             )
+        parent = state.pod_group.spec.parent_composite_pod_group_name
+        forest = self._forest()
+        if forest is not None and parent is not None:
+            return self._tree_ready(forest, EntityKey(True, group[0], parent), _all_pods)
         gang = state.pod_group.spec.scheduling_policy.gang
         if gang is None or state.all_pods_count() >= gang.min_count:
             return None
         return Status.unschedulable_and_unresolvable(
             "waiting for minCount pods from a gang to appear in scheduling queue"
         )
+
+    def _tree_ready(
+        self, forest: GroupForest, parent: EntityKey, count: _Count, *, waiting: bool = False
+    ) -> Status | None:
+        """upstream's checkCPGHierarchyReadiness from composite `parent`: None once its root's tree
+        meets quorum by `count`; else why not (PreEnqueue's texts; Permit's when `waiting`)."""
+        root = forest.root(parent)
+        if root is None:
+            text = "failed to build hierarchy snapshot: composite pod group object not found in state for "
+            text += str(parent)
+            return Status.as_error(text) if waiting else Status.unschedulable_and_unresolvable(text)
+        if _ready(forest, root, count):
+            return None
+        text = f'waiting for composite pod group "{root.name}" tree to meet quorum'
+        return Status.wait(text) if waiting else Status.unschedulable_and_unresolvable(text)
 
     # ------------------------------------------------------------------ Permit
     def permit(
@@ -82,6 +111,10 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, EnqueueExtensions):
             namespace, name = group
             missing = f'podgroup.scheduling.k8s.io "{name}" not found'
             return Status.as_error(f"failed to get podGroup {namespace}/{name}: {missing}")
+        parent = pg_state.pod_group.spec.parent_composite_pod_group_name
+        forest = self._forest()
+        if forest is not None and parent is not None:
+            return self._permit_tree(forest, EntityKey(True, group[0], parent))
         gang = pg_state.pod_group.spec.scheduling_policy.gang
         if gang is None:
             return None
@@ -99,11 +132,36 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, EnqueueExtensions):
                     waiting.allow(self.name)
         return None
 
+    def _permit_tree(
+        self, forest: GroupForest, parent: EntityKey
+    ) -> Status | tuple[Status | None, float] | None:
+        """upstream's permitPodForHierarchy: wait (waking the tree's unscheduled pods) until the
+        root's tree meets quorum by scheduled pods, then allow every assumed pod of the tree."""
+        status = self._tree_ready(forest, parent, _scheduled_pods, waiting=True)
+        root = forest.root(parent)
+        states = [] if root is None else forest.states_under(root)
+        handle = self.handle
+        if status is not None:
+            if status.is_wait() and handle is not None:
+                for st in states:
+                    handle.activate(st.unscheduled_pods())
+            return (status, PERMIT_TIMEOUT_SECONDS) if status.is_wait() else status
+        if handle is not None:
+            assumed = {k for st in states for k in st.assumed_keys()}
+            for waiting in handle.iterate_waiting_pods():
+                if pod_key(waiting.pod) in assumed:
+                    waiting.allow(self.name)
+        return None
+
     # ------------------------------------------------------------------ PlacementFeasible
-    def placement_feasible(self, pod_group: PodGroup, scheduled: int, remaining: int) -> Status | None:
+    def placement_feasible(
+        self, pod_group: PodGroup | CompositePodGroup, scheduled: int, remaining: int
+    ) -> Status | None:
         """Whether the gang can still reach minCount with `scheduled` pods placed and `remaining`
-        still to try: Unschedulable when it cannot, Wait while it may, None once it has."""
-        need = min_count(pod_group)
+        still to try: Unschedulable when it cannot, Wait while it may, None once it has. For a
+        composite, children stand for pods and minGroupCount for minCount (upstream's texts keep
+        the word minCount)."""
+        need = min_count(pod_group) if isinstance(pod_group, PodGroup) else _min_group_count(pod_group)
         if remaining + scheduled < need:
             return Status.unschedulable(
                 f"minCount ({need}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
@@ -118,6 +176,21 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, EnqueueExtensions):
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """As v1.37.2: a new member (pending or bound) may complete the gang; the PodGroup appearing,
         or its minCount decreasing, may let it be placed."""
+        if self._forest() is not None:
+            pod_add, group, update = (
+                self._same_tree_pod,
+                self._same_tree_group,
+                self._tree_min_count_decreased,
+            )
+            return [
+                ClusterEventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.ADD), pod_add),
+                ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, ActionType.ADD), pod_add),
+                ClusterEventWithHint(ClusterEvent(Resource.SCHEDULING_POD_GROUP, ActionType.ADD), group),
+                ClusterEventWithHint(ClusterEvent(Resource.SCHEDULING_POD_GROUP, ActionType.UPDATE), update),
+                ClusterEventWithHint(
+                    ClusterEvent(Resource.SCHEDULING_COMPOSITE_POD_GROUP, ActionType.ADD), group
+                ),
+            ]
         return [
             ClusterEventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.ADD), _same_group_pod),
             ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, ActionType.ADD), _same_group_pod),
@@ -126,6 +199,64 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, EnqueueExtensions):
                 ClusterEvent(Resource.SCHEDULING_POD_GROUP, ActionType.UPDATE), _min_count_decreased
             ),
         ]
+
+    # upstream's areSameHierarchy hints: the pod's group and the changed object share a root.
+    def _same_root(self, pod: Pod, other: EntityKey) -> bool:
+        group = pod_group_of(pod)
+        forest = self._forest()
+        if group is None or forest is None:
+            return False
+        mine = forest.root(EntityKey(False, *group))
+        return mine is not None and mine == forest.root(other)
+
+    def _same_tree_pod(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        added = pod_group_of(new) if isinstance(new, Pod) else None
+        if added is None:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE if self._same_root(pod, EntityKey(False, *added)) else QueueingHint.SKIP
+
+    def _same_tree_group(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        if not isinstance(new, PodGroup | CompositePodGroup):
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE if self._same_root(pod, group_key(new)) else QueueingHint.SKIP
+
+    def _tree_min_count_decreased(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        if self._same_tree_group(pod, old, new) == QueueingHint.SKIP or not isinstance(old, PodGroup):
+            return QueueingHint.SKIP
+        assert isinstance(new, PodGroup)
+        before, after = old.spec.scheduling_policy.gang, new.spec.scheduling_policy.gang
+        if before is None or after is None or after.min_count >= before.min_count:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+
+_Count = Callable[[PodGroupState], int]
+
+
+def _all_pods(state: PodGroupState) -> int:
+    return state.all_pods_count()
+
+
+def _scheduled_pods(state: PodGroupState) -> int:
+    return state.scheduled_count()
+
+
+def _min_group_count(composite: CompositePodGroup) -> int:
+    gang = composite.spec.scheduling_policy.gang
+    return 1 if gang is None else gang.min_group_count
+
+
+def _ready(forest: GroupForest, key: EntityKey, count: _Count) -> bool:
+    """upstream's isCPGTreeReady / isPGReady: a PodGroup once `count` reaches its minCount, a
+    composite once minGroupCount of its children are ready."""
+    obj = forest.get(key)
+    if obj is None:
+        return False
+    if isinstance(obj, PodGroup):
+        states = forest.states_under(key)
+        return bool(states) and count(states[0]) >= min_count(obj)
+    ready = sum(_ready(forest, child, count) for child in forest.children(key))
+    return ready >= _min_group_count(obj)
 
 
 def _same_group_pod(pod: Pod, old: Any, new: Any) -> QueueingHint:

@@ -38,7 +38,7 @@ from kubesched.api.resources import (
     pod_container_non_zero_requests,
     pod_requests,
 )
-from kubesched.api.scheduling_groups import PodGroup
+from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
 from kubesched.errors import FieldErrors
 from kubesched.framework.cycle_state import CycleState, pre_filter_state
 from kubesched.framework.events import (
@@ -519,7 +519,7 @@ class NodeResourcesFit(
 
     # ------------------------------------------------------------------ PlacementScore
     def score_placement(
-        self, state: CycleState, pod_group: PodGroup, assignments: PodGroupAssignments
+        self, state: CycleState, pod_group: PodGroup | CompositePodGroup, assignments: PodGroupAssignments
     ) -> int:
         """MostAllocated over the placement's nodes as one, the proposed members included."""
         names, weights = self.scorer.names, self.scorer.weights

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from kubesched.api.scheduling_groups import PodGroup
+from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.group_forest import ForestLookup, group_key
 from kubesched.framework.interfaces import Handle, PlacementScoreExtensions, PlacementScorePlugin
 from kubesched.framework.placement import PlacementScore, PodGroupAssignments
 from kubesched.framework.pod_groups import PodGroupLookup
@@ -32,11 +33,17 @@ class PodGroupPodsCount(PlacementScorePlugin, PlacementScoreExtensions):
         self.handle = handle
         lookup: object = handle
         self._groups: PodGroupLookup | None = lookup if isinstance(lookup, PodGroupLookup) else None
+        self._forest: ForestLookup | None = lookup if isinstance(lookup, ForestLookup) else None
 
     def score_placement(
-        self, state: CycleState, pod_group: PodGroup, assignments: PodGroupAssignments
+        self, state: CycleState, pod_group: PodGroup | CompositePodGroup, assignments: PodGroupAssignments
     ) -> int | tuple[int, Status | None]:
-        """Scheduled pods of the group plus the members proposed in this placement."""
+        """Scheduled pods of the group (of every PodGroup under a composite) plus the members
+        proposed in this placement."""
+        forest = None if self._forest is None else self._forest.group_forest()
+        if forest is not None:
+            scheduled = sum(s.scheduled_count() for s in forest.states_under(group_key(pod_group)))
+            return scheduled + len(assignments.proposed)
         namespace, name = pod_group.metadata.namespace or "default", pod_group.metadata.name
         group = None if self._groups is None else self._groups.pod_group_state(namespace, name)
         if group is None:
@@ -44,7 +51,7 @@ class PodGroupPodsCount(PlacementScorePlugin, PlacementScoreExtensions):
         return group.scheduled_count() + len(assignments.proposed)
 
     def normalize_placement_score(
-        self, state: CycleState, pod_group: PodGroup, scores: list[PlacementScore]
+        self, state: CycleState, pod_group: PodGroup | CompositePodGroup, scores: list[PlacementScore]
     ) -> Status | None:
         """Each count times 100 over the highest count (an Error when every count is 0)."""
         best = max((s.score for s in scores), default=0)

@@ -18,19 +18,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from kubesched.api.scheduling_groups import PodGroup
+from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.group_forest import ForestLookup, group_key
 from kubesched.framework.interfaces import Handle, PlacementGeneratePlugin
 from kubesched.framework.node_info import pod_key
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.placement import Placement
-from kubesched.framework.pod_groups import PodGroupLookup
+from kubesched.framework.pod_groups import PodGroupLookup, PodGroupState
 from kubesched.framework.status import Status
 
 __all__ = ["TopologyPlacementGenerator", "topology_key"]
 
 
-def topology_key(pod_group: PodGroup) -> str | None:
+def topology_key(pod_group: PodGroup | CompositePodGroup) -> str | None:
     """The group's topology key (the API allows one constraint), None without one."""
     constraints = pod_group.spec.scheduling_constraints
     if constraints is None or not constraints.topology:
@@ -49,9 +50,10 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin):
         self.handle = handle
         lookup: object = handle
         self._groups: PodGroupLookup | None = lookup if isinstance(lookup, PodGroupLookup) else None
+        self._forest: ForestLookup | None = lookup if isinstance(lookup, ForestLookup) else None
 
     def generate_placements(
-        self, state: CycleState, pod_group: PodGroup, parent: Placement
+        self, state: CycleState, pod_group: PodGroup | CompositePodGroup, parent: Placement
     ) -> Sequence[Placement] | Status:
         """One placement per domain of the topology key within `parent` (only the scheduled
         pods' domain once some are); `parent` itself for a group without a constraint."""
@@ -72,17 +74,36 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin):
             placements.append(Placement(value, NodeSet(nodes.table, nodes.rows[ids == value_id])))
         return placements
 
-    def _scheduled_domain(self, pod_group: PodGroup, key: str, nodes: NodeSet) -> str | Status | None:
-        """The one domain the group's scheduled pods are in (None: none is scheduled), or an Error
-        status with upstream's text when it cannot be told."""
+    def _states(self, pod_group: PodGroup | CompositePodGroup) -> list[PodGroupState]:
+        """The group's PodGroup state; with CompositePodGroup on, those of every PodGroup under it."""
+        forest = None if self._forest is None else self._forest.group_forest()
+        if forest is not None:
+            return forest.states_under(group_key(pod_group))
         if self._groups is None:
-            return None
+            return []
         namespace = pod_group.metadata.namespace or "default"
         group = self._groups.pod_group_state(namespace, pod_group.metadata.name)
-        if group is None:
-            return None
+        return [] if group is None else [group]
+
+    def _scheduled_domain(
+        self, pod_group: PodGroup | CompositePodGroup, key: str, nodes: NodeSet
+    ) -> str | Status | None:
+        """The one domain the group's scheduled pods are in (None: none is scheduled), or an Error
+        status with upstream's text when it cannot be told."""
         table = nodes.table
         domain: str | None = None
+        for group in self._states(pod_group):
+            found = TopologyPlacementGenerator._domain_of(group, key, table, domain)
+            if isinstance(found, Status):
+                return found
+            domain = found
+        return domain
+
+    @staticmethod
+    def _domain_of(
+        group: PodGroupState, key: str, table: NodeTable, domain: str | None
+    ) -> str | Status | None:
+        """`domain` with the domains of `group`'s scheduled pods added (all must be one)."""
         for pod in group.pods:
             scheduled = pod_key(pod)
             if scheduled not in group.scheduled:

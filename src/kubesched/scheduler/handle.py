@@ -11,6 +11,7 @@ from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
 from kubesched.api.resource import AllocationResult, ResourceClaim, ResourceClaimConsumerReference
 from kubesched.api.storage import PersistentVolumeClaim
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.group_forest import GroupForest
 from kubesched.framework.interfaces import BackgroundEvictionPort
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.node_table import NodeTable
@@ -58,6 +59,7 @@ class HandleHost(Protocol):
     @property
     def shared(self) -> dict[str, Any]: ...
     def pod_group_state(self, namespace: str, name: str) -> PodGroupState | None: ...
+    def group_forest(self) -> GroupForest | None: ...
 
 
 class ProfileHandle:
@@ -106,6 +108,11 @@ class ProfileHandle:
     def pod_group_state(self, namespace: str, name: str) -> PodGroupState | None:
         """The PodGroup and its pods (framework.pod_groups.PodGroupLookup); None with GenericWorkload off."""
         return self._s.pod_group_state(namespace, name)
+
+    def group_forest(self) -> GroupForest | None:
+        """The CompositePodGroup hierarchies (framework.group_forest.ForestLookup); None with the
+        gate off."""
+        return self._s.group_forest()
 
     def bind(self, pod: Pod, node_name: str) -> None:
         self._s.port.bind(pod, node_name)

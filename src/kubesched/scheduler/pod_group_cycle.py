@@ -30,8 +30,9 @@ import msgspec
 
 from kubesched.api.objects import Pod
 from kubesched.api.resource import Condition
-from kubesched.api.scheduling_groups import POD_GROUP_INITIALLY_SCHEDULED, PodGroup
+from kubesched.api.scheduling_groups import POD_GROUP_INITIALLY_SCHEDULED, CompositePodGroup, PodGroup
 from kubesched.framework.cycle_state import POD_GROUP_CYCLE_KEY, CycleState
+from kubesched.framework.group_forest import EntityKey, GroupForest, GroupNode
 from kubesched.framework.node_info import pod_key
 from kubesched.framework.placement import ProposedAssignment
 from kubesched.framework.pod_group_preemption import GroupPreemptor, PodGroupPostFilterResult
@@ -41,6 +42,7 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import QueuedPodInfo
 from kubesched.scheduler.cache import Cache
 from kubesched.scheduler.clock import Clock
+from kubesched.scheduler.composite_placement import CompositePlacer, GroupResult, complete
 from kubesched.scheduler.failures import Failures
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.pod_group_placement import (
@@ -50,6 +52,7 @@ from kubesched.scheduler.pod_group_placement import (
     PodGroupUnschedulable,
     PodResult,
     PodTrial,
+    proposed,
 )
 from kubesched.scheduler.pod_group_post_filter import (
     CacheSnapshot,
@@ -110,6 +113,7 @@ class PodGroupCycle:
         *,
         trial: PodTrial,
         groups: Callable[[], SchedulingGroups | None],
+        forest: Callable[[], GroupForest | None] = lambda: None,
         cache: Cache,
         queue: SchedulingQueue,
         port: ClusterPort,
@@ -131,6 +135,9 @@ class PodGroupCycle:
             rng=rng if rng is not None else random.Random(0),
             nominations=NominationHold(nominator),
         )
+        self._composite = CompositePlacer(placer=self._placer, cache=cache)
+        #: CompositePodGroup on: the hierarchies (None when off).
+        self._forest = forest
         #: PodGroupPreemptionPolicy on: the PodGroup's `preemptionPolicy` decides for its pods.
         self._group_policy = group_preemption_policy
         self._groups = groups
@@ -166,6 +173,11 @@ class PodGroupCycle:
             )
             self._failures.fail(fwk, qpi, waiting.with_plugin(GANG_SCHEDULING), started, filter_=None)
             return
+        forest = self._forest()
+        root = None if forest is None else forest.root(EntityKey(False, namespace, name))
+        if forest is not None and root is not None and root.composite:
+            self._schedule_tree(fwk, qpi, forest, root, started)
+            return
         others = [
             k
             for p in groups.pods_of(namespace, name)
@@ -178,8 +190,10 @@ class PodGroupCycle:
         for m in members:
             m.unschedulable_plugins = set()
             m.pending_plugins = set()
+        state = groups.state(namespace, name, self._cache.is_assumed)
+        placed = [p for p in state.pods if pod_key(p) in state.scheduled] if state is not None else []
         try:
-            fwk = self._validate(pod_group, members, groups)
+            fwk = self._validate(pod_group, members, placed)
         except _GroupError as err:
             error = Status.as_error(str(err))
             requeue = self._requeue(group, Code.ERROR)
@@ -195,16 +209,14 @@ class PodGroupCycle:
         self._submit(fwk, pod_group, members, results, group_status, started)
 
     def _validate(
-        self, pod_group: PodGroup, members: list[QueuedPodInfo], groups: SchedulingGroups
+        self, pod_group: PodGroup | CompositePodGroup, members: list[QueuedPodInfo], placed: list[Pod]
     ) -> Framework:
-        """One scheduler name, the group's priority and one preemption policy for every member,
-        the scheduled ones included (upstream's validatePodGroup); the members' Framework."""
+        """One scheduler name, the root group's priority and one preemption policy for every
+        member, the scheduled ones (`placed`) included (upstream's validatePodGroup); the members'
+        Framework."""
         scheduler_name = members[0].pod.spec.scheduler_name
         priority = pod_group_priority(pod_group)
         policy = ""
-        namespace, name = pod_group.metadata.namespace or "default", pod_group.metadata.name
-        state = groups.state(namespace, name, self._cache.is_assumed)
-        placed = [p for p in state.pods if pod_key(p) in state.scheduled] if state is not None else []
         for pod in [*(m.pod for m in members), *placed]:
             if pod.spec.scheduler_name != scheduler_name:
                 raise _GroupError(
@@ -257,18 +269,37 @@ class PodGroupCycle:
         attempted = Code.SUCCESS if group_status is None else group_status.code
         if group_status is not None and group_status.code == Code.UNSCHEDULABLE:
             group_status, waiting = self._pod_group_post_filter(fwk, pod_group, members, group_status)
-        nominations = waiting.nominations if waiting is not None else {}
-        victims = waiting.victims if waiting is not None else []
-        placement: dict[str, str] = {}
-        tried: dict[str, str] = {}
         group = (pod_group.metadata.namespace or "default", pod_group.metadata.name)
         requeue = self._requeue(group, attempted)
+        victims = waiting.victims if waiting is not None else []
+        placement, tried = self._submit_members(
+            fwk, results, group_status, waiting, victims, requeue, started
+        )
+        self._conclude(pod_group, group_status, placement, tried)
+
+    def _submit_members(
+        self,
+        fwk: Framework,
+        results: list[PodResult],
+        group_status: Status | None,
+        waiting: PodGroupPostFilterResult | None,
+        victims: list[str],
+        requeue: Callable[[QueuedPodInfo], object],
+        started: float,
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """Bind each placed member of a group that fitted, else fail each with upstream's status;
+        `victims` are reported with the first member (and emptied). The members placed and the
+        members tried, by name."""
+        nominations = waiting.nominations if waiting is not None else {}
+        placement: dict[str, str] = {}
+        tried: dict[str, str] = {}
         for res in results:
             m = res.qpi
             # A group waiting for its victims keeps or gets its members' nominations; otherwise
             # upstream clears them for placed members and on errors.
             nominated = nominations.get(m.key) if waiting is not None else ""
-            shown, victims = victims, []  # the victims are reported once, with the first member
+            shown = list(victims)  # the victims are reported once, with the first member
+            victims.clear()
             if group_status is not None and group_status.code == Code.ERROR:
                 own = res.status if res.status is not None and res.status.code == Code.ERROR else group_status
                 self._failures.fail(fwk, m, own, started, filter_=None, requeue=requeue, nominated="")
@@ -313,6 +344,16 @@ class PodGroupCycle:
                     nominated=nominations.get(m.key),
                     victims=shown,
                 )
+        return placement, tried
+
+    def _conclude(
+        self,
+        pod_group: PodGroup,
+        group_status: Status | None,
+        placement: dict[str, str],
+        tried: dict[str, str],
+    ) -> None:
+        """The PodGroup's condition and its outcome for reports."""
         if group_status is None:
             result, reason, message = "Scheduled", "Scheduled", ""
             self._write_condition(pod_group, "True", reason, message)
@@ -323,6 +364,125 @@ class PodGroupCycle:
             result, message = "Unschedulable", group_status.message()
             self._write_condition(pod_group, "False", "Unschedulable", message)
         self._report(pod_group, result, message, placement, tried)
+
+    # ------------------------------------------------------------------ CompositePodGroup trees
+    def _schedule_tree(
+        self, fwk: Framework, qpi: QueuedPodInfo, forest: GroupForest, root: EntityKey, started: float
+    ) -> None:
+        """The cycle of a CompositePodGroup tree (upstream's scheduleOnePodGroup for a composite
+        root): every pending pod of its PodGroups, placed all or nothing."""
+        tree = forest.tree(root)
+        assert tree is not None
+        composite = tree.composite
+        assert composite is not None
+        groups = forest.groups
+        leaves = tree.leaves()
+        others = [
+            k
+            for leaf in leaves
+            for p in groups.pods_of(leaf.key.namespace, leaf.key.name)
+            if (k := pod_key(p)) != qpi.key and not p.spec.node_name
+        ]
+        taken = [m for m in [qpi, *self._queue.take(others)] if not self._trial.skipped(fwk, m)]
+        if not taken:
+            return
+        members: dict[EntityKey, list[QueuedPodInfo]] = {}
+        for m in taken:
+            m.unschedulable_plugins = set()
+            m.pending_plugins = set()
+            group = pod_group_of(m.pod)
+            assert group is not None
+            members.setdefault(EntityKey(False, *group), []).append(m)
+        for listed in members.values():
+            listed.sort(key=_member_order)
+        ordered = [m for leaf in leaves for m in members.get(leaf.key, [])]
+        states = {
+            leaf.key: groups.state(leaf.key.namespace, leaf.key.name, self._cache.is_assumed)
+            for leaf in leaves
+        }
+        placed = [
+            p for st in states.values() if st is not None for p in st.pods if pod_key(p) in st.scheduled
+        ]
+        key = (root.namespace, root.name)
+        try:
+            fwk = self._validate(composite, ordered, placed)
+        except _GroupError as err:
+            error = Status.as_error(str(err))
+            requeue = self._requeue(key, Code.ERROR)
+            for m in ordered:
+                own = self._frameworks.get(m.pod.spec.scheduler_name, fwk)
+                self._failures.fail(own, m, error, started, filter_=None, requeue=requeue)
+            for leaf in leaves:
+                assert leaf.pod_group is not None
+                self._write_condition(leaf.pod_group, "False", "SchedulerError", str(err))
+                self._report(leaf.pod_group, "Error", str(err), {})
+            return
+
+        def scheduled(k: EntityKey) -> int:
+            st = groups.state(k.namespace, k.name, self._cache.is_assumed)
+            return 0 if st is None else st.scheduled_count()
+
+        results = self._composite.run(fwk, tree, members, scheduled)
+        root_status = results[root].status
+        complete(tree, results)
+        for leaf in leaves:
+            res = results[leaf.key]
+            for m in members.get(leaf.key, [])[len(res.results) :]:
+                shared = res.status if res.status is not None else Status(Code.UNSCHEDULABLE)
+                res.results.append(PodResult(m, CycleState(), _copy(shared)))
+        waiting: PodGroupPostFilterResult | None = None
+        if root_status is not None and root_status.code == Code.UNSCHEDULABLE:
+            waiting = self._tree_post_filter(fwk, tree, members, ordered, scheduled, results)
+        requeue = self._requeue(key, Code.SUCCESS if root_status is None else root_status.code)
+        victims = list(waiting.victims) if waiting is not None else []
+        for leaf in leaves:
+            res = results[leaf.key]
+            assert leaf.pod_group is not None
+            placement, tried = self._submit_members(
+                fwk, res.results, res.status, waiting, victims, requeue, started
+            )
+            self._conclude(leaf.pod_group, res.status, placement, tried)
+
+    def _tree_post_filter(
+        self,
+        fwk: Framework,
+        tree: GroupNode,
+        members: dict[EntityKey, list[QueuedPodInfo]],
+        ordered: list[QueuedPodInfo],
+        scheduled: Callable[[EntityKey], int],
+        results: dict[EntityKey, GroupResult],
+    ) -> PodGroupPostFilterResult | None:
+        """upstream's PodGroupPostFilter for a composite root and applyPodGroupPostFilterResult:
+        the plugins' outcome on every group's status (appended to each result, so a status its
+        children share gets it once per sharer, as upstream's); the result when victims are found."""
+        plugins = post_filter_plugins(fwk)
+        if not plugins:
+            return None
+        composite = tree.composite
+        assert composite is not None
+        preemptor = GroupPreemptor(
+            composite,
+            [m.pod for m in ordered],
+            {m.key: node for m in ordered if (node := self._nominated(m.key))},
+            group_policy=self._group_policy,
+        )
+
+        def again() -> tuple[list[ProposedAssignment], Status | None]:
+            """upstream's PodGroupSchedulingFunc for the tree: its algorithm again."""
+            out = self._composite.run(fwk, tree, members, scheduled)
+            placed = [a for res in out.values() for a in proposed(res.results)]
+            return placed, out[tree.key].status
+
+        snapshot = CacheSnapshot(self._cache, fwk, self._nominator)
+        found, outcome = run_pod_group_post_filter(fwk, plugins, preemptor, snapshot, again)
+        if outcome.code == Code.ERROR:
+            for res in results.values():
+                res.status = outcome
+            return None
+        for res in results.values():
+            if res.status is not None:
+                res.status.reasons = (*res.status.reasons, outcome.message())
+        return found if outcome.is_success() else None
 
     def _requeue(self, group: tuple[str, str], code: Code) -> Callable[[QueuedPodInfo], object]:
         """How the group's failed members go back (upstream requeues the group as one entity): after

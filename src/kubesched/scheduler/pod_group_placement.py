@@ -19,11 +19,12 @@ assumes the winners again when it submits the outcome.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kubesched.api.objects import Pod
-from kubesched.api.scheduling_groups import PodGroup
+from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
 from kubesched.framework.cycle_state import POD_GROUP_CYCLE_KEY, CycleState, PodGroupCycleState
 from kubesched.framework.node_table import NodeSet
 from kubesched.framework.placement import Placement, PodGroupAssignments, ProposedAssignment
@@ -43,11 +44,22 @@ __all__ = [
     "PodGroupUnschedulable",
     "PodResult",
     "PodTrial",
+    "Trial",
+    "Undo",
+    "as_error",
+    "proposed",
+    "unschedulable",
 ]
 
 GANG_SCHEDULING = "GangScheduling"
 #: Upstream's errPodGroupUnschedulable: the first reason of a group-wide rejection.
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+
+
+T = TypeVar("T")
+
+#: An assumed member to undo: its cycle state, the pod as assumed, its node and key.
+Undo = tuple[CycleState, Pod, str, str]
 
 
 class PodTrial(Protocol):
@@ -83,7 +95,7 @@ class PodResult:
 
 
 @dataclass(slots=True)
-class _Trial:
+class Trial:
     """The default algorithm's outcome in one placement."""
 
     results: list[PodResult]
@@ -130,7 +142,7 @@ class GroupPlacer:
         status (None: placeable). `scheduled` counts the group's pods already assumed or bound."""
         group_cycle = PodGroupCycleState()
         if self._topology:
-            trial = self._placements(fwk, pod_group, members, scheduled, group_cycle)
+            trial = self.placements(fwk, pod_group, members, scheduled, group_cycle)
         else:
             trial = self._default(fwk, pod_group, members, scheduled, None, group_cycle)
         if trial.status is None and not trial.any_scheduled:
@@ -138,27 +150,25 @@ class GroupPlacer:
             return trial.results, Status(Code.UNSCHEDULABLE, error=PodGroupUnschedulable())
         return trial.results, trial.status
 
-    def _placements(
+    def placements(
         self,
         fwk: Framework,
         pod_group: PodGroup,
         members: list[QueuedPodInfo],
         scheduled: int,
         group_cycle: PodGroupCycleState,
-    ) -> _Trial:
-        """podGroupSchedulingPlacementAlgorithm: the default algorithm in each generated placement."""
+        parent: NodeSet | None = None,
+    ) -> Trial:
+        """podGroupSchedulingPlacementAlgorithm: the default algorithm in each placement generated
+        within `parent` (None: every node); nothing it assumed is left assumed."""
         group_state = CycleState()
         table = self._cache.snapshot()
-        placements, status = fwk.placements.generate(group_state, pod_group, table.all())
+        placements, status = fwk.placements.generate(group_state, pod_group, parent or table.all())
         if status is not None:
-            return _Trial([], status, False, CycleState())
-        # Upstream's placements come out of a Go map: their order, and with it which placement's
-        # failure a message quotes, is random. The run's seeded RNG draws it here.
-        placements = list(placements)
-        if len(placements) > 1:
-            self._rng.shuffle(placements)
-        first: _Trial | None = None
-        feasible: list[tuple[Placement, _Trial]] = []
+            return Trial([], status, False, CycleState())
+        placements = self.shuffled(placements)
+        first: Trial | None = None
+        feasible: list[tuple[Placement, Trial]] = []
         for placement in placements:
             nodes = None if len(placement.nodes) == len(table) else placement.nodes
             trial = self._default(fwk, pod_group, members, scheduled, nodes, group_cycle)
@@ -170,30 +180,78 @@ class GroupPlacer:
         if not feasible:
             assert first is not None and first.status is not None
             text = f"0/{len(placements)} placements are available, first placement status: "
-            text += _as_error(first.status)
+            text += as_error(first.status)
             first.status = Status(Code.UNSCHEDULABLE, text, error=PodGroupUnschedulable())
             return first
         if len(feasible) == 1:
             return feasible[0][1]
         assignments = [
-            PodGroupAssignments(
-                placement,
-                tuple(
-                    ProposedAssignment(r.qpi.pod, r.result.node, r.state)
-                    for r in trial.results
-                    if r.status is None and r.result is not None
-                ),
-            )
-            for placement, trial in feasible
+            PodGroupAssignments(placement, proposed(trial.results)) for placement, trial in feasible
         ]
         states = [trial.state for _, trial in feasible]
-        totals, status = fwk.placements.score(group_state, pod_group, assignments, states)
-        if status is not None:
-            return _Trial([], status, False, CycleState())
-        best = max(totals)
-        top = [i for i, total in enumerate(totals) if total == best]
-        chosen = top[0] if len(top) == 1 else top[self._rng.randrange(len(top))]
+        chosen = self.best(fwk, group_state, pod_group, assignments, states)
+        if isinstance(chosen, Status):
+            return Trial([], chosen, False, CycleState())
         return feasible[chosen][1]
+
+    def shuffled(self, items: Sequence[T]) -> list[T]:
+        """Upstream's placements (and a composite's children) come out of a Go map: their order,
+        and with it which placement's failure a message quotes, is random. The run's seeded RNG
+        draws it here."""
+        out = list(items)
+        if len(out) > 1:
+            self._rng.shuffle(out)
+        return out
+
+    def best(
+        self,
+        fwk: Framework,
+        group_state: CycleState,
+        group: PodGroup | CompositePodGroup,
+        assignments: list[PodGroupAssignments],
+        states: list[CycleState],
+    ) -> int | Status:
+        """upstream's findBestPlacement: the index of the best-scored placement (ties at random),
+        or the PlacementScore plugins' error."""
+        totals, status = fwk.placements.score(group_state, group, assignments, states)
+        if status is not None:
+            return status
+        top_score = max(totals)
+        top = [i for i, total in enumerate(totals) if total == top_score]
+        return top[0] if len(top) == 1 else top[self._rng.randrange(len(top))]
+
+    def assume(self, fwk: Framework, results: list[PodResult], undo: list[Undo]) -> Status | None:
+        """Assume and reserve again the members a trial placed (upstream's assumeSubtreeWithRevert
+        for one PodGroup), adding to `undo`; the reservation's failure, if one fails."""
+        for res in results:
+            if res.status is None and res.result is not None:
+                failed = self._assume(fwk, res.qpi, res.state, res.result, undo)
+                if failed is not None:
+                    return failed
+        return None
+
+    def revert(self, fwk: Framework, undo: list[Undo]) -> None:
+        """Undo assumes in reverse order, emptying `undo`."""
+        for state, assumed, node, key in reversed(undo):
+            fwk.run_unreserve(state, assumed, node)
+            self._cache.forget_pod(key)
+            self._nominations.release(key)
+        undo.clear()
+
+    def _assume(
+        self, fwk: Framework, m: QueuedPodInfo, state: CycleState, chosen: ScheduleResult, undo: list[Undo]
+    ) -> Status | None:
+        """Assume `m` on its node and run Reserve; a failed Reserve is undone at once."""
+        assumed = with_node_name(m.pod, chosen.node)
+        self._cache.assume_pod(m.pod_info.with_pod(assumed), chosen.node)
+        reserved = fwk.run_reserve(state, assumed, chosen.node)
+        if reserved is not None:
+            fwk.run_unreserve(state, assumed, chosen.node)
+            self._cache.forget_pod(m.key)
+            return reserved
+        undo.append((state, assumed, chosen.node, m.key))
+        self._nominations.hold(m.pod_info)
+        return None
 
     def _default(
         self,
@@ -203,19 +261,19 @@ class GroupPlacer:
         scheduled: int,
         placement: NodeSet | None,
         group_cycle: PodGroupCycleState,
-    ) -> _Trial:
+    ) -> Trial:
         """podGroupSchedulingDefaultAlgorithm within `placement` (None: every node)."""
         results: list[PodResult] = []
-        undo: list[tuple[CycleState, Pod, str, str]] = []
+        undo: list[Undo] = []
         remaining = len(members)
         placement_state = CycleState()
         try:
-            status = self._feasible(fwk, pod_group, scheduled, remaining)
+            status = self.feasible(fwk, pod_group, scheduled, remaining)
             if status is not None and status.code == Code.ERROR:
                 error = _error(f"failed to evaluate placement feasibility: {status.message()}")
-                return _Trial(results, error, False, placement_state)
+                return Trial(results, error, False, placement_state)
             if status is not None and status.code == Code.UNSCHEDULABLE:
-                return _Trial(results, _unschedulable(status), False, placement_state)
+                return Trial(results, unschedulable(status), False, placement_state)
             any_scheduled = False
             for m in members:
                 state = CycleState()
@@ -228,39 +286,31 @@ class GroupPlacer:
                     res = PodResult(m, state, err.status)
                 else:
                     res = PodResult(m, state, None, chosen)
-                    assumed = with_node_name(m.pod, chosen.node)
-                    self._cache.assume_pod(m.pod_info.with_pod(assumed), chosen.node)
-                    reserved = fwk.run_reserve(state, assumed, chosen.node)
+                    reserved = self._assume(fwk, m, state, chosen, undo)
                     if reserved is not None:
-                        fwk.run_unreserve(state, assumed, chosen.node)
-                        self._cache.forget_pod(m.key)
                         res.status = as_fit_status(reserved)
-                    else:
-                        undo.append((state, assumed, chosen.node, m.key))
-                        self._nominations.hold(m.pod_info)
                 results.append(res)
                 if res.status is not None and not res.status.is_rejected():
                     error = _error(f"failed to schedule other pod from a pod group: {res.status.message()}")
-                    return _Trial(results, error, False, placement_state)
+                    return Trial(results, error, False, placement_state)
                 remaining -= 1
                 scheduled += res.status is None
-                status = self._feasible(fwk, pod_group, scheduled, remaining)
+                status = self.feasible(fwk, pod_group, scheduled, remaining)
                 if status is not None and status.code == Code.ERROR:
                     error = _error(f"failed to evaluate placement feasibility: {status.message()}")
-                    return _Trial(results, error, False, placement_state)
+                    return Trial(results, error, False, placement_state)
                 if status is not None and status.code == Code.UNSCHEDULABLE:
-                    return _Trial(results, status, False, placement_state)
+                    return Trial(results, status, False, placement_state)
                 any_scheduled = any_scheduled or res.status is None
             if status is not None and status.is_wait():
-                return _Trial(results, _unschedulable(status), False, placement_state)
-            return _Trial(results, None, any_scheduled, placement_state)
+                return Trial(results, unschedulable(status), False, placement_state)
+            return Trial(results, None, any_scheduled, placement_state)
         finally:
-            for state, assumed, node, key in reversed(undo):
-                fwk.run_unreserve(state, assumed, node)
-                self._cache.forget_pod(key)
-                self._nominations.release(key)
+            self.revert(fwk, undo)
 
-    def _feasible(self, fwk: Framework, pod_group: PodGroup, scheduled: int, remaining: int) -> Status | None:
+    def feasible(
+        self, fwk: Framework, pod_group: PodGroup | CompositePodGroup, scheduled: int, remaining: int
+    ) -> Status | None:
         """GangScheduling's PlacementFeasible (upstream's only such plugin), when the profile has it."""
         plugin: Any = fwk.plugins.get(GANG_SCHEDULING)
         if plugin is None or not hasattr(plugin, "placement_feasible"):
@@ -277,14 +327,23 @@ class GroupPlacer:
         return Status.as_error(f"unexpected status from PlacementFeasible plugin: {status.code}")
 
 
-def _unschedulable(status: Status) -> Status:
+def proposed(results: list[PodResult]) -> tuple[ProposedAssignment, ...]:
+    """upstream's makeProposedAssignments: the members a trial placed, with their nodes."""
+    return tuple(
+        ProposedAssignment(r.qpi.pod, r.result.node, r.state)
+        for r in results
+        if r.status is None and r.result is not None
+    )
+
+
+def unschedulable(status: Status) -> Status:
     """A Wait (or early Unschedulable) of PlacementFeasible turned into the group's rejection."""
     out = Status(Code.UNSCHEDULABLE, *status.reasons, error=PodGroupUnschedulable())
     out.plugin = status.plugin
     return out
 
 
-def _as_error(status: Status) -> str:
+def as_error(status: Status) -> str:
     """upstream's Status.AsError() text: the error when there is one, else the reasons."""
     return str(status.error) if status.error is not None else status.message()
 

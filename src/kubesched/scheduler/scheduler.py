@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kubesched.api.objects import Node, Pod
 from kubesched.framework.events import ActionType, Resource
 from kubesched.framework.filter_memo import FilterMemo
+from kubesched.framework.group_forest import GroupForest
 from kubesched.framework.pod_groups import PodGroupState, SchedulingGroups
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework
@@ -68,6 +69,8 @@ class Scheduler:
         self.port = port
         #: GenericWorkload: pods of a scheduling.k8s.io PodGroup are scheduled with their group.
         self.pod_groups_enabled = registry.features.enabled("GenericWorkload")
+        #: CompositePodGroup: a PodGroup under a composite is scheduled with its whole tree.
+        self.composites_enabled = self.pod_groups_enabled and registry.features.enabled("CompositePodGroup")
         #: Why this scheduler may not bind at all right now (None: it may); asked before PreBind and
         #: again, with the re-validation of the decision, just before Bind.
         self.bind_gate = bind_gate or (lambda: None)
@@ -177,6 +180,7 @@ class Scheduler:
             self._cycle.group_cycle = PodGroupCycle(
                 trial=self._cycle,
                 groups=lambda: self.groups,
+                forest=self.group_forest,
                 cache=self.cache,
                 queue=self.queue,
                 port=port,
@@ -202,6 +206,11 @@ class Scheduler:
         """PodGroup `namespace/name` with its pods, scheduled ones told apart (for GangScheduling)."""
         groups = self.groups
         return None if groups is None else groups.state(namespace, name, self.cache.is_assumed)
+
+    def group_forest(self) -> GroupForest | None:
+        """The CompositePodGroup hierarchies, None with the CompositePodGroup gate off."""
+        groups = self.groups if self.composites_enabled else None
+        return None if groups is None else GroupForest(groups, self.cache.is_assumed)
 
     # -- cluster events in (event_handlers.py)
     def responsible_for(self, pod: Pod) -> bool:

@@ -368,7 +368,7 @@ _OBJECTS = st.one_of(
             scheduling_constraints=_TOPOLOGY,
             disruption_mode=st.none() | st.builds(CompositeDisruptionMode, single=_MARKER, all=_MARKER),
             **_PRIORITY,
-        ),
+        ).filter(lambda spec: spec.workload_ref is not None),
         status=st.builds(CompositePodGroupStatus, conditions=_CONDITIONS),
     ),
 )
@@ -452,6 +452,11 @@ def test_the_pod_scheduling_group_round_trips() -> None:
             "    workloadRef: {workloadName: train, templateName: workers}\n",
             "",
             "items[1].spec.workloadRef: Required value: must be set when parentCompositePodGroupName is set",
+        ),
+        (
+            "    workloadRef: {workloadName: train, templateName: all}\n",
+            "",
+            "items[2].spec.workloadRef: Required value",
         ),
     ],
 )

@@ -64,7 +64,7 @@ import msgspec
 
 from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
 from kubesched.api.resource import AllocationResult, Condition, ResourceClaim, ResourceClaimConsumerReference
-from kubesched.api.scheduling_groups import POD_GROUP_KEY, PodGroup
+from kubesched.api.scheduling_groups import COMPOSITE_POD_GROUP_KEY, POD_GROUP_KEY, PodGroup
 from kubesched.api.storage import PersistentVolumeClaim
 from kubesched.cluster.kube.bad_pods import pod_identity
 from kubesched.cluster.kube.binder import BindConflict, Binder
@@ -431,6 +431,8 @@ class LiveCluster:
             return CallbackHandlers(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
         if kind == POD_GROUP_KEY:  # the groups first, then the event for pods GangScheduling holds
             return CallbackHandlers(self._on_group_add, self._on_group_update, self.groups.remove)
+        if kind == COMPOSITE_POD_GROUP_KEY:
+            return CallbackHandlers(self._on_composite_add, self.groups.update, self.groups.remove)
         if kind in GROUP_KINDS:
             return CallbackHandlers(self.groups.put, self.groups.update, self.groups.remove)
         resource = _EVENT_RESOURCES.get(kind)
@@ -449,6 +451,10 @@ class LiveCluster:
     def _on_group_add(self, pg: Any) -> None:
         self.groups.put(pg)
         self.scheduler.on_object_event(Resource.SCHEDULING_POD_GROUP, ActionType.ADD, None, pg)
+
+    def _on_composite_add(self, cpg: Any) -> None:
+        self.groups.put(cpg)
+        self.scheduler.on_object_event(Resource.SCHEDULING_COMPOSITE_POD_GROUP, ActionType.ADD, None, cpg)
 
     def _on_group_update(self, old: Any, new: Any) -> None:
         self.groups.update(old, new)

@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 
 from kubesched.api.objects import Pod
-from kubesched.api.scheduling_groups import PodGroup
+from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
 from kubesched.framework.interfaces import (
     BackgroundEvictionPort,
     Handle,
@@ -124,7 +124,11 @@ class Executor:
         return status
 
     def prepare_group(
-        self, handle: Handle, victims: list[PodInfo], pod_group: PodGroup, members: list[Pod]
+        self,
+        handle: Handle,
+        victims: list[PodInfo],
+        pod_group: PodGroup | CompositePodGroup,
+        members: list[Pod],
     ) -> Status | None:
         """Evict a pod group's victims (upstream's actuatePodGroupPreemption). Its "node" is the
         whole cluster, named `cluster` in the Events, so no nomination is cleared."""
@@ -225,10 +229,11 @@ class _Preemptor:
         return _Preemptor("pod", pod_key(pod), pod.metadata.uid, pod.spec.scheduler_name, [pod])
 
     @staticmethod
-    def of_group(pod_group: PodGroup, members: list[Pod]) -> _Preemptor:
+    def of_group(pod_group: PodGroup | CompositePodGroup, members: list[Pod]) -> _Preemptor:
         key = f"{pod_group.metadata.namespace or 'default'}/{pod_group.metadata.name}"
         scheduler = members[0].spec.scheduler_name if members else ""
-        return _Preemptor("podgroup", group_preemption_key(key), pod_group.metadata.uid, scheduler, members)
+        kind = "compositepodgroup" if isinstance(pod_group, CompositePodGroup) else "podgroup"
+        return _Preemptor(kind, group_preemption_key(key), pod_group.metadata.uid, scheduler, members)
 
     def why(self) -> str:
         """The DisruptionTarget message a victim gets (upstream's words)."""
