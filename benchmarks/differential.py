@@ -9,7 +9,8 @@ stderr with the scenario file that reproduces it.
     nice python benchmarks/differential.py --seed 1 --count 1000 --live-every 4 --out /tmp/differential
 
 `--groups` runs pod-group scenarios instead (kubesched.harness.differential.group_run), with
-GenericWorkload on everywhere (`--topology` adds TopologyAwareWorkloadScheduling); its `observed`
+GenericWorkload on everywhere (`--topology` adds TopologyAwareWorkloadScheduling, `--composite`
+CompositePodGroup trees with their gate); its `observed`
 counts what the binary did (`gang-bound-all`, `gang-bound-part`, `gang-bound-none`, `preempted`, ...).
 
     nice python benchmarks/differential.py --groups --seed 1 --count 500 --live-every 0
@@ -23,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from kubesched.harness.differential.gated import GANG_GATES, TOPOLOGY_GATES
+from kubesched.harness.differential.gated import COMPOSITE_GATES, GANG_GATES, TOPOLOGY_GATES
 from kubesched.harness.differential.group_run import run_group_scenarios
 from kubesched.harness.differential.run import print_mismatch, run_scenarios
 
@@ -47,6 +48,11 @@ def main() -> int:
         "--topology", action="store_true", help="with --groups: TopologyAwareWorkloadScheduling too"
     )
     parser.add_argument(
+        "--composite",
+        action="store_true",
+        help="with --groups: CompositePodGroup trees too (and their gate, topology included)",
+    )
+    parser.add_argument(
         "--no-priorities",
         action="store_true",
         help="with --groups: every pod of priority 0 (nothing preempts)",
@@ -57,18 +63,21 @@ def main() -> int:
     started = time.monotonic()
     seeds = list(range(args.seed, args.seed + args.count))
     if args.groups:
-        flags = (TOPOLOGY_GATES if args.topology else GANG_GATES).flags()
+        gates = COMPOSITE_GATES if args.composite else TOPOLOGY_GATES if args.topology else GANG_GATES
+        flags = gates.flags()
         tally = run_group_scenarios(
             seeds,
             args.out,
             topology=args.topology,
             priorities=not args.no_priorities,
+            composite=args.composite,
             live_every=args.live_every,
             on_mismatch=lambda m: print_mismatch(m, flags=flags),
         )
     else:
         tally = run_scenarios(seeds, args.out, live_every=args.live_every, on_mismatch=print_mismatch)
-    report: dict[str, object] = {"groups": "topology" if args.topology else "gang"} if args.groups else {}
+    kind = "composite" if args.composite else "topology" if args.topology else "gang"
+    report: dict[str, object] = {"groups": kind} if args.groups else {}
     report |= {
         "seed": args.seed,
         "count": args.count,

@@ -351,3 +351,44 @@ def test_a_disagreeing_play_the_binary_popped_in_part_is_played_again(
     played = _plays(monkeypatch, [2, 1], agreeing=0)
     results, _, _ = group_run.compare_group_scenario(h, GroupScenario(1), tmp_path)
     assert played == [2] and results[0].mismatches
+
+
+def test_composite_scenarios_are_trees_created_children_first() -> None:
+    features: Counter[str] = Counter()
+    for seed in SEEDS:
+        s = generate_groups(seed, composite=True)
+        assert s.name == f"c{seed}" and s.topology and s.composite
+        features.update(s.features)
+        for wave in s.waves:
+            names = {g["metadata"]["name"] for g in wave.composites}
+            roots = [c for c in wave.composites if "parentCompositePodGroupName" not in c["spec"]]
+            # one tree per wave, its root created last; every child names a composite of the wave
+            assert not wave.composites or (len(roots) == 1 and wave.composites[-1] is roots[0])
+            for obj in [*wave.groups, *wave.composites]:
+                parent = obj["spec"].get("parentCompositePodGroupName")
+                assert parent is None or (parent in names and obj["spec"]["workloadRef"])
+            assert all(c["spec"]["workloadRef"] for c in wave.composites)
+    wanted = {
+        "composite",
+        "composite-gang",
+        "composite-minGroupCount-below",
+        "composite-basic",
+        "composite-nested",
+        "composite-topology-rack",
+        "composite-topology-zone",
+    }
+    assert wanted <= set(features), features
+    # the gang and topology scenarios of a seed are the same with or without composites in the code
+    assert generate_groups(5, topology=True) == generate_groups(5, topology=True, composite=False)
+
+
+@pytest.mark.parametrize("seed", [1, 4, 7])
+def test_composite_manifests_load_strictly(seed: int) -> None:
+    s = generate_groups(seed, composite=True)
+    composites = [c for w in s.waves for c in w.composites]
+    items = [*s.nodes, *s.running, *s.pods_to_schedule, *s.groups, *composites]
+    loaded = LoadedObjects()
+    for obj in load_documents(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}), "s.json"):
+        loaded.add(obj)
+    assert not loaded.skipped
+    assert len(loaded.composite_pod_groups) == len(composites) > 0

@@ -44,6 +44,8 @@ Obj = dict[str, Any]
 #: one-second poll).
 OUTCOME_TIMEOUT = 30.0
 POLL_SECONDS = 0.01
+#: Seconds a harness without a log to read waits for the scheduler to see new PodGroups.
+GROUPS_SEEN_PAUSE = 1.0
 #: How often, while a pod is being scheduled, the harness plays the PV controller.
 PV_CONTROLLER_PERIOD = 0.1
 _FOUND = re.compile(r"found a potential placement for pod on node (\S+), preempting")
@@ -161,6 +163,11 @@ class ScenarioOnCluster:
         """Return once the scheduler's queue holds these just-created pods (held back or not);
         `members` are those of a PodGroup not created yet."""
         raise NotImplementedError
+
+    def _wait_groups_seen(self, keys: list[str]) -> None:
+        """Return once the scheduler has seen these just-created PodGroups (`namespace/name`); by
+        default a pause long enough for a watch event."""
+        time.sleep(GROUPS_SEEN_PAUSE)
 
     def _scores(self, key: str) -> dict[str, dict[str, int]]:
         """Per node, per plugin, the weighted scores of the pod's last attempt ({}: unknown)."""

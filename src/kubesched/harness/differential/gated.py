@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from kubesched.config import FeatureGates
 
-__all__ = ["GANG_GATES", "NO_GATES", "POLICY_GATES", "TOPOLOGY_GATES", "Gates"]
+__all__ = ["COMPOSITE_GATES", "GANG_GATES", "NO_GATES", "POLICY_GATES", "TOPOLOGY_GATES", "Gates"]
 
 _V1BETA1 = "scheduling.k8s.io/v1beta1=true"
 _V1ALPHA3 = "scheduling.k8s.io/v1alpha3=true"
@@ -54,5 +54,9 @@ NO_GATES = Gates()
 GANG_GATES = Gates({"GenericWorkload": True})
 #: Gangs placed within one domain of a node label (TopologyPlacementGenerator, PodGroupPodsCount).
 TOPOLOGY_GATES = Gates({"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True})
+#: CompositePodGroup trees (which need topology-aware scheduling), served as v1alpha3.
+COMPOSITE_GATES = Gates(
+    {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True, "CompositePodGroup": True}
+)
 #: Gangs whose PodGroup's own `preemptionPolicy` decides whether they preempt.
 POLICY_GATES = Gates({"GenericWorkload": True, "PodGroupPreemptionPolicy": True})

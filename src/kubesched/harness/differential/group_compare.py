@@ -80,8 +80,9 @@ _FAILED_CYCLE = "pod group is unschedulable"
 
 
 def wave_objects(outcome: WaveOutcome) -> list[Obj]:
-    """What kubesched is given: the objects before the wave, its pods as admitted, its PodGroups."""
-    return [*outcome.before, *(as_created(p) for p in outcome.pods), *outcome.groups]
+    """What kubesched is given: the objects before the wave, its pods as admitted, its PodGroups and
+    CompositePodGroups."""
+    return [*outcome.before, *(as_created(p) for p in outcome.pods), *outcome.groups, *outcome.composites]
 
 
 def wave_file(outcome: WaveOutcome, gates: Gates, directory: Path) -> Path:
@@ -180,8 +181,9 @@ def compare_wave_seeded(
 
     The binary tries a group's placements in a Go map's order and breaks ties between the best at
     random, so which placement's failure its messages quote, and which domain of two alike a group
-    gets, changes from run to run. kubesched draws both from its seed: the binary's outcome agrees
-    when some seed gives it."""
+    gets, changes from run to run; with CompositePodGroup, so does the order a composite's children
+    are tried in (a Go set's), so every group of a tree counts as constrained. kubesched draws all
+    of it from its seed: the binary's outcome agrees when some seed gives it."""
     compared = compare_wave(outcome, simulate_wave(outcome, gates, workdir), prefix=prefix)
     if not gates.values.get("TopologyAwareWorkloadScheduling"):
         return _tie_broken(outcome, gates, workdir, prefix, compared)
@@ -189,6 +191,7 @@ def compare_wave_seeded(
         f"default/{g['metadata']['name']}"
         for g in outcome.groups
         if (g["spec"].get("schedulingConstraints") or {}).get("topology")
+        or g["spec"].get("parentCompositePodGroupName")
     }
     open_ = {i for i, c in enumerate(compared) if c.pod in constrained and c.mismatches}
     for seed in PLACEMENT_SEEDS:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kubesched.harness.differential.compare import LIVE_PREFIX, PodComparison
-from kubesched.harness.differential.gated import GANG_GATES, TOPOLOGY_GATES, Gates
+from kubesched.harness.differential.gated import COMPOSITE_GATES, GANG_GATES, TOPOLOGY_GATES, Gates
 from kubesched.harness.differential.group_compare import (
     GROUP_COMPARISONS,
     compare_wave_seeded,
@@ -105,15 +105,16 @@ def run_group_scenarios(
     *,
     topology: bool = False,
     priorities: bool = True,
+    composite: bool = False,
     live_every: int = 0,
     on_mismatch: Callable[[dict[str, Any]], None] | None = None,
     log: TextIO = sys.stderr,
     using: Harnesses | None = None,
 ) -> Tally:
     """Each seed's group scenario through upstream and kubesched (gang gates; `topology` adds
-    TopologyAwareWorkloadScheduling; without `priorities` nothing preempts); every `live_every`-th
-    also through `kubesched run`."""
-    gates: Gates = TOPOLOGY_GATES if topology else GANG_GATES
+    TopologyAwareWorkloadScheduling, `composite` CompositePodGroup trees and its gate too; without
+    `priorities` nothing preempts); every `live_every`-th also through `kubesched run`."""
+    gates: Gates = COMPOSITE_GATES if composite else TOPOLOGY_GATES if topology else GANG_GATES
     if using is None:
         with harnesses(live=live_every > 0, gates=gates) as h:
             return run_group_scenarios(
@@ -121,6 +122,7 @@ def run_group_scenarios(
                 out_dir,
                 topology=topology,
                 priorities=priorities,
+                composite=composite,
                 live_every=live_every,
                 on_mismatch=on_mismatch,
                 log=log,
@@ -129,7 +131,7 @@ def run_group_scenarios(
     tally = Tally(comparisons={c: [0, 0] for c in GROUP_COMPARISONS})
     started = time.monotonic()
     for n, seed in enumerate(seeds, 1):
-        scenario = generate_groups(seed, topology=topology, priorities=priorities)
+        scenario = generate_groups(seed, topology=topology, priorities=priorities, composite=composite)
         live = live_every > 0 and seed % live_every == 0
         results, files, waves = compare_group_scenario(using, scenario, out_dir, live=live)
         for wave in waves:

@@ -6,7 +6,11 @@ controller creates at once: the pods of one group, or one ordinary pod. Gangs ha
 minCount equal to their size or below it, pods of one size each, and sizes chosen so that gangs fit
 whole, fit only in part, or do not fit at all. Groups compete across waves: a later group of a
 higher priority may preempt an earlier one. With `topology`, groups may ask for one rack or one zone
-(TopologyAwareWorkloadScheduling). Every feature used is named in `Scenario.features`.
+(TopologyAwareWorkloadScheduling). With `composite` (CompositePodGroup), a group wave may instead be
+a CompositePodGroup tree: a composite (a gang of child groups, `minGroupCount` all of them or
+fewer, or basic; maybe confined to one rack or zone) over two or three child PodGroups drawn as
+above, sometimes with a nested composite between. Every feature used is named in
+`Scenario.features`.
 
 Why one group per wave: the binary's outcome for things created together must not depend on the
 timing of the harness's requests. The harness releases one group atomically (its PodGroup is
@@ -21,12 +25,13 @@ from typing import Any
 
 from kubesched.harness.differential.scenario import HOSTNAME, PRIORITY_CLASSES, ZONE, Dice, Scenario
 
-__all__ = ["RACK", "GroupScenario", "Wave", "generate_groups"]
+__all__ = ["COMPOSITE_API", "RACK", "GroupScenario", "Wave", "generate_groups"]
 
 Obj = dict[str, Any]
 
 RACK = "example.com/rack"
 POD_GROUP_API = "scheduling.k8s.io/v1beta1"
+COMPOSITE_API = "scheduling.k8s.io/v1alpha3"
 #: Rack -> its zone.
 RACKS = {"r0": "za", "r1": "za", "r2": "zb", "r3": "zb"}
 _CPUS = ("500m", "1", "1500m", "2", "3")
@@ -35,10 +40,12 @@ _MILLIS = {"500m": 500, "1": 1000, "1500m": 1500, "2": 2000, "3": 3000}
 
 @dataclass
 class Wave:
-    """Pods created together, then the PodGroup they name (none for an ordinary pod)."""
+    """Pods created together, then the PodGroups they name (none for an ordinary pod), then the
+    CompositePodGroups over them, inner ones first."""
 
     pods: list[Obj] = field(default_factory=list)
     groups: list[Obj] = field(default_factory=list)
+    composites: list[Obj] = field(default_factory=list)
 
 
 @dataclass
@@ -48,6 +55,8 @@ class GroupScenario(Scenario):
     waves: list[Wave] = field(default_factory=list)
     #: Whether the scenario needs TopologyAwareWorkloadScheduling.
     topology: bool = False
+    #: Whether its waves may be CompositePodGroup trees (CompositePodGroup).
+    composite: bool = False
 
     @property
     def pods_to_schedule(self) -> list[Obj]:
@@ -59,10 +68,11 @@ class GroupScenario(Scenario):
 
 
 class _Gen(Dice):
-    def __init__(self, seed: int, topology: bool, priorities: bool) -> None:
+    def __init__(self, seed: int, topology: bool, priorities: bool, composite: bool = False) -> None:
         super().__init__(seed)
         self.with_priorities = priorities
-        self.s = GroupScenario(seed, label=f"g{seed}", topology=topology)
+        label = f"c{seed}" if composite else f"g{seed}"
+        self.s = GroupScenario(seed, label=label, topology=topology or composite, composite=composite)
         #: CPU millis of the nodes, and asked for by the pods made so far (as if all were bound).
         self.capacity = 0
         self.asked = 0
@@ -106,10 +116,13 @@ class _Gen(Dice):
             "spec": spec,
         }
 
-    def group(self, wave: Wave, name: str, priority: str | None) -> None:
-        """One PodGroup and its pods, appended to `wave`."""
+    def group(self, wave: Wave, name: str, priority: str | None, parent: str | None = None) -> None:
+        """One PodGroup and its pods, appended to `wave` (under composite `parent`, if given)."""
         priority = priority if self.with_priorities else None
         spec: Obj = {}
+        if parent is not None:
+            spec["parentCompositePodGroupName"] = parent
+            spec["workloadRef"] = {"workloadName": parent, "templateName": name}
         cpu = self.pick(_CPUS)
         size = self.rng.randint(2, 6)
         if self.chance(0.5):
@@ -142,10 +155,55 @@ class _Gen(Dice):
         )
         wave.pods += [self.pod(f"{name}-p{j}", cpu, priority, name) for j in range(size)]
 
+    def composite(self, wave: Wave, name: str, priority: str | None, parent: str | None = None) -> None:
+        """A CompositePodGroup `name` over two or three children (a nested composite among them
+        at most once per tree), appended to `wave` after its children."""
+        priority = priority if self.with_priorities else None
+        children = self.rng.randint(2, 3)
+        nested = parent is None and self.chance(0.2)
+        for j in range(children):
+            child = f"{name}-c{j}"
+            if nested and j == children - 1:
+                self.composite(wave, child, priority, parent=name)
+                self.s.features.add("composite-nested")
+            else:
+                self.group(wave, child, priority, parent=name)
+        # The API server wants every composite's workloadRef (the Workload itself need not exist).
+        spec: Obj = {"workloadRef": {"workloadName": parent or name, "templateName": name}}
+        if parent is not None:
+            spec["parentCompositePodGroupName"] = parent
+        if self.chance(0.15):
+            spec["schedulingPolicy"] = {"basic": {}}
+            self.s.features.add("composite-basic")
+        else:
+            least = children if self.chance(0.6) else self.rng.randint(1, children - 1)
+            spec["schedulingPolicy"] = {"gang": {"minGroupCount": least}}
+            self.s.features.add("composite-gang" if least == children else "composite-minGroupCount-below")
+        if priority is not None:
+            spec["priorityClassName"] = priority
+        if self.chance(0.5):
+            key = self.pick((RACK, ZONE))
+            spec["schedulingConstraints"] = {"topology": [{"key": key}]}
+            self.s.features.add("composite-topology-rack" if key == RACK else "composite-topology-zone")
+        wave.composites.append(
+            {
+                "apiVersion": COMPOSITE_API,
+                "kind": "CompositePodGroup",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": spec,
+            }
+        )
+
     def wave(self, i: int) -> Wave:
         wave = Wave()
         name = f"{self.s.name}-w{i}"
-        if self.chance(0.2):
+        if self.s.composite and self.chance(0.6):
+            priority = self.pick((None, None, *PRIORITY_CLASSES))
+            priority = priority if self.with_priorities else None
+            self.priorities.append(PRIORITY_CLASSES.get(priority or "", 0))
+            self.composite(wave, name, priority)
+            self.s.features.add("composite")
+        elif self.chance(0.2):
             priority = self.pick((None, *PRIORITY_CLASSES))
             wave.pods.append(self.pod(f"{name}-o0", self.pick(_CPUS), priority, None))
             self.s.features.add("ordinary-pods")
@@ -159,11 +217,14 @@ class _Gen(Dice):
         return wave
 
 
-def generate_groups(seed: int, *, topology: bool = False, priorities: bool = True) -> GroupScenario:
+def generate_groups(
+    seed: int, *, topology: bool = False, priorities: bool = True, composite: bool = False
+) -> GroupScenario:
     """The scenario of `seed`: 2-6 nodes, 0-6 running pods, 2-5 waves of gangs of 2-8 pods.
     Without `priorities` every pod has priority 0, so nothing preempts (the same draws are made:
-    the scenario is the seed's, its priorities left out)."""
-    g = _Gen(seed, topology, priorities)
+    the scenario is the seed's, its priorities left out). With `composite`, waves may be
+    CompositePodGroup trees (and topology is on); its scenarios are named `c<seed>`."""
+    g = _Gen(seed, topology, priorities, composite)
     s = g.s
     s.nodes = [g.node(i) for i in range(g.rng.randint(2, 6))]
     names = [n["metadata"]["name"] for n in s.nodes]

@@ -84,7 +84,7 @@ class _Log:
                 continue
             kv = {k: v[1:-1] if v.startswith('"') else v for k, v in _KV.findall(m["kv"])}
             msg = m["msg"]
-            subject = kv.get("pod") or kv.get("preemptor") or kv.get("node") or ""
+            subject = kv.get("pod") or kv.get("preemptor") or kv.get("node") or kv.get("podGroup") or ""
             self.events[(msg, subject)] = self.events.get((msg, subject), 0) + 1
             if msg == _GROUP_CYCLE and "podGroup" in kv:
                 self.group_cycles.setdefault(kv["podGroup"], []).append(int(kv["unscheduledPodsCount"]))
@@ -174,6 +174,9 @@ class UpstreamHarness(ScenarioOnCluster):
                 _HELD_FOR_GROUP,
             )
         }
+        groups: list[Obj] = getattr(scenario, "groups", [])
+        keys = [f"default/{g['metadata']['name']}" for g in groups if g["kind"] == "PodGroup"]
+        self._seen["Add event for pod group"] = self._counts("Add event for pod group", keys)
 
     def _wait_cache_holds(self, s: Scenario, nodes: list[str], running: list[str]) -> None:
         self._wait_log("node", "Add event for node", nodes)
@@ -195,6 +198,9 @@ class UpstreamHarness(ScenarioOnCluster):
     def _group_cycles(self) -> dict[str, list[int]]:
         self.log.read()
         return {group: list(sizes) for group, sizes in self.log.group_cycles.items()}
+
+    def _wait_groups_seen(self, keys: list[str]) -> None:
+        self._wait_log("arrival of", "Add event for pod group", keys)
 
     def _scores(self, key: str) -> dict[str, dict[str, int]]:
         self.log.read()

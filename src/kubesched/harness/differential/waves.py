@@ -40,7 +40,7 @@ from kubesched.harness.differential.cluster import (
     pod_path,
     wait_until,
 )
-from kubesched.harness.differential.group_scenario import POD_GROUP_API, GroupScenario, Wave
+from kubesched.harness.differential.group_scenario import COMPOSITE_API, POD_GROUP_API, GroupScenario, Wave
 from kubesched.harness.fake_nodes import ApiClient, ApiError
 
 __all__ = [
@@ -62,6 +62,7 @@ SETTLE_TIMEOUT = 60.0
 _POLL = 0.05
 #: Where the scenario's PodGroups live (every generated object is in `default`).
 PODGROUPS = f"/apis/{POD_GROUP_API}/namespaces/default/podgroups"
+COMPOSITES = f"/apis/{COMPOSITE_API}/namespaces/default/compositepodgroups"
 INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 
 
@@ -94,6 +95,8 @@ class WaveOutcome:
     #: Per PodGroup name, how many pods the scheduler's first cycle for it held, where its log tells
     #: (the binary's). Below the group's size: the group was popped before its last pods joined it.
     first_cycle_pods: dict[str, int] = field(default_factory=dict)
+    #: The wave's CompositePodGroups as admitted (they carry no condition of their own).
+    composites: list[Obj] = field(default_factory=list)
 
 
 def play_waves(target: ScenarioOnCluster, s: GroupScenario) -> list[WaveOutcome]:
@@ -129,12 +132,18 @@ def popped_in_part(wave: WaveOutcome) -> bool:
 
 
 def snapshot(target: ScenarioOnCluster, s: GroupScenario) -> list[Obj]:
-    """The scenario's objects now, its PodGroups included."""
+    """The scenario's objects now, its PodGroups (and CompositePodGroups) included."""
     groups = [
         {**copy.deepcopy(g), "apiVersion": POD_GROUP_API, "kind": "PodGroup"}
         for g in target.api.list_all(PODGROUPS)
         if g["metadata"]["name"].startswith(f"{s.name}-")
     ]
+    if s.composite:
+        groups += [
+            {**copy.deepcopy(g), "apiVersion": COMPOSITE_API, "kind": "CompositePodGroup"}
+            for g in target.api.list_all(COMPOSITES)
+            if g["metadata"]["name"].startswith(f"{s.name}-")
+        ]
     return [*target._snapshot(s), *groups]
 
 
@@ -159,6 +168,14 @@ def _play(target: ScenarioOnCluster, s: GroupScenario, wave: Wave, index: int) -
         {**api.post(PODGROUPS, group), "apiVersion": POD_GROUP_API, "kind": "PodGroup"}
         for group in wave.groups
     ]
+    composites = []
+    if wave.composites:
+        # Held until their root composite exists: it comes last, once the scheduler saw the PodGroups
+        # (and each inner composite), so the tree is released whole.
+        target._wait_groups_seen([f"default/{g['metadata']['name']}" for g in wave.groups])
+        for composite in wave.composites:
+            created = api.post(COMPOSITES, composite)
+            composites.append({**created, "apiVersion": COMPOSITE_API, "kind": "CompositePodGroup"})
     state = _settle(api, wave, {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods})
     seconds = time.monotonic() - started
     nodes, messages, status = state
@@ -189,6 +206,7 @@ def _play(target: ScenarioOnCluster, s: GroupScenario, wave: Wave, index: int) -
         victims=sorted(f"default/{n}" for n in (existing | set(nodes)) - after),
         seconds=seconds,
         first_cycle_pods=first_cycle_pods,
+        composites=composites,
     )
 
 
@@ -255,8 +273,9 @@ def _settle(api: ApiClient, wave: Wave, uids: dict[str, str]) -> _State:
 
 
 def _remove_groups(api: ApiClient, s: GroupScenario) -> None:
-    for group in s.groups:
-        path = f"{PODGROUPS}/{group['metadata']['name']}"
+    paths = [f"{PODGROUPS}/{g['metadata']['name']}" for g in s.groups]
+    paths += [f"{COMPOSITES}/{g['metadata']['name']}" for w in s.waves for g in w.composites]
+    for path in paths:
         try:
             current = api.get(path)
         except ApiError as err:

@@ -1,0 +1,135 @@
+"""CompositePodGroup trees on kube-scheduler v1.37.2 with GenericWorkload,
+TopologyAwareWorkloadScheduling and CompositePodGroup on (the API server serving v1alpha3 too).
+
+A wave is one tree: its pods, then its PodGroups (once the binary saw the pods), then its
+composites (once it saw the PodGroups), the root last, which releases the whole tree at once. The
+binary tries a composite's placements and children in Go map order, so a tree that disagrees is
+compared again on kubesched runs with other seeds (group_compare.compare_wave_seeded). A tree
+checked by hand first, then a bounded seeded set; the long run is `benchmarks/differential.py
+--groups --composite`.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubesched.harness.differential.gated import COMPOSITE_GATES
+from kubesched.harness.differential.group_compare import compare_wave_seeded
+from kubesched.harness.differential.group_run import run_group_scenarios
+from kubesched.harness.differential.group_scenario import COMPOSITE_API, GroupScenario, Wave
+from kubesched.harness.differential.run import Harnesses, harnesses, print_mismatch
+from kubesched.harness.differential.scenario import HOSTNAME
+from kubesched.harness.differential.waves import play_waves
+
+Obj = dict[str, Any]
+#: Seeds of the bounded set (no priorities: a few seconds each on an idle machine).
+SEEDS = [1, 2, 3, 5, 6]
+NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
+
+
+@pytest.fixture(scope="module")
+def composite() -> Iterator[Harnesses]:
+    """A control plane serving v1beta1 and v1alpha3, kube-scheduler v1.37.2 with the three gates."""
+    with harnesses(live=False, gates=COMPOSITE_GATES) as h:
+        yield h
+
+
+def _node(s: GroupScenario, i: int, rack: str) -> Obj:
+    name = f"{s.name}-n{i}"
+    allocatable = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {HOSTNAME: name, "example.com/rack": rack}},
+        "status": {
+            "capacity": allocatable,
+            "allocatable": allocatable,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def _tree(s: GroupScenario, i: int, min_groups: int) -> Wave:
+    """Composite `<s>-w<i>` asking for one rack over `lead` (one 2-CPU pod) and `work` (two 3-CPU
+    pods, minCount 2)."""
+    root = f"{s.name}-w{i}"
+    wave = Wave()
+    for child, size, cpu in (("lead", 1, "2"), ("work", 2, "3")):
+        name = f"{root}-{child}"
+        wave.pods += [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"{name}-p{j}", "namespace": "default"},
+                "spec": {
+                    "schedulingGroup": {"podGroupName": name},
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}],
+                },
+            }
+            for j in range(size)
+        ]
+        wave.groups.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {
+                    "parentCompositePodGroupName": root,
+                    "workloadRef": {"workloadName": root, "templateName": child},
+                    "schedulingPolicy": {"gang": {"minCount": size}},
+                },
+            }
+        )
+    wave.composites.append(
+        {
+            "apiVersion": COMPOSITE_API,
+            "kind": "CompositePodGroup",
+            "metadata": {"name": root, "namespace": "default"},
+            "spec": {
+                "workloadRef": {"workloadName": root, "templateName": root},
+                "schedulingPolicy": {"gang": {"minGroupCount": min_groups}},
+                "schedulingConstraints": {"topology": [{"key": "example.com/rack"}]},
+            },
+        }
+    )
+    return wave
+
+
+def test_a_tree_fits_one_rack_whole_or_not_at_all(composite: Harnesses, tmp_path: Path) -> None:
+    """Two racks of two 4-CPU nodes: no rack holds the three pods of a tree needing both children,
+    so nothing is bound; the child that fitted takes the composite's status, and the pod-group
+    preemption's reason is appended to it once for the composite and once for the child. A tree
+    needing one child binds one child."""
+    s = GroupScenario(0, label="cp21", topology=True, composite=True)
+    s.nodes = [_node(s, i, "ab"[i % 2]) for i in range(4)]
+    s.waves = [_tree(s, 0, 2), _tree(s, 1, 1)]
+    first, second = play_waves(composite.upstream, s)
+    assert set(first.nodes.values()) == {None}
+    messages = [c[0][3] for c in (g.conditions for g in first.group_status.values())]
+    shared = (
+        "pod group is unschedulable, 0/2 placements are available, first placement status: minCount (2) "
+        f"cannot be satisfied: 1 scheduled, 0 remaining, {NO_VICTIMS}, {NO_VICTIMS}"
+    )
+    assert shared in messages, messages
+    assert len([n for n in second.nodes.values() if n is not None]) in (1, 2)
+    results = [r for w in (first, second) for r in compare_wave_seeded(w, composite.gates, tmp_path)]
+    assert [m for r in results for m in r.mismatches] == []
+    assert {"group-bound", "message", "condition"} <= {name for r in results for name in r.made}
+
+
+def test_seeded_trees_agree_with_kube_scheduler(composite: Harnesses, tmp_path: Path) -> None:
+    """The bounded set, every pod of priority 0."""
+    tally = run_group_scenarios(SEEDS, tmp_path, composite=True, priorities=False, using=composite)
+    report = io.StringIO()
+    for m in tally.mismatches:
+        print_mismatch(m, report, flags=composite.gates.flags())
+    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    assert tally.scenarios == len(SEEDS)
+    assert made["group-bound"] > 10 and made["condition"] > 10 and made["message"] > 5, made
+    assert tally.mismatches == [], report.getvalue()
