@@ -95,6 +95,8 @@ def test_pods_of_a_pod_group_are_scheduled_one_by_one_and_the_input_says_so(
             "message": None,
             "placement": {},
             "members": ["p0", "p1"],
+            "kind": "PodGroup",
+            "parent": None,
         }
     ]
 

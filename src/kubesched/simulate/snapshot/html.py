@@ -109,7 +109,7 @@ def workload_row(w: WorkloadResult) -> dict[str, Any]:
 def pod_group_row(g: PodGroupResult) -> dict[str, Any]:
     """A PodGroup as the page's Pod groups table reads it; `members` are `namespace/name` keys."""
     return {
-        "group": f"{g.namespace}/{g.name}",
+        "group": f"{g.namespace}/{g.name}" + (" (composite)" if g.kind == "CompositePodGroup" else ""),
         "result": g.result,
         "minCount": g.min_count,
         "bound": len(g.placement),

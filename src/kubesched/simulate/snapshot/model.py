@@ -85,14 +85,16 @@ class WorkloadResult(ReportStruct):
 
 
 class PodGroupResult(ReportStruct):
-    """One scheduling.k8s.io PodGroup (GenericWorkload on): was it placed, why not, and where."""
+    """One scheduling.k8s.io PodGroup (GenericWorkload on), or CompositePodGroup (CompositePodGroup
+    on): was it placed, why not, and where."""
 
     namespace: str
     name: str
     #: Scheduled | Unschedulable | Error, from its PodGroupInitiallyScheduled condition; Pending when
     #: it has none (no pod-group cycle ran: fewer than minCount pods, or members still gated).
     result: str
-    #: Pods that must be placed together (1 for a `basic` policy).
+    #: Pods that must be placed together (1 for a `basic` policy); for a composite, its child
+    #: groups (`minGroupCount`).
     min_count: int
     #: Pods that name it, bound or not.
     pods: int
@@ -100,8 +102,13 @@ class PodGroupResult(ReportStruct):
     message: str | None = None
     #: Its bound pods: pod name -> node.
     placement: dict[str, str] = {}
-    #: The names of the pods that name it, in the order they arrived.
+    #: The names of the pods that name it, in the order they arrived (a composite: of every
+    #: PodGroup under it).
     members: list[str] = []
+    #: PodGroup | CompositePodGroup
+    kind: str = "PodGroup"
+    #: The CompositePodGroup it belongs to (`spec.parentCompositePodGroupName`), null for a root.
+    parent: str | None = None
 
 
 class Summary(ReportStruct):

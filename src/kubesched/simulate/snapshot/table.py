@@ -105,10 +105,14 @@ def pod_group_table(groups: list[PodGroupResult]) -> Table:
     table.add_column("BOUND", justify="right")
     table.add_column("REASON", overflow="fold", ratio=5)
     for g in groups:
+        composite = g.kind == "CompositePodGroup"
+        name = f"{g.namespace}/{g.name}" + (" (composite)" if composite else "")
+        if g.parent is not None:
+            name += f" in {g.parent}"
         table.add_row(
-            escape(f"{g.namespace}/{g.name}"),
+            escape(name),
             _styled(g.result),
-            f"{len(g.placement)}/{g.min_count}",
+            f"{len(g.placement)}/{g.pods} pods" if composite else f"{len(g.placement)}/{g.min_count}",
             escape(g.message or ""),
         )
     return table
