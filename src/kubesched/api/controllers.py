@@ -8,8 +8,14 @@ checks on them are in `kubesched.api.workloads`.
 
 from __future__ import annotations
 
-from kubesched.api.meta import KubeStruct, LabelSelector, ObjectMeta
+from kubesched.api.meta import Int32, KubeStruct, LabelSelector, ObjectMeta
 from kubesched.api.objects import PodSpec
+from kubesched.api.scheduling_groups import (
+    DisruptionMode,
+    Marker,
+    PodGroupResourceClaim,
+    PodGroupSchedulingConstraints,
+)
 from kubesched.api.storage import PersistentVolumeClaim
 
 
@@ -122,6 +128,28 @@ class DaemonSet(KubeStruct, frozen=True):
     spec: DaemonSetSpec = DaemonSetSpec()
 
 
+class JobGangSchedulingPolicy(KubeStruct, frozen=True):
+    #: None: the Job controller uses the Job's parallelism (at least 1).
+    min_count: Int32 | None = None
+
+
+class JobSchedulingPolicy(KubeStruct, frozen=True):
+    """scheduling.k8s.io/v1alpha3 WorkloadPodGroupSchedulingPolicy: `basic` or `gang`."""
+
+    basic: Marker | None = None
+    gang: JobGangSchedulingPolicy | None = None
+
+
+class JobSchedulingConfiguration(KubeStruct, frozen=True):
+    """`spec.scheduling` (WorkloadWithJob): what the Job controller compiles into the Job's Workload
+    and PodGroup; unset, the Job's group is a basic one."""
+
+    scheduling_policy: JobSchedulingPolicy | None = None
+    scheduling_constraints: PodGroupSchedulingConstraints | None = None
+    disruption_mode: DisruptionMode | None = None
+    resource_claims: list[PodGroupResourceClaim] = []
+
+
 class JobSpec(KubeStruct, frozen=True):
     parallelism: int | None = None
     completions: int | None = None
@@ -132,6 +160,25 @@ class JobSpec(KubeStruct, frozen=True):
     selector: LabelSelector | None = None
     manual_selector: bool = False
     template: PodTemplateSpec | None = None
+    scheduling: JobSchedulingConfiguration | None = None
+
+
+class JobCondition(KubeStruct, frozen=True):
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    message: str = ""
+    last_probe_time: str | None = None
+    last_transition_time: str | None = None
+
+
+class JobStatus(KubeStruct, frozen=True):
+    """What tells a Job that has started (the Job controller makes a Workload only for one that has not)."""
+
+    start_time: str | None = None
+    succeeded: int = 0
+    failed: int = 0
+    conditions: list[JobCondition] = []
 
 
 class Job(KubeStruct, frozen=True):
@@ -139,6 +186,7 @@ class Job(KubeStruct, frozen=True):
     kind: str = "Job"
     metadata: ObjectMeta = ObjectMeta()
     spec: JobSpec = JobSpec()
+    status: JobStatus = JobStatus()
 
 
 class JobTemplateSpec(KubeStruct, frozen=True):

@@ -121,6 +121,21 @@ def _check_job(spec: JobSpec, path: str) -> None:
         raise InputError("required value when completionMode is Indexed", path=f"{path}.completions")
     if spec.manual_selector and spec.selector is not None and spec.template is not None:
         _check_selected_template(spec.selector, spec.template, path)
+    _check_gang(spec, path)
+
+
+def _check_gang(spec: JobSpec, path: str) -> None:
+    """`spec.scheduling`'s gang minCount (WorkloadWithJob): at least 1, at most the parallelism."""
+    policy = spec.scheduling.scheduling_policy if spec.scheduling is not None else None
+    if policy is None or policy.gang is None or policy.gang.min_count is None:
+        return
+    where = f"{path}.scheduling.schedulingPolicy.gang.minCount"
+    count = policy.gang.min_count
+    if count < 1:
+        raise InputError("must be greater than or equal to 1", path=where)
+    parallelism = 1 if spec.parallelism is None else spec.parallelism
+    if count > parallelism:
+        raise InputError(f"must not be greater than parallelism ({parallelism})", path=where)
 
 
 def _check_strategy(obj: Deployment | ReplicaSet | StatefulSet | DaemonSet) -> None:

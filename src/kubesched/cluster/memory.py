@@ -20,7 +20,7 @@ from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Node, Pod, PodCondition, PodExtendedResourceClaimStatus
 from kubesched.api.resource import AllocationResult, Condition, ResourceClaim, ResourceClaimConsumerReference
 from kubesched.api.resources import default_requests_from_limits
-from kubesched.api.scheduling_groups import CompositePodGroup
+from kubesched.api.scheduling_groups import CompositePodGroup, Workload
 from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
 from kubesched.cluster.claims import (
     ClaimConflict,
@@ -290,6 +290,19 @@ class MemoryCluster:
         current = self.groups.pod_group(pod_group.metadata.namespace or "default", pod_group.metadata.name)
         if current is not None:
             self.groups.put(with_condition(current, condition))
+
+    def write_group(self, obj: Workload | SchedulingPodGroup) -> None:
+        """A controller's create or update of a Workload or PodGroup (admitted as the API server
+        admits a PodGroup); a PodGroup keeps the status the scheduler wrote."""
+        if isinstance(obj, SchedulingPodGroup):
+            current = self.groups.pod_group(obj.metadata.namespace or "default", obj.metadata.name)
+            admitted = self.admit_group(obj)
+            assert isinstance(admitted, SchedulingPodGroup)
+            obj = admitted if current is None else msgspec.structs.replace(admitted, status=current.status)
+        self.groups.put(obj)
+
+    def delete_group(self, obj: Workload | SchedulingPodGroup) -> None:
+        self.groups.remove(obj)
 
     def record_event(
         self, pod: Pod, *, type: str, reason: str, action: str, note: str, reporter: str

@@ -78,6 +78,9 @@ FOLLOWED = frozenset(
         "PodGroupPreemptionPolicy",
         "StorageCapacityScoring",
         "TopologyAwareWorkloadScheduling",
+        # Read by kube-controller-manager's Job controller: simulate's and replay's Job controller
+        # follows it (a Job's Workload and PodGroup); the live scheduler has nothing to do for it.
+        "WorkloadWithJob",
     }
 )
 

@@ -17,7 +17,12 @@ from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.scheduler import Attempt, Scheduler
 from kubesched.simulate.snapshot.run import run_with_controllers
 from kubesched.simulate.virtual_time import new_scheduler, run_until_settled
-from kubesched.simulate.workloads import WorkloadControllers, has_workloads, with_room_for_controllers
+from kubesched.simulate.workloads import (
+    WORKLOAD_WITH_JOB,
+    WorkloadControllers,
+    has_workloads,
+    with_room_for_controllers,
+)
 
 __all__ = ["InputRun", "never_preempt"]
 
@@ -42,7 +47,13 @@ class InputRun:
             self.clock.now,
             group_claims=registry.features.enabled(GROUP_CLAIMS),
         )
-        self.controllers = WorkloadControllers(self.cluster, seed=seed) if with_controllers else None
+        self.controllers = (
+            WorkloadControllers(
+                self.cluster, seed=seed, workload_with_job=registry.features.enabled(WORKLOAD_WITH_JOB)
+            )
+            if with_controllers
+            else None
+        )
         self.messages: dict[str, str] = {}
         self.scheduler: Scheduler = new_scheduler(
             profiles_from_config(config, registry),

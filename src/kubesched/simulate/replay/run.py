@@ -44,6 +44,7 @@ from kubesched.simulate.replay.workloads import TimelineControllers, needs_contr
 from kubesched.simulate.scenario import ObjectRef, Scenario, TimelineEvent
 from kubesched.simulate.snapshot.run import PER_NODE_MAX_NODES, PodRecord, node_usage, pod_result
 from kubesched.simulate.virtual_time import drain, long_lived_heap, new_scheduler, run_timeline
+from kubesched.simulate.workloads import WORKLOAD_WITH_JOB
 
 __all__ = ["replay"]
 
@@ -123,7 +124,12 @@ class _Replay:
             (e.obj for e in self.events if isinstance(e.obj, Pod) and e.action == "create"),
         )
         self.workloads = (
-            TimelineControllers(self.cluster, seed=seed, now=self.clock.now)
+            TimelineControllers(
+                self.cluster,
+                seed=seed,
+                now=self.clock.now,
+                workload_with_job=registry.features.enabled(WORKLOAD_WITH_JOB),
+            )
             if needs_controllers(self.cluster.objects, scenario)
             else None
         )

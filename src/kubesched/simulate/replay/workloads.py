@@ -55,14 +55,18 @@ ROUNDS_PER_OBJECT = 4
 class TimelineControllers:
     """The workload controllers, the Jobs' pod run times, and what the replay counts about them."""
 
-    def __init__(self, cluster: MemoryCluster, *, seed: int, now: Callable[[], float]) -> None:
+    def __init__(
+        self, cluster: MemoryCluster, *, seed: int, now: Callable[[], float], workload_with_job: bool = False
+    ) -> None:
         if cluster.objects.cron_jobs:  # given as PATHs (the scenario refuses them itself)
             name = cluster.objects.cron_jobs[0].metadata.name
             raise InputError(
                 f"CronJob {name}: not replayed (a scenario has no wall clock to run its schedule by); "
                 "create the Jobs it runs in the timeline"
             )
-        self.controllers = WorkloadControllers(cluster, seed=seed, now=now)
+        self.controllers = WorkloadControllers(
+            cluster, seed=seed, now=now, workload_with_job=workload_with_job
+        )
         self._cluster = cluster
         self._now = now
         #: A Job's `runFor`: how long each of its pods runs once bound.

@@ -36,6 +36,7 @@ from kubesched.simulate.snapshot.pod_groups import pod_group_results
 from kubesched.simulate.snapshot.workloads import owner_label, owner_labels, pod_workloads, workload_results
 from kubesched.simulate.virtual_time import long_lived_heap, new_scheduler, run_until_settled
 from kubesched.simulate.workloads import (
+    WORKLOAD_WITH_JOB,
     PodChanges,
     WorkloadControllers,
     has_workloads,
@@ -171,7 +172,13 @@ def simulate_cluster(
         clock.now,
         group_claims=registry.features.enabled(GROUP_CLAIMS),
     )
-    controllers = WorkloadControllers(cluster, seed=seed, now=clock.now) if with_controllers else None
+    controllers = (
+        WorkloadControllers(
+            cluster, seed=seed, now=clock.now, workload_with_job=registry.features.enabled(WORKLOAD_WITH_JOB)
+        )
+        if with_controllers
+        else None
+    )
     records: dict[str, PodRecord] = {}
     ignored: list[Pod] = []
     profiles = profiles_from_config(config, registry)

@@ -11,6 +11,9 @@ Pods carry the labels the API server adds to a Job's template (`batch.kubernetes
 An Indexed Job's pods are `<job>-<index>-<random>` with the `batch.kubernetes.io/job-completion-index`
 annotation and label, lowest indexes first. A suspended Job creates nothing.
 
+With WorkloadWithJob on, a Job gets the Workload and PodGroup the v1.37 Job controller makes for it
+and its pods join that PodGroup (`job_scheduling`).
+
 A CronJob is run once: the controller's Job `<cronjob>-<scheduled minute>` is created from the job
 template (whatever the schedule and concurrency policy say), then runs as any Job. A suspended
 CronJob creates nothing.
@@ -25,8 +28,11 @@ from typing import Final
 import msgspec
 
 from kubesched.api.controllers import CronJob, Job, JobSpec
-from kubesched.api.meta import ObjectMeta, OwnerReference
+from kubesched.api.meta import ObjectMeta, OwnerReference, is_controlled_by
+from kubesched.api.objects import PodSpec
+from kubesched.api.scheduling_groups import PodGroup, Workload
 from kubesched.simulate.workloads.context import ControllerContext, OwnerKey, WorkloadStatus
+from kubesched.simulate.workloads.job_scheduling import JobGroup, in_group
 from kubesched.simulate.workloads.naming import controller_reference, object_uid
 from kubesched.simulate.workloads.ranking import deletion_order
 
@@ -72,12 +78,41 @@ class JobController:
     key: OwnerKey
     job: Job
     uid: str
+    #: The WorkloadWithJob feature gate: the Job gets a Workload and a PodGroup, its pods join it.
+    workload_with_job: bool = False
+    group: JobGroup | None = field(default=None, init=False)
+
+    def _pod_spec(self, ctx: ControllerContext) -> PodSpec | None:
+        """The spec of the pods to create: the template's, in the Job's PodGroup if it has one
+        (None: the template's as it is; see `group.failed` first)."""
+        if not self.workload_with_job:
+            return None
+        if self.group is None:
+            self.group = JobGroup(self.job, self.uid, self.key[1])
+        self.group.job = self.job
+        has_pods = bool(ctx.pods_of(self.key) or ctx.finished_of(self.key))
+        for obj in self.group.sync(ctx.cluster.groups, has_pods):
+            ctx.cluster.write_group(obj)
+        pod_group = self.group.pod_group
+        template = self.job.spec.template
+        assert template is not None
+        return None if pod_group is None else in_group(template.spec, pod_group.metadata.name)
+
+    def scheduling_objects(self) -> list[Workload | PodGroup]:
+        """The Workload and PodGroup the Job controls (the garbage collector deletes them with it)."""
+        if self.group is None:
+            return []
+        found = [self.group.workload, self.group.pod_group]
+        return [o for o in found if o is not None and is_controlled_by(o.metadata, self.uid)]
 
     def reconcile(self, ctx: ControllerContext) -> None:
         spec = self.job.spec
         template = spec.template
         assert template is not None  # checked when the object was loaded
         _, _, name = self.key
+        pod_spec = self._pod_spec(ctx)
+        if self.group is not None and self.group.failed:
+            return  # the sync fails before it manages pods
         reference = controller_reference("batch/v1", "Job", name, self.uid)
         labels = {}
         if not spec.manual_selector:
@@ -99,7 +134,9 @@ class JobController:
             return
         if spec.completion_mode != "Indexed":
             for _ in range(missing):
-                ctx.create_pod(self.key, reference, template, generate_name=f"{name}-", labels=labels)
+                ctx.create_pod(
+                    self.key, reference, template, generate_name=f"{name}-", labels=labels, spec=pod_spec
+                )
             return
         taken = {
             p.metadata.annotations.get(COMPLETION_INDEX)
@@ -115,6 +152,7 @@ class JobController:
                 generate_name=f"{name}-{index}-",
                 labels={**labels, COMPLETION_INDEX: str(index)},
                 annotations={COMPLETION_INDEX: str(index)},
+                spec=pod_spec,
             )
 
     def scale(self, pods: int) -> None:
@@ -134,7 +172,10 @@ class JobController:
                 kind, namespace, name, active_target(spec, succeeded), [], waiting_for=waiting
             )
         desired = active_target(spec, succeeded, failed)
-        return WorkloadStatus(kind, namespace, name, desired, ctx.pods_of(self.key))
+        blocked = None
+        if self.group is not None and self.group.failed:
+            blocked = f"the Job controller cannot create its scheduling objects: {self.group.failed}"
+        return WorkloadStatus(kind, namespace, name, desired, ctx.pods_of(self.key), waiting_for=blocked)
 
 
 @dataclass
@@ -144,6 +185,8 @@ class CronJobController:
     uid: str
     #: When the run is scheduled, in Unix minutes (names the Job, as the CronJob controller does).
     scheduled_minute: int
+    #: Passed to its Job (which, owned by the CronJob, gets a PodGroup only if its template delegates one).
+    workload_with_job: bool = False
     job: JobController | None = field(default=None, init=False)
 
     def reconcile(self, ctx: ControllerContext) -> None:
@@ -175,7 +218,8 @@ class CronJobController:
             },
             owner_references=[owner],
         )
-        return JobController(("Job", namespace, job_name), Job(metadata=meta, spec=template.spec), uid)
+        job = Job(metadata=meta, spec=template.spec)
+        return JobController(("Job", namespace, job_name), job, uid, self.workload_with_job)
 
     def status(self, ctx: ControllerContext) -> WorkloadStatus:
         kind, namespace, name = self.key

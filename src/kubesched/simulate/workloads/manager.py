@@ -154,8 +154,9 @@ def _daemon_set_controller(ds: DaemonSet) -> DaemonSetController:
     return DaemonSetController(("DaemonSet", ns, name), ds, ref)
 
 
-def _job_controller(job: Job) -> JobController:
-    return JobController(("Job", _namespace(job.metadata), job.metadata.name), job, _uid("Job", job.metadata))
+def _job_controller(job: Job, workload_with_job: bool) -> JobController:
+    key = ("Job", _namespace(job.metadata), job.metadata.name)
+    return JobController(key, job, _uid("Job", job.metadata), workload_with_job)
 
 
 #: The LoadedObjects list holding each workload kind.
@@ -177,9 +178,16 @@ def _objects_of_kind(objects: LoadedObjects, kind: str) -> list[Any]:
 
 class WorkloadControllers:
     def __init__(
-        self, cluster: MemoryCluster, *, seed: int = 0, now: Callable[[], float] = lambda: 0.0
+        self,
+        cluster: MemoryCluster,
+        *,
+        seed: int = 0,
+        now: Callable[[], float] = lambda: 0.0,
+        workload_with_job: bool = False,
     ) -> None:
+        """`workload_with_job`: the WorkloadWithJob feature gate (Jobs get a Workload and a PodGroup)."""
         self._ctx = ControllerContext(cluster, seed=seed, now=now)
+        self._workload_with_job = workload_with_job
         objects: LoadedObjects = cluster.objects
         self._objects = objects
         self._deployments: list[DeploymentController] = []
@@ -216,11 +224,12 @@ class WorkloadControllers:
         for ds in _latest(objects.daemon_sets):
             self._add(_daemon_set_controller(ds))
         for job in _latest(objects.jobs):
-            self._add(_job_controller(job))
+            self._add(_job_controller(job, self._workload_with_job))
         minute = _snapshot_minute(objects) if objects.cron_jobs else 0
         for cj in _latest(objects.cron_jobs):
             key = ("CronJob", _namespace(cj.metadata), cj.metadata.name)
-            self._add(CronJobController(key, cj, _uid("CronJob", cj.metadata), minute))
+            uid = _uid("CronJob", cj.metadata)
+            self._add(CronJobController(key, cj, uid, minute, self._workload_with_job))
 
     def _add_replication_controllers(self, rcs: Iterable[ReplicationController]) -> None:
         for rc in _latest(list(rcs)):
@@ -311,7 +320,7 @@ class WorkloadControllers:
         elif isinstance(obj, DaemonSet):
             self._add(_daemon_set_controller(obj))
         elif isinstance(obj, Job):
-            self._add(_job_controller(obj))
+            self._add(_job_controller(obj, self._workload_with_job))
 
     def remove(self, kind: str, namespace: str, name: str) -> None:
         """A workload deleted: its pods go (a Deployment's through its ReplicaSets).
@@ -342,6 +351,9 @@ class WorkloadControllers:
             self._replica_sets.remove(controller)
         else:
             self._others.remove(controller)
+            if isinstance(controller, JobController):  # the garbage collector takes what it owns
+                for obj in controller.scheduling_objects():
+                    self._ctx.cluster.delete_group(obj)
         self._unlist_object(kind, namespace, name)
         for owner in owners:
             for pod in self._ctx.pods_of(owner):

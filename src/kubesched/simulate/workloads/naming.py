@@ -27,6 +27,7 @@ __all__ = [
     "NameSource",
     "canonical_template",
     "controller_reference",
+    "fnv32a",
     "object_uid",
     "safe_encode",
     "template_hash",
@@ -48,7 +49,8 @@ def safe_encode(text: str) -> str:
     return "".join(_ALPHANUMS[ord(c) % len(_ALPHANUMS)] for c in text)
 
 
-def _fnv32a(data: bytes) -> int:
+def fnv32a(data: bytes) -> int:
+    """Go's hash/fnv New32a over `data`."""
     h = _FNV_OFFSET
     for byte in data:
         h = ((h ^ byte) * _FNV_PRIME) & 0xFFFFFFFF
@@ -96,7 +98,7 @@ def canonical_template(template: PodTemplateSpec) -> PodTemplateSpec:
 def template_hash(template: PodTemplateSpec) -> str:
     """The revision hash of a pod template (see the module docstring for how it relates to upstream)."""
     data = msgspec.json.encode(canonical_template(template), order="sorted")
-    return safe_encode(str(_fnv32a(data)))
+    return safe_encode(str(fnv32a(data)))
 
 
 def object_uid(kind: str, namespace: str, name: str) -> str:
