@@ -35,11 +35,13 @@ clean:
 	rm -rf $(VENV) build dist src/*.egg-info
 
 # The real control plane for integration tests and benchmarks: kube-apiserver, kube-scheduler and etcd
-# built from the Go module pinned in tools/kube, cached outside the clone (~6 min cold on 2 cores, instant after).
+# built from the Go module pinned in tools/kube, cached outside the clone (~6 min cold on 2 cores, instant after);
+# kubectl and kube-controller-manager (the Job controller the WorkloadWithJob test compares with) beside them.
 .PHONY: kube-binaries cluster image-tools image helm
 kube-binaries:
 	tools/kube/build.sh
 	tools/kube/build-kubectl.sh
+	tools/kube/build-tool.sh kube-controller-manager
 
 # buildah + mmdebstrap (apt-get, idempotent) for tests/integration/test_image.py, and the image itself:
 # deploy/Dockerfile FROM a Debian base made locally (cached outside the clone), no daemon needed.

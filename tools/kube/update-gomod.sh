@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerate tools/kube/go.mod for a Kubernetes version: require k8s.io/kubernetes vX.Y.Z and replace
 # every staging module (read from that version's own go.mod, so a new staging module can never be
-# missed) with its published v0.Y.Z. Then `go mod tidy` writes go.sum. The same is done for kubectl's
-# module, tools/kube/kubectl/ (same pin and replaces; its own go.sum). Run it only to bump versions;
+# missed) with its published v0.Y.Z. Then `go mod tidy` writes go.sum. The same is done for the modules of
+# kubectl and kube-controller-manager, tools/kube/kubectl/ and tools/kube/controller-manager/ (same pin and
+# replaces; their own go.sum). Run it only to bump versions;
 # the result (go.mod + go.sum, both modules) is committed. Usage: tools/kube/update-gomod.sh 1.37.2
 set -euo pipefail
 K8S="${1:?usage: $0 <kubernetes version, e.g. 1.37.2>}"
@@ -37,12 +38,17 @@ while read -r m; do go mod edit -replace="$m=$m@v0.${K8S#1.}"; done < "$scratch/
 echo "$(wc -l < "$scratch/staging.txt") staging modules replaced with v0.${K8S#1.}" >&2
 go mod tidy
 
-# kubectl: the same pin and replaces in a module of its own (see build-kubectl.sh).
-{
-  sed -n '1,3p' kubectl/go.mod 2>/dev/null | grep '^//' || true
-  printf 'module kubectltool\n\ngo %s\n\ntool k8s.io/kubernetes/cmd/kubectl\n\nrequire k8s.io/kubernetes v%s\n' "$goline" "$K8S"
-  grep '^replace ' go.mod
-} > "$scratch/kubectl.mod"
-mkdir -p kubectl
-mv "$scratch/kubectl.mod" kubectl/go.mod
-(cd kubectl && go mod tidy)
+# kubectl and kube-controller-manager: the same pin and replaces, each in a module of its own (see
+# build-tool.sh), so that their extra dependencies never change the control plane's cache key.
+for entry in kubectl:kubectltool:kubectl controller-manager:kcmtool:kube-controller-manager; do
+  IFS=: read -r dir module command <<<"$entry"
+  {
+    sed -n '1,3p' "$dir/go.mod" 2>/dev/null | grep '^//' || true
+    printf 'module %s\n\ngo %s\n\ntool k8s.io/kubernetes/cmd/%s\n\nrequire k8s.io/kubernetes v%s\n' \
+      "$module" "$goline" "$command" "$K8S"
+    grep '^replace ' go.mod
+  } > "$scratch/$dir.mod"
+  mkdir -p "$dir"
+  mv "$scratch/$dir.mod" "$dir/go.mod"
+  (cd "$dir" && go mod tidy)
+done

@@ -22,7 +22,7 @@ from kubesched.api.loader import LoadedObjects, load_documents
 from kubesched.api.objects import Pod
 from kubesched.api.scheduling_groups import PodGroup, Workload
 from kubesched.cluster.memory import MemoryCluster
-from kubesched.config import default_config, parse_feature_gates
+from kubesched.config import FeatureGates, default_config, parse_feature_gates
 from kubesched.plugins import default_registry
 from kubesched.simulate.replay.run import replay
 from kubesched.simulate.scenario import API_VERSION, parse_scenario
@@ -32,6 +32,7 @@ from kubesched.simulate.workloads.job_scheduling import pod_group_name, workload
 from kubesched.simulate.workloads.naming import object_uid
 
 GATES = ["GenericWorkload=true,TopologyAwareWorkloadScheduling=true,WorkloadWithJob=true"]
+GATE_SET = parse_feature_gates(GATES)
 JOB_UID = object_uid("Job", "default", "train")
 
 
@@ -43,13 +44,13 @@ def gang_job(name: str = "train", parallelism: int = 3, min_count: int | None = 
     return made
 
 
-def controllers(*docs: Obj, gate: bool = True) -> tuple[MemoryCluster, WorkloadControllers]:
+def controllers(*docs: Obj, gates: FeatureGates = GATE_SET) -> tuple[MemoryCluster, WorkloadControllers]:
     cluster = MemoryCluster(loaded(*docs))
-    return cluster, WorkloadControllers(cluster, workload_with_job=gate)
+    return cluster, WorkloadControllers(cluster, gates=gates)
 
 
-def round_one(*docs: Obj, gate: bool = True) -> tuple[MemoryCluster, list[Pod]]:
-    cluster, made = controllers(*docs, gate=gate)
+def round_one(*docs: Obj, gates: FeatureGates = GATE_SET) -> tuple[MemoryCluster, list[Pod]]:
+    cluster, made = controllers(*docs, gates=gates)
     return cluster, made.reconcile().created
 
 
@@ -96,7 +97,7 @@ def test_a_pod_group_name_fits_a_dns_subdomain_cutting_the_longer_part_first(
 
 
 def test_with_the_gate_off_a_job_gets_no_workload_and_its_pods_no_group() -> None:
-    cluster, pods = round_one(gang_job(), gate=False)
+    cluster, pods = round_one(gang_job(), gates=parse_feature_gates(["GenericWorkload=true"]))
     assert not cluster.groups.workloads and not cluster.groups.pod_groups
     assert len(pods) == 3 and all(p.spec.scheduling_group is None for p in pods)
 
@@ -171,7 +172,8 @@ def test_constraints_disruption_mode_claims_and_priority_class_are_copied() -> N
     )
     spec["spec"]["template"]["spec"]["priorityClassName"] = "training"
     high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "training"}}
-    cluster, _ = round_one({**high, "value": 1000}, spec)
+    with_claims = parse_feature_gates([*GATES, "DRAWorkloadResourceClaims=true"])
+    cluster, _ = round_one({**high, "value": 1000}, spec, gates=with_claims)
     workload, pod_group = only(cluster)
     template = workload.spec.pod_group_templates[0]
     assert template.scheduling_constraints is not None
@@ -185,6 +187,23 @@ def test_constraints_disruption_mode_claims_and_priority_class_are_copied() -> N
     assert pod_group.spec.disruption_mode == template.disruption_mode
     assert pod_group.spec.resource_claims == template.resource_claims
     assert (pod_group.spec.priority_class_name, pod_group.spec.priority) == ("training", 1000)  # admission
+
+
+def test_fields_of_a_gate_that_is_off_are_dropped_as_the_api_server_drops_them() -> None:
+    spec = job(
+        "train",
+        scheduling={
+            "schedulingConstraints": {"topology": [{"key": "rack"}]},
+            "disruptionMode": {"all": {}},
+            "resourceClaims": [{"name": "fabric", "resourceClaimTemplateName": "nvlink"}],
+        },
+    )
+    cluster, _ = round_one(spec, gates=parse_feature_gates(["GenericWorkload=true,WorkloadWithJob=true"]))
+    workload, pod_group = only(cluster)
+    template = workload.spec.pod_group_templates[0]
+    assert template.scheduling_constraints is None and template.resource_claims == []
+    assert template.disruption_mode is not None and template.disruption_mode.all is not None  # not gated
+    assert pod_group.spec.scheduling_constraints is None and pod_group.spec.resource_claims == []
 
 
 def test_empty_topology_and_no_disruption_mode_are_left_unset() -> None:

@@ -1,5 +1,5 @@
-"""etcd, kube-apiserver, kube-scheduler and kubectl of Kubernetes v1.37.2: where they are, building
-them on first use from the Go modules pinned in `tools/kube`."""
+"""etcd, kube-apiserver, kube-scheduler, kubectl and kube-controller-manager of Kubernetes v1.37.2:
+where they are, building them on first use from the Go modules pinned in `tools/kube`."""
 
 from __future__ import annotations
 
@@ -11,12 +11,20 @@ from pathlib import Path
 
 from kubesched.harness.controlplane.process import ControlPlaneError
 
-__all__ = ["KubeBinaries", "binaries_built", "binary_supports", "find_binaries", "find_kubectl"]
+__all__ = [
+    "KubeBinaries",
+    "binaries_built",
+    "binary_supports",
+    "find_binaries",
+    "find_kube_controller_manager",
+    "find_kubectl",
+]
 
 #: Where tools/kube/build.sh lives when running from a source checkout (src layout).
 BUILD_SCRIPT = Path(__file__).resolve().parents[4] / "tools" / "kube" / "build.sh"
-#: Builds kubectl (same Kubernetes version, its own module and cache entry) and prints its directory.
-KUBECTL_BUILD_SCRIPT = BUILD_SCRIPT.with_name("build-kubectl.sh")
+#: Builds kubectl or kube-controller-manager (same Kubernetes version, each its own module and cache
+#: entry) and prints its directory.
+TOOL_BUILD_SCRIPT = BUILD_SCRIPT.with_name("build-tool.sh")
 BINARY_NAMES = ("etcd", "kube-apiserver", "kube-scheduler")
 
 
@@ -86,19 +94,16 @@ def find_binaries() -> KubeBinaries:
     return _checked_binaries(Path(lines[-1]), "tools/kube/build.sh output")
 
 
-@functools.cache
-def find_kubectl() -> Path:
-    """The directory of a kubectl of the control plane's version: `KUBESCHED_KUBECTL`, or built by
-    `tools/kube/build-kubectl.sh` (cached; about 2 minutes the first time)."""
-    prebuilt = os.environ.get("KUBESCHED_KUBECTL")
+def _built_tool(tool: str, variable: str) -> Path:
+    """The directory of `tool` (kubectl, kube-controller-manager) of the control plane's version:
+    the one `variable` names, or built by `tools/kube/build-tool.sh` (cached)."""
+    prebuilt = os.environ.get(variable)
     if prebuilt:
         return Path(prebuilt).resolve().parent
-    if not KUBECTL_BUILD_SCRIPT.is_file():
-        raise ControlPlaneError(
-            f"{KUBECTL_BUILD_SCRIPT} not found: set KUBESCHED_KUBECTL to a kubectl binary instead"
-        )
+    if not TOOL_BUILD_SCRIPT.is_file():
+        raise ControlPlaneError(f"{TOOL_BUILD_SCRIPT} not found: set {variable} to a {tool} binary instead")
     proc = subprocess.run(
-        ["bash", str(KUBECTL_BUILD_SCRIPT)],
+        ["bash", str(TOOL_BUILD_SCRIPT), tool],
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
@@ -107,10 +112,27 @@ def find_kubectl() -> Path:
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         raise ControlPlaneError(
-            f"{KUBECTL_BUILD_SCRIPT} failed (exit {proc.returncode}); its stderr above says why. "
-            "Set KUBESCHED_KUBECTL to a kubectl binary instead."
+            f"{TOOL_BUILD_SCRIPT} {tool} failed (exit {proc.returncode}); its stderr above says why. "
+            f"Set {variable} to a {tool} binary instead."
         )
     return Path(lines[-1])
+
+
+@functools.cache
+def find_kubectl() -> Path:
+    """The directory of a kubectl of the control plane's version: `KUBESCHED_KUBECTL`, or built
+    (about 2 minutes the first time)."""
+    return _built_tool("kubectl", "KUBESCHED_KUBECTL")
+
+
+@functools.cache
+def find_kube_controller_manager() -> Path:
+    """A kube-controller-manager binary of the control plane's version:
+    `KUBESCHED_KUBE_CONTROLLER_MANAGER`, or built (about 5 minutes the first time)."""
+    return (
+        _built_tool("kube-controller-manager", "KUBESCHED_KUBE_CONTROLLER_MANAGER")
+        / "kube-controller-manager"
+    )
 
 
 @functools.cache

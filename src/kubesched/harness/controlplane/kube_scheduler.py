@@ -59,12 +59,13 @@ def scheduler_args(binary: Path, config_path: Path, port: int, extra: Sequence[s
     ]
 
 
-def wait_scheduler_ready(proc: ManagedProcess, timeout: float) -> None:
-    """Until `/readyz` says its informers have synced; on failure `proc` is stopped."""
+def wait_scheduler_ready(proc: ManagedProcess, timeout: float, path: str = "/readyz") -> None:
+    """Until `path` (`/readyz`: its informers have synced) answers 200; on failure `proc` is stopped.
+    kube-controller-manager serves the same way (its `/healthz`)."""
     unverified = ssl.create_default_context()
     unverified.check_hostname = False
     unverified.verify_mode = ssl.CERT_NONE  # its serving cert is self-signed in memory
-    url = f"https://127.0.0.1:{proc.port}/readyz"
+    url = f"https://127.0.0.1:{proc.port}{path}"
     try:
         wait_ready(proc, lambda: http_get(url, unverified)[0] == 200, timeout)
     except PortInUse:

@@ -18,7 +18,7 @@ from typing import Any, Self
 import yaml
 
 from kubesched.harness.controlplane import apiserver, etcd
-from kubesched.harness.controlplane.binaries import KubeBinaries, find_binaries
+from kubesched.harness.controlplane.binaries import KubeBinaries, find_binaries, find_kube_controller_manager
 from kubesched.harness.controlplane.kube_scheduler import (
     scheduler_args,
     scheduler_config,
@@ -280,6 +280,33 @@ class ControlPlane:
     def track(self, proc: ManagedProcess) -> ManagedProcess:
         """Stop `proc` (a process started against this control plane) with the control plane."""
         self._extra_processes.append(proc)
+        return proc
+
+    def start_kube_controller_manager(
+        self, controllers: Sequence[str], *, feature_gates: Mapping[str, bool] | None = None
+    ) -> ManagedProcess:
+        """Start the upstream kube-controller-manager running only `controllers` (its names:
+        `job-controller`, `garbage-collector-controller`, ...), as the peer kubesched's simulated
+        controllers are compared with. Returns once it serves `/healthz`; stopped with the plane."""
+        (port,) = free_ports(1)
+        gates = ",".join(f"{k}={str(v).lower()}" for k, v in (feature_gates or {}).items())
+        args = [
+            str(find_kube_controller_manager()),
+            f"--kubeconfig={self.kubeconfig_path}",
+            f"--controllers={','.join(controllers)}",
+            *([f"--feature-gates={gates}"] if gates else []),
+            "--leader-elect=false",
+            "--use-service-account-credentials=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            "--v=2",
+        ]
+        name = f"kube-controller-manager-{len(self._extra_processes)}"
+        proc = self.track(ManagedProcess(name, args, self.workdir / "logs" / f"{name}.log", port=port))
+        t0 = time.monotonic()
+        wait_scheduler_ready(proc, self.start_timeout, path="/healthz")
+        self.startup_seconds[name] = time.monotonic() - t0
         return proc
 
     def start_kube_scheduler(

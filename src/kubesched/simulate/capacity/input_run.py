@@ -18,7 +18,6 @@ from kubesched.scheduler.scheduler import Attempt, Scheduler
 from kubesched.simulate.snapshot.run import run_with_controllers
 from kubesched.simulate.virtual_time import new_scheduler, run_until_settled
 from kubesched.simulate.workloads import (
-    WORKLOAD_WITH_JOB,
     WorkloadControllers,
     has_workloads,
     with_room_for_controllers,
@@ -48,9 +47,7 @@ class InputRun:
             group_claims=registry.features.enabled(GROUP_CLAIMS),
         )
         self.controllers = (
-            WorkloadControllers(
-                self.cluster, seed=seed, workload_with_job=registry.features.enabled(WORKLOAD_WITH_JOB)
-            )
+            WorkloadControllers(self.cluster, seed=seed, gates=registry.features)
             if with_controllers
             else None
         )

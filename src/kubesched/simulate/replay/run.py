@@ -44,7 +44,6 @@ from kubesched.simulate.replay.workloads import TimelineControllers, needs_contr
 from kubesched.simulate.scenario import ObjectRef, Scenario, TimelineEvent
 from kubesched.simulate.snapshot.run import PER_NODE_MAX_NODES, PodRecord, node_usage, pod_result
 from kubesched.simulate.virtual_time import drain, long_lived_heap, new_scheduler, run_timeline
-from kubesched.simulate.workloads import WORKLOAD_WITH_JOB
 
 __all__ = ["replay"]
 
@@ -128,7 +127,7 @@ class _Replay:
                 self.cluster,
                 seed=seed,
                 now=self.clock.now,
-                workload_with_job=registry.features.enabled(WORKLOAD_WITH_JOB),
+                gates=registry.features,
             )
             if needs_controllers(self.cluster.objects, scenario)
             else None

@@ -21,6 +21,7 @@ from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Node, Pod
 from kubesched.api.workloads import WORKLOAD_KINDS, WorkloadObject
 from kubesched.cluster.memory import MemoryCluster
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.errors import InputError
 from kubesched.framework.node_info import pod_key
 from kubesched.simulate.scenario import WORKLOAD_TIMELINE_KINDS, Scenario, TimelineEvent
@@ -56,7 +57,12 @@ class TimelineControllers:
     """The workload controllers, the Jobs' pod run times, and what the replay counts about them."""
 
     def __init__(
-        self, cluster: MemoryCluster, *, seed: int, now: Callable[[], float], workload_with_job: bool = False
+        self,
+        cluster: MemoryCluster,
+        *,
+        seed: int,
+        now: Callable[[], float],
+        gates: FeatureGates = DEFAULT_GATES,
     ) -> None:
         if cluster.objects.cron_jobs:  # given as PATHs (the scenario refuses them itself)
             name = cluster.objects.cron_jobs[0].metadata.name
@@ -64,9 +70,7 @@ class TimelineControllers:
                 f"CronJob {name}: not replayed (a scenario has no wall clock to run its schedule by); "
                 "create the Jobs it runs in the timeline"
             )
-        self.controllers = WorkloadControllers(
-            cluster, seed=seed, now=now, workload_with_job=workload_with_job
-        )
+        self.controllers = WorkloadControllers(cluster, seed=seed, now=now, gates=gates)
         self._cluster = cluster
         self._now = now
         #: A Job's `runFor`: how long each of its pods runs once bound.

@@ -36,7 +36,6 @@ from kubesched.simulate.snapshot.pod_groups import pod_group_results
 from kubesched.simulate.snapshot.workloads import owner_label, owner_labels, pod_workloads, workload_results
 from kubesched.simulate.virtual_time import long_lived_heap, new_scheduler, run_until_settled
 from kubesched.simulate.workloads import (
-    WORKLOAD_WITH_JOB,
     PodChanges,
     WorkloadControllers,
     has_workloads,
@@ -173,9 +172,7 @@ def simulate_cluster(
         group_claims=registry.features.enabled(GROUP_CLAIMS),
     )
     controllers = (
-        WorkloadControllers(
-            cluster, seed=seed, now=clock.now, workload_with_job=registry.features.enabled(WORKLOAD_WITH_JOB)
-        )
+        WorkloadControllers(cluster, seed=seed, now=clock.now, gates=registry.features)
         if with_controllers
         else None
     )

@@ -31,8 +31,9 @@ from kubesched.api.controllers import CronJob, Job, JobSpec
 from kubesched.api.meta import ObjectMeta, OwnerReference, is_controlled_by
 from kubesched.api.objects import PodSpec
 from kubesched.api.scheduling_groups import PodGroup, Workload
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.simulate.workloads.context import ControllerContext, OwnerKey, WorkloadStatus
-from kubesched.simulate.workloads.job_scheduling import JobGroup, in_group
+from kubesched.simulate.workloads.job_scheduling import WORKLOAD_WITH_JOB, JobGroup, in_group
 from kubesched.simulate.workloads.naming import controller_reference, object_uid
 from kubesched.simulate.workloads.ranking import deletion_order
 
@@ -78,17 +79,17 @@ class JobController:
     key: OwnerKey
     job: Job
     uid: str
-    #: The WorkloadWithJob feature gate: the Job gets a Workload and a PodGroup, its pods join it.
-    workload_with_job: bool = False
+    #: With WorkloadWithJob on, the Job gets a Workload and a PodGroup and its pods join it.
+    gates: FeatureGates = DEFAULT_GATES
     group: JobGroup | None = field(default=None, init=False)
 
     def _pod_spec(self, ctx: ControllerContext) -> PodSpec | None:
         """The spec of the pods to create: the template's, in the Job's PodGroup if it has one
         (None: the template's as it is; see `group.failed` first)."""
-        if not self.workload_with_job:
+        if not self.gates.enabled(WORKLOAD_WITH_JOB):
             return None
         if self.group is None:
-            self.group = JobGroup(self.job, self.uid, self.key[1])
+            self.group = JobGroup(self.job, self.uid, self.key[1], self.gates)
         self.group.job = self.job
         has_pods = bool(ctx.pods_of(self.key) or ctx.finished_of(self.key))
         for obj in self.group.sync(ctx.cluster.groups, has_pods):
@@ -186,7 +187,7 @@ class CronJobController:
     #: When the run is scheduled, in Unix minutes (names the Job, as the CronJob controller does).
     scheduled_minute: int
     #: Passed to its Job (which, owned by the CronJob, gets a PodGroup only if its template delegates one).
-    workload_with_job: bool = False
+    gates: FeatureGates = DEFAULT_GATES
     job: JobController | None = field(default=None, init=False)
 
     def reconcile(self, ctx: ControllerContext) -> None:
@@ -219,7 +220,7 @@ class CronJobController:
             owner_references=[owner],
         )
         job = Job(metadata=meta, spec=template.spec)
-        return JobController(("Job", namespace, job_name), job, uid, self.workload_with_job)
+        return JobController(("Job", namespace, job_name), job, uid, self.gates)
 
     def status(self, ctx: ControllerContext) -> WorkloadStatus:
         kind, namespace, name = self.key

@@ -17,7 +17,9 @@ PodGroup in `spec.schedulingGroup`. Which Jobs, and what the objects hold, as v1
   controller is the Job (`spec.controllerRef` names it too);
 * the PodGroup is `<workload>-<template>-<hash of both>`, a copy of the template whose controller is
   the Job, also owned (not as controller) by the Workload (not for a delegated one);
-* a changed parallelism (or gang minCount) moves the gang's minCount on both objects.
+* a changed parallelism (or gang minCount) moves the gang's minCount on both objects;
+* the API server drops a template's fields whose gate is off (topology constraints without
+  TopologyAwareWorkloadScheduling, claims without DRAWorkloadResourceClaims), so they are dropped here.
 
 The pods carry only the Job's ownerReference: upstream adds one to the PodGroup on its pod template,
 which the pod factory does not copy onto the pod.
@@ -47,6 +49,7 @@ from kubesched.api.scheduling_groups import (
     WorkloadReference,
     WorkloadSpec,
 )
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.pod_groups import SchedulingGroups
 from kubesched.simulate.workloads.naming import controller_reference, fnv32a, object_uid, safe_encode
 
@@ -54,6 +57,7 @@ __all__ = [
     "GROUP_TEMPLATE_ANNOTATION",
     "WORKLOAD_WITH_JOB",
     "JobGroup",
+    "as_stored",
     "compile_template",
     "gang_min_count",
     "in_group",
@@ -138,6 +142,23 @@ def compile_template(spec: JobSpec, name: str) -> PodGroupTemplate:
     )
 
 
+#: Fields of a PodGroupTemplate (and of a PodGroup's spec) the API server drops on create when their
+#: feature gate is off.
+_GATED_FIELDS: Final = {
+    "scheduling_constraints": "TopologyAwareWorkloadScheduling",
+    "resource_claims": "DRAWorkloadResourceClaims",
+    "preemption_policy": "PodGroupPreemptionPolicy",
+}
+
+
+def as_stored(template: PodGroupTemplate, gates: FeatureGates) -> PodGroupTemplate:
+    """`template` as the API server stores it under `gates`: the fields of a gate that is off are
+    dropped (the Workload's, and so its PodGroup's: the scheduler then never sees them)."""
+    empty = PodGroupTemplate()
+    dropped = {name: getattr(empty, name) for name, gate in _GATED_FIELDS.items() if not gates.enabled(gate)}
+    return msgspec.structs.replace(template, **dropped) if dropped else template
+
+
 def in_group(spec: PodSpec, pod_group: str) -> PodSpec:
     """The pod template's spec with `schedulingGroup` naming the Job's PodGroup."""
     return msgspec.structs.replace(spec, scheduling_group=PodSchedulingGroup(pod_group_name=pod_group))
@@ -150,8 +171,8 @@ def _job_reference(job: Job, uid: str) -> OwnerReference:
 class JobGroup:
     """The Workload and PodGroup of one Job, found or made as the Job controller does on each sync."""
 
-    def __init__(self, job: Job, uid: str, namespace: str) -> None:
-        self.job, self.uid, self.namespace = job, uid, namespace
+    def __init__(self, job: Job, uid: str, namespace: str, gates: FeatureGates = DEFAULT_GATES) -> None:
+        self.job, self.uid, self.namespace, self.gates = job, uid, namespace, gates
         self.workload: Workload | None = None
         self.pod_group: PodGroup | None = None
         #: Why the last sync failed (a name taken by an object the Job does not control): upstream's
@@ -265,7 +286,9 @@ class JobGroup:
 
     def _compile_workload(self) -> Workload:
         name = workload_name(self.job.metadata.name, self.uid)
-        template = compile_template(self.job.spec, template_name(self.job.metadata.name))
+        template = as_stored(
+            compile_template(self.job.spec, template_name(self.job.metadata.name)), self.gates
+        )
         meta = ObjectMeta(
             name=name,
             namespace=self.namespace,

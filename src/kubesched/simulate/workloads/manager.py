@@ -31,6 +31,7 @@ from kubesched.api.meta import ObjectMeta, controller_of
 from kubesched.api.objects import Pod
 from kubesched.api.workloads import WorkloadObject, replicas_of
 from kubesched.cluster.memory import MemoryCluster
+from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.simulate.workloads.context import Controller, ControllerContext, PodChanges, WorkloadStatus
 from kubesched.simulate.workloads.daemon_set import DaemonSetController
 from kubesched.simulate.workloads.deployment import DeploymentController
@@ -154,9 +155,9 @@ def _daemon_set_controller(ds: DaemonSet) -> DaemonSetController:
     return DaemonSetController(("DaemonSet", ns, name), ds, ref)
 
 
-def _job_controller(job: Job, workload_with_job: bool) -> JobController:
+def _job_controller(job: Job, gates: FeatureGates) -> JobController:
     key = ("Job", _namespace(job.metadata), job.metadata.name)
-    return JobController(key, job, _uid("Job", job.metadata), workload_with_job)
+    return JobController(key, job, _uid("Job", job.metadata), gates)
 
 
 #: The LoadedObjects list holding each workload kind.
@@ -183,11 +184,12 @@ class WorkloadControllers:
         *,
         seed: int = 0,
         now: Callable[[], float] = lambda: 0.0,
-        workload_with_job: bool = False,
+        gates: FeatureGates = DEFAULT_GATES,
     ) -> None:
-        """`workload_with_job`: the WorkloadWithJob feature gate (Jobs get a Workload and a PodGroup)."""
+        """`gates`: the feature gates, of which the controllers read WorkloadWithJob (a Job gets a
+        Workload and a PodGroup) and those of the fields the API server keeps on them."""
         self._ctx = ControllerContext(cluster, seed=seed, now=now)
-        self._workload_with_job = workload_with_job
+        self._gates = gates
         objects: LoadedObjects = cluster.objects
         self._objects = objects
         self._deployments: list[DeploymentController] = []
@@ -224,12 +226,12 @@ class WorkloadControllers:
         for ds in _latest(objects.daemon_sets):
             self._add(_daemon_set_controller(ds))
         for job in _latest(objects.jobs):
-            self._add(_job_controller(job, self._workload_with_job))
+            self._add(_job_controller(job, self._gates))
         minute = _snapshot_minute(objects) if objects.cron_jobs else 0
         for cj in _latest(objects.cron_jobs):
             key = ("CronJob", _namespace(cj.metadata), cj.metadata.name)
             uid = _uid("CronJob", cj.metadata)
-            self._add(CronJobController(key, cj, uid, minute, self._workload_with_job))
+            self._add(CronJobController(key, cj, uid, minute, self._gates))
 
     def _add_replication_controllers(self, rcs: Iterable[ReplicationController]) -> None:
         for rc in _latest(list(rcs)):
@@ -320,7 +322,7 @@ class WorkloadControllers:
         elif isinstance(obj, DaemonSet):
             self._add(_daemon_set_controller(obj))
         elif isinstance(obj, Job):
-            self._add(_job_controller(obj, self._workload_with_job))
+            self._add(_job_controller(obj, self._gates))
 
     def remove(self, kind: str, namespace: str, name: str) -> None:
         """A workload deleted: its pods go (a Deployment's through its ReplicaSets).
