@@ -5,7 +5,7 @@
 #
 # kubectl: `make cluster` puts it on PATH; the docs tests run the README's and the guides' kubectl
 # commands with it. kube-controller-manager: the integration tests that compare kubesched's simulated
-# controllers with the real ones run it (tests/integration/test_workload_with_job.py).
+# controllers with the real ones run it (tests/integration/test_workload_with_job_upstream.py).
 #
 # Each needs modules the control plane does not, so each has its own module (tools/kube/kubectl/,
 # tools/kube/controller-manager/) whose k8s.io/kubernetes pin must equal ../go.mod's (checked here):
