@@ -293,12 +293,16 @@ class MemoryCluster:
 
     def write_group(self, obj: Workload | SchedulingPodGroup) -> None:
         """A controller's create or update of a Workload or PodGroup (admitted as the API server
-        admits a PodGroup); a PodGroup keeps the status the scheduler wrote."""
+        admits a PodGroup, its template claims made as the resourceclaim controller makes them, before
+        any of its pods); a PodGroup keeps the status written since."""
         if isinstance(obj, SchedulingPodGroup):
             current = self.groups.pod_group(obj.metadata.namespace or "default", obj.metadata.name)
             admitted = self.admit_group(obj)
             assert isinstance(admitted, SchedulingPodGroup)
-            obj = admitted if current is None else msgspec.structs.replace(admitted, status=current.status)
+            if current is None:
+                obj = self._with_group_claims(admitted)
+            else:
+                obj = msgspec.structs.replace(admitted, status=current.status)
         self.groups.put(obj)
 
     def delete_group(self, obj: Workload | SchedulingPodGroup) -> None:

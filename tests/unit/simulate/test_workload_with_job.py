@@ -470,3 +470,25 @@ def test_the_gate_is_followed_not_logged_as_ignored() -> None:
     gates = parse_feature_gates(GATES)
     gates.refuse_unimplemented()
     assert gates.enabled("WorkloadWithJob") and gates.ignored_notice() == ""
+
+
+def test_a_jobs_group_claim_template_becomes_a_claim_before_its_pods() -> None:
+    """DRAWorkloadResourceClaims on: the resourceclaim controller makes the PodGroup's template claim."""
+    spec = job(
+        "train",
+        parallelism=2,
+        scheduling={"resourceClaims": [{"name": "fabric", "resourceClaimTemplateName": "nvlink"}]},
+    )
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "nvlink"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "nv"}}]}}},
+    }
+    gates = parse_feature_gates([*GATES, "DRAWorkloadResourceClaims=true"])
+    cluster = MemoryCluster(loaded(template, spec), group_claims=True)
+    WorkloadControllers(cluster, gates=gates).reconcile()
+    _, pod_group = only(cluster)
+    (status,) = pod_group.status.resource_claim_statuses
+    assert status.name == "fabric" and status.resource_claim_name
+    assert [c.metadata.name for c in cluster.claims.all()] == [status.resource_claim_name]
