@@ -13,13 +13,19 @@ pod failing the same way a hundred times costs two requests, not a hundred. An e
 minutes after its last occurrence, and a repeat after that starts a new Event.
 
 Sending happens on worker threads (`AsyncCalls`); `record` never blocks. New Events wait in an
-outbox that one call at a time sends, pipelined on one connection (`KubeClient.post_many`): a burst
-of Events, one per bind, costs one write and a worker's wake-up per batch instead of per Event, as
-upstream's broadcaster sends Events off the scheduling path. A full outbox drops (and counts) the
-Event. A send that fails for a passing reason (the API server restarting) is tried
-again for about 45 s, as upstream's broadcaster retries: a pod bound during an outage still gets its
-`Scheduled` Event. A retried create keeps the Event's name, so it never makes a second Event; an
-AlreadyExists answer means an earlier try did reach the server. A series patch whose Event is gone
+outbox that sender calls empty, a pipelined batch at a time on one connection each
+(`KubeClient.post_many`): a burst of Events, one per bind, costs one write and a worker's wake-up
+per batch instead of per Event, as upstream's broadcaster sends Events off the scheduling path. The
+API server answers a connection's requests one after another, so one sender alone fell behind the
+binds (thousands of Events unsent after 3,000 binds), and 16 whose batches were full before another
+started still left 400: another starts whenever more Events wait than senders run, up to `SENDERS`
+(as many as the Event workers before), each taking its share of the backlog, up to `BATCH`, so
+batches form from what piles up while they are busy. A full outbox drops (and counts) the Event.
+
+A send that fails for a passing reason (the API server restarting) is tried again for about 45 s,
+as upstream's broadcaster retries: a pod bound during an outage still gets its `Scheduled` Event. A
+retried create keeps the Event's name, so it never makes a second Event; an AlreadyExists answer
+means an earlier try did reach the server. A series patch whose Event is gone
 (404) creates the Event again with its series, as upstream does.
 """
 
@@ -52,8 +58,10 @@ FINISH_AFTER = 6 * 60.0
 REFRESH_EVERY = 30 * 60.0
 #: events/v1 validation limits on these fields.
 _NAME_LIMIT = 128
-#: Events sent in one pipelined batch at most, and waiting to be sent at most (past it, dropped).
-BATCH = 100
+#: Events sent in one pipelined batch at most; batches in flight at most (one connection each); Events
+#: waiting to be sent at most (past it, dropped).
+BATCH = 16
+SENDERS = 64
 OUTBOX_LIMIT = 10_000
 
 
@@ -141,8 +149,8 @@ class EventRecorder:
         self._stop = threading.Event()
         self._timer: threading.Thread | None = None
         self._outbox: list[dict[str, Any]] = []  # new Events not yet sent (under `_lock`)
-        self._sending = 0  # Events taken from the outbox by the batch in flight
-        self._flushing = False  # a call to send the outbox is queued or running
+        self._sending = 0  # Events taken from the outbox by the batches in flight (under `_lock`)
+        self._senders = 0  # calls sending the outbox, queued or running (under `_lock`)
         #: Events dropped because the outbox was full.
         self.dropped = 0
         #: Events created, series patches sent, and repeats only counted (for tests and logs).
@@ -181,14 +189,16 @@ class EventRecorder:
                 self.dropped += 1
                 return
             self._outbox.append(body)
-            if self._flushing:
-                return
-            self._flushing = True
+            senders = self._senders
+            if senders and (senders >= SENDERS or len(self._outbox) <= senders):
+                return  # the senders running take it
+            self._senders += 1
         if not self.calls.submit(self._flush):
             with self._lock:
-                self.dropped += len(self._outbox)
-                self._outbox.clear()
-                self._flushing = False
+                self._senders -= 1
+                if not self._senders:
+                    self.dropped += len(self._outbox)
+                    self._outbox.clear()
 
     @property
     def unsent(self) -> int:
@@ -247,20 +257,24 @@ class EventRecorder:
         )
 
     def _flush(self) -> None:
-        """Send the outbox, a pipelined batch at a time, until it is empty; a create that failed
-        for a passing reason is tried again alone, as `submit_retrying` would."""
+        """One sender: the outbox, a pipelined batch at a time, until it is empty; a create that
+        failed for a passing reason is tried again alone, as `submit_retrying` would."""
         while True:
             with self._lock:
-                bodies = self._outbox[:BATCH]
-                del self._outbox[:BATCH]
-                self._sending = len(bodies)
+                # An even share of the backlog per sender (at most BATCH): the server works through
+                # each connection's batch one request at a time, so spreading it finishes sooner.
+                n = min(BATCH, -(-len(self._outbox) // max(1, self._senders)))
+                bodies = self._outbox[:n]
+                del self._outbox[:n]
                 if not bodies:
-                    self._flushing = False
+                    self._senders -= 1
                     return
+                self._sending += len(bodies)
             try:
                 answers = self.client.post_many([(_events_path(b), b) for b in bodies])
             finally:
-                self._sending = 0
+                with self._lock:
+                    self._sending -= len(bodies)
             for body, answer in zip(bodies, answers, strict=True):
                 if not isinstance(answer, ApiError) or answer.code == 409:  # 409: an earlier try got there
                     self.created += 1
