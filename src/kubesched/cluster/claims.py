@@ -240,7 +240,9 @@ class ClaimStore:
             raise ClaimConflict(f"claim {claim.key} got deleted in the meantime")
         status = current.status
         if allocation is not None:
-            if status.allocation is not None and status.allocation != allocation:
+            if status.allocation is not None:
+                # Upstream's bindClaim: also when another member of the pod's group wrote the
+                # allocation they shared first (this pod's PreBind fails; it binds on its retry).
                 raise ClaimConflict(f"claim {claim.key} got allocated elsewhere in the meantime")
             status = msgspec.structs.replace(
                 status, allocation=allocation, devices=_simulated_driver_statuses(allocation)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from kubesched.api.resource import AllocationResult
+from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.plugins.dynamic_resources.allocator_types import DeviceID
 from kubesched.plugins.dynamic_resources.claims import ClaimLedger
 
@@ -34,3 +34,22 @@ def test_sharing_nothing_pending_is_a_no_op() -> None:
     ledger.share_pending("uid-c")
     assert ledger.drop_pending("uid-c") is False
     assert ledger.pending_owner("uid-c") is None
+
+
+def test_a_deleted_claim_frees_its_devices_when_the_event_carries_a_new_copy() -> None:
+    """A live watch's DELETED event decodes the claim anew: not the object the ledger holds."""
+    claim = msgspec.convert(
+        {
+            "metadata": {"name": "c", "namespace": "default", "uid": "uid-c"},
+            "status": {"allocation": msgspec.to_builtins(ALLOCATION)},
+        },
+        ResourceClaim,
+    )
+    ledger = ClaimLedger()
+    ledger.observe(None, claim)
+    assert G0 in ledger.state.exclusive
+    copy = msgspec.convert(msgspec.to_builtins(claim), ResourceClaim)
+    assert copy is not claim
+    ledger.observe(copy, None)
+    assert G0 not in ledger.state.exclusive
+    assert "default/c" not in ledger.by_key

@@ -102,11 +102,10 @@ class ApiClaimWriter:
             status = raw.setdefault("status", {})
             current = status.get("allocation")
             if wanted is not None and current is not None:
-                stored = dict(current)
-                stored.pop("allocationTimestamp", None)
-                if msgspec.convert(stored, AllocationResult) != allocation:
-                    raise ClaimWriteError(f"claim {claim.key} got allocated elsewhere in the meantime")
-            elif wanted is None and current is None:
+                # As upstream's bindClaim, even when it is the allocation this pod reused from
+                # another member of its group, which wrote it first.
+                raise ClaimWriteError(f"claim {claim.key} got allocated elsewhere in the meantime")
+            if wanted is None and current is None:
                 raise ClaimWriteError(f"claim {claim.key} got deallocated in the meantime")
             meta = raw.setdefault("metadata", {})
             finalizers = meta.setdefault("finalizers", [])

@@ -204,6 +204,11 @@ class ClaimLedger:
         self._event_driven = True
         if old is not None:
             found = self._by_id.pop(id(old), None)
+            stored = self.by_key.get(old.key) if found is None else None
+            if stored is not None and stored.metadata.uid == old.metadata.uid:
+                # Not the object delivered before: a live watch's DELETED event carries the final
+                # state decoded anew. The claim stored under its key is the one to take out.
+                found = self._by_id.pop(id(stored), None)
             if found is not None:
                 uid, key, entry = found
                 self._apply(entry, -1)

@@ -565,10 +565,6 @@ class DynamicResources(
                 if claim.metadata.name == IN_MEMORY_CLAIM_NAME and data.extended is not None:
                     stored = bind_extended_claim(self.ledger, data.extended, claim, allocation, pod, writer)
                 else:
-                    if allocation is not None and _allocated_meanwhile(self._claims().get(claim.key)):
-                        # Another member of the pod's group wrote the allocation they shared first:
-                        # upstream's PreBind then fails for this pod, which is retried.
-                        return Status.as_error(f"claim {claim.key} got allocated elsewhere in the meantime")
                     consumer = data.consumers.get(claim.metadata.uid or claim.key)
                     stored = writer.write_claim_allocation(claim, allocation, pod, consumer)
             except Exception as exc:
@@ -599,11 +595,6 @@ class DynamicResources(
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return self._hints.events_to_register()
-
-
-def _allocated_meanwhile(current: ResourceClaim | None) -> bool:
-    """The claim, unallocated when the pod's PreFilter read it, shows an allocation now."""
-    return current is not None and current.status.allocation is not None
 
 
 def _prefer(state: CycleState, data: PreFilterState) -> None:

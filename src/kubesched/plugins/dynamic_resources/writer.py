@@ -28,7 +28,7 @@ class ResourceClaimWriter(Protocol):
     ) -> ResourceClaim:
         """Add the finalizer, set `status.allocation` (unless None: already allocated) and add the pod
         (or `consumer`: the pod's PodGroup, for a group's claim) to `status.reservedFor`; return the
-        claim as stored."""
+        claim as stored. Raises when an allocation is given and the claim has one already."""
         ...
 
     def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
