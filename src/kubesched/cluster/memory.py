@@ -124,6 +124,9 @@ class MemoryCluster:
         }
         self.objects = objects
         self.events: list[RecordedEvent] = []
+        #: Per PodGroup, every condition its pod-group cycles wrote, in order (a differential harness
+        #: compares the binary's with the one of the cycle the binary stopped at).
+        self.condition_history: dict[tuple[str, str], list[Condition]] = {}
         self.bind_count: dict[str, int] = {}
         #: Workloads, PodGroups, CompositePodGroups and the pods of each group, kept current as the
         #: first watcher of every pod change.
@@ -287,9 +290,11 @@ class MemoryCluster:
     def set_pod_group_condition(self, pod_group: SchedulingPodGroup, condition: Condition) -> None:
         """A PodGroup status patch (the pod-group cycle's condition): stored; like the binary's own
         status write it moves no pod (GangScheduling's hint skips an unchanged minCount)."""
-        current = self.groups.pod_group(pod_group.metadata.namespace or "default", pod_group.metadata.name)
+        key = (pod_group.metadata.namespace or "default", pod_group.metadata.name)
+        current = self.groups.pod_group(*key)
         if current is not None:
             self.groups.put(with_condition(current, condition))
+            self.condition_history.setdefault(key, []).append(condition)
 
     def write_group(self, obj: Workload | SchedulingPodGroup) -> None:
         """A controller's create or update of a Workload or PodGroup (admitted as the API server

@@ -392,3 +392,38 @@ def test_composite_manifests_load_strictly(seed: int) -> None:
         loaded.add(obj)
     assert not loaded.skipped
     assert len(loaded.composite_pod_groups) == len(composites) > 0
+
+
+def test_a_tree_child_bound_on_a_retry_counts_as_unbound_the_binary_was_watched_for_one_cycle() -> None:
+    wave = _wave({"g-p0": None, "g-p1": None}, {"g-p0": [], "g-p1": []}, [])
+    wave.groups[0]["spec"]["parentCompositePodGroupName"] = "tree"
+    retried = _report(_result("g-p0", "n1"), _result("g-p1", "n2"))
+    for pod in retried.report.pods:
+        pod.attempts = 2
+    results = compare_wave(wave, retried)
+    group = next(r for r in results if r.pod == "default/g")
+    assert group.made["group-bound"] and group.adjusted == 1
+    assert "tree-retried-after-settle" in group.observed
+    # bound on the first cycle it still counts: the binary would have bound it too
+    first = _report(_result("g-p0", "n1"), _result("g-p1", "n2"))
+    for pod in first.report.pods:
+        pod.attempts = 1
+    assert not _made(compare_wave(wave, first))["default/g"]["group-bound"]
+    # a PodGroup of its own is compared as it ends, retries and all
+    wave.groups[0]["spec"].pop("parentCompositePodGroupName")
+    assert not _made(compare_wave(wave, retried))["default/g"]["group-bound"]
+
+
+def test_a_tree_childs_condition_may_be_one_an_earlier_cycle_wrote() -> None:
+    wave = _wave({"g-p0": None, "g-p1": None}, {"g-p0": [], "g-p1": []}, [])
+    wave.groups[0]["spec"]["parentCompositePodGroupName"] = "tree"
+    first = ("PodGroupInitiallyScheduled", "False", "Unschedulable", "first cycle")
+    last = ("PodGroupInitiallyScheduled", "False", "Unschedulable", "last cycle")
+    wave.group_status["g"] = GroupOutcome("g", [first])
+    simulated = _report(_result("g-p0", None), _result("g-p1", None))
+    simulated.conditions["g"] = [last]
+    simulated.history["g"] = [[first], [last]]
+    group = next(r for r in compare_wave(wave, simulated) if r.pod == "default/g")
+    assert group.made["condition"] and "tree-condition-earlier-cycle" in group.observed
+    simulated.history["g"] = [[last]]
+    assert not _made(compare_wave(wave, simulated))["default/g"]["condition"]

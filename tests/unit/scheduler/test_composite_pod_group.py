@@ -141,6 +141,10 @@ def test_a_composite_that_fits_in_no_rack_places_nothing_and_its_failure_reaches
     # `lead` fitted, so it takes the composite's status: upstream shares that status object between
     # the composite and `lead`, and appends the preemption's reason once for each.
     assert bed.condition("lead") == ("False", "Unschedulable", f"{root}, {NO_VICTIMS}, {NO_VICTIMS}")
+    # the cluster keeps every condition a cycle wrote (what the differential harness compares)
+    assert [c.message for c in bed.cluster.condition_history[("default", "lead")]] == [
+        f"{root}, {NO_VICTIMS}, {NO_VICTIMS}"
+    ]
     # `work` failed on its own, in the composite's first placement: its own status, appended once.
     status, reason, message = bed.condition("work")
     assert (status, reason) == ("False", "Unschedulable")
