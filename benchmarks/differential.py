@@ -10,7 +10,8 @@ stderr with the scenario file that reproduces it.
 
 `--groups` runs pod-group scenarios instead (kubesched.harness.differential.group_run), with
 GenericWorkload on everywhere (`--topology` adds TopologyAwareWorkloadScheduling, `--composite`
-CompositePodGroup trees with their gate); its `observed`
+CompositePodGroup trees with their gate, `--dra` devices, claims and DRAWorkloadResourceClaims:
+groups whose pods share a claim); its `observed`
 counts what the binary did (`gang-bound-all`, `gang-bound-part`, `gang-bound-none`, `preempted`, ...).
 
     nice python benchmarks/differential.py --groups --seed 1 --count 500 --live-every 0
@@ -24,8 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from kubesched.harness.differential.gated import COMPOSITE_GATES, GANG_GATES, TOPOLOGY_GATES
-from kubesched.harness.differential.group_run import run_group_scenarios
+from kubesched.harness.differential.group_run import group_gates, run_group_scenarios
 from kubesched.harness.differential.run import print_mismatch, run_scenarios
 
 
@@ -53,6 +53,9 @@ def main() -> int:
         help="with --groups: CompositePodGroup trees too (and their gate, topology included)",
     )
     parser.add_argument(
+        "--dra", action="store_true", help="with --groups: devices, claims and DRAWorkloadResourceClaims"
+    )
+    parser.add_argument(
         "--no-priorities",
         action="store_true",
         help="with --groups: every pod of priority 0 (nothing preempts)",
@@ -63,20 +66,21 @@ def main() -> int:
     started = time.monotonic()
     seeds = list(range(args.seed, args.seed + args.count))
     if args.groups:
-        gates = COMPOSITE_GATES if args.composite else TOPOLOGY_GATES if args.topology else GANG_GATES
-        flags = gates.flags()
+        flags = group_gates(topology=args.topology, composite=args.composite, dra=args.dra).flags()
         tally = run_group_scenarios(
             seeds,
             args.out,
             topology=args.topology,
             priorities=not args.no_priorities,
             composite=args.composite,
+            dra=args.dra,
             live_every=args.live_every,
             on_mismatch=lambda m: print_mismatch(m, flags=flags),
         )
     else:
         tally = run_scenarios(seeds, args.out, live_every=args.live_every, on_mismatch=print_mismatch)
     kind = "composite" if args.composite else "topology" if args.topology else "gang"
+    kind += "+dra" if args.dra else ""
     report: dict[str, object] = {"groups": kind} if args.groups else {}
     report |= {
         "seed": args.seed,

@@ -246,6 +246,39 @@ def test_without_priorities_the_seed_gives_the_same_scenario_with_none() -> None
         assert not any("priorityClassName" in o["spec"] for o in everything)
 
 
+def test_with_dra_the_seed_gives_the_same_scenario_with_devices_and_claims() -> None:
+    """DRA draws come from their own generator: the groups, pods and nodes stay the seed's."""
+    kinds: Counter[str] = Counter()
+    for seed in SEEDS:
+        plain, dra = generate_groups(seed), generate_groups(seed, dra=True)
+        assert [n["metadata"] for n in dra.nodes] == [n["metadata"] for n in plain.nodes]
+        assert [len(w.pods) for w in dra.waves] == [len(w.pods) for w in plain.waves]
+        assert "dra-devices" in dra.features and not any(f.startswith("dra") for f in plain.features)
+        made = {o["metadata"]["name"]: o for o in dra.volumes}
+        kinds.update(o["kind"] for o in dra.volumes)
+        for wave in dra.waves:
+            for group in wave.groups:
+                shared = group["spec"].get("resourceClaims", [])
+                for pod in wave.pods:
+                    entries = pod["spec"].get("resourceClaims", [])
+                    assert all(e["resourceClaimName"] in made for e in entries)
+                    if shared:  # every member names the group's claim exactly as the group does
+                        assert entries == shared
+    assert kinds["DeviceClass"] == len(SEEDS) and kinds["ResourceSlice"] > 0 and kinds["ResourceClaim"] > 0
+    features = {f for seed in SEEDS for f in generate_groups(seed, dra=True).features}
+    assert {"dra-group-claim", "dra-pod-claims"} <= features
+
+
+def test_the_dra_objects_load_strictly() -> None:
+    s = generate_groups(2, dra=True)
+    items = [*s.volumes, *s.nodes, *s.pods_to_schedule, *s.groups]
+    loaded = LoadedObjects()
+    for obj in load_documents(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}), "s.json"):
+        loaded.add(obj)
+    assert not loaded.skipped
+    assert loaded.device_classes and loaded.resource_slices and loaded.resource_claims
+
+
 # --------------------------------------------------------------------------- topology placements
 
 PLACEMENTS = "pod group is unschedulable, 0/2 placements are available, first placement status: "

@@ -106,6 +106,9 @@ STORAGE_PATHS = {
     "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
     "CSIStorageCapacity": "/apis/storage.k8s.io/v1/namespaces/{ns}/csistoragecapacities",
     "CSINode": "/apis/storage.k8s.io/v1/csinodes",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
+    "ResourceClaim": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
 }
 #: Cluster-wide lists of the same kinds, for snapshots and teardown.
 _LISTS = {
@@ -115,6 +118,9 @@ _LISTS = {
     "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
     "CSIStorageCapacity": "/apis/storage.k8s.io/v1/csistoragecapacities",
     "CSINode": "/apis/storage.k8s.io/v1/csinodes",
+    "ResourceClaim": "/apis/resource.k8s.io/v1/resourceclaims",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
 }
 _API_VERSIONS = {
     "Namespace": "v1",
@@ -125,6 +131,7 @@ _API_VERSIONS = {
     "PersistentVolume": "v1",
     "PersistentVolumeClaim": "v1",
     **dict.fromkeys(("CSIDriver", "StorageClass", "CSIStorageCapacity", "CSINode"), "storage.k8s.io/v1"),
+    **dict.fromkeys(("DeviceClass", "ResourceSlice", "ResourceClaim"), "resource.k8s.io/v1"),
 }
 
 

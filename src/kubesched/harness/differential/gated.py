@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 
 from kubesched.config import FeatureGates
 
-__all__ = ["COMPOSITE_GATES", "GANG_GATES", "NO_GATES", "POLICY_GATES", "TOPOLOGY_GATES", "Gates"]
+__all__ = [
+    "COMPOSITE_GATES",
+    "DRA_GANG_GATES",
+    "GANG_GATES",
+    "NO_GATES",
+    "POLICY_GATES",
+    "TOPOLOGY_GATES",
+    "Gates",
+]
 
 _V1BETA1 = "scheduling.k8s.io/v1beta1=true"
 _V1ALPHA3 = "scheduling.k8s.io/v1alpha3=true"
@@ -58,5 +66,7 @@ TOPOLOGY_GATES = Gates({"GenericWorkload": True, "TopologyAwareWorkloadSchedulin
 COMPOSITE_GATES = Gates(
     {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True, "CompositePodGroup": True}
 )
+#: Gangs whose pods share a ResourceClaim named in their PodGroup (allocated once, reserved for it).
+DRA_GANG_GATES = Gates({"GenericWorkload": True, "DRAWorkloadResourceClaims": True})
 #: Gangs whose PodGroup's own `preemptionPolicy` decides whether they preempt.
 POLICY_GATES = Gates({"GenericWorkload": True, "PodGroupPreemptionPolicy": True})

@@ -69,9 +69,14 @@ PLACEMENT_SEEDS = range(1, 41)
 #: What DynamicResources' PodGroupPostFilter adds to a failed group's messages and conditions. With
 #: no claims in play it shows up in some runs of a wave and not in others: the binary's own answer
 #: is random there, so messages of a group showing it are not compared (counted as adjusted).
+#: With group claims in play (DRAWorkloadResourceClaims), its other two texts, for a group claim it
+#: deallocated or unreserved: kubesched does not run that PodGroupPostFilter (docs/plugins/
+#: DynamicResources.md), so these are not compared either.
 DRA_ARTIFACTS = (
     '"DynamicResources" PodGroupPostFilter plugins: not found',
     "deallocation and deletion of ResourceClaims completed",
+    "deallocation of PodGroup ResourceClaim completed",
+    "ResourceClaim unreserved for PodGroup",
 )
 
 
@@ -132,7 +137,8 @@ def simulate_wave(outcome: WaveOutcome, gates: Gates, workdir: Path, *, seed: in
     first: dict[str, str] = {}
 
     def record(attempt: Attempt) -> None:
-        if attempt.result == "Unschedulable" and attempt.message is not None:
+        # Errors write FailedScheduling too (a member's PreBind failing on its group's shared claim).
+        if attempt.result in ("Unschedulable", "Error") and attempt.message is not None:
             first.setdefault(attempt.pod.metadata.name, attempt.message)
 
     report, cluster = simulate_cluster(

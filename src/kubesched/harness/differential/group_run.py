@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kubesched.harness.differential.compare import LIVE_PREFIX, PodComparison
-from kubesched.harness.differential.gated import COMPOSITE_GATES, GANG_GATES, TOPOLOGY_GATES, Gates
+from kubesched.harness.differential.gated import (
+    COMPOSITE_GATES,
+    DRA_GANG_GATES,
+    GANG_GATES,
+    TOPOLOGY_GATES,
+    Gates,
+)
 from kubesched.harness.differential.group_compare import (
     GROUP_COMPARISONS,
     compare_wave_seeded,
@@ -26,7 +32,7 @@ from kubesched.harness.differential.group_scenario import GroupScenario, generat
 from kubesched.harness.differential.run import Harnesses, Tally, harnesses
 from kubesched.harness.differential.waves import WaveOutcome, play_waves, popped_in_part
 
-__all__ = ["compare_group_scenario", "outcome_kinds", "run_group_scenarios"]
+__all__ = ["compare_group_scenario", "group_gates", "outcome_kinds", "run_group_scenarios"]
 
 
 #: Plays of a scenario on the binary in all, where it disagrees and the binary popped a group in part.
@@ -99,6 +105,13 @@ def outcome_kinds(wave: WaveOutcome) -> Counter[str]:
     return kinds
 
 
+def group_gates(*, topology: bool = False, composite: bool = False, dra: bool = False) -> Gates:
+    """The gates group scenarios run with: gangs, plus topology-aware placement, CompositePodGroup
+    trees and group claims."""
+    gates = COMPOSITE_GATES if composite else TOPOLOGY_GATES if topology else GANG_GATES
+    return Gates({**gates.values, **DRA_GANG_GATES.values}) if dra else gates
+
+
 def run_group_scenarios(
     seeds: list[int],
     out_dir: Path,
@@ -106,15 +119,17 @@ def run_group_scenarios(
     topology: bool = False,
     priorities: bool = True,
     composite: bool = False,
+    dra: bool = False,
     live_every: int = 0,
     on_mismatch: Callable[[dict[str, Any]], None] | None = None,
     log: TextIO = sys.stderr,
     using: Harnesses | None = None,
 ) -> Tally:
     """Each seed's group scenario through upstream and kubesched (gang gates; `topology` adds
-    TopologyAwareWorkloadScheduling, `composite` CompositePodGroup trees and its gate too; without
-    `priorities` nothing preempts); every `live_every`-th also through `kubesched run`."""
-    gates: Gates = COMPOSITE_GATES if composite else TOPOLOGY_GATES if topology else GANG_GATES
+    TopologyAwareWorkloadScheduling, `composite` CompositePodGroup trees and its gate too; `dra`
+    devices and claims, with DRAWorkloadResourceClaims; without `priorities` nothing preempts);
+    every `live_every`-th also through `kubesched run`."""
+    gates = group_gates(topology=topology, composite=composite, dra=dra)
     if using is None:
         with harnesses(live=live_every > 0, gates=gates) as h:
             return run_group_scenarios(
@@ -123,6 +138,7 @@ def run_group_scenarios(
                 topology=topology,
                 priorities=priorities,
                 composite=composite,
+                dra=dra,
                 live_every=live_every,
                 on_mismatch=on_mismatch,
                 log=log,
@@ -131,7 +147,9 @@ def run_group_scenarios(
     tally = Tally(comparisons={c: [0, 0] for c in GROUP_COMPARISONS})
     started = time.monotonic()
     for n, seed in enumerate(seeds, 1):
-        scenario = generate_groups(seed, topology=topology, priorities=priorities, composite=composite)
+        scenario = generate_groups(
+            seed, topology=topology, priorities=priorities, composite=composite, dra=dra
+        )
         live = live_every > 0 and seed % live_every == 0
         results, files, waves = compare_group_scenario(using, scenario, out_dir, live=live)
         for wave in waves:

@@ -9,8 +9,11 @@ higher priority may preempt an earlier one. With `topology`, groups may ask for 
 (TopologyAwareWorkloadScheduling). With `composite` (CompositePodGroup), a group wave may instead be
 a CompositePodGroup tree: a composite (a gang of child groups, `minGroupCount` all of them or
 fewer, or basic; maybe confined to one rack or zone) over two or three child PodGroups drawn as
-above, sometimes with a nested composite between. Every feature used is named in
-`Scenario.features`.
+above, sometimes with a nested composite between. With `dra`, nodes publish 0-4 GPUs in a
+ResourceSlice and a group's pods may share one ResourceClaim named in its PodGroup's
+`spec.resourceClaims` (DRAWorkloadResourceClaims: allocated once, reserved for the PodGroup) or each
+have a claim of their own. Claims are named, not made from templates: no resourceclaim controller
+runs in the harness. Every feature used is named in `Scenario.features`.
 
 Why one group per wave: the binary's outcome for things created together must not depend on the
 timing of the harness's requests. The harness releases one group atomically (its PodGroup is
@@ -20,12 +23,13 @@ created one request after the other could be scheduled before or after each othe
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.harness.differential.scenario import HOSTNAME, PRIORITY_CLASSES, ZONE, Dice, Scenario
 
-__all__ = ["COMPOSITE_API", "RACK", "GroupScenario", "Wave", "generate_groups"]
+__all__ = ["COMPOSITE_API", "DRIVER", "RACK", "GroupScenario", "Wave", "generate_groups"]
 
 Obj = dict[str, Any]
 
@@ -36,6 +40,9 @@ COMPOSITE_API = "scheduling.k8s.io/v1alpha3"
 RACKS = {"r0": "za", "r1": "za", "r2": "zb", "r3": "zb"}
 _CPUS = ("500m", "1", "1500m", "2", "3")
 _MILLIS = {"500m": 500, "1": 1000, "1500m": 1500, "2": 2000, "3": 3000}
+#: The DRA driver of the generated ResourceSlices.
+DRIVER = "gpu.kubesched.test"
+_RESOURCE_API = "resource.k8s.io/v1"
 
 
 @dataclass
@@ -68,9 +75,13 @@ class GroupScenario(Scenario):
 
 
 class _Gen(Dice):
-    def __init__(self, seed: int, topology: bool, priorities: bool, composite: bool = False) -> None:
+    def __init__(
+        self, seed: int, topology: bool, priorities: bool, composite: bool = False, dra: bool = False
+    ) -> None:
         super().__init__(seed)
         self.with_priorities = priorities
+        #: DRA draws come from their own generator, so a seed's scenario without DRA is unchanged.
+        self.dra = random.Random(seed * 7919 + 17) if dra else None
         label = f"c{seed}" if composite else f"g{seed}"
         self.s = GroupScenario(seed, label=label, topology=topology or composite, composite=composite)
         #: CPU millis of the nodes, and asked for by the pods made so far (as if all were bound).
@@ -153,7 +164,68 @@ class _Gen(Dice):
                 "spec": spec,
             }
         )
-        wave.pods += [self.pod(f"{name}-p{j}", cpu, priority, name) for j in range(size)]
+        pods = [self.pod(f"{name}-p{j}", cpu, priority, name) for j in range(size)]
+        if self.dra is not None:
+            self.claims(name, spec, pods)
+        wave.pods += pods
+
+    # ------------------------------------------------------------------ DRA
+    def device_class(self) -> Obj:
+        return {
+            "apiVersion": _RESOURCE_API,
+            "kind": "DeviceClass",
+            "metadata": {"name": f"{self.s.name}-gpu"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+        }
+
+    def devices(self, node: Obj) -> Obj | None:
+        """The node's ResourceSlice of 0-4 GPUs (None: no devices)."""
+        assert self.dra is not None
+        count = self.dra.choice((0, 1, 2, 2, 4))
+        if not count:
+            return None
+        name = node["metadata"]["name"]
+        return {
+            "apiVersion": _RESOURCE_API,
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{name}-gpus"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": name,
+                "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": f"gpu-{i}"} for i in range(count)],
+            },
+        }
+
+    def claim(self, name: str, count: int) -> Obj:
+        request = {"name": "gpu", "exactly": {"deviceClassName": f"{self.s.name}-gpu", "count": count}}
+        return {
+            "apiVersion": _RESOURCE_API,
+            "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"devices": {"requests": [request]}},
+        }
+
+    def claims(self, group: str, spec: Obj, pods: list[Obj]) -> None:
+        """A claim the group's pods share (half the groups), one per pod (a quarter), or none."""
+        assert self.dra is not None
+        draw = self.dra.random()
+        if draw < 0.5:
+            claim = self.claim(f"{group}-shared", self.dra.choice((1, 1, 2)))
+            self.s.volumes.append(claim)
+            entry = {"name": "gpu", "resourceClaimName": claim["metadata"]["name"]}
+            spec["resourceClaims"] = [dict(entry)]
+            for pod in pods:
+                pod["spec"]["resourceClaims"] = [dict(entry)]
+            self.s.features.add("dra-group-claim")
+        elif draw < 0.75:
+            for pod in pods:
+                claim = self.claim(f"{pod['metadata']['name']}-gpu", 1)
+                self.s.volumes.append(claim)
+                pod["spec"]["resourceClaims"] = [
+                    {"name": "gpu", "resourceClaimName": claim["metadata"]["name"]}
+                ]
+            self.s.features.add("dra-pod-claims")
 
     def composite(self, wave: Wave, name: str, priority: str | None, parent: str | None = None) -> None:
         """A CompositePodGroup `name` over two or three children (a nested composite among them
@@ -218,15 +290,25 @@ class _Gen(Dice):
 
 
 def generate_groups(
-    seed: int, *, topology: bool = False, priorities: bool = True, composite: bool = False
+    seed: int,
+    *,
+    topology: bool = False,
+    priorities: bool = True,
+    composite: bool = False,
+    dra: bool = False,
 ) -> GroupScenario:
     """The scenario of `seed`: 2-6 nodes, 0-6 running pods, 2-5 waves of gangs of 2-8 pods.
     Without `priorities` every pod has priority 0, so nothing preempts (the same draws are made:
     the scenario is the seed's, its priorities left out). With `composite`, waves may be
-    CompositePodGroup trees (and topology is on); its scenarios are named `c<seed>`."""
-    g = _Gen(seed, topology, priorities, composite)
+    CompositePodGroup trees (and topology is on); its scenarios are named `c<seed>`. With `dra`,
+    devices and claims too (the same scenario otherwise)."""
+    g = _Gen(seed, topology, priorities, composite, dra)
     s = g.s
     s.nodes = [g.node(i) for i in range(g.rng.randint(2, 6))]
+    if dra:
+        s.volumes.append(g.device_class())
+        s.volumes += [found for node in s.nodes if (found := g.devices(node)) is not None]
+        s.features.add("dra-devices")
     names = [n["metadata"]["name"] for n in s.nodes]
     for i in range(g.rng.randint(0, 6)):
         pod = g.pod(f"{s.name}-r{i}", g.pick(_CPUS), g.pick((None, "low", "mid")), None)
