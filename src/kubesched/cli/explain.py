@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from kubesched.api.objects import Pod
     from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
     from kubesched.api.workloads import WorkloadObject
+    from kubesched.config.features import FeatureGates
     from kubesched.simulate.explain.model import PodExplanation, PodGroupExplanation
+    from kubesched.simulate.explain.next_pod import JobGroup
 
 __all__ = ["add_explain_command"]
 
@@ -113,7 +115,19 @@ def _explain(args: argparse.Namespace) -> int:
         objects, source = snap.objects, f"cluster {snap.server}"
         notes = snap.notes
     grouped = registry.features.enabled("GenericWorkload")
-    target, group = _what(args, objects, manifest, notes, grouped=grouped)
+    job = _job_group(objects, manifest, gates)
+    target: Pod | None
+    group: tuple[str, str] | None
+    if job is not None:  # WorkloadWithJob: the Job's pods are scheduled with the PodGroup it gets
+        objects = job.added_to(objects)
+        meta = job.pod_group.metadata
+        notes.append(
+            f"PodGroup {meta.name} and its {len(job.pods)} pod(s) are what the Job controller would create "
+            "for the Job with WorkloadWithJob on"
+        )
+        target, group = None, (meta.namespace or "default", meta.name)
+    else:
+        target, group = _what(args, objects, manifest, notes, grouped=grouped)
     asked = None
     if group is not None and target is not None:
         asked = f"{target.metadata.namespace or 'default'}/{target.metadata.name}"
@@ -139,6 +153,18 @@ def _explain(args: argparse.Namespace) -> int:
 
         print_tracebacks(errors)
     return 0
+
+
+def _job_group(
+    objects: LoadedObjects, manifest: Pod | WorkloadObject | SchedulingPodGroup | None, gates: FeatureGates
+) -> JobGroup | None:
+    """A Job's PodGroup, Workload and pods as its controller makes them (WorkloadWithJob on)."""
+    from kubesched.api.controllers import Job
+    from kubesched.simulate.explain.next_pod import job_group
+
+    if not isinstance(manifest, Job) or not gates.enabled("WorkloadWithJob"):
+        return None
+    return job_group(objects, manifest, gates)
 
 
 def _what(

@@ -8,6 +8,7 @@ computed with the v1.37.2 Go code (DeepHashObject of the uid, FNV-1a of the two 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -492,3 +493,19 @@ def test_a_jobs_group_claim_template_becomes_a_claim_before_its_pods() -> None:
     (status,) = pod_group.status.resource_claim_statuses
     assert status.name == "fabric" and status.resource_claim_name
     assert [c.metadata.name for c in cluster.claims.all()] == [status.resource_claim_name]
+
+
+def test_explain_of_a_job_with_the_gate_explains_the_pod_group_its_controller_makes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = write_yaml(tmp_path / "cluster.yaml", node("n1", cpu="2"), node("n2", cpu="2"))
+    manifest = write_yaml(tmp_path / "job.yaml", gang_job(parallelism=5))
+    args = ["explain", "-f", str(manifest), "--snapshot", str(cluster), "-o", "json"]
+    code, out, _ = run_cli(capsys, *args, "--feature-gates", GATES[0])
+    report = json.loads(out)
+    workload = workload_name("train", JOB_UID)
+    assert code == 0 and report["podGroup"] == f"default/{pod_group_name(workload, 'train-pgt-0')}"
+    assert report["verdict"] == "Unschedulable" and len(report["members"]) == 5
+    assert "minCount (5) cannot be satisfied: 4 scheduled" in report["message"]
+    code, out, _ = run_cli(capsys, *args, "--feature-gates", "GenericWorkload=true")
+    assert code == 0 and "podGroup" not in json.loads(out)  # without the gate: one pod, on its own
