@@ -435,11 +435,17 @@ class Framework:
                     msg = f'running "{name}" filter plugin: {st.message()}'
                     return FilterOutcome(nodes, status_idx, statuses, error_status(msg, name))
             statuses.extend(result.statuses)
-            failed = ~passed
-            if feasible_pos is None:
+            if feasible_pos is None and offset == 0:
+                # The first plugin to reject anyone: its codes are the statuses' indexes as they
+                # stand, passes (any negative code) -1; one pass instead of three masked ones.
+                np.maximum(result.codes, -1, out=status_idx)
+                feasible_pos = np.flatnonzero(passed)
+            elif feasible_pos is None:
+                failed = ~passed
                 status_idx[failed] = result.codes[failed] + offset
                 feasible_pos = np.flatnonzero(passed)
             else:
+                failed = ~passed
                 status_idx[feasible_pos[failed]] = result.codes[failed] + offset
                 feasible_pos = feasible_pos[passed]
             sub = NodeSet(nodes.table, nodes.rows[feasible_pos])

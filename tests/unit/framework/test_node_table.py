@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from kubesched.api.objects import Taint
 from kubesched.framework import NodeInfo, NodeTable, PodInfo
+from kubesched.framework.node_table import sum_per_value
 from kubesched.testing.builders import make_node, make_pod, make_table
 
 
@@ -86,3 +87,13 @@ def test_incremental_rows_equal_a_fresh_table(ops: list[tuple[int, int, bool]]) 
     assert np.array_equal(table.non_zero_requested, fresh.non_zero_requested)
     assert np.array_equal(table.pod_count, fresh.pod_count)
     assert np.array_equal(table.host_port_pods, fresh.host_port_pods)
+
+
+def test_sum_per_value_is_exact_in_int64_and_counts_every_slot() -> None:
+    big = 2**53 + 1  # a float64 sum (a weighted np.bincount) would round this to 2**53
+    ids = np.array([2, 0, 2, 2], dtype=np.int32)
+    amounts = np.array([big, 5, 1, -1], dtype=np.int64)
+    sums = sum_per_value(ids, amounts, 4)
+    assert sums.dtype == np.int64
+    assert sums.tolist() == [5, 0, big, 0]
+    assert sum_per_value(np.array([], dtype=np.intp), np.array([], dtype=np.int64), 2).tolist() == [0, 0]

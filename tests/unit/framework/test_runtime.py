@@ -197,6 +197,22 @@ def test_filter_keeps_the_first_rejecting_plugin_per_node_across_batch_and_per_n
     assert per_node_calls == ["n0", "n2", "n3"]  # per-node plugin only sees nodes still feasible
 
 
+def test_filter_reads_any_negative_batch_code_as_a_pass_and_keeps_the_plugins_own_codes() -> None:
+    """The first plugin to reject anyone hands its codes over as the outcome's: passes (any
+    negative code) become -1, rejections keep their index into its statuses."""
+
+    class Batch:
+        name = "A"
+
+        def filter_nodes(self, state: Any, pod: Any, nodes: NodeSet) -> BatchFilterResult:
+            codes = np.array([-7, 1, -1, 0][: len(nodes)], dtype=np.int32)
+            return BatchFilterResult(codes, [Status.unschedulable("zero"), Status.unschedulable("one")])
+
+    outcome = build({"filter": ["A"]}, [Batch]).run_filter(CycleState(), POD, all_nodes())
+    assert outcome.status_idx.tolist() == [-1, 1, -1, 0]
+    assert {n: s.message() for n, s in outcome.node_to_status().items()} == {"n1": "one", "n3": "zero"}
+
+
 def test_filter_error_aborts_the_evaluation() -> None:
     A = make_plugin("A", filter=lambda s, p, ni: Status.as_error("disk on fire") if ni.name == "n2" else None)
     fwk = build({"filter": ["A"]}, [A])

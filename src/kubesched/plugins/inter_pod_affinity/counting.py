@@ -16,7 +16,7 @@ import numpy as np
 
 from kubesched.framework.interfaces import Scores
 from kubesched.framework.node_info import NodeInfo
-from kubesched.framework.node_table import IntArray, NodeSet, NodeTable, PodRowCounts
+from kubesched.framework.node_table import IntArray, NodeSet, NodeTable, PodRowCounts, sum_per_value
 from kubesched.plugins.inter_pod_affinity.terms import AffinityTerm, PodAffinityTerms
 
 __all__ = [
@@ -75,7 +75,7 @@ class DomainCounts:
         if not amounts.any():
             return False
         arr = self._array(key)
-        sums = np.bincount(ids[present], weights=amounts, minlength=len(arr) - 1).astype(np.int64)
+        sums = sum_per_value(ids[present], amounts, len(arr) - 1)
         arr[: len(sums)] += sums * factor if factor != 1 else sums
         self._any = None
         return True

@@ -23,6 +23,7 @@ from kubesched.framework.node_table import (
     LabelColumn,
     NodeSet,
     NodeTable,
+    sum_per_value,
 )
 from kubesched.framework.status import Status
 from kubesched.plugins.pod_topology_spread.common import (
@@ -157,7 +158,7 @@ def filter_state(
         ids = nodes.gather(column.ids)[elig]  # eligible rows carry the key: ids >= 0
         size = len(column.values)
         registered = np.bincount(ids, minlength=size)[:size] > 0
-        per_domain = np.bincount(ids, weights=counts[elig], minlength=size)[:size].astype(np.int64)
+        per_domain = sum_per_value(ids, counts[elig], size)
         domains.append(Domains(column, per_domain, registered, c.min_domains))
     labels = pod.metadata.labels
     return FilterState(

@@ -25,6 +25,7 @@ from kubesched.framework.node_table import (
     NodeSet,
     NodeTable,
     PodRowCounts,
+    sum_per_value,
 )
 from kubesched.framework.types import MAX_NODE_SCORE
 from kubesched.plugins.pod_topology_spread.args import LABEL_HOSTNAME
@@ -152,9 +153,7 @@ def score_state(
             )
             continue
         size = len(column.values) + 1
-        domain_counts.append(
-            np.bincount(slot_of[want], weights=counts[want], minlength=size)[:size].astype(np.int64)
-        )
+        domain_counts.append(sum_per_value(slot_of[want], counts[want], size))
         host_counts.append(None)
         host_rows.append(None)
     return ScoreState(
