@@ -47,11 +47,12 @@ __all__ = ["load_fast"]
 #: Text whose YAML meaning the fast path leaves to PyYAML: anchors, aliases, tags, tabs, carriage
 #: returns, a byte-order mark, merge keys, complex keys; at a line's start directives, document markers.
 _DECLINED = ("&", "*", "!", "\t", "\r", "\ufeff", "<<", "? ", "?\n", "\n%", "\n---", "\n...")
-#: Where a plain scalar or key (colon included) ends: the patterns below find every whole token
-#: that starts like a YAML 1.1 or JSON number or a YAML 1.1 word, and then some (a superset is safe).
+#: Where a plain scalar or key ends (a key's colon included, and the spaces before it: `0 : a` has
+#: the int key 0): the patterns below find every whole token that starts like a YAML 1.1 or JSON
+#: number or a YAML 1.1 word, and then some (a superset is safe).
 #: Each starts with its first character's class, so that `re` skips ahead at C speed; the
 #: look-behind then asks that the token start a scalar (after a space, a line break, `[`, `{`, `,`).
-_END = r"(?::(?=\s|\Z)|(?=[\s,\]}]|\Z))"
+_END = r"(?: *:(?=\s|\Z)|(?=[\s,\]}]|\Z))"
 _NUMBER_RE = re.compile(r"[-+.0-9](?<![^\s\[{,].)[0-9A-Za-z_:.+-]*" + _END)
 _WORD_RE = re.compile(
     r"[yYnNoOtTfF~=](?<![^\s\[{,].)"
@@ -59,9 +60,10 @@ _WORD_RE = re.compile(
     r"|(?<=[tT])(?:rue|RUE)|(?<=[fF])(?:alse|ALSE)|(?<=[~=]))" + _END
 )
 #: What ryml reads more leniently than PyYAML, which refuses it: a plain scalar starting with a
-#: reserved indicator (in a flow collection too: `[@x]`), a stray closing bracket; an empty key.
+#: reserved indicator (in a flow collection too: `[@x]`), a stray closing bracket; a colon that
+#: opens a line, a flow entry or a block entry (an empty key: `- :`, `[:]`; in a flow, `[:x]` too).
 _LENIENT_RE = re.compile(r"[`@%](?<![^\s,\[{].)|[}\]](?<![^\s,].)")
-_EMPTY_KEY_RE = re.compile(r"\n *:(?:\s|\Z)")
+_EMPTY_KEY_RE = re.compile(r"(?:\n|[\[{,]|- ) *:")
 #: A quoted scalar that opens a line (a key, an entry, a value on its own line) and runs on to the
 #: next: ryml takes it as a key too, PyYAML refuses a key over several lines.
 _MULTILINE_QUOTE_RE = re.compile(r"""\n *(?:- +)*(?:'(?:[^'\n]|'')*|"(?:[^"\\\n]|\\.)*\\?)\n""")
@@ -79,7 +81,7 @@ _STR_TAGS = frozenset({"tag:yaml.org,2002:str", "tag:yaml.org,2002:timestamp"}) 
 def _parts(token: str) -> bool:
     """Whether ryml and our loader may read the plain scalar `token` (a key if it ends in `:`) apart."""
     key = token.endswith(":")
-    token = token.rstrip(":") if key else token
+    token = token[:-1].rstrip(" ") if key else token
     tag = _RESOLVER.resolve(yaml.ScalarNode, token, (True, False))  # type: ignore[no-untyped-call]
     if tag in _STR_TAGS:
         return bool(_JSON_NUMBER_RE.fullmatch(token))  # `1e3`: text to YAML 1.1, a number to ryml

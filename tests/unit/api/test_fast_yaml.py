@@ -183,6 +183,14 @@ def test_fast_path_agrees_or_declines(tree: Any) -> None:
         "a: ~\n",
         "1: a\n",
         "true: a\n",
+        # a key with spaces before its colon (hypothesis): still an int or a bool to YAML 1.1
+        "0 : a\n",
+        "true  : a\n",
+        # a colon opening a flow entry or a block entry (hypothesis): ryml reads an empty key
+        "a: [:]\n",
+        "a: [x, :x]\n",
+        "a: {: x}\n",
+        "a:\n  - :\n",
         "a: &x 1\nb: *x\n",
         "a: !!str 1\n",
         "<<: {a: 1}\n",
