@@ -229,7 +229,7 @@ class ExtenderEngine:
         table = self.state.snapshot()
         self.current_table = table
         resolved = self._resolved
-        if resolved is not None and resolved[0] is table and resolved[1] == names:
+        if resolved is not None and resolved[0] is table and (resolved[1] is names or resolved[1] == names):
             return resolved[2], resolved[3], None
         nodes, unknown = _resolve(table, names)
         self._resolved = (table, names, nodes, unknown)

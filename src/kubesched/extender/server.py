@@ -45,6 +45,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from kubesched.api.extender_v1 import (
+    NodeNamesMemo,
     WireError,
     decode_binding_args,
     decode_extender_args_raw,
@@ -159,6 +160,7 @@ class ExtenderServer:
             raise ValueError(f"unknown verbs: {sorted(unknown)}")
         self.openapi = openapi_document(self.options.paths)
         self.inflight = InflightBytes(self.options.max_inflight_bytes)
+        self.node_names = NodeNamesMemo()
         routes = [
             Route(path, self._endpoint(verb), methods=["POST"]) for verb, path in self.options.paths.items()
         ]
@@ -268,7 +270,7 @@ class ExtenderServer:
     async def _serve_body(self, verb: str, request: Request, held: list[int]) -> Response:
         try:
             body = await self._read_body(request, held)
-            args = _decode(verb, body)
+            args = _decode(verb, body, self.node_names)
         except _Refused as exc:
             return _text(exc.status, str(exc), _CLOSE)
         except WireError as exc:
@@ -312,13 +314,13 @@ _ARGS = {
 }
 
 
-def _decode(verb: str, body: bytes | bytearray) -> Any:
+def _decode(verb: str, body: bytes | bytearray, names: NodeNamesMemo | None = None) -> Any:
     """The verb's request, decoded and checked (the pod's and nodes' quantities included)."""
     if verb == "bind":
         return decode_binding_args(body)
     if verb == "preempt":
         return decode_preemption_args(body)
-    return decode_extender_args_raw(body)
+    return decode_extender_args_raw(body, names)
 
 
 def uvicorn_config(

@@ -48,6 +48,22 @@ def test_extender_args_in_node_names_mode() -> None:
     assert args.node_names == ["n1", "n2"]
 
 
+def test_node_names_memo_hands_back_the_list_of_the_same_bytes_only() -> None:
+    memo = wire.NodeNamesMemo()
+
+    def names(doc: dict[str, object]) -> list[str] | None:
+        return wire.decode_extender_args_raw(json.dumps(doc).encode(), memo)[0].node_names
+
+    first = names({"Pod": POD, "NodeNames": ["n1", "n2"]})
+    assert first == ["n1", "n2"]
+    assert names({"Pod": POD, "NodeNames": ["n1", "n2"]}) is first  # same bytes: not decoded again
+    assert names({"Pod": POD, "NodeNames": ["n1", "n3"]}) == ["n1", "n3"]
+    with pytest.raises(WireError, match=r"ExtenderArgs\.NodeNames"):
+        names({"Pod": POD, "NodeNames": ["n1", 2]})
+    assert names({"Pod": POD, "NodeNames": ["n1", "n3"]}) == ["n1", "n3"]  # a bad body kept nothing
+    assert names({"Pod": POD, "NodeNames": None}) is None
+
+
 def test_extender_args_in_full_nodes_mode_keeps_the_raw_items() -> None:
     doc = {"Pod": POD, "Nodes": {"metadata": {}, "items": [NODE]}, "NodeNames": None}
     body = json.dumps(doc).encode()
