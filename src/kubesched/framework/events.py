@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from enum import Enum, IntFlag, StrEnum
 from functools import cache
@@ -135,9 +135,24 @@ def always_queue(pod: Any, old: Any, new: Any) -> QueueingHint:
 
 
 @dataclass(frozen=True, slots=True)
+class HintIndex:
+    """Which pods a hint can queue for an event, by key, so the queue need not ask every pod.
+
+    `event_keys(old, new)` gives the keys one of which a pod must hold for the hint to return
+    Queue, or None when any pod may be queued; `pod_keys(pod)` gives the keys a pod holds. The hint
+    must return Skip for a pod holding none of the event's keys: the index only spares the queue
+    the calls whose answer is known (upstream asks every pod; the requeued pods are the same).
+    """
+
+    pod_keys: Callable[[Any], Iterable[Hashable]]
+    event_keys: Callable[[Any, Any], Iterable[Hashable] | None]
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterEventWithHint:
     event: ClusterEvent
     hint: QueueingHintFn | None = None
+    index: HintIndex | None = None
 
 
 # Events the scheduler itself raises.

@@ -110,6 +110,7 @@ class NodeTable:
         self.infos: list[NodeInfo] = list(infos)
         self.names: list[str] = [ni.name for ni in self.infos]
         self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
+        self._name_rank: IntArray | None = None
         n = len(self.infos)
         names = list(BASE_RESOURCES)
         seen = set(names)
@@ -232,6 +233,14 @@ class NodeTable:
     def all(self) -> NodeSet:
         """Every row, in order; `full` lets plugins read columns as views instead of gathers."""
         return NodeSet(self, self._all_rows, full=True)
+
+    def name_rank(self) -> IntArray:
+        """Per row: the node's place in name order (the lowest name ranks 0), worked out once."""
+        if self._name_rank is None:
+            rank = np.empty(len(self.names), dtype=np.int64)
+            rank[sorted(range(len(self.names)), key=self.names.__getitem__)] = np.arange(len(self.names))
+            self._name_rank = rank
+        return self._name_rank
 
     def subset(self, names: Sequence[str]) -> NodeSet:
         """The rows of the given node names, in table order; unknown names are dropped."""

@@ -212,6 +212,7 @@ class SchedulingQueue:
                 old_pod, new_pod, old_requests=qpi.pod_info.requests, new_requests=new_pod_info.requests
             )
             qpi.pod_info = new_pod_info
+            self._pool.add(qpi)  # filed again: a HintIndex may key it by what changed
             if qpi.gating_plugin:
                 self._remove_from_pool(key)
                 self._move_to_active(qpi, events[0].label if events else POD_UPDATE)
@@ -376,7 +377,9 @@ class SchedulingQueue:
         """
         self._record_event(event, old_obj, new_obj)
         self._move_request_cycle = self._scheduling_cycle
-        return self._move_pool_pods(self._pool.candidates(event, exclude), event, old_obj, new_obj)
+        return self._move_pool_pods(
+            self._pool.candidates(event, exclude, old_obj, new_obj), event, old_obj, new_obj
+        )
 
     def flush_backoff_completed(self) -> int:
         """Backoff over -> activeQ (through PreEnqueue). Returns the number of pods moved."""

@@ -454,9 +454,7 @@ def lowest_name_host(totals: np.ndarray[Any, np.dtype[np.int64]], feasible: Node
     top = np.flatnonzero(totals == totals.max())
     if len(top) == 1:
         return int(top[0])
-    names = feasible.table.names
-    rows = feasible.rows
-    return int(min(top.tolist(), key=lambda i: names[int(rows[i])]))
+    return int(top[np.argmin(feasible.table.name_rank()[feasible.rows[top]])])
 
 
 def with_node_name(pod: Pod, node: str) -> Pod:

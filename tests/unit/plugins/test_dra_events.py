@@ -97,6 +97,22 @@ def test_claim_change_hint(
     assert _hint(Resource.RESOURCE_CLAIM, listed)(pod, old, new) is expected
 
 
+@pytest.mark.parametrize(("pod", "listed", "old", "new", "expected"), CLAIM_CASES)
+def test_claim_index_keeps_every_pod_the_hint_queues(
+    pod: Pod, listed: list[ResourceClaim], old: Any, new: Any, expected: QueueingHint
+) -> None:
+    """The queue asks the hint only for pods the index names: those it queues must be among them,
+    and a created claim names only the pods that name it."""
+    plugin = DynamicResources(handle=_Handle(listed))
+    (reg,) = [r for r in plugin.events_to_register() if r.event.resource == Resource.RESOURCE_CLAIM]
+    assert reg.index is not None
+    event_keys = reg.index.event_keys(old, new)
+    visited = event_keys is None or bool(set(event_keys) & set(reg.index.pod_keys(pod)))
+    assert visited or expected is S
+    if old is None and isinstance(new, ResourceClaim):
+        assert event_keys == (f"default/{new.metadata.name}",)
+
+
 GENERATED = _owned_by_pod(claim("p-gpu-x", [exactly()]))
 FROM_TEMPLATE = {"name": "gpu", "resourceClaimTemplateName": "t"}
 

@@ -30,6 +30,7 @@ from kubesched.framework.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    HintIndex,
     QueueingHint,
     Resource,
 )
@@ -478,6 +479,42 @@ def test_an_event_visits_only_pods_filed_under_a_plugin_registered_for_it() -> N
     pool.remove(key("c"))
     assert pool.candidates(NODE_TAINT_UPDATE) == [ext, unknown]
     assert len(pool) == 5 and key("c") not in pool
+
+
+def _label_keys(pod: Pod) -> list[str]:
+    return list(pod.metadata.labels.values())
+
+
+def _event_label(old: Any, new: Any) -> tuple[str] | None:
+    return (new,) if isinstance(new, str) else None
+
+
+def test_a_hint_index_narrows_an_event_to_the_pods_holding_its_keys() -> None:
+    asked: list[str] = []
+
+    def label_hint(pod: Any, old: Any, new: Any) -> QueueingHint:
+        asked.append(pod.metadata.name)
+        return QueueingHint.QUEUE if new is None or new in pod.metadata.labels.values() else QueueingHint.SKIP
+
+    keyed = ClusterEventWithHint(NODE_ADD, label_hint, HintIndex(_label_keys, _event_label))
+    q, clock = make_queue(events={"Keyed": [keyed], "Fit": DEFAULT_EVENTS["Fit"]})
+    park(q, "a", ["Keyed"], labels={"k": "x"})
+    park(q, "b", ["Keyed"], labels={"k": "y"})
+    park(q, "both", ["Keyed", "Fit"], labels={"k": "y"})
+    clock.advance(5.0)
+    # Fit has no index: its pods are all weighed; Keyed's only where the key matches.
+    assert q.move_all_to_active_or_backoff(NODE_ADD, None, "x") == 2
+    assert sorted(asked) == ["a"] and q.where(key("both")) == "active"
+    # The pod's keys are read again when an update leaves it in the pool.
+    q.update(make_pod("b", labels={"k": "y"}), info("b", labels={"k": "z"}))
+    assert q.where(key("b")) == "unschedulable"
+    assert q.move_all_to_active_or_backoff(NODE_ADD, None, "y") == 0
+    assert q.move_all_to_active_or_backoff(NODE_ADD, None, "z") == 1
+    assert sorted(drain(q)) == ["a", "b", "both"]
+    asked.clear()
+    park(q, "c", ["Keyed"], labels={"k": "w"})
+    q.move_all_to_active_or_backoff(NODE_ADD, None, 7)  # no keys for the event: every pod asked
+    assert asked == ["c"]
 
 
 _PLUGINS = [*DEFAULT_EVENTS, EXTENDER, "Unregistered"]

@@ -20,7 +20,14 @@ from kubesched.api.quantity import QuantityError, quantity_nanos
 from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.plugins.dynamic_resources.allocator_types import AllocatedState, DeviceID
 
-__all__ = ["ClaimLedger", "ClaimRef", "claim_index", "may_resolve_to", "resolve_pod_claims"]
+__all__ = [
+    "ClaimLedger",
+    "ClaimRef",
+    "claim_index",
+    "may_resolve_to",
+    "named_claim_keys",
+    "resolve_pod_claims",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,19 +94,29 @@ def resolve_pod_claims(
 def may_resolve_to(pod: Pod, claims: Mapping[str, ResourceClaim], uid: str) -> bool:
     """Could `resolve_pod_claims(pod, claims)` return the claim with this UID? False only when no
     claim the pod names has it; it skips the checks that reject a claim, so True may still be no."""
+    for key in named_claim_keys(pod):
+        claim = claims.get(key)
+        if claim is not None and claim.metadata.uid == uid:
+            return True
+    return False
+
+
+def named_claim_keys(pod: Pod) -> list[str]:
+    """`namespace/name` of each claim the pod names: directly, or through a template whose
+    generated claim its status records."""
     namespace = pod.metadata.namespace
     statuses = pod.status.resource_claim_statuses
+    keys: list[str] = []
     for entry in pod.spec.resource_claims:
-        names: list[str | None] = []
         if entry.resource_claim_name:
-            names.append(entry.resource_claim_name)
+            keys.append(f"{namespace}/{entry.resource_claim_name}")
         elif entry.resource_claim_template_name:
-            names.extend(s.resource_claim_name for s in statuses if s.name == entry.name)
-        for name in names:
-            claim = claims.get(f"{namespace}/{name}") if name else None
-            if claim is not None and claim.metadata.uid == uid:
-                return True
-    return False
+            keys.extend(
+                f"{namespace}/{s.resource_claim_name}"
+                for s in statuses
+                if s.name == entry.name and s.resource_claim_name
+            )
+    return keys
 
 
 def _contribution(

@@ -14,8 +14,15 @@ from typing import Any
 
 from kubesched.api.objects import Pod
 from kubesched.api.resource import ResourceClaim
-from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-from kubesched.plugins.dynamic_resources.claims import may_resolve_to, resolve_pod_claims
+from kubesched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    HintIndex,
+    QueueingHint,
+    Resource,
+)
+from kubesched.plugins.dynamic_resources.claims import may_resolve_to, named_claim_keys, resolve_pod_claims
 
 __all__ = ["ClaimHints"]
 
@@ -42,6 +49,7 @@ class ClaimHints:
             ClusterEventWithHint(
                 ClusterEvent(Resource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
                 self.after_claim_change,
+                HintIndex(named_claim_keys, self.claim_change_keys),
             ),
             ClusterEventWithHint(
                 ClusterEvent(Resource.TARGET_POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
@@ -80,6 +88,17 @@ class ClaimHints:
             return QueueingHint.QUEUE
         # The same status: a finalizer or a label changed, nothing the pod waits for.
         return QueueingHint.SKIP if old.status == new.status else QueueingHint.QUEUE
+
+    @staticmethod
+    def claim_change_keys(old: Any, new: Any) -> tuple[str, ...] | None:
+        """The pods `after_claim_change` can queue, by the claim keys they name: the changed
+        claim's own, unless the change may free devices or is not a plain claim change (then any
+        pod). Exact while no two claims share a UID, as the API server guarantees."""
+        if not isinstance(new, ResourceClaim) or not isinstance(old, ResourceClaim | None):
+            return None
+        if old is not None and old.status.allocation is not None and new.status.allocation is None:
+            return None
+        return (f"{new.metadata.namespace}/{new.metadata.name}",)
 
     def after_target_pod_update(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         """Upstream `isSchedulableAfterTargetPodUpdate`: the controller recorded a generated claim in

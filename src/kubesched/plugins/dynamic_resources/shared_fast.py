@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api.resource import Device, DeviceClass, DeviceSelector, ResourceClaim
-from kubesched.framework.node_table import NodeSet
+from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.plugins.dynamic_resources.allocator_types import AllocationError, DeviceID, nanos
 from kubesched.plugins.dynamic_resources.claims import ClaimLedger
 from kubesched.plugins.dynamic_resources.match_cache import MatchCache
@@ -136,6 +136,8 @@ class SharedIndex:
         self._ledger: ClaimLedger | None = None
         self._position = -1
         self._verdicts: dict[tuple[Any, ...], tuple[BoolArray, BoolArray]] = {}
+        self._named: dict[str, BoolArray] = {}
+        self._table_ids: tuple[NodeTable, IntArray] | None = None
 
     def _node_devices(self, slices: Sequence[Any]) -> list[tuple[DeviceID, Device]] | None:
         out: list[tuple[DeviceID, Device]] = []
@@ -202,6 +204,20 @@ class SharedIndex:
             found = self._verdicts[key] = (ok, failed)
         return found
 
+    def _node_ids(self, table: NodeTable) -> IntArray:
+        """Per row of `table`: its node's position here, -1 for a node whose devices are not all
+        simple, -2 for a node without any slice (the allocator would find no pool there). Read
+        once per table: a table's nodes never change (a new one is built when nodes do)."""
+        if self._table_ids is None or self._table_ids[0] is not table:
+            by_node = self.index.by_node
+            ids = np.fromiter(
+                (self.node_index.get(name, -1 if name in by_node else -2) for name in table.names),
+                dtype=np.int64,
+                count=len(table.names),
+            )
+            self._table_ids = (table, ids)
+        return self._table_ids[1]
+
     def decide(self, request: SharedRequest, nodes: NodeSet) -> tuple[BoolArray, BoolArray]:
         """(handled, fits) per node of the set: whether this filter speaks for it, and its verdict."""
         ok, failed = self._selected(request)
@@ -210,19 +226,15 @@ class SharedIndex:
             shares = (ok & (self.used == 0)).astype(np.int64)
         else:
             name, amount = request.capacity
-            named = np.fromiter(
-                (c == name for c in self.capacity_names), dtype=np.bool_, count=len(self.capacity_names)
-            )
+            named = self._named.get(name)
+            if named is None:
+                named = self._named[name] = np.fromiter(
+                    (c == name for c in self.capacity_names), dtype=np.bool_, count=len(self.capacity_names)
+                )
             shares = np.where(ok & named, (self.total - self.used) // amount, 0)
         per_node = np.bincount(self.node_of, weights=shares, minlength=n_nodes)
         bad = np.bincount(self.node_of, weights=failed, minlength=n_nodes) > 0
-        by_node = self.index.by_node
-        # -2: a node without any slice (the allocator would find no pool there)
-        ids = np.fromiter(
-            (self.node_index.get(name, -1 if name in by_node else -2) for name in nodes.names),
-            dtype=np.int64,
-            count=len(nodes),
-        )
+        ids = self._node_ids(nodes.table)[nodes.rows]
         known = ids >= 0
         handled = known | ((ids == -2) & (not self.index.other))
         handled[known] &= ~bad[ids[known]]

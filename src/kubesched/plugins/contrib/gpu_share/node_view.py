@@ -94,6 +94,7 @@ class GpuRows:
         self.driver = driver
         self.capacity = capacity
         self._slices_seen: tuple[int, int] | None = None
+        self._slices: Sequence[ResourceSlice] | None = None
         self._by_node: dict[str, NodeGpus] = {}
         self._table: NodeTable | None = None
         self._position = -1
@@ -105,7 +106,9 @@ class GpuRows:
         self._classes_position = -1
 
     def refresh(self, table: NodeTable, slices: Sequence[ResourceSlice], allocated: AllocatedState) -> None:
-        seen = (fingerprint(slices), len(slices))
+        # The same list: nothing changed (DynamicResources' slice index trusts the lister alike).
+        seen = self._slices_seen if slices is self._slices else (fingerprint(slices), len(slices))
+        self._slices = slices
         rebuild = seen != self._slices_seen or table is not self._table
         if seen != self._slices_seen:
             self._by_node = node_gpus(slices, self.driver, self.capacity)
