@@ -79,6 +79,12 @@ def add_trace_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         help="tasks arrive at their trace times (default), or one every millisecond in trace order "
         "or in a seeded random order (shuffled: the paper's Fig. 9 runs); drawn tasks come last",
     )
+    openb.add_argument(
+        "--rank-nodes",
+        action="store_true",
+        help="prefix each node's name with a seeded random rank (0412-openb-node-0000), as the FGD "
+        "authors' simulator does: with --tie-break nodeName, ties then go to a seeded random node order",
+    )
     openb.add_argument("--name", metavar="NAME", help="the scenario's metadata.name (default: from PODS.csv)")
     openb.set_defaults(func=_import_openb)
 
@@ -97,7 +103,7 @@ def _import_openb(args: argparse.Namespace) -> int:
     from kubesched.simulate.scenario import dump_scenario
     from kubesched.simulate.trace.openb import scenario_for
     from kubesched.simulate.trace.openb_csv import GPU_MILLI, read_nodes, read_tasks
-    from kubesched.simulate.trace.openb_workload import arrange
+    from kubesched.simulate.trace.openb_workload import arrange, ranked_nodes
 
     as_yaml = args.format == "yaml" if args.format else str(args.output).endswith((".yaml", ".yml"))
     check_writable(args.output)
@@ -109,6 +115,8 @@ def _import_openb(args: argparse.Namespace) -> int:
     workload = arrange(
         tasks, capacity, target_percent=args.target_gpu_percent, seed=args.seed, order=args.order
     )
+    if args.rank_nodes:
+        nodes = ranked_nodes(nodes, args.seed)
     annotations = {
         "kubesched.io/trace": "openb",
         "kubesched.io/trace-nodes": Path(args.nodes).name,
@@ -117,6 +125,8 @@ def _import_openb(args: argparse.Namespace) -> int:
         "kubesched.io/seed": str(args.seed),
         "kubesched.io/order": args.order,
     }
+    if args.rank_nodes:
+        annotations["kubesched.io/rank-nodes"] = "true"
     if args.target_gpu_percent is not None:
         annotations["kubesched.io/target-gpu-percent"] = f"{args.target_gpu_percent:g}"
     name = args.name or f"openb-{Path(args.pods).stem.removeprefix('openb_pod_list_')}"

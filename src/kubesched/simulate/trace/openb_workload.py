@@ -9,6 +9,12 @@ a few GPUs), and the Fig. 9 runs first put the trace's tasks in a seeded random 
 Python's generator draws other numbers than Go's, so a seed gives the same workload on every run
 here, not the authors' workload for that seed.
 
+Their simulator also renames the nodes before a run: sorted by name, each gets a seeded random rank
+as a prefix (`0412-openb-node-0000`). Its scheduler gives equal best scores to the lowest node name,
+so the ranks, not the trace's names, decide where ties go: a seeded random node order. Without them
+the lowest names are the trace's first nodes, its smallest (2 GPUs, 64 cores), where every tie
+would land. `ranked_nodes` does the same renaming (from its own seeded stream).
+
 When tasks arrive matters to a replay, not only in which order: a pod that does not fit waits, and the
 scheduler retries it every 5 minutes of virtual time (and on cluster events), as a real one would.
 The trace spans five months, so at its own times (`trace`) a full cluster retries its pending pods
@@ -21,11 +27,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from kubesched.simulate.trace.openb_csv import TraceTask
+from kubesched.simulate.trace.openb_csv import TraceNode, TraceTask
 
-__all__ = ["ORDERS", "SPACING", "Arrival", "Workload", "arrange"]
+__all__ = ["ORDERS", "SPACING", "Arrival", "Workload", "arrange", "ranked_nodes"]
 
 #: How tasks arrive: at their trace times, in trace order, or in a seeded random order.
 ORDERS = ("trace", "sequence", "shuffled")
@@ -108,3 +114,12 @@ def _timed(tasks: list[TraceTask], *, in_trace_time: bool) -> list[Arrival]:
 def _at(start: float, i: int) -> float:
     """The i-th arrival after `start`, in whole milliseconds (what a scenario file keeps)."""
     return round(start + i * SPACING, 3)
+
+
+def ranked_nodes(nodes: Sequence[TraceNode], seed: int) -> list[TraceNode]:
+    """The nodes sorted by name, each renamed with a seeded random rank in front, zero-padded to 4
+    digits at least, as the FGD authors' simulator names them (see the module's notes)."""
+    ordered = sorted(nodes, key=lambda n: n.name)
+    ranks = random.Random(f"openb-node-ranks-{seed}").sample(range(len(ordered)), len(ordered))
+    width = max(4, len(str(len(ordered) - 1)))
+    return [replace(n, name=f"{rank:0{width}d}-{n.name}") for n, rank in zip(ordered, ranks, strict=True)]

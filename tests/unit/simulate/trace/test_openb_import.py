@@ -23,7 +23,7 @@ from kubesched.simulate.replay.run import replay
 from kubesched.simulate.scenario import parse_scenario
 from kubesched.simulate.trace.openb import DRIVER, MODEL_LABEL, NVIDIA_GPU, scenario_for
 from kubesched.simulate.trace.openb_csv import TraceTask, read_nodes, read_tasks
-from kubesched.simulate.trace.openb_workload import SPACING, arrange
+from kubesched.simulate.trace.openb_workload import SPACING, arrange, ranked_nodes
 
 SLICE = Path(__file__).resolve().parents[4] / "examples" / "openb-slice"
 NODES, PODS = SLICE / "nodes.csv", SLICE / "pods.csv"
@@ -133,6 +133,19 @@ def test_shuffled_order_is_seeded_and_keeps_only_the_order() -> None:
     assert arrange(tasks, 188_000, seed=7, order="shuffled") == one
     in_trace = arrange(tasks, 188_000)
     assert in_trace.arrivals[0].at == 0 and in_trace.arrivals[1].at == 9_957_349
+
+
+def test_ranked_nodes_put_a_seeded_random_rank_before_each_name() -> None:
+    """As the authors' simulator renames nodes: ties by lowest name then fall on a seeded random order."""
+    nodes = read_nodes(NODES)
+    ranked = ranked_nodes(nodes, 42)
+    assert sorted(n.name.split("-", 1)[1] for n in ranked) == sorted(n.name for n in nodes)
+    assert sorted(int(n.name[:4]) for n in ranked) == list(range(len(nodes)))
+    assert all(n.name[4] == "-" for n in ranked)
+    assert ranked_nodes(nodes, 42) == ranked and ranked_nodes(nodes, 43) != ranked
+    first = min(ranked, key=lambda n: n.name)
+    assert first.name.endswith(next(n.name for n in nodes if n.name == first.name[5:]))
+    assert [n.name[5:] for n in sorted(ranked, key=lambda n: n.name)] != sorted(n.name for n in nodes)
 
 
 def _write(path: Path, rows: list[list[str]]) -> Path:
