@@ -9,6 +9,12 @@ a shared task. The typical tasks FGD measures fragmentation against come from th
 Equal best scores go to the lowest node name, as in the authors' simulator (`--tie-break random`:
 kube-scheduler's uniform draw instead).
 
+Beyond the paper's six (`--policies` names them): FragPack, kubesched's own policy (FGD's growth
+untruncated, ties to the fullest node); kube-scheduler's own scoring, every default plugin with
+NodeResourcesFit's LeastAllocated (its default) or MostAllocated strategy, DynamicResources
+allocating the GPUs; and GPUScheduler (binpack over the DRA GPUs) on top of the defaults. All
+score every feasible node.
+
 A pod that fails never fits later (nothing leaves), so the unallocated GPUs after the k-th
 arrival follow from which pods were placed: the curve is read at 90, 100, ..., 130 % of the
 cluster's GPUs arrived. Prints one JSON object, the mean over seeds per policy:
@@ -37,14 +43,16 @@ from kubesched.plugins.contrib.gpu_share import GPU_MILLI, TaskShape, typical_ta
 from kubesched.scheduler.options import TIE_BREAK_NODE_NAME, TIE_BREAKS
 from kubesched.simulate.replay.run import replay
 from kubesched.simulate.scenario import parse_scenario
-from kubesched.simulate.trace.openb import scenario_for
+from kubesched.simulate.trace.openb import DRIVER, scenario_for
 from kubesched.simulate.trace.openb_csv import TraceTask, read_nodes, read_tasks
-from kubesched.simulate.trace.openb_workload import Workload, arrange
+from kubesched.simulate.trace.openb_workload import Workload, arrange, ranked_nodes
 
 TRACE = Path(os.environ.get("OPENB_TRACE", "/work/shared/traces/openb"))
 #: Every 30th node and task of the trace, for `--smoke`.
 SMOKE = Path(__file__).resolve().parents[1] / "examples" / "openb-slice"
 POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
+#: Kubesched's own policy and kube-scheduler's own scoring, run on request.
+OTHERS = ("FragPack", "LeastAllocated", "MostAllocated", "GPUScheduler")
 LEVELS = (90, 100, 110, 120, 130)
 TARGET_PERCENT = 130
 
@@ -63,6 +71,31 @@ profiles:
   - name: %(policy)s
     args: %(args)s
 """
+
+#: The default profile, NodeResourcesFit's strategy set; GPUScheduler on top when asked.
+DEFAULTS = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+percentageOfNodesToScore: 100
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    multiPoint: {enabled: %(extra)s}
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: %(strategy)s}}
+  - name: GPUScheduler
+    args: {draDrivers: [%(driver)s]}
+"""
+
+
+def profile(policy: str, args: dict[str, Any]) -> str:
+    """The scheduler configuration a policy runs under."""
+    if policy in ("LeastAllocated", "MostAllocated"):
+        return DEFAULTS % {"extra": "[]", "strategy": policy, "driver": DRIVER}
+    if policy == "GPUScheduler":
+        return DEFAULTS % {"extra": "[{name: GPUScheduler}]", "strategy": "LeastAllocated", "driver": DRIVER}
+    return PROFILE % {"policy": policy, "args": json.dumps(args)}
 
 
 def curve(workload: Workload, placed: set[str], capacity: int) -> dict[str, float]:
@@ -88,11 +121,19 @@ def shape(task: TraceTask) -> TaskShape:
 
 
 def run_one(
-    policy: str, seed: int, nodes_csv: str, pods_csv: str, tie_break: str = TIE_BREAK_NODE_NAME
+    policy: str,
+    seed: int,
+    nodes_csv: str,
+    pods_csv: str,
+    tie_break: str = TIE_BREAK_NODE_NAME,
+    rank_nodes: bool = True,
 ) -> dict[str, Any]:
     """One replay of the imported trace: the policy's unallocated-GPU curve and its CPU time. Tasks
-    asking for a GPU model no node has are left out (a slice of the trace may lack some models)."""
+    asking for a GPU model no node has are left out (a slice of the trace may lack some models).
+    The nodes carry seeded ranks in front of their names, as in the authors' runs (`rank_nodes`)."""
     nodes = [n for n in read_nodes(nodes_csv) if n.gpus]
+    if rank_nodes:
+        nodes = ranked_nodes(nodes, seed)
     models = {n.model for n in nodes}
     tasks = [t for t in read_tasks(pods_csv) if not t.models or set(t.models) & models]
     capacity = sum(n.gpus for n in nodes) * GPU_MILLI
@@ -112,7 +153,7 @@ def run_one(
         ],
     }
     registry = default_registry(entry_points=False)
-    config = decode_config(PROFILE % {"policy": policy, "args": json.dumps(args)}, "fgd_openb.yaml", registry)
+    config = decode_config(profile(policy, args), "fgd_openb.yaml", registry)
     start = time.process_time()
     scenario = parse_scenario(
         json.dumps(scenario_for("fgd-openb", nodes, workload).document), "fgd-openb.json"
@@ -137,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", default=str(TRACE / "openb_node_list_gpu_node.csv"))
     parser.add_argument("--pods", default=str(TRACE / "openb_pod_list_default.csv"))
-    parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
+    parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES + OTHERS)
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(42, 52)))
     parser.add_argument("--workers", type=int, default=2, help="local processes (default 2)")
     parser.add_argument("--ray-address", help="run the replays as Ray tasks on this cluster instead")
@@ -148,13 +189,23 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="equal best scores: the lowest node name as the authors' simulator (default), or random",
     )
     parser.add_argument(
+        "--trace-node-names",
+        action="store_true",
+        help="keep the trace's node names (default: a seeded random rank in front, as the authors' "
+        "simulator names them, so that ties by name fall on a seeded random node order)",
+    )
+    parser.add_argument(
         "--smoke", action="store_true", help="examples/openb-slice, 2 policies, 1 seed (for CI)"
     )
     opts = parser.parse_args(argv)
     if opts.smoke:
         opts.nodes, opts.pods = str(SMOKE / "nodes.csv"), str(SMOKE / "pods.csv")
         opts.policies, opts.seeds, opts.workers = ["BestFit", "FGD"], opts.seeds[:1], 1
-    jobs = [(p, s, opts.nodes, opts.pods, opts.tie_break) for p in opts.policies for s in opts.seeds]
+    jobs = [
+        (p, s, opts.nodes, opts.pods, opts.tie_break, not opts.trace_node_names)
+        for p in opts.policies
+        for s in opts.seeds
+    ]
     wall = time.monotonic()
     if opts.ray_address:
         import ray  # optional: `pip install ray`; only this mode needs it
@@ -173,6 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if expected and not opts.smoke:
         out["expected"] = {p: expected[p] for p in opts.policies if p in expected}
     out["tieBreak"] = opts.tie_break
+    out["nodeNames"] = "trace" if opts.trace_node_names else "ranked"
     out["timing"] = {
         "runs": len(runs),
         "wallSeconds": round(elapsed, 1),

@@ -11,6 +11,7 @@ from kubesched.plugins.contrib.gpu_share.plugin import (
     FGD,
     BestFit,
     DotProd,
+    FragPack,
     GpuClustering,
     GpuPacking,
     RandomScore,
@@ -76,6 +77,7 @@ BUILTIN_PLUGINS: tuple[type, ...] = (
     GpuPacking,
     BestFit,
     FGD,
+    FragPack,
 )
 
 

@@ -37,18 +37,29 @@ from kubesched.plugins.contrib.gpu_share.policies import (
     dot_product_scores,
     fgd_gpus,
     fgd_scores,
+    frag_pack_gpus,
+    frag_pack_normalize,
     gpu_class,
     gpu_clustering_scores,
     gpu_packing_scores,
     random_gpus,
     random_scores,
 )
-from kubesched.plugins.contrib.gpu_share.shapes import TaskShape, TypicalTasks
+from kubesched.plugins.contrib.gpu_share.shapes import GPU_MILLI, TaskShape, TypicalTasks
 from kubesched.plugins.dynamic_resources.manager import DeviceState
 from kubesched.plugins.dynamic_resources.plugin import NAME as DYNAMIC_RESOURCES
 from kubesched.plugins.dynamic_resources.preference import DEVICE_PREFERENCE_KEY
 
-__all__ = ["FGD", "BestFit", "DotProd", "GpuClustering", "GpuPacking", "GpuSharePolicy", "RandomScore"]
+__all__ = [
+    "FGD",
+    "BestFit",
+    "DotProd",
+    "FragPack",
+    "GpuClustering",
+    "GpuPacking",
+    "GpuSharePolicy",
+    "RandomScore",
+]
 
 
 class _PodShape:
@@ -296,3 +307,37 @@ class FGD(GpuSharePolicy):
             shape,
             self.typical,
         )
+
+
+class FragPack(FGD):
+    """kubesched's own policy: FGD with its packing in the score. Among the nodes FGD scores best,
+    one scores 100 (a node with GPUs in use before a node whose GPUs are all idle, then the lowest
+    name) and the others keep FGD's score, at most 99: the scheduler's tie rule (random, or by name)
+    no longer decides where tasks go. A share goes on the GPU FGD scores best, then the one left
+    with the least share."""
+
+    name: ClassVar[str] = "FragPack"
+
+    def normalize_score(self, state: CycleState, pod: Pod, nodes: NodeSet, scores: Scores) -> Status | None:
+        shape = self._shape(state, pod)
+        if shape is None or len(nodes) == 0:
+            return None  # a pod the policy does not model scored 0 everywhere
+        scores[:] = frag_pack_normalize(scores, *self._tie_keys(nodes))
+        return None
+
+    def _tie_keys(self, nodes: NodeSet) -> list[Scores]:
+        """Ties among FGD's best: a node with every GPU idle (1) after one already in use (0), then
+        the name's rank."""
+        self._refresh(nodes.table)
+        rows = nodes.rows
+        idle = (self.rows.free[rows].sum(axis=1) == self.rows.count[rows] * GPU_MILLI).astype(np.int64)
+        return [idle, nodes.table.name_rank()[rows]]
+
+    def _gpu_order(
+        self, table: NodeTable, cpu_free: Scores, node: str, free: list[int], shape: TaskShape
+    ) -> list[int]:
+        row = table.index.get(node)
+        if row is None or row >= len(cpu_free) or row >= len(self.rows.models):
+            return best_fit_gpus(free, shape)
+        accepts = self._model_accepts(self.rows.models[row])
+        return frag_pack_gpus(int(cpu_free[row]), free, accepts, shape, self.typical)

@@ -27,6 +27,9 @@ __all__ = [
     "dot_product_scores",
     "fgd_gpus",
     "fgd_scores",
+    "frag_pack_gpus",
+    "frag_pack_normalize",
+    "fragmentation_growth",
     "gpu_class",
     "gpu_clustering_scores",
     "gpu_packing_scores",
@@ -150,10 +153,41 @@ def best_fit_gpus(free: Sequence[int], shape: TaskShape) -> list[int]:
 
 
 # ---------------------------------------------------------------------- FGD
-def _sigmoid_scores(before: FloatArray, after: FloatArray) -> IntArray:
+def _sigmoid_scores(growth: FloatArray) -> IntArray:
     """The paper's score of a move: sigmoid(fragmentation removed / 1000) x 100, truncated."""
-    out: IntArray = (MAX_SCORE / (1.0 + np.exp(-(before - after) / GPU_MILLI))).astype(np.int64)
+    out: IntArray = (MAX_SCORE / (1.0 + np.exp(growth / GPU_MILLI))).astype(np.int64)
     return out
+
+
+def fragmentation_growth(
+    cpu_free: IntArray,
+    free: IntArray,
+    accepts: BoolArray,
+    shape: TaskShape,
+    typical: TypicalTasks,
+) -> FloatArray:
+    """F(n') - F(n), how much placing the task grows each row's fragmentation (milli GPU): one
+    value per row for CPU and whole GPUs (taken from the first idle GPUs: which ones does not change
+    the measure), one per (row, GPU) for a share (inf on a GPU without room for it)."""
+    n, width = free.shape
+    before = fragmentation_rows(cpu_free, free, accepts, typical)
+    cpu_after = cpu_free - shape.cpu_milli
+    if not shape.shared:
+        after_free = free.copy()
+        if shape.gpu_count:
+            idle = after_free == GPU_MILLI
+            rank = np.cumsum(idle, axis=1)
+            after_free[idle & (rank <= shape.gpu_count)] = 0
+        whole: FloatArray = fragmentation_rows(cpu_after, after_free, accepts, typical) - before
+        return whole
+    # every (row, GPU) placement at once: row r's GPU g becomes hypothetical row r * width + g
+    tried = np.repeat(free, width, axis=0)
+    gpu = np.tile(np.arange(width), n)
+    tried[np.arange(n * width), gpu] -= shape.gpu_milli
+    after = fragmentation_rows(np.repeat(cpu_after, width), tried, np.repeat(accepts, width, axis=0), typical)
+    growth = (after - np.repeat(before, width)).reshape(n, width)
+    shared: FloatArray = np.where(free >= shape.gpu_milli, growth, np.inf)
+    return shared
 
 
 def fgd_scores(
@@ -169,26 +203,12 @@ def fgd_scores(
     index is returned, -1 otherwise); whole GPUs and CPU go where the task's ask leaves them.
     """
     n, width = free.shape
-    before = fragmentation_rows(cpu_free, free, accepts, typical)
-    cpu_after = cpu_free - shape.cpu_milli
     best = np.full(n, -1, dtype=np.int64)
-    if not shape.shared:
-        after_free = free.copy()
-        if shape.gpu_count:
-            # the first idle GPUs take the task: which ones does not change the measure
-            idle = after_free == GPU_MILLI
-            rank = np.cumsum(idle, axis=1)
-            after_free[idle & (rank <= shape.gpu_count)] = 0
-        after = fragmentation_rows(cpu_after, after_free, accepts, typical)
-        return _sigmoid_scores(before, after), best
-    if width == 0:
+    if shape.shared and width == 0:
         return np.zeros(n, dtype=np.int64), best
-    # every (row, GPU) placement at once: row r's GPU g becomes hypothetical row r * width + g
-    tried = np.repeat(free, width, axis=0)
-    gpu = np.tile(np.arange(width), n)
-    tried[np.arange(n * width), gpu] -= shape.gpu_milli
-    after = fragmentation_rows(np.repeat(cpu_after, width), tried, np.repeat(accepts, width, axis=0), typical)
-    scores = _sigmoid_scores(np.repeat(before, width), after).reshape(n, width)
+    scores = _sigmoid_scores(fragmentation_growth(cpu_free, free, accepts, shape, typical))
+    if not shape.shared:
+        return scores, best
     fits = free >= shape.gpu_milli
     scores = np.where(fits, scores, -1)
     best = np.where(fits.any(axis=1), scores.argmax(axis=1), -1)
@@ -206,4 +226,36 @@ def fgd_gpus(
     row = np.array([free], dtype=np.int64)
     _, best = fgd_scores(np.array([cpu_free], dtype=np.int64), row, model_accepts[None, :], shape, typical)
     first = int(best[0])
+    return [first, *(i for i in fitting if i != first)]
+
+
+# ---------------------------------------------------------------------- FragPack (kubesched's own)
+def frag_pack_normalize(scores: IntArray, *keys: IntArray) -> IntArray:
+    """FGD's scores with one winner: among the nodes with the best score, the lowest in each of
+    `keys` in turn (the last one should be unique per node, such as the name's rank) scores 100;
+    every other node keeps its score, at most 99."""
+    out: IntArray = np.minimum(scores, MAX_SCORE - 1)
+    if not len(scores):
+        return out
+    winners = scores == scores.max()
+    for key in keys:
+        winners &= key == key[winners].min()
+    out[winners] = MAX_SCORE
+    return out
+
+
+def frag_pack_gpus(
+    cpu_free: int, free: Sequence[int], model_accepts: BoolArray, shape: TaskShape, typical: TypicalTasks
+) -> list[int]:
+    """The fitting GPUs of one node, FragPack's choice first: FGD's best score, then the least share
+    left after the task, then the lowest index."""
+    fitting = [i for i, f in enumerate(free) if f >= shape.gpu_milli]
+    if not shape.shared or len(fitting) < 2:
+        return fitting
+    row = np.array([free], dtype=np.int64)
+    growth = fragmentation_growth(
+        np.array([cpu_free], dtype=np.int64), row, model_accepts[None, :], shape, typical
+    )
+    scores = _sigmoid_scores(growth)[0]
+    first = min(fitting, key=lambda i: (-int(scores[i]), free[i], i))
     return [first, *(i for i in fitting if i != first)]
