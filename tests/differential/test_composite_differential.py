@@ -17,19 +17,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.differential.group_builders import IN_ONE_RACK, NO_VICTIMS, member_pods, node, pod_group
 
 from kubesched.harness.differential.gated import COMPOSITE_GATES
 from kubesched.harness.differential.group_compare import compare_wave_seeded
 from kubesched.harness.differential.group_run import run_group_scenarios
 from kubesched.harness.differential.group_scenario import COMPOSITE_API, GroupScenario, Wave
 from kubesched.harness.differential.run import Harnesses, harnesses, print_mismatch
-from kubesched.harness.differential.scenario import HOSTNAME
 from kubesched.harness.differential.waves import play_waves
 
 Obj = dict[str, Any]
 #: Seeds of the bounded set (no priorities: a few seconds each on an idle machine).
 SEEDS = [1, 2, 3, 4, 5]
-NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
 
 
 @pytest.fixture(scope="module")
@@ -39,21 +38,6 @@ def composite() -> Iterator[Harnesses]:
         yield h
 
 
-def _node(s: GroupScenario, i: int, rack: str) -> Obj:
-    name = f"{s.name}-n{i}"
-    allocatable = {"cpu": "4", "memory": "8Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {HOSTNAME: name, "example.com/rack": rack}},
-        "status": {
-            "capacity": allocatable,
-            "allocatable": allocatable,
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-
-
 def _tree(s: GroupScenario, i: int, min_groups: int) -> Wave:
     """Composite `<s>-w<i>` asking for one rack over `lead` (one 2-CPU pod) and `work` (two 3-CPU
     pods, minCount 2)."""
@@ -61,41 +45,23 @@ def _tree(s: GroupScenario, i: int, min_groups: int) -> Wave:
     wave = Wave()
     for child, size, cpu in (("lead", 1, "2"), ("work", 2, "3")):
         name = f"{root}-{child}"
-        wave.pods += [
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": f"{name}-p{j}", "namespace": "default"},
-                "spec": {
-                    "schedulingGroup": {"podGroupName": name},
-                    "terminationGracePeriodSeconds": 0,
-                    "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}],
-                },
-            }
-            for j in range(size)
-        ]
-        wave.groups.append(
-            {
-                "apiVersion": "scheduling.k8s.io/v1beta1",
-                "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": "default"},
-                "spec": {
-                    "parentCompositePodGroupName": root,
-                    "workloadRef": {"workloadName": root, "templateName": child},
-                    "schedulingPolicy": {"gang": {"minCount": size}},
-                },
-            }
-        )
+        wave.pods += member_pods(name, size, cpu)
+        spec = {
+            "parentCompositePodGroupName": root,
+            "workloadRef": {"workloadName": root, "templateName": child},
+            "schedulingPolicy": {"gang": {"minCount": size}},
+        }
+        wave.groups.append(pod_group(name, spec))
+    spec = {
+        "workloadRef": {"workloadName": root, "templateName": root},
+        "schedulingPolicy": {"gang": {"minGroupCount": min_groups}},
+    }
     wave.composites.append(
         {
             "apiVersion": COMPOSITE_API,
             "kind": "CompositePodGroup",
             "metadata": {"name": root, "namespace": "default"},
-            "spec": {
-                "workloadRef": {"workloadName": root, "templateName": root},
-                "schedulingPolicy": {"gang": {"minGroupCount": min_groups}},
-                "schedulingConstraints": {"topology": [{"key": "example.com/rack"}]},
-            },
+            "spec": spec | IN_ONE_RACK,
         }
     )
     return wave
@@ -107,7 +73,7 @@ def test_a_tree_fits_one_rack_whole_or_not_at_all(composite: Harnesses, tmp_path
     preemption's reason is appended to it once for the composite and once for the child. A tree
     needing one child binds one child."""
     s = GroupScenario(0, label="cp21", topology=True, composite=True)
-    s.nodes = [_node(s, i, "ab"[i % 2]) for i in range(4)]
+    s.nodes = [node(s, i, rack="ab"[i % 2]) for i in range(4)]
     s.waves = [_tree(s, 0, 2), _tree(s, 1, 1)]
     first, second = play_waves(composite.upstream, s)
     assert set(first.nodes.values()) == {None}

@@ -16,19 +16,17 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from tests.differential.group_builders import NO_VICTIMS, gang, node
 
 from kubesched.harness.differential.gated import GANG_GATES
 from kubesched.harness.differential.group_compare import compare_wave, simulate_wave
 from kubesched.harness.differential.group_run import run_group_scenarios
-from kubesched.harness.differential.group_scenario import GroupScenario, Wave
+from kubesched.harness.differential.group_scenario import GroupScenario
 from kubesched.harness.differential.run import Harnesses, harnesses, print_mismatch
-from kubesched.harness.differential.scenario import HOSTNAME
 from kubesched.harness.differential.waves import play_waves_whole
 
-Obj = dict[str, Any]
 #: Seeds of the bounded set (about 4 s each on an idle machine).
 SEEDS = list(range(1, 21))
 #: Seeds also played by `kubesched run` (about 10 s each on an idle machine, upstream's play included).
@@ -45,51 +43,12 @@ def gated() -> Iterator[Harnesses]:
         yield h
 
 
-def _node(s: GroupScenario, i: int) -> Obj:
-    name = f"{s.name}-n{i}"
-    allocatable = {"cpu": "4", "memory": "8Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {HOSTNAME: name}},
-        "status": {
-            "capacity": allocatable,
-            "allocatable": allocatable,
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-
-
-def _gang(s: GroupScenario, i: int, size: int, cpu: str, min_count: int) -> Wave:
-    name = f"{s.name}-w{i}"
-    pods = [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"{name}-p{j}", "namespace": "default"},
-            "spec": {
-                "schedulingGroup": {"podGroupName": name},
-                "terminationGracePeriodSeconds": 0,
-                "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}],
-            },
-        }
-        for j in range(size)
-    ]
-    group = {
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
-    }
-    return Wave(pods, [group])
-
-
 def test_the_issues_three_gangs(gated: Harnesses, tmp_path: Path) -> None:
     """Four nodes of 4 CPU; gangs of 4 x 3 CPU, 2 x 2 CPU and 5 x 1 CPU, each minCount its size,
     created in turn: the first is bound one pod per node, the others not at all."""
     s = GroupScenario(0, label="gi21")
-    s.nodes = [_node(s, i) for i in range(4)]
-    s.waves = [_gang(s, 0, 4, "3", 4), _gang(s, 1, 2, "2", 2), _gang(s, 2, 5, "1", 5)]
+    s.nodes = [node(s, i) for i in range(4)]
+    s.waves = [gang(s, 0, 4, "3", 4), gang(s, 1, 2, "2", 2), gang(s, 2, 5, "1", 5)]
     first, second, third = play_waves_whole(gated.upstream, s)
     assert sorted(n or "" for n in first.nodes.values()) == [f"gi21-n{i}" for i in range(4)]
     scheduled = ("PodGroupInitiallyScheduled", "True", "Scheduled", "")
@@ -100,7 +59,7 @@ def test_the_issues_three_gangs(gated: Harnesses, tmp_path: Path) -> None:
         "gi21-w1-p0": ["0/4 nodes are available: 4 Insufficient cpu."],
         "gi21-w1-p1": [unschedulable],
     }
-    preemption = ", pod group preemption: No preemption victims found for incoming preemptor"
+    preemption = f", {NO_VICTIMS}"
     assert second.group_status["gi21-w1"].conditions == [
         ("PodGroupInitiallyScheduled", "False", "Unschedulable", unschedulable + preemption)
     ]

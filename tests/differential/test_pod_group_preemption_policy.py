@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.differential.test_pod_group_differential import _node
+from tests.differential.group_builders import gang, node
 
 from kubesched.harness.differential.gated import POLICY_GATES
 from kubesched.harness.differential.group_compare import compare_wave_seeded
@@ -36,35 +36,12 @@ def policy_gated() -> Iterator[Harnesses]:
         yield h
 
 
-def _gang(
-    s: GroupScenario, i: int, priority: str, policy: str | None = None, pod_policy: str | None = None
-) -> Wave:
-    name = f"{s.name}-w{i}"
-    pod_spec: Obj = {
-        "schedulingGroup": {"podGroupName": name},
-        "priorityClassName": priority,
-        "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "3"}}}],
-    }
-    pods = [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"{name}-p{j}", "namespace": "default"},
-            "spec": pod_spec,
-        }
-        for j in range(2)
-    ]
-    spec: Obj = {"schedulingPolicy": {"gang": {"minCount": 2}}, "priorityClassName": priority}
+def _gang(s: GroupScenario, i: int, priority: str, policy: str | None = None) -> Wave:
+    """Two 3-CPU pods of `priority`, minCount 2; the PodGroup names the class and `policy`."""
+    spec: Obj = {"priorityClassName": priority}
     if policy is not None:
         spec["preemptionPolicy"] = policy
-    group = {
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": spec,
-    }
-    return Wave(pods, [group])
+    return gang(s, i, 2, "3", 2, priority=priority, spec=spec)
 
 
 def test_a_pod_groups_preemption_policy_decides(policy_gated: Harnesses, tmp_path: Path) -> None:
@@ -76,7 +53,7 @@ def test_a_pod_groups_preemption_policy_decides(policy_gated: Harnesses, tmp_pat
         if err.reason != "AlreadyExists":
             raise
     s = GroupScenario(0, label="gpp")
-    s.nodes = [_node(s, i) for i in range(2)]
+    s.nodes = [node(s, i) for i in range(2)]
     s.waves = [
         _gang(s, 0, "low"),
         _gang(s, 1, NEVER, policy="Never"),

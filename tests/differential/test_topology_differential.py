@@ -13,23 +13,20 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from tests.differential.group_builders import IN_ONE_RACK, NO_VICTIMS, gang, node
 
 from kubesched.harness.differential.gated import TOPOLOGY_GATES
 from kubesched.harness.differential.group_compare import compare_wave_seeded
 from kubesched.harness.differential.group_run import run_group_scenarios
-from kubesched.harness.differential.group_scenario import GroupScenario, Wave
+from kubesched.harness.differential.group_scenario import GroupScenario
 from kubesched.harness.differential.run import Harnesses, harnesses, print_mismatch
-from kubesched.harness.differential.scenario import HOSTNAME
 from kubesched.harness.differential.waves import play_waves_whole
 
-Obj = dict[str, Any]
 #: Seeds of the bounded set (a few seconds each on an idle machine). Seed 1002 is left out: one of
 #: its waves shows a first message kubesched never writes (docs/differential.md).
 SEEDS = list(range(1003, 1011))
-NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
 
 
 @pytest.fixture(scope="module")
@@ -39,54 +36,12 @@ def topology() -> Iterator[Harnesses]:
         yield h
 
 
-def _node(s: GroupScenario, i: int, rack: str) -> Obj:
-    name = f"{s.name}-n{i}"
-    allocatable = {"cpu": "4", "memory": "8Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {HOSTNAME: name, "example.com/rack": rack}},
-        "status": {
-            "capacity": allocatable,
-            "allocatable": allocatable,
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-
-
-def _gang(s: GroupScenario, i: int, size: int, min_count: int) -> Wave:
-    name = f"{s.name}-w{i}"
-    pods = [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"{name}-p{j}", "namespace": "default"},
-            "spec": {
-                "schedulingGroup": {"podGroupName": name},
-                "terminationGracePeriodSeconds": 0,
-                "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "3"}}}],
-            },
-        }
-        for j in range(size)
-    ]
-    group = {
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "schedulingPolicy": {"gang": {"minCount": min_count}},
-            "schedulingConstraints": {"topology": [{"key": "example.com/rack"}]},
-        },
-    }
-    return Wave(pods, [group])
-
-
 def test_a_gang_fits_one_rack_or_none(topology: Harnesses, tmp_path: Path) -> None:
     """Two racks of two 4-CPU nodes. Three 3-CPU pods asking for one rack (minCount 3) fit the
     cluster but no rack: nothing is bound. Two of them (minCount 2) are bound in one rack."""
     s = GroupScenario(0, label="tp21", topology=True)
-    s.nodes = [_node(s, i, "ab"[i % 2]) for i in range(4)]
-    s.waves = [_gang(s, 0, 3, 3), _gang(s, 1, 2, 2)]
+    s.nodes = [node(s, i, rack="ab"[i % 2]) for i in range(4)]
+    s.waves = [gang(s, 0, 3, "3", 3, spec=IN_ONE_RACK), gang(s, 1, 2, "3", 2, spec=IN_ONE_RACK)]
     first, second = play_waves_whole(topology.upstream, s)
     assert set(first.nodes.values()) == {None}
     reason = (
