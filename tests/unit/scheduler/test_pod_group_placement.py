@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
+import msgspec
+
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.meta import ObjectMeta
 from kubesched.api.objects import Pod
@@ -159,6 +161,27 @@ def test_a_gang_that_fits_the_cluster_but_no_rack_binds_nothing_with_the_binarys
         fitted,
         fitted,
     ]
+    assert bed.outcomes[-1].message == f"{group}, {NO_VICTIMS}"
+
+
+def test_a_cycle_holding_fewer_members_than_min_count_tries_none_in_any_placement() -> None:
+    """The binary's texts of differential seed 1002 wave 2, where its first cycle held one of the
+    gang's two pods (the other was still being moved to the active queue): PlacementFeasible says
+    minCount cannot be met before any member is tried, so every placement fails with the bare
+    "pod group is unschedulable", and the member gets the group's status as it was before the
+    PodGroupPostFilter (one prefix, no preemption text). Here the other member is held back by
+    being deleted, which upstream's cycle skips the same way."""
+    bed = Bed([gang("g", 2)])
+    p0 = member("p0", "g", "3")
+    deleting = msgspec.structs.replace(
+        p0, metadata=msgspec.structs.replace(p0.metadata, deletion_timestamp="2026-12-05T00:00:00Z")
+    )
+    bed.create(deleting, member("p1", "g", "3"))
+    group = (
+        "pod group is unschedulable, 0/2 placements are available, "
+        "first placement status: pod group is unschedulable"
+    )
+    assert bed.first_messages("p1") == {"p1": group}
     assert bed.outcomes[-1].message == f"{group}, {NO_VICTIMS}"
 
 
