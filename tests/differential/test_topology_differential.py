@@ -4,8 +4,9 @@ As test_pod_group_differential, with the topology gate on every process: a PodGr
 domain of a node label (`schedulingConstraints.topology`), and both schedulers try it in each domain
 alone. Which placement the binary tries first is random (a Go map), so a group that disagrees is
 compared again on kubesched runs with other seeds (group_compare.compare_wave_seeded). A rack scenario
-checked by hand first, then a bounded seeded set; the long run is `benchmarks/differential.py
---groups --topology`.
+checked by hand first, then a bounded seeded set, then a few seeds played again by `kubesched run`
+with the same gates (compared the same way, under `live-` names); the long run is
+`benchmarks/differential.py --groups --topology`.
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ from kubesched.harness.differential.waves import play_waves_whole
 
 #: Seeds of the bounded set (a few seconds each on an idle machine).
 SEEDS = list(range(1002, 1011))
+#: Seeds also played by `kubesched run` (about 15 s each on an idle machine, upstream's play included).
+LIVE_SEEDS = [1003, 1004, 1005, 1006]
 
 
 @pytest.fixture(scope="module")
 def topology() -> Iterator[Harnesses]:
-    """A control plane serving the Workload API, kube-scheduler v1.37.2 with both gates."""
-    with harnesses(live=False, gates=TOPOLOGY_GATES) as h:
+    """A control plane serving the Workload API, kube-scheduler v1.37.2 and `kubesched run` with
+    both gates."""
+    with harnesses(live=True, gates=TOPOLOGY_GATES) as h:
         yield h
 
 
@@ -62,7 +66,7 @@ def test_a_gang_fits_one_rack_or_none(topology: Harnesses, tmp_path: Path) -> No
 
 
 def test_seeded_topology_groups_agree_with_kube_scheduler(topology: Harnesses, tmp_path: Path) -> None:
-    """The bounded set, every pod of priority 0 (kubesched does not preempt for a pod group yet)."""
+    """The bounded set, every pod of priority 0: nothing preempts."""
     tally = run_group_scenarios(SEEDS, tmp_path, topology=True, priorities=False, using=topology)
     report = io.StringIO()
     for m in tally.mismatches:
@@ -70,4 +74,20 @@ def test_seeded_topology_groups_agree_with_kube_scheduler(topology: Harnesses, t
     made = {name: total for name, (_, total) in tally.comparisons.items()}
     assert tally.scenarios == len(SEEDS)
     assert made["group-bound"] > 12 and made["condition"] > 10 and made["message"] > 6, made
+    assert tally.mismatches == [], report.getvalue()
+
+
+def test_kubesched_run_agrees_on_seeded_topology_groups(topology: Harnesses, tmp_path: Path) -> None:
+    """`kubesched run` with both gates, live: the placement it binds a group in, the FailedScheduling
+    events it writes and the PodGroup condition it patches, compared with the simulator as upstream's
+    are (its placement order drawn from its own seed, so seeded comparison as for the binary)."""
+    tally = run_group_scenarios(
+        LIVE_SEEDS, tmp_path, topology=True, priorities=False, live_every=1, using=topology
+    )
+    report = io.StringIO()
+    for m in tally.mismatches:
+        print_mismatch(m, report, flags=topology.gates.flags())
+    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    assert tally.live_scenarios == len(LIVE_SEEDS)
+    assert made["live-group-bound"] >= 8 and made["live-condition"] >= 8 and made["live-message"] >= 5, made
     assert tally.mismatches == [], report.getvalue()
