@@ -14,7 +14,8 @@ from kube_fakes import FakeKube, ScriptedListWatch, list_page, node_json, pod_js
 
 from kubesched.cluster.kube.client import TokenBucket
 from kubesched.cluster.kube.informer import KINDS, ResourceKind
-from kubesched.cluster.kube.live import LOOP_SLICE_SECONDS, LiveCluster, LiveOptions
+from kubesched.cluster.kube.live import LiveCluster, LiveOptions
+from kubesched.cluster.kube.live_loop import LOOP_SLICE_SECONDS
 from kubesched.cluster.kube.state_lock import StateLock
 from kubesched.config import decode_config
 from kubesched.metrics import SchedulerMetrics
@@ -256,21 +257,21 @@ def test_the_loop_keeps_the_lock_for_consecutive_steps_within_its_slice() -> Non
         held.append(cluster._lock.owned())
         return result
 
-    cluster._step = lambda: step(0.0)  # type: ignore[method-assign]
+    cluster.loop.step = lambda: step(0.0)  # type: ignore[method-assign]
     with cluster._lock:
         started = time.monotonic()
-        assert cluster._steps() == 0.0
+        assert cluster.loop.steps() == 0.0
     assert len(held) > 1 and all(held) and time.monotonic() - started >= LOOP_SLICE_SECONDS
     held.clear()
-    cluster._step = lambda: step(0.5)  # type: ignore[method-assign]  # nothing to do
+    cluster.loop.step = lambda: step(0.5)  # type: ignore[method-assign]  # nothing to do
     with cluster._lock:
-        assert cluster._steps() == 0.5
+        assert cluster.loop.steps() == 0.5
     assert held == [True]
     held.clear()
-    cluster._step = lambda: step(0.0)  # type: ignore[method-assign]
+    cluster.loop.step = lambda: step(0.0)  # type: ignore[method-assign]
     cluster.set_leading(False)
     with cluster._lock:
-        cluster._steps()
+        cluster.loop.steps()
     assert held == [True]
     cluster.stop(1)
 

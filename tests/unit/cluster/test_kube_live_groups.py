@@ -100,11 +100,11 @@ def test_a_kind_the_scheduler_may_not_list_is_skipped_with_the_permission_to_gra
 def test_informer_events_and_pods_feed_the_groups() -> None:
     cluster = _live(GATES_ON, DiscoveryKube(api=True))
     try:
-        handlers = cluster._handlers_for(POD_GROUP_KEY)
+        handlers = cluster.feeds.handlers_for(POD_GROUP_KEY)
         assert handlers is not None
         group = PodGroup(metadata=msgspec.structs.replace(PodGroup().metadata, name="g", namespace="ml"))
         handlers.on_add(group)
-        pod_handlers = cluster._handlers_for("Pod")
+        pod_handlers = cluster.feeds.handlers_for("Pod")
         assert pod_handlers is not None
         doc = pod_json("w0", scheduler="nobody")
         doc["metadata"]["namespace"] = "ml"

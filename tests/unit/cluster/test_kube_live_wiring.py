@@ -185,7 +185,7 @@ def test_pod_group_events_reach_the_lister_and_requeue_the_gang() -> None:
         [node_json("n1")], [gang_pod("a", "g"), gang_pod("b", "g")], pod_group=pod_group_json("g", 2)
     )
     cluster = LiveCluster(cfg, registry, kube, options=LiveOptions(bind_depth=2), source=source)  # type: ignore[arg-type]
-    handlers = cluster._handlers_for("PodGroup")
+    handlers = cluster.feeds.handlers_for("PodGroup")
     assert handlers is not None  # PodGroup events are not dropped
     cluster.start_informers([KINDS["Node"], KINDS["Pod"], KINDS["PodGroup"]])
     try:

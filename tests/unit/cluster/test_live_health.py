@@ -70,7 +70,7 @@ def test_readiness_needs_sync_not_leadership_and_fails_from_shutdown_on() -> Non
 def test_liveness_fails_while_the_scheduling_loop_is_stuck_and_recovers_after() -> None:
     cluster, source = make_cluster()
     health = LiveHealth(cluster, None, lease="", stopping=threading.Event())
-    cluster.loop_stall_seconds = 0.5
+    cluster.loop.stall_seconds = 0.5
     cluster.start_informers([KINDS["Node"], KINDS["Pod"]])
     cluster.wait_for_sync(5)
     cluster.start_loop()

@@ -13,7 +13,10 @@ Small modules with one job each:
 * `status`   - the `PodScheduled=False` condition and `status.nominatedNodeName` patches.
 * `leader`   - coordination.k8s.io/v1 Lease leader election.
 * `workers`  - a bounded queue and worker threads for fire-and-forget calls (Events, patches).
-* `live`     - `LiveCluster`: the ClusterPort over all of the above plus the scheduling loop.
+* `live_port` - the ClusterPort over all of the above: binds through the pipeline's gate, writes.
+* `live_feeds` - the informers wired to the core's handlers.
+* `live_loop` - the scheduling loop thread; `live_binding` hands its binding cycles to `pipeline`.
+* `live`     - `LiveCluster`: puts those together, with leadership and shutdown.
 
 Nothing here is imported by the scheduler core; `kubesched run` wires it up (`kubesched.cli.run`).
 """

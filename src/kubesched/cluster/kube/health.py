@@ -6,7 +6,7 @@ Each check returns None when fine, else a short reason (`[-]name failed: reason`
 Liveness (`/livez`, `/healthz`) fails only when a restart would help:
 
 * `scheduling-loop` - the loop thread crashed, exited, or has not come round for
-  `LiveCluster.loop_stall_seconds` (a plugin or extender hanging, a state lock never let go);
+  `SchedulingLoop.stall_seconds` (a plugin or extender hanging, a state lock never let go);
 * `leaderElection` - client-go's watchdog: while leading, no renewal for leaseDuration + 20 s.
 
 Readiness (`/readyz`) adds what says whether this replica could do the work:
