@@ -685,7 +685,10 @@ class Framework:
             status.with_plugin(name)
             if status.is_rejected():
                 return status
-            return error_status(f'running Bind plugin "{name}": {status.message()}', name)
+            wrapped = error_status(f'running Bind plugin "{name}": {status.message()}', name)
+            if wrapped.error is not None:  # the plugin's error stays reachable, as upstream's %w
+                wrapped.error.__cause__ = status.error
+            return wrapped
         return Status(Code.SKIP)
 
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:

@@ -216,8 +216,8 @@ class BindingCycle:
         started = b.started
         result = b.result
         if status is not None:
-            if isinstance(status.error, BindRefused):
-                self._abandon(b, "Refused", str(status.error))
+            if (refused := _refusal(status)) is not None:
+                self._abandon(b, "Refused", str(refused))
                 return
             self._binding_failed(b, status, started)
             return
@@ -325,6 +325,17 @@ class BindingCycle:
             return
         self._queue.move_all_to_active_or_backoff(freed, b.assumed, None)
         self._failures.fail(b.fwk, b.qpi, status, started, filter_=None, nominated=nominated)
+
+
+def _refusal(status: Status) -> BindRefused | None:
+    """The `BindRefused` behind a failed bind, if any: the port raises it and DefaultBinder and the
+    Bind plugins' runner wrap it, so it is the status's error or one of its causes."""
+    error: BaseException | None = status.error
+    while error is not None:
+        if isinstance(error, BindRefused):
+            return error
+        error = error.__cause__
+    return None
 
 
 def _with_nomination(pod: Pod, node: str) -> Pod:

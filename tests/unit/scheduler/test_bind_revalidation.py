@@ -14,7 +14,9 @@ from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Node, Pod
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.plugins import default_registry
+from kubesched.scheduler.binding_cycle import BindingJob
 from kubesched.scheduler.clock import VirtualClock
+from kubesched.scheduler.ports import BindRefused
 from kubesched.scheduler.scheduler import Abandoned, Attempt, ProfileSpec, Scheduler, SchedulerOptions
 from kubesched.testing.builders import make_node, make_pod
 
@@ -39,9 +41,10 @@ class Held:
         pods: list[Pod],
         points: dict[str, list[tuple[str, int]]] | None = None,
         gate: Callable[[], str | None] | None = None,
+        cluster: type[MemoryCluster] = MemoryCluster,
     ) -> None:
         self.clock = VirtualClock()
-        self.cluster = MemoryCluster(LoadedObjects(nodes=nodes, pods=pods), self.clock.now)
+        self.cluster = cluster(LoadedObjects(nodes=nodes, pods=pods), self.clock.now)
         self.cycles: list[Callable[[], None]] = []
         self.attempts: list[Attempt] = []
         self.abandoned: list[Abandoned] = []
@@ -185,3 +188,33 @@ def test_a_dropped_decision_frees_its_room_for_the_next_cycle() -> None:
     assert h.scheduler.cache.node_info("n1") is not None
     info: Any = h.scheduler.cache.node_info("n1")
     assert info.requested.get("cpu", 0) == 0
+
+
+class RefusingCluster(MemoryCluster):
+    """The gate closes between the last look and the POST: the port refuses the bind itself."""
+
+    def bind(self, pod: Pod, node_name: str) -> None:
+        raise BindRefused("lost leadership")
+
+
+def test_a_bind_the_port_refuses_is_abandoned_not_failed() -> None:
+    """`BindRefused` raised by the port's bind reaches the core through DefaultBinder and the Bind
+    plugins' runner; it is still a refusal: undone and requeued at once, no FailedScheduling, no
+    backoff, whether the cycle runs whole or split as the live pipeline splits it."""
+    for split in (False, True):
+        h = Held([make_node("n1")], [make_pod("a", cpu="1")], cluster=RefusingCluster)
+        h.place_all()
+        (job,) = h.cycles
+        assert isinstance(job, BindingJob)
+        if split:
+            assert job.splittable() and job.prepare()
+            job.finish(job.bind())
+        else:
+            job()
+        assert h.bound() == {}
+        assert h.reasons() == [("a", "Refused")]
+        assert h.abandoned[0].message == "lost leadership"
+        assert [a.result for a in h.attempts] == []
+        assert h.failed_scheduling() == []
+        assert h.scheduler.cache.assumed_count == 0
+        assert h.scheduler.queue.where("default-a") == "active"  # no backoff

@@ -8,6 +8,7 @@ from kubesched.cluster.kube.state_lock import StateLock
 from kubesched.config.types import Extender as ExtenderConfig
 from kubesched.framework.status import Status
 from kubesched.scheduler.extenders import Extenders, HTTPExtender
+from kubesched.scheduler.ports import BindRefused
 
 __all__ = ["LiveExtenders"]
 
@@ -28,8 +29,13 @@ class LiveExtenders(Extenders):
         self.pipeline: BindPipeline | None = None
 
     def bind(self, pod: Pod, node: str) -> Status | None:
+        """The extenders' bind; a bind the pipeline's gate refuses is an Error status carrying the
+        `BindRefused`, which the core abandons (as DefaultBinder's refused POST) rather than fails."""
         with self._state_lock.released():
             if self.pipeline is None:
                 return super().bind(pod, node)
-            with self.pipeline.sending():
-                return super().bind(pod, node)
+            try:
+                with self.pipeline.sending():
+                    return super().bind(pod, node)
+            except BindRefused as exc:
+                return Status.as_error(exc)
