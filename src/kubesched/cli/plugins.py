@@ -61,10 +61,10 @@ def plugin_rows() -> list[dict[str, object]]:
 
     from kubesched.config.defaults import UPSTREAM_DEFAULT_PLUGINS
     from kubesched.framework.registry import ENTRY_POINT_GROUP
-    from kubesched.plugins import BUILTIN_PLUGINS, default_registry
+    from kubesched.plugins import builtin_plugin_names, default_registry
 
     registry = default_registry()
-    builtin = {getattr(cls, "name", "") for cls in BUILTIN_PLUGINS}
+    builtin = set(builtin_plugin_names())
     defaults = dict(UPSTREAM_DEFAULT_PLUGINS)
     installed = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     order = {name: i for i, (name, _) in enumerate(UPSTREAM_DEFAULT_PLUGINS)}

@@ -1,5 +1,9 @@
 """Registry: plugin name -> plugin class, from built-ins, entry points and `module:Class` names.
 
+A name may also be registered lazily, as the `module:Class` its class lives in: the module is
+imported the first time the name is looked up, so a process only loads the plugins its profiles
+use (`kubesched run` with the default profile never imports the contributed ones).
+
 A plugin class has a `name` (ClassVar) and may declare `args_type`, a msgspec Struct for its
 pluginConfig args. If the args struct has `validate() -> list[InputError]` it is called with the
 decoded args; error paths are relative to the args (e.g. `scoringStrategy.type`).
@@ -36,20 +40,36 @@ class Registry(Mapping[str, type], PluginCatalog):
     plugin (KeyError for an unknown one).
     """
 
-    def __init__(self, plugins: Iterable[type] = (), *, features: FeatureGates = DEFAULT_GATES) -> None:
-        self._plugins: dict[str, type] = {}
+    def __init__(
+        self,
+        plugins: Iterable[type] = (),
+        *,
+        features: FeatureGates = DEFAULT_GATES,
+        lazy: Mapping[str, str] | None = None,
+    ) -> None:
+        #: A plugin's class, or the `module:Class` it is imported from when first looked up.
+        self._plugins: dict[str, type | str] = {}
         #: The feature gates the plugins of this registry are built with.
         self.features = features
         for cls in plugins:
             self.register(cls)
+        for name, target in (lazy or {}).items():
+            self.register_lazy(name, target)
 
     def register(self, cls: type, name: str | None = None) -> None:
         plugin_name = name or getattr(cls, "name", None)
         if not isinstance(plugin_name, str) or not plugin_name:
             raise InputError(f"plugin class {cls.__module__}.{cls.__qualname__} has no `name`")
-        if plugin_name in self._plugins and self._plugins[plugin_name] is not cls:
+        known = self._plugins.get(plugin_name)
+        if known is not None and known is not cls and known != f"{cls.__module__}:{cls.__qualname__}":
             raise InputError(f"plugin {plugin_name!r} is registered twice")
         self._plugins[plugin_name] = cls
+
+    def register_lazy(self, name: str, target: str) -> None:
+        """Register `name` as the class `target` (`module:Class`), imported on first lookup."""
+        if name in self._plugins:
+            raise InputError(f"plugin {name!r} is registered twice")
+        self._plugins[name] = target
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
         """Register third-party plugins published under the `kubesched.plugins` entry-point group."""
@@ -62,16 +82,18 @@ class Registry(Mapping[str, type], PluginCatalog):
 
     def resolve(self, name: str) -> type | None:
         """The class registered as `name`, or imported from `module:Class`; None if unknown."""
-        cls = self._plugins.get(name)
-        if cls is not None or ":" not in name:
-            return cls
-        module_name, _, attr = name.partition(":")
-        try:
-            cls = getattr(importlib.import_module(module_name), attr)
-        except Exception as exc:  # whatever a plugin module raises on import is a bad config value
-            raise InputError(f"cannot import plugin {name!r}: {type(exc).__name__}: {exc}") from None
-        if not isinstance(cls, type):
-            raise InputError(f"plugin {name!r} is not a class")
+        known = self._plugins.get(name)
+        if isinstance(known, type):
+            return known
+        if known is not None:  # registered lazily: import it now, under the name it was given
+            cls = _import_class(known)
+            if getattr(cls, "name", None) != name:
+                found = getattr(cls, "name", None)
+                raise InputError(f"plugin {name!r} is registered as {known}, whose name is {found!r}")
+        elif ":" in name:
+            cls = _import_class(name)
+        else:
+            return None
         self._plugins[name] = cls
         return cls
 
@@ -98,6 +120,18 @@ class Registry(Mapping[str, type], PluginCatalog):
 
     def __len__(self) -> int:
         return len(self._plugins)
+
+
+def _import_class(target: str) -> type:
+    """The class `module:Class` names; InputError if it cannot be imported or is not a class."""
+    module_name, _, attr = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), attr)
+    except Exception as exc:  # whatever a plugin module raises on import is a bad config value
+        raise InputError(f"cannot import plugin {target!r}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(cls, type):
+        raise InputError(f"plugin {target!r} is not a class")
+    return cls
 
 
 def args_type_of(cls: type) -> type[msgspec.Struct] | None:

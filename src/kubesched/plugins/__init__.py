@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.registry import Registry
-from kubesched.plugins.contrib.az_scheduler import AZScheduler
-from kubesched.plugins.contrib.coscheduling import Coscheduling
-from kubesched.plugins.contrib.gpu_scheduler import GPUScheduler
-from kubesched.plugins.contrib.gpu_share.plugin import (
-    FGD,
-    BestFit,
-    DotProd,
-    FragPack,
-    GpuClustering,
-    GpuPacking,
-    RandomScore,
-)
-from kubesched.plugins.contrib.node_filter_label import NodeFilterLabel
-from kubesched.plugins.contrib.spot_scheduler import SpotScheduler
 from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.plugins.default_preemption import DefaultPreemption
 from kubesched.plugins.dynamic_resources import DynamicResources
@@ -42,7 +30,8 @@ from kubesched.plugins.volume_binding import VolumeBinding
 from kubesched.plugins.volume_restrictions import VolumeRestrictions
 from kubesched.plugins.volume_zone import VolumeZone
 
-BUILTIN_PLUGINS: tuple[type, ...] = (
+#: kube-scheduler's in-tree plugins, in upstream's registry order.
+IN_TREE_PLUGINS: tuple[type, ...] = (
     SchedulingGates,
     PrioritySort,
     NodeUnschedulable,
@@ -66,25 +55,37 @@ BUILTIN_PLUGINS: tuple[type, ...] = (
     GangScheduling,
     TopologyPlacementGenerator,
     PodGroupPodsCount,
-    NodeFilterLabel,
-    GPUScheduler,
-    SpotScheduler,
-    AZScheduler,
-    Coscheduling,
-    RandomScore,
-    DotProd,
-    GpuClustering,
-    GpuPacking,
-    BestFit,
-    FGD,
-    FragPack,
 )
+
+_CONTRIB = "kubesched.plugins.contrib"
+#: The contributed plugins (built in, not kube-scheduler's) by name, as `module:Class`: each is
+#: imported when a profile or a lookup names it. They are a tenth of what `kubesched run` imported
+#: before its first bind, and the default profile uses none of them.
+CONTRIB_PLUGINS: Mapping[str, str] = {
+    "NodeFilterLabel": f"{_CONTRIB}.node_filter_label:NodeFilterLabel",
+    "GPUScheduler": f"{_CONTRIB}.gpu_scheduler.plugin:GPUScheduler",
+    "SpotScheduler": f"{_CONTRIB}.spot_scheduler:SpotScheduler",
+    "AZScheduler": f"{_CONTRIB}.az_scheduler:AZScheduler",
+    "Coscheduling": f"{_CONTRIB}.coscheduling:Coscheduling",
+    "Random": f"{_CONTRIB}.gpu_share.plugin:RandomScore",
+    "DotProd": f"{_CONTRIB}.gpu_share.plugin:DotProd",
+    "GpuClustering": f"{_CONTRIB}.gpu_share.plugin:GpuClustering",
+    "GpuPacking": f"{_CONTRIB}.gpu_share.plugin:GpuPacking",
+    "BestFit": f"{_CONTRIB}.gpu_share.plugin:BestFit",
+    "FGD": f"{_CONTRIB}.gpu_share.plugin:FGD",
+    "FragPack": f"{_CONTRIB}.gpu_share.plugin:FragPack",
+}
+
+
+def builtin_plugin_names() -> tuple[str, ...]:
+    """Every built-in plugin's name: the in-tree ones, then the contributed ones."""
+    return (*(str(getattr(cls, "name", "")) for cls in IN_TREE_PLUGINS), *CONTRIB_PLUGINS)
 
 
 def default_registry(*, entry_points: bool = True, features: FeatureGates = DEFAULT_GATES) -> Registry:
     """Built-in plugins plus those published under the `kubesched.plugins` entry-point group, built
     with the feature gates `features`."""
-    registry = Registry(BUILTIN_PLUGINS, features=features)
+    registry = Registry(IN_TREE_PLUGINS, features=features, lazy=CONTRIB_PLUGINS)
     if entry_points:
         registry.load_entry_points()
     return registry

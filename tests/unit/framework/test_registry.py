@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import types
 from typing import Any
@@ -14,7 +15,7 @@ from kubesched.errors import InputError
 from kubesched.framework import FilterPlugin, Status
 from kubesched.framework.interfaces import EXTENSION_POINT_METHODS, extension_points_of
 from kubesched.framework.registry import Registry, decode_args, instantiate
-from kubesched.plugins import BUILTIN_PLUGINS, default_registry
+from kubesched.plugins import builtin_plugin_names, default_registry
 
 
 class ThresholdArgs(msgspec.Struct, rename="camel"):
@@ -38,8 +39,46 @@ class Threshold(FilterPlugin):
 
 def test_builtins_are_registered_under_their_names() -> None:
     registry = default_registry(entry_points=False)
-    assert set(registry) == {cls.name for cls in BUILTIN_PLUGINS}  # type: ignore[attr-defined]
+    assert set(registry) == set(builtin_plugin_names())
     assert registry["NodeFilterLabel"].__name__ == "NodeFilterLabel"
+
+
+def test_contributed_plugins_are_imported_when_first_looked_up() -> None:
+    """The default registry knows every contributed plugin by name without importing it; a lookup
+    imports the class, whose own name is the one it was registered under."""
+    code = (
+        "import sys\n"
+        "from kubesched.plugins import CONTRIB_PLUGINS, default_registry\n"
+        "r = default_registry(entry_points=False)\n"
+        "assert set(CONTRIB_PLUGINS) <= set(r)\n"
+        "assert not [m for m in sys.modules if m.startswith('kubesched.plugins.contrib.')], sys.modules\n"
+        "for name in CONTRIB_PLUGINS:\n"
+        "    assert r[name].name == name, name\n"
+        "assert 'kubesched.plugins.contrib.gpu_share.plugin' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_lazy_name_must_match_its_class() -> None:
+    module = types.ModuleType("lazy_plugins")
+    module.Threshold = Threshold  # type: ignore[attr-defined]
+    sys.modules["lazy_plugins"] = module
+    try:
+        registry = Registry(lazy={"Threshold": "lazy_plugins:Threshold", "Other": "lazy_plugins:Threshold"})
+        assert list(registry) == ["Threshold", "Other"]
+        assert registry["Threshold"] is Threshold
+        assert list(registry) == ["Threshold", "Other"]  # a lookup keeps the order
+        with pytest.raises(InputError, match="whose name is 'Threshold'"):
+            registry.resolve("Other")
+        registry.register(Threshold)  # the same class again is no conflict
+        with pytest.raises(InputError, match="registered twice"):
+            registry.register_lazy("Threshold", "lazy_plugins:Other")
+        missing = Registry(lazy={"Gone": "no_such_module_xyz:Gone"})
+        with pytest.raises(InputError, match="cannot import plugin"):
+            missing.resolve("Gone")
+    finally:
+        del sys.modules["lazy_plugins"]
 
 
 def test_subclassing_a_protocol_does_not_claim_other_extension_points() -> None:

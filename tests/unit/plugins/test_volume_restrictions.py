@@ -19,7 +19,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, QueueingHint, Resource
 from kubesched.framework.node_info import PodInfo
 from kubesched.framework.status import Code, Status
-from kubesched.plugins import BUILTIN_PLUGINS
+from kubesched.plugins import IN_TREE_PLUGINS
 from kubesched.plugins.volume_restrictions import (
     ERR_REASON_DISK_CONFLICT,
     ERR_REASON_RWOP_CONFLICT,
@@ -278,7 +278,7 @@ def test_events_to_register() -> None:
 
 def test_volume_plugins_are_builtin_in_upstream_default_order() -> None:
     """The four volume plugins sit between NodeResourcesFit and PodTopologySpread, as upstream."""
-    names = [getattr(cls, "name", "") for cls in BUILTIN_PLUGINS]
+    names = [getattr(cls, "name", "") for cls in IN_TREE_PLUGINS]
     volume = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"]
     assert names[names.index("NodeResourcesFit") + 1 : names.index("NodeResourcesFit") + 5] == volume
     upstream = [n for n, _ in UPSTREAM_DEFAULT_PLUGINS]

@@ -2,5 +2,6 @@
 
 NodeFilterLabel is the plugin-writing example; GPUScheduler, SpotScheduler and AZScheduler pack GPUs,
 cap replicas on spot nodes and spread them over zones; Coscheduling is scheduler-plugins' gang
-scheduling. Each is registered like an in-tree plugin (`kubesched.plugins.BUILTIN_PLUGINS`).
+scheduling. Each is registered by name in `kubesched.plugins.CONTRIB_PLUGINS`, and imported only when
+a profile names it.
 """

@@ -34,7 +34,7 @@ from kubesched.framework.node_info import PodInfo, pod_key
 from kubesched.framework.registry import Registry, decode_args
 from kubesched.framework.status import Code
 from kubesched.framework.waiting_pods import WaitingPod
-from kubesched.plugins import BUILTIN_PLUGINS, default_registry
+from kubesched.plugins import IN_TREE_PLUGINS, default_registry
 from kubesched.plugins.contrib.coscheduling import (
     MIN_AVAILABLE_ANNOTATION,
     POD_GROUP_LABEL,
@@ -166,7 +166,7 @@ class GangHarness:
             "permit": [("Coscheduling", 1)],
             "bind": [("DefaultBinder", 1)],
         }
-        registry = Registry([*BUILTIN_PLUGINS, Fifo, Recorder])
+        registry = Registry([*IN_TREE_PLUGINS, Coscheduling, Fifo, Recorder])
         plugin_args = {"Coscheduling": decode_args(Coscheduling, args)} if args else {}
         self.attempts: list[Attempt] = []
         self.scheduler = Scheduler(
