@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from itertools import repeat
-from operator import itemgetter
 from typing import Any
 
 import msgspec
@@ -195,7 +194,13 @@ class ExtenderEngine:
         #: Each node's HostPriority JSON prefix, by name (kept across tables: names outlive them),
         #: and the last table's prefixes in row order.
         self._prefix_by_name: dict[str, bytes] = {}
-        self._prefixes: tuple[NodeTable, list[bytes]] = (NodeTable([]), [])
+        self._prefixes: tuple[list[str], list[bytes]] = ([], [])
+        #: The last table's node names as an object array, so a reply's names are gathered by
+        #: row numbers in C (a fifth of the time of `itemgetter` over 4,000 rows).
+        self._name_array: tuple[list[str], np.ndarray[Any, np.dtype[np.object_]]] = (
+            [],
+            np.empty(0, dtype=object),
+        )
         #: The last NodeNames request resolved against a table: kube-scheduler sends the same list
         #: call after call, and comparing it costs a tenth of looking 5,000 names up again.
         self._resolved: tuple[NodeTable, list[str], NodeSet, list[str]] | None = None
@@ -267,7 +272,7 @@ class ExtenderEngine:
                 nodes=RawNodeList(items=kept), failed_nodes=failed, failed_and_unresolvable_nodes=unresolvable
             )
         return ExtenderFilterResult(
-            node_names=_names(nodes.table, nodes.rows[passed]),
+            node_names=self._row_names(nodes.table)[nodes.rows[passed]].tolist(),
             failed_nodes=failed,
             failed_and_unresolvable_nodes=unresolvable,
         )
@@ -280,6 +285,7 @@ class ExtenderEngine:
         state = CycleState()
         n = len(nodes)
         names = nodes.table.names
+        name_array = self._row_names(nodes.table)
         pre_result, status, plugins = fwk.run_pre_filter(state, pod, nodes)
         if status is not None and not status.is_success():
             if not status.is_rejected():
@@ -307,9 +313,7 @@ class ExtenderEngine:
             if len(hit) == 0:
                 continue
             target = unresolvable if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
-            message = st.message()
-            for r in candidates.rows[hit].tolist():
-                target[names[r]] = message
+            target.update(dict.fromkeys(name_array[candidates.rows[hit]].tolist(), st.message()))
         passed = np.zeros(n, dtype=np.bool_)
         passed[np.flatnonzero(allowed)[outcome.feasible]] = True
         return passed
@@ -338,9 +342,10 @@ class ExtenderEngine:
         return msgspec.Raw(encode_host_priorities(prefixes, scores))
 
     def _row_prefixes(self, table: NodeTable) -> list[bytes]:
-        """The HostPriority prefix of each row of `table`, made once per table (per node name)."""
+        """The HostPriority prefix of each row of `table`, made once per node list: a new table
+        with the same nodes in the same order (a pod bound, in informer mode) keeps them."""
         kept, prefixes = self._prefixes
-        if kept is table:
+        if _same_names(kept, table.names):
             return prefixes
         by_name = self._prefix_by_name
         if len(by_name) > 2 * len(table.names) + 1024:
@@ -351,8 +356,17 @@ class ExtenderEngine:
             if prefix is None:
                 prefix = by_name[name] = host_priority_prefix(name)
             prefixes.append(prefix)
-        self._prefixes = (table, prefixes)
+        self._prefixes = (table.names, prefixes)
         return prefixes
+
+    def _row_names(self, table: NodeTable) -> np.ndarray[Any, np.dtype[np.object_]]:
+        """`table.names` as an object array, made once per node list (as `_row_prefixes`)."""
+        kept, array = self._name_array
+        if not _same_names(kept, table.names):
+            array = np.empty(len(table.names), dtype=object)
+            array[:] = table.names
+            self._name_array = (table.names, array)
+        return array
 
     # ------------------------------------------------------------------ preempt
 
@@ -463,13 +477,10 @@ def _resolve(table: NodeTable, names: list[str]) -> tuple[NodeSet, list[str]]:
     return NodeSet(table, rows), unknown
 
 
-def _names(table: NodeTable, rows: np.ndarray[Any, np.dtype[np.intp]]) -> list[str]:
-    """The node names of `rows`, gathered in C (itemgetter) rather than a Python loop."""
-    if len(rows) == 0:
-        return []
-    if len(rows) == 1:
-        return [table.names[int(rows[0])]]
-    return list(itemgetter(*rows.tolist())(table.names))
+def _same_names(kept: list[str], names: list[str]) -> bool:
+    """Whether two tables list the same nodes in the same order: the same list, or an equal one
+    (compared element by element, by identity first: a new table reuses the names' objects)."""
+    return kept is names or (len(kept) == len(names) and kept == names)
 
 
 def scale_scores(
