@@ -44,4 +44,6 @@ class DevicePreference(Protocol):
 
 def preference_in(state: CycleState) -> DevicePreference | None:
     found = state.get(DEVICE_PREFERENCE_KEY)
+    if found is None:  # the common case: isinstance against a runtime Protocol is slow even for None
+        return None
     return found if isinstance(found, DevicePreference) else None
