@@ -164,8 +164,9 @@ class FakeKube:
         self.lose_answers = 0
         #: The client's rate limiter, which the bind pipeline takes its tokens from (None: unlimited).
         self.limiter: TokenBucket | None = None
-        #: How many requests each pipelined batch (`post_many`) carried.
+        #: How many requests each pipelined batch (`post_many`) carried: Events, and binds.
         self.batches: list[int] = []
+        self.bind_batches: list[int] = []
 
     def _outage(self, path: str) -> None:
         if self.down.is_set() and not path.endswith("/binding"):
@@ -181,15 +182,23 @@ class FakeKube:
     def served_resources(self, group_version: str) -> set[str] | None:
         return {"pods", "nodes"} if group_version == "v1" else None
 
-    def post(self, path: str, obj: Any, params: Any = None, *, throttle: bool = True) -> Response:
-        self._outage(path)
+    def _hold(self, binds: int) -> None:
+        """Keep `binds` bind requests "on the wire" while `hold_binds` is set."""
         hold = self.hold_binds
-        if hold is not None and path.endswith("/binding"):
-            with self.lock:
-                self.binds_waiting += 1
-            hold.wait(10)
-            with self.lock:
-                self.binds_waiting -= 1
+        if hold is None or not binds:
+            return
+        with self.lock:
+            self.binds_waiting += binds
+        hold.wait(10)
+        with self.lock:
+            self.binds_waiting -= binds
+
+    def post(
+        self, path: str, obj: Any, params: Any = None, *, throttle: bool = True, held: bool = False
+    ) -> Response:
+        self._outage(path)
+        if not held and path.endswith("/binding"):
+            self._hold(1)
         with self.lock:
             if path.endswith("/binding"):
                 parts = path.split("/")
@@ -214,13 +223,17 @@ class FakeKube:
                 return Response(201, b"{}")
         raise ApiError(404, "NotFound", path)
 
-    def post_many(self, requests: list[tuple[str, Any]]) -> list[Response | ApiError]:
+    def post_many(
+        self, requests: list[tuple[str, Any]], *, throttle: bool = True
+    ) -> list[Response | ApiError]:
         """As the client's pipelined POSTs: each request answered, or failed, on its own."""
-        self.batches.append(len(requests))
+        binds = sum(path.endswith("/binding") for path, _ in requests)
+        (self.bind_batches if binds else self.batches).append(len(requests))
+        self._hold(binds)  # the whole batch is on the wire at once
         answers: list[Response | ApiError] = []
         for path, obj in requests:
             try:
-                answers.append(self.post(path, obj))
+                answers.append(self.post(path, obj, held=True))
             except ApiError as exc:
                 answers.append(exc)
         return answers

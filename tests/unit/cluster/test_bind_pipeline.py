@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from kubesched.cluster.kube.client import TokenBucket
-from kubesched.cluster.kube.pipeline import BindPipeline, BindRefused
+from kubesched.cluster.kube.pipeline import BATCH_SPLIT, BindPipeline, BindRefused
 
 
 def wait_until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
@@ -128,3 +128,73 @@ def test_what_a_cycle_leaves_runs_after_its_place_is_freed_without_holding_up_th
     assert second.wait(5)
     release.set()
     pipeline.stop_workers()
+
+
+def test_batched_cycles_queued_while_a_batch_is_out_go_in_the_next_one_on_few_threads() -> None:
+    """Cycles admitted with `submit_batched` need no thread each: a batch thread takes every one
+    queued at the time; they count as admitted until their batch is answered."""
+    release = threading.Event()
+    batches: list[list[object]] = []
+    sent = threading.Event()
+
+    def send(members: list[object]) -> None:
+        batches.append(members)
+        sent.set()
+        release.wait(5)
+
+    pipeline = BindPipeline(20, send_batch=send, batch_threads=1)
+    pipeline.submit_batched("a")
+    assert sent.wait(5)
+    for name in "bcde":
+        pipeline.submit_batched(name)
+    assert pipeline.admitted == 5
+    release.set()
+    wait_until(lambda: pipeline.admitted == 0)
+    assert batches == [["a"], ["b", "c", "d", "e"]]
+    assert [t.name for t in threading.enumerate() if t.name.startswith("bind-batch")] == ["bind-batch-0"]
+    pipeline.stop_workers()
+
+
+def test_a_backlog_behind_a_batch_on_the_wire_goes_out_on_another_batch_thread() -> None:
+    release = threading.Event()
+    batches: list[list[object]] = []
+
+    def send(members: list[object]) -> None:
+        batches.append(members)
+        release.wait(5)
+
+    pipeline = BindPipeline(32, send_batch=send, batch_threads=2)
+    pipeline.submit_batched(0)
+    wait_until(lambda: len(batches) == 1)
+    for n in range(1, BATCH_SPLIT):
+        pipeline.submit_batched(n)
+    time.sleep(0.05)
+    assert len(batches) == 1  # fewer than BATCH_SPLIT wait: they wait for the batch out
+    pipeline.submit_batched(BATCH_SPLIT)
+    wait_until(lambda: len(batches) == 2)
+    assert batches[1] == list(range(1, BATCH_SPLIT + 1))
+    release.set()
+    wait_until(lambda: pipeline.admitted == 0)
+    pipeline.stop_workers()
+
+
+def test_a_batch_that_raises_frees_its_places() -> None:
+    def send(members: list[object]) -> None:
+        raise RuntimeError("bug")
+
+    pipeline = BindPipeline(2, send_batch=send)
+    pipeline.submit_batched("a")
+    wait_until(lambda: pipeline.admitted == 0)
+    assert pipeline.crashed == 1 and pipeline.has_room()
+    pipeline.stop_workers()
+
+
+def test_the_gate_counts_a_batch_as_that_many_requests() -> None:
+    pipeline = BindPipeline(8)
+    with pipeline.sending(5):
+        assert pipeline.on_wire == 5
+    assert pipeline.on_wire == 0
+    pipeline.suspend("not leading")
+    with pytest.raises(BindRefused), pipeline.sending(3):
+        raise AssertionError("a batch was let through")
+    assert pipeline.refused == 3

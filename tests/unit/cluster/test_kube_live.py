@@ -227,7 +227,7 @@ def test_the_loop_runs_at_most_depth_pods_ahead_of_completed_binds() -> None:
     kube.hold_binds = threading.Event()
     cluster, source = start(kube, [node_json("n1", cpu="64")], many_pods(30))  # depth 4
     try:
-        wait_until(lambda: kube.binds_waiting == 4)
+        wait_until(lambda: cluster.pipeline.admitted == 4 and kube.binds_waiting >= 1)
         time.sleep(0.3)  # an unbounded loop would have placed all 30 by now
         counts = cluster.snapshot_counts()
         assert counts["assumed"] == 4 and counts["in_flight_binds"] == 4
@@ -309,6 +309,73 @@ def test_a_bind_sent_apart_from_its_cycle_never_waits_for_the_state_lock(
         stop(cluster, source)
 
 
+def test_binds_of_cycles_admitted_together_go_out_pipelined_in_batches() -> None:
+    """While a batch of binds is on the wire the loop places more pods; their binds go out together
+    in the next batch, one request per pod still, each answered and finished on its own."""
+    kube = FakeKube()
+    kube.hold_binds = threading.Event()
+    cluster, source = start(kube, [node_json("n1", cpu="64")], many_pods(30))  # depth 4
+    try:
+        wait_until(lambda: cluster.pipeline.admitted == 4 and kube.binds_waiting >= 1)
+        kube.hold_binds.set()
+        wait_until(lambda: cluster.scheduled == 30)
+        wait_until(lambda: len(kube.events) == 30)
+        assert sorted(kube.bound) == sorted(f"default/p{i:02d}" for i in range(30))
+        assert len(kube.bind_calls) == 30 and sum(kube.bind_batches) == 30
+        assert max(kube.bind_batches) > 1  # those queued behind the first batch went together
+        assert {e["reason"] for e in kube.events} == {"Scheduled"}
+        assert cluster.snapshot_counts()["assumed"] + cluster.scheduler.cache.pod_count >= 30
+    finally:
+        stop(cluster, source)
+
+
+def test_a_batch_refused_at_the_gate_is_abandoned_and_requeued_without_failures() -> None:
+    """The gate shuts between the loop's last look and the batch's send: every cycle of the batch
+    is abandoned (undone, requeued, no FailedScheduling), none is bound."""
+    kube = FakeKube()
+    fenced: list[str] = []
+    registry = default_registry(entry_points=False)
+    cfg = decode_config(CONFIG, "test.yaml", registry)
+    source = PerKind(
+        {
+            "Node": ScriptedListWatch([[list_page([node_json("n1", cpu="64")], rv="1")]], []),
+            "Pod": ScriptedListWatch([[list_page(many_pods(3), rv="1")]], []),
+        }
+    )
+    cluster = LiveCluster(
+        cfg,
+        registry,
+        kube,  # type: ignore[arg-type]
+        source=source,
+        fence=lambda: fenced[0] if fenced else None,
+    )
+    sending = cluster.pipeline.sending
+
+    def shut_first(requests: int = 1) -> AbstractContextManager[None]:
+        fenced.append("lease not renewed")  # closes just before the send
+        return sending(requests)
+
+    cluster.pipeline.sending = shut_first  # type: ignore[method-assign]
+    cluster.start_informers([KINDS["Node"], KINDS["Pod"]])
+    cluster.wait_for_sync(5)
+    cluster.start_loop()
+    try:
+        cluster.set_leading(True)
+        wait_until(lambda: cluster.abandoned >= 1)
+        wait_until(lambda: cluster.pipeline.admitted == 0)
+        time.sleep(0.2)
+        assert kube.bind_calls == [] and cluster.scheduled == 0
+        assert cluster.snapshot_counts()["assumed"] == 0
+        assert not [e for e in kube.events if e["reason"] == "FailedScheduling"]
+        assert not kube.patches  # no PodScheduled=False either
+        fenced.clear()
+        cluster.pipeline.sending = sending  # type: ignore[method-assign]
+        cluster._wake.set()
+        wait_until(lambda: len(kube.bound) == 3)
+    finally:
+        stop(cluster, source)
+
+
 def test_a_cycle_whose_token_is_not_there_yet_runs_whole_on_its_worker(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -332,16 +399,17 @@ def test_losing_leadership_sends_no_bind_beyond_those_on_the_wire() -> None:
     metrics = SchedulerMetrics()
     cluster, source = start(kube, [node_json("n1", cpu="64")], many_pods(30), metrics)
     try:
-        wait_until(lambda: kube.binds_waiting == 4)
+        wait_until(lambda: cluster.pipeline.admitted == 4 and kube.binds_waiting >= 1)
+        on_wire = kube.binds_waiting  # the first batch; the others wait for the next one
         cluster.set_leading(False)
         kube.hold_binds.set()
         wait_until(lambda: cluster.pipeline.admitted == 0)
         time.sleep(0.3)
-        assert len(kube.bound) == 4  # the four already on the wire, and not one more
+        assert len(kube.bound) == on_wire  # those already on the wire, and not one more
         counts = cluster.snapshot_counts()
-        assert counts["active"] == 26  # the rest wait, unbound, for the next leader
-        assert counts["assumed"] == 4  # the four bound ones, until their watch events confirm them
-        assert cluster.scheduled == 4
+        assert counts["active"] == 30 - on_wire  # the rest wait, unbound, for the next leader
+        assert counts["assumed"] == on_wire  # the bound ones, until their watch events confirm them
+        assert cluster.scheduled == on_wire and cluster.abandoned == 4 - on_wire
     finally:
         kube.hold_binds.set()
         stop(cluster, source)
@@ -352,16 +420,19 @@ def test_stop_drops_queued_binds_and_returns_within_its_bound() -> None:
     kube.hold_binds = threading.Event()
     cluster, source = start(kube, [node_json("n1", cpu="64")], many_pods(30))
     try:
-        wait_until(lambda: kube.binds_waiting == 4)
+        wait_until(lambda: cluster.pipeline.admitted == 4 and kube.binds_waiting >= 1)
+        on_wire = kube.binds_waiting  # the first batch; the others wait for the next one
         threading.Timer(0.2, kube.hold_binds.set).start()  # the requests on the wire answer soon
         for s in source.sources.values():
             s.release.set()
         started = time.monotonic()
         cluster.stop(1.0)
         assert time.monotonic() - started < 1.5
-        assert len(kube.bound) == 4
+        assert len(kube.bound) == on_wire
         assert cluster.pipeline.admitted == 0
-        assert cluster.abandoned == 0  # nothing else had been admitted: the loop waited for room
+        # Those queued for the next batch are refused at the gate; nothing else had been admitted:
+        # the loop waited for room.
+        assert cluster.abandoned == 4 - on_wire
     finally:
         kube.hold_binds.set()
 

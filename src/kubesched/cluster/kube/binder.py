@@ -60,7 +60,23 @@ class Binder:
         try:
             self.client.post(binding_path(pod), binding_body(pod, node_name), throttle=throttle)
         except ApiError as exc:
-            if exc.code == 409:
-                match = _ASSIGNED_RE.search(exc.message)
-                raise BindConflict(exc, match.group(1) if match else None) from exc
-            raise
+            raise _conflict(exc) from exc
+
+    def bind_many(self, binds: list[tuple[Pod, str]]) -> list[ApiError | None]:
+        """Bind each (pod, node), pipelined on one connection, their tokens already taken: None for
+        each bound, else its error as `bind` raises it. A bind without an answer is not sent again
+        (it may have arrived): its error has status 0, as `bind`'s would."""
+        answers = self.client.post_many(
+            [(binding_path(pod), binding_body(pod, node)) for pod, node in binds], throttle=False
+        )
+        return [_conflict(a) if isinstance(a, ApiError) else None for a in answers]
+
+
+def _conflict(exc: ApiError) -> ApiError:
+    """A 409 as BindConflict (with the node that holds the pod, if the server said); else as is."""
+    if exc.code != 409:
+        return exc
+    match = _ASSIGNED_RE.search(exc.message)
+    conflict = BindConflict(exc, match.group(1) if match else None)
+    conflict.__cause__ = exc
+    return conflict

@@ -398,15 +398,19 @@ class KubeClient:
     ) -> Response:
         return self.request("POST", path, params=params, body=msgspec.json.encode(obj), throttle=throttle)
 
-    def post_many(self, requests: Sequence[tuple[str, Any]]) -> list[Response | ApiError]:
+    def post_many(
+        self, requests: Sequence[tuple[str, Any]], *, throttle: bool = True
+    ) -> list[Response | ApiError]:
         """POST each (path, object) of `requests`, pipelined on one connection (`transport`); each
-        gets its Response or its ApiError (status 0: no answer came). Only for requests that are
-        safe to repeat (a create under a fixed name): one without an answer may have arrived.
+        gets its Response or its ApiError (status 0: no answer came). None is sent twice, but one
+        without an answer may have arrived: only for requests where that is harmless (an Event
+        create under a fixed name; a bind, which a 409 settles when it is tried again).
 
-        Every request takes its rate-limiter token. A 401 sends the rejected ones again, one by
-        one, with credentials fetched afresh (`request` does that).
+        Every request takes its rate-limiter token (`throttle=False`: the caller took them). A 401
+        sends the rejected ones again, one by one, with credentials fetched afresh (`request` does
+        that): the server refused them, so none had taken effect.
         """
-        for _ in requests:
+        for _ in requests if throttle else ():
             self.limiter.acquire()
         if self._pool is None or len(requests) == 1:
             return [self._post_one(path, obj) for path, obj in requests]

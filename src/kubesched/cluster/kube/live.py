@@ -135,6 +135,7 @@ class LiveCluster(LivePort):
             limiter=getattr(client, "limiter", None),
             fence=fence,
             on_done=self._wake.set,
+            send_batch=lambda jobs: self.binding.send_binds(jobs),
         )
         pipeline.suspend("not leading")
         if self.extenders is not None:
@@ -155,7 +156,7 @@ class LiveCluster(LivePort):
             event_workers=options.event_workers,
             status_workers=options.status_workers,
         )
-        self.binding = BindingRunner(lock, pipeline, self._event_calls, self._dispatch)
+        self.binding = BindingRunner(lock, pipeline, self._event_calls, self._dispatch, self.binder, self)
         self.scheduler = Scheduler(
             profiles,
             registry,

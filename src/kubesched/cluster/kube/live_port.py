@@ -13,10 +13,11 @@ recorded as bound there at once, so it leaves the queue instead of being retried
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
@@ -41,6 +42,14 @@ from kubesched.scheduler.scheduler import Scheduler
 __all__ = ["LivePort"]
 
 log = logging.getLogger(__name__)
+
+
+class _Answered(threading.local):
+    """The answer to a bind already sent in a batch, for the `bind` call on this thread that asks
+    for it (see `LivePort.answered`)."""
+
+    ready = False
+    error: Exception | None = None
 
 
 class LivePort:
@@ -69,6 +78,7 @@ class LivePort:
         self.groups = groups
         self._dispatch = dispatch  # runs a callable on the scheduling loop, under the lock
         self.binder = Binder(client)
+        self._answered = _Answered()
         #: VolumeBinding's PreBind writes (PV claimRef, selected-node) and waits through this.
         self.volumes = ApiVolumeBinder(client, InformerVolumeReader(informers, ApiVolumeReader(client)))
         self.claims = ApiClaimWriter(client, now=lambda: time.time())
@@ -84,14 +94,22 @@ class LivePort:
 
         The pipeline took the client's rate-limiter token before the cycle ran, so the request goes
         out at once. A 409 is final and never a success (see module docstring); `BindRefused` means
-        the gate closed (the core abandons the attempt).
+        the gate closed (the core abandons the attempt). Under `answered`, the bind was sent
+        already and this gives its answer.
         """
         conflict: BindConflict | None = None
-        with self._lock.released(), self.pipeline.sending():
-            try:
-                self.binder.bind(pod, node_name, throttle=False)
-            except BindConflict as exc:
-                conflict = exc
+        answered = self._answered
+        if answered.ready:
+            answered.ready = False
+            if answered.error is not None and not isinstance(answered.error, BindConflict):
+                raise answered.error
+            conflict = answered.error
+        else:
+            with self._lock.released(), self.pipeline.sending():
+                try:
+                    self.binder.bind(pod, node_name, throttle=False)
+                except BindConflict as exc:
+                    conflict = exc
         if conflict is None:
             return
         self.bind_conflicts += 1
@@ -99,6 +117,18 @@ class LivePort:
         if conflict.node:
             self._bound_elsewhere(pod, conflict.node)
         raise conflict
+
+    @contextlib.contextmanager
+    def answered(self, error: Exception | None) -> Iterator[None]:
+        """The next `bind` on this thread, within this block, was sent already (in a pipelined
+        batch) and was answered thus (None: bound), so it gives that answer instead of a request:
+        the Bind plugins run as ever and DefaultBinder gets the answer through this port."""
+        answered = self._answered
+        answered.ready, answered.error = True, error
+        try:
+            yield
+        finally:
+            answered.ready, answered.error = False, None
 
     def _bound_elsewhere(self, pod: Pod, node: str) -> None:
         """Tell the core now that `pod` is bound to `node` (the watch event may lag), so the pod
