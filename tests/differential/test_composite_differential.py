@@ -99,3 +99,61 @@ def test_seeded_trees_agree_with_kube_scheduler(composite: Harnesses, tmp_path: 
     assert tally.scenarios == len(SEEDS)
     assert made["group-bound"] > 10 and made["condition"] > 10 and made["message"] > 5, made
     assert tally.mismatches == [], report.getvalue()
+
+
+def _with_priorities(wave: Wave, root_class: str, child_class: str, *, whole: bool) -> Wave:
+    """The tree of `wave` anywhere in the cluster (no rack), its root and pods of `root_class`, its
+    PodGroups of `child_class`; the root's `disruptionMode` `all` when `whole`."""
+    for pod in wave.pods:
+        pod["spec"]["priorityClassName"] = root_class
+    for group in wave.groups:
+        group["spec"]["priorityClassName"] = child_class
+    for composite in wave.composites:
+        composite["spec"].pop("schedulingConstraints", None)
+        composite["spec"]["priorityClassName"] = root_class
+        if whole:
+            composite["spec"]["disruptionMode"] = {"all": {}}
+    return wave
+
+
+def _pod(name: str, cpu: str, priority: str, group: str | None = None) -> Obj:
+    spec: Obj = {
+        "priorityClassName": priority,
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    if group is not None:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    metadata = {"name": name, "namespace": "default"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def test_a_victim_in_a_tree_is_weighed_and_evicted_as_its_root_says(
+    composite: Harnesses, tmp_path: Path
+) -> None:
+    """A tree (root `low`, disrupted whole; its PodGroups `high`) on three of four 4-CPU nodes, a
+    `high` pod on the fourth, then a one-pod gang of priority `mid`: the binary weighs the tree's
+    pods at the root's `low` and evicts all three for the gang's one pod."""
+    s = GroupScenario(0, label="cp21v", topology=True, composite=True)
+    s.nodes = [_node(s, i, "ab"[i % 2]) for i in range(4)]
+    gang = Wave(
+        pods=[_pod(f"{s.name}-w2-p0", "3", "mid", f"{s.name}-w2")],
+        groups=[
+            {
+                "apiVersion": "scheduling.k8s.io/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": f"{s.name}-w2", "namespace": "default"},
+                "spec": {"priorityClassName": "mid", "schedulingPolicy": {"gang": {"minCount": 1}}},
+            }
+        ],
+    )
+    s.waves = [
+        _with_priorities(_tree(s, 0, 2), "low", "high", whole=True),
+        Wave(pods=[_pod(f"{s.name}-w1-o0", "4", "high")]),
+        gang,
+    ]
+    waves = play_waves(composite.upstream, s)
+    assert len(waves[2].victims) == 3, waves[2].victims
+    results = [r for w in waves for r in compare_wave_seeded(w, composite.gates, tmp_path)]
+    assert [m for r in results for m in r.mismatches] == []
+    assert "preemption" in {name for r in results for name in r.made}

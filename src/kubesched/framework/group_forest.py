@@ -103,6 +103,22 @@ class GroupForest:
                 return current
             current = parent
 
+    def ancestry(self, key: EntityKey) -> list[tuple[EntityKey, PodGroup | CompositePodGroup]]:
+        """`key`'s group, then its parent, and so on up (upstream's TraverseHierarchyUp): at most
+        MAX_TREE_DEPTH groups, ending before a group that does not exist or one met twice."""
+        out: list[tuple[EntityKey, PodGroup | CompositePodGroup]] = []
+        seen: set[EntityKey] = set()
+        current: EntityKey | None = key
+        while current is not None and len(out) < MAX_TREE_DEPTH and current not in seen:
+            obj = self.get(current)
+            if obj is None:
+                break
+            seen.add(current)
+            out.append((current, obj))
+            name = obj.spec.parent_composite_pod_group_name
+            current = None if name is None else EntityKey(True, current.namespace, name)
+        return out
+
     def children(self, key: EntityKey) -> list[EntityKey]:
         """The groups naming composite `key` as parent: PodGroups, then composites, each in arrival order."""
         if not key.composite:

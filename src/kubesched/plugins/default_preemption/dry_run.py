@@ -26,7 +26,7 @@ from kubesched.plugins.default_preemption.candidates import (
     filter_pods_with_pdb_violation,
     start_time,
 )
-from kubesched.plugins.default_preemption.pod_group import pod_victim_facts
+from kubesched.plugins.default_preemption.victim_units import pod_victim_facts
 
 __all__ = ["NO_VICTIMS", "DryRun", "dry_run", "select_victims_on_node"]
 
@@ -98,7 +98,7 @@ def select_victims_on_node(
 ) -> tuple[list[PodInfo], int, Status | None]:
     """The fewest, least important pods to evict from `node_info` (a clone) so the pod fits.
 
-    A victim's priority and rank are `pod_group.pod_victim_facts`: with GenericWorkload off, the
+    A victim's priority and rank are `victim_units.pod_victim_facts`: with GenericWorkload off, the
     pod's own priority, every pod alike.
 
     Returns (victims most important first, number of victims whose eviction violates a PDB,

@@ -62,6 +62,7 @@ from kubesched.plugins.default_preemption.pod_group import (
     result_of,
     select_group_victims,
 )
+from kubesched.plugins.default_preemption.victim_units import pod_victim_facts
 
 __all__ = ["NOT_ELIGIBLE_NEVER", "NOT_ELIGIBLE_TERMINATING", "NOT_HELPFUL", "DefaultPreemption"]
 
@@ -366,8 +367,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, R
         row = snapshot.index.get(nominated)
         if row is None:
             return ""
+        victim_facts = pod_victim_facts(handle)  # a pod of a group weighs at its tree's priority
         for pi in snapshot.infos[row].pods.values():
-            if pi.priority < preemptor.priority and terminating_by_preemption(pi.pod):
+            if terminating_by_preemption(pi.pod) and victim_facts(pi)[0] < preemptor.priority:
                 return NOT_ELIGIBLE_TERMINATING
         return ""
 

@@ -4,17 +4,14 @@ As upstream's PodGroupEvaluator (framework/preemption/podgrouppreemption.go): ev
 priority than the group is taken off the snapshot at once and the group's algorithm runs again; if
 the group then fits, victims are reprieved one by one, most important first (those whose eviction
 would break a PodDisruptionBudget before the others), as long as every member the algorithm placed
-still passes the filters on its node. A victim is one pod, or every scheduled pod of a PodGroup
-whose `disruptionMode` is `all`. A victim's priority is its PodGroup's when it has one.
+still passes the filters on its node. What a victim is and its priority: victim_units.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from kubesched.api.scheduling_groups import PodGroup
 from kubesched.framework.interfaces import Handle
 from kubesched.framework.node_info import PodInfo, pod_key
 from kubesched.framework.placement import ProposedAssignment
@@ -24,10 +21,16 @@ from kubesched.framework.pod_group_preemption import (
     PodGroupPostFilterResult,
     PodGroupSchedulingFunc,
 )
-from kubesched.framework.pod_groups import PodGroupLookup, pod_group_of, pod_group_priority
+from kubesched.framework.pod_groups import pod_group_priority
 from kubesched.framework.status import Code, Status
-from kubesched.plugins.default_preemption.candidates import Budget, ExtensionError, start_time
+from kubesched.plugins.default_preemption.candidates import Budget, ExtensionError
 from kubesched.plugins.default_preemption.executor import terminating_by_preemption
+from kubesched.plugins.default_preemption.victim_units import (
+    GroupVictim,
+    VictimUnits,
+    group_victims,
+    pod_victim_facts,
+)
 
 __all__ = [
     "NO_VICTIMS_FOR_GROUP",
@@ -46,19 +49,6 @@ NO_VICTIMS_FOR_GROUP = "No preemption victims found for incoming preemptor"
 ONGOING = "ongoing preemption on nominated nodes"
 _NEVER = "Never"
 _LOWER = "PreemptLowerPriority"
-
-
-@dataclass(slots=True)
-class GroupVictim:
-    """What is evicted as one: a pod, or a whole PodGroup (`disruptionMode: all`)."""
-
-    pods: list[PodInfo]
-    priority: int
-    #: upstream's victimRank: 2 for a PodGroup or a pod of one, 1 for a pod on its own.
-    rank: int
-    #: The earliest `status.startTime` of its pods (inf: none started).
-    start: float
-    whole_group: bool = False
 
 
 def more_important(a: GroupVictim, b: GroupVictim) -> int:
@@ -88,35 +78,6 @@ def preemption_policy(preemptor: GroupPreemptor) -> str:
     if any(p.spec.preemption_policy == _NEVER for p in preemptor.members):
         return _NEVER
     return _LOWER
-
-
-def group_victims(handle: Handle) -> list[GroupVictim]:
-    """Every pod on the snapshot as a possible victim, node by node: a pod of a PodGroup whose
-    `disruptionMode` is `all` brings the group's other scheduled pods along, once."""
-    lookup = handle if isinstance(handle, PodGroupLookup) else None
-    table = handle.snapshot
-    on_nodes = {k: pi for info in table.infos for k, pi in info.pods.items()}
-    seen: set[str] = set()
-    out: list[GroupVictim] = []
-    for info in table.infos:
-        for pi in info.pods.values():
-            group = pod_group_of(pi.pod)
-            state = lookup.pod_group_state(*group) if lookup is not None and group is not None else None
-            pod_group = state.pod_group if state is not None else None
-            priority = pod_group_priority(pod_group) if pod_group is not None else pi.priority
-            rank = 2 if pi.pod.spec.scheduling_group is not None else 1
-            if state is None or pod_group is None or not _disrupted_whole(pod_group):
-                out.append(GroupVictim([pi], priority, rank, start_time(pi.pod)))
-                continue
-            key = f"{group[0]}/{group[1]}" if group is not None else pi.key
-            if key in seen:
-                continue
-            seen.add(key)
-            pods = [on_nodes[k] for p in state.pods if (k := pod_key(p)) in state.scheduled and k in on_nodes]
-            pods = pods or [pi]
-            start = min(start_time(p.pod) for p in pods)
-            out.append(GroupVictim(pods, priority, 2, start, whole_group=True))
-    return out
 
 
 def select_group_victims(
@@ -163,7 +124,7 @@ def select_group_victims(
 
 def ongoing(handle: Handle, preemptor: GroupPreemptor) -> bool:
     """A member's nominated node still has a lower-priority pod terminating by preemption."""
-    lookup = handle if isinstance(handle, PodGroupLookup) else None
+    units = VictimUnits(handle)
     priority = pod_group_priority(preemptor.pod_group)
     table = handle.snapshot
     for node in set(preemptor.nominated.values()):
@@ -171,38 +132,9 @@ def ongoing(handle: Handle, preemptor: GroupPreemptor) -> bool:
         if row is None:
             continue
         for pi in table.infos[row].pods.values():
-            if _priority(lookup, pi) < priority and terminating_by_preemption(pi.pod):
+            if units.of(pi).priority < priority and terminating_by_preemption(pi.pod):
                 return True
     return False
-
-
-def pod_victim_facts(handle: Handle) -> Callable[[PodInfo], tuple[int, int]]:
-    """(priority, rank) of a pod as a victim of one pod's preemption: with GenericWorkload on, a pod
-    of a pod group has its PodGroup's priority and outranks a pod on its own of equal priority
-    (upstream's NewPodVictim); otherwise its own priority, rank 1."""
-    lookup = handle if isinstance(handle, PodGroupLookup) else None
-
-    def facts(pi: PodInfo) -> tuple[int, int]:
-        group = pod_group_of(pi.pod) if lookup is not None else None
-        state = lookup.pod_group_state(*group) if lookup is not None and group is not None else None
-        if state is None:
-            return pi.priority, 1
-        return (pod_group_priority(state.pod_group) if state.pod_group is not None else pi.priority), 2
-
-    return facts
-
-
-def _priority(lookup: PodGroupLookup | None, pi: PodInfo) -> int:
-    group = pod_group_of(pi.pod)
-    state = lookup.pod_group_state(*group) if lookup is not None and group is not None else None
-    if state is not None and state.pod_group is not None:
-        return pod_group_priority(state.pod_group)
-    return pi.priority
-
-
-def _disrupted_whole(pod_group: PodGroup) -> bool:
-    mode = pod_group.spec.disruption_mode
-    return mode is not None and mode.all is not None
 
 
 def _split_by_budgets(

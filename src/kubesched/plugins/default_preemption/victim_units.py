@@ -1,0 +1,133 @@
+"""What a running pod is evicted as, and at what priority, when preemption weighs it (GenericWorkload on).
+
+As upstream's GetPodPriority and getHighestAllAncestor (framework/preemption/util.go, types.go): a
+pod of a PodGroup is weighed at its tree's priority, not its own PodGroup's. With CompositePodGroup
+on, that is the last group reached walking up `parentCompositePodGroupName` (at most four groups,
+stopping before a parent that does not exist), the root of a whole tree; with the gate off, its
+PodGroup's. It is evicted on its own, or together with every scheduled pod under the highest group
+of that walk whose `disruptionMode` is `all` (a composite's rank above a PodGroup's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
+from kubesched.framework.group_forest import EntityKey, ForestLookup, GroupForest
+from kubesched.framework.interfaces import Handle
+from kubesched.framework.node_info import PodInfo, pod_key
+from kubesched.framework.pod_groups import PodGroupLookup, PodGroupState, pod_group_of, pod_group_priority
+from kubesched.plugins.default_preemption.candidates import start_time
+
+__all__ = ["GroupVictim", "PodUnit", "PodUnitFacts", "VictimUnits", "group_victims", "pod_victim_facts"]
+
+#: A running pod's (priority, rank) as a victim of one pod's preemption.
+PodUnitFacts = Callable[[PodInfo], tuple[int, int]]
+
+
+@dataclass(slots=True)
+class GroupVictim:
+    """What is evicted as one: a pod, or every scheduled pod under a group whose `disruptionMode`
+    is `all`."""
+
+    pods: list[PodInfo]
+    priority: int
+    #: upstream's victimRank: 3 for a CompositePodGroup, 2 for a PodGroup or a pod of one, 1 for a
+    #: pod on its own.
+    rank: int
+    #: The earliest `status.startTime` of its pods (inf: none started).
+    start: float
+    whole_group: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PodUnit:
+    """One running pod as preemption sees it."""
+
+    priority: int
+    #: As a victim on its own: 2 for a pod of a pod group (GenericWorkload on), 1 otherwise.
+    rank: int
+    #: The highest group of its walk up whose `disruptionMode` is `all` (None: evicted alone).
+    whole: EntityKey | None = None
+
+
+class VictimUnits:
+    """The pod-group facts of the handle's snapshot that preemption needs about running pods."""
+
+    def __init__(self, handle: Handle) -> None:
+        self._lookup = handle if isinstance(handle, PodGroupLookup) else None
+        self._forest: GroupForest | None = handle.group_forest() if isinstance(handle, ForestLookup) else None
+
+    def of(self, pi: PodInfo) -> PodUnit:
+        group = pod_group_of(pi.pod)
+        lookup = self._lookup
+        state = lookup.pod_group_state(*group) if lookup is not None and group is not None else None
+        if group is None or state is None:  # on its own, or GenericWorkload off
+            return PodUnit(pi.priority, 1)
+        key = EntityKey(False, *group)
+        if self._forest is None:
+            chain: list[tuple[EntityKey, PodGroup | CompositePodGroup]] = (
+                [] if state.pod_group is None else [(key, state.pod_group)]
+            )
+        else:
+            chain = self._forest.ancestry(key)
+        if not chain:
+            return PodUnit(pi.priority, 2)
+        whole = next((k for k, obj in reversed(chain) if _disrupted_whole(obj)), None)
+        return PodUnit(pod_group_priority(chain[-1][1]), 2, whole)
+
+    def states_under(self, key: EntityKey) -> list[PodGroupState]:
+        """The PodGroups at or under `key`, as upstream's GetPodGroupStates walks them."""
+        if self._forest is not None:
+            return self._forest.states_under(key)
+        state = None if self._lookup is None else self._lookup.pod_group_state(key.namespace, key.name)
+        return [] if state is None else [state]
+
+
+def group_victims(handle: Handle) -> list[GroupVictim]:
+    """Every pod on the snapshot as a possible victim, node by node: a pod under a group evicted
+    whole brings every scheduled pod under that group along, once."""
+    units = VictimUnits(handle)
+    table = handle.snapshot
+    on_nodes = {k: pi for info in table.infos for k, pi in info.pods.items()}
+    seen: set[EntityKey] = set()
+    out: list[GroupVictim] = []
+    for info in table.infos:
+        for pi in info.pods.values():
+            unit = units.of(pi)
+            if unit.whole is None:
+                out.append(GroupVictim([pi], unit.priority, unit.rank, start_time(pi.pod)))
+                continue
+            if unit.whole in seen:
+                continue
+            seen.add(unit.whole)
+            pods = [
+                on_nodes[k]
+                for state in units.states_under(unit.whole)
+                for p in state.pods
+                if (k := pod_key(p)) in state.scheduled and k in on_nodes
+            ]
+            pods = pods or [pi]
+            start = min(start_time(p.pod) for p in pods)
+            rank = 3 if unit.whole.composite else 2
+            out.append(GroupVictim(pods, unit.priority, rank, start, whole_group=True))
+    return out
+
+
+def pod_victim_facts(handle: Handle) -> PodUnitFacts:
+    """(priority, rank) of a pod as a victim of one pod's preemption (upstream's NewPodVictim): with
+    GenericWorkload on, a pod of a pod group has its tree's priority and outranks a pod on its own of
+    equal priority; otherwise its own priority, rank 1."""
+    units = VictimUnits(handle)
+
+    def facts(pi: PodInfo) -> tuple[int, int]:
+        unit = units.of(pi)
+        return unit.priority, unit.rank
+
+    return facts
+
+
+def _disrupted_whole(obj: PodGroup | CompositePodGroup) -> bool:
+    mode = obj.spec.disruption_mode
+    return mode is not None and mode.all is not None
