@@ -3,11 +3,19 @@
 A nominated pod has evicted victims on a node but is not bound yet. Until it is, filters run a
 pass with the nominated pods of equal or higher priority added to the node, so a lower-priority pod
 cannot take the room that preemption freed for them.
+
+Upstream's queue keeps only a reference to a nominated pod and looks its object up in its queues
+when a filter asks; a pod it does not find there, one popped and being scheduled right now, stands
+in as its bare name (priority 0, no requests). So in a pod group's cycle the members' own
+nominations, made by an earlier cycle's preemption, never hold room against each other.
 """
 
 from __future__ import annotations
 
-from kubesched.api.objects import Pod
+from collections.abc import Callable
+
+from kubesched.api.meta import ObjectMeta
+from kubesched.api.objects import Pod, PodSpec
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.runtime import Framework
@@ -17,13 +25,16 @@ from kubesched.framework.status import Status
 class Nominator:
     """Pod -> nominated node and node -> nominated pods, kept in nomination order."""
 
-    __slots__ = ("_node_of", "_pods_on", "version")
+    __slots__ = ("_node_of", "_pods_on", "in_flight", "version")
 
     def __init__(self) -> None:
         self._node_of: dict[str, str] = {}
         self._pods_on: dict[str, dict[str, PodInfo]] = {}
         #: Counts the changes: equal versions, equal nominations.
         self.version = 0
+        #: Whether a pod is being scheduled now (the queue's in-flight pods); such a nominated pod
+        #: shows as its bare name (see the module's docstring).
+        self.in_flight: Callable[[str], bool] = lambda key: False
 
     def add(self, pod_info: PodInfo, node_name: str | None = None) -> None:
         """Nominate the pod, replacing any earlier nomination.
@@ -67,8 +78,9 @@ class Nominator:
         return self._node_of.get(pod_key)
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        """The pods nominated to `node_name`, oldest nomination first (a copy)."""
-        return list(self._pods_on.get(node_name, {}).values())
+        """The pods nominated to `node_name`, oldest nomination first, a pod in flight bare."""
+        in_flight = self.in_flight
+        return [_bare(p) if in_flight(p.key) else p for p in self._pods_on.get(node_name, {}).values()]
 
     def nominated_pods_for_filter(self, node_name: str, pod_info: PodInfo) -> list[PodInfo]:
         """The nominated pods the filter pass must assume on the node when scheduling `pod_info`.
@@ -78,7 +90,7 @@ class Nominator:
         """
         return [
             p
-            for p in self._pods_on.get(node_name, {}).values()
+            for p in self.nominated_pods_for_node(node_name)
             if p.priority >= pod_info.priority and p.key != pod_info.key
         ]
 
@@ -91,6 +103,16 @@ class Nominator:
 
     def __len__(self) -> int:
         return len(self._node_of)
+
+
+def _bare(pi: PodInfo) -> PodInfo:
+    """How upstream's queue shows a nominated pod it cannot find: name, namespace, uid and group."""
+    meta = pi.pod.metadata
+    bare = Pod(
+        metadata=ObjectMeta(name=meta.name, namespace=meta.namespace, uid=meta.uid),
+        spec=PodSpec(scheduling_group=pi.pod.spec.scheduling_group),
+    )
+    return PodInfo(bare)
 
 
 def filter_with_nominated_pods(

@@ -301,6 +301,10 @@ class SchedulingQueue:
             taken.append(qpi)
         return taken
 
+    def in_flight(self, pod_key: str) -> bool:
+        """Whether the pod was popped (or taken with its group) and its cycle is not over."""
+        return pod_key in self._in_flight
+
     def done(self, pod_key: str) -> None:
         """The pod's cycle is over (bound, requeued or dropped): forget it and events only it needed."""
         if self._in_flight.pop(pod_key, None) is None:

@@ -113,6 +113,7 @@ class Scheduler:
             max_backoff=options.pod_max_backoff_seconds,
             sort_key=first.sort_key,
         )
+        self.nominator.in_flight = self.queue.in_flight
         pending: dict[str, Pod] = {}  # unassigned pods this scheduler is responsible for
         #: Filter verdicts per pod shape, patched for the next pod of the shape (framework/filter_memo).
         self.filter_memo = FilterMemo()

@@ -123,3 +123,17 @@ def test_nominated_pods_for_filter(incoming_priority: int, expected: list[str]) 
     nom.add(info("elsewhere", priority=99), "n2")
     incoming = PodInfo(make_pod("self", priority=incoming_priority))
     assert names(nom.nominated_pods_for_filter("n1", incoming)) == expected
+
+
+def test_a_pod_in_flight_shows_bare_and_holds_no_room() -> None:
+    # A pod group's members, all popped together, were nominated by an earlier cycle's preemption:
+    # upstream's queue cannot find a popped pod's object, so it stands in at priority 0, no requests.
+    nom = Nominator()
+    nom.add(PodInfo(make_pod("mate", priority=100)), "n1")
+    nom.add(PodInfo(make_pod("waiting", priority=100)), "n1")
+    nom.in_flight = lambda key: key == "uid-mate"
+    incoming = PodInfo(make_pod("self", priority=100))
+    assert names(nom.nominated_pods_for_filter("n1", incoming)) == ["waiting"]
+    bare = {p.pod.metadata.name: p for p in nom.nominated_pods_for_node("n1")}["mate"]
+    assert (bare.priority, bare.pod.metadata.uid) == (0, "uid-mate")
+    assert not bare.pod.spec.containers
