@@ -427,36 +427,54 @@ def test_composite_manifests_load_strictly(seed: int) -> None:
     assert len(loaded.composite_pod_groups) == len(composites) > 0
 
 
-def test_a_tree_child_bound_on_a_retry_counts_as_unbound_the_binary_was_watched_for_one_cycle() -> None:
-    wave = _wave({"g-p0": None, "g-p1": None}, {"g-p0": [], "g-p1": []}, [])
+FIRST = ("PodGroupInitiallyScheduled", "False", "Unschedulable", "first cycle")
+LATER = ("PodGroupInitiallyScheduled", "False", "Unschedulable", "second cycle")
+BOUND = ("PodGroupInitiallyScheduled", "True", "Scheduled", "")
+
+
+def _tree_wave(bound: bool, condition: tuple[str, str, str, str]) -> WaveOutcome:
+    """The binary's outcome for `g`, a child of a composite: both pods bound or neither."""
+    node = "n1" if bound else None
+    wave = _wave({"g-p0": node, "g-p1": node}, {"g-p0": [], "g-p1": []}, [])
     wave.groups[0]["spec"]["parentCompositePodGroupName"] = "tree"
-    retried = _report(_result("g-p0", "n1"), _result("g-p1", "n2"))
-    for pod in retried.report.pods:
-        pod.attempts = 2
-    results = compare_wave(wave, retried)
-    group = next(r for r in results if r.pod == "default/g")
-    assert group.made["group-bound"] and group.adjusted == 1
-    assert "tree-retried-after-settle" in group.observed
-    # bound on the first cycle it still counts: the binary would have bound it too
-    first = _report(_result("g-p0", "n1"), _result("g-p1", "n2"))
-    for pod in first.report.pods:
-        pod.attempts = 1
-    assert not _made(compare_wave(wave, first))["default/g"]["group-bound"]
-    # a PodGroup of its own is compared as it ends, retries and all
+    wave.group_status["g"] = GroupOutcome("g", [condition])
+    return wave
+
+
+def _retried(history: list[tuple[str, str, str, str]], attempts: int = 3) -> Simulated:
+    """kubesched bound both pods of `g` on attempt `attempts` after the cycles of `history`."""
+    simulated = _report(_result("g-p0", "n1"), _result("g-p1", "n1"))
+    for pod in simulated.report.pods:
+        pod.attempts = attempts
+    simulated.conditions["g"] = [BOUND]
+    simulated.history["g"] = [[c] for c in [*history, BOUND]]
+    return simulated
+
+
+def _group(results: list[PodComparison]) -> PodComparison:
+    return next(r for r in results if r.pod == "default/g")
+
+
+def test_a_tree_child_agrees_with_kubescheds_first_cycle_bound_count_and_condition_at_once() -> None:
+    # The binary was read after its first cycle: nothing bound yet, the first cycle's condition.
+    group = _group(compare_wave(_tree_wave(False, FIRST), _retried([FIRST, LATER])))
+    assert not group.mismatches and group.adjusted == 1
+    assert "tree-first-cycle" in group.observed
+    assert group.made["group-bound"] and group.made["condition"]
+    # and after the retry that bound it, kubesched's run as it ended agrees without adjusting
+    group = _group(compare_wave(_tree_wave(True, BOUND), _retried([FIRST, LATER])))
+    assert not group.mismatches and group.adjusted == 0
+
+
+def test_a_tree_childs_condition_is_never_taken_from_a_later_cycle_than_the_first() -> None:
+    # the second cycle's condition, with the first cycle's count: the binary, read after one
+    # cycle, cannot have written it, and no one moment of kubesched's run gives both
+    assert _group(compare_wave(_tree_wave(False, LATER), _retried([FIRST, LATER]))).mismatches
+    # pods bound on the first attempt stay bound in the first cycle's view
+    assert _group(compare_wave(_tree_wave(False, FIRST), _retried([FIRST], attempts=1))).mismatches
+
+
+def test_a_pod_group_of_its_own_is_compared_as_kubescheds_run_ended() -> None:
+    wave = _tree_wave(False, FIRST)
     wave.groups[0]["spec"].pop("parentCompositePodGroupName")
-    assert not _made(compare_wave(wave, retried))["default/g"]["group-bound"]
-
-
-def test_a_tree_childs_condition_may_be_one_an_earlier_cycle_wrote() -> None:
-    wave = _wave({"g-p0": None, "g-p1": None}, {"g-p0": [], "g-p1": []}, [])
-    wave.groups[0]["spec"]["parentCompositePodGroupName"] = "tree"
-    first = ("PodGroupInitiallyScheduled", "False", "Unschedulable", "first cycle")
-    last = ("PodGroupInitiallyScheduled", "False", "Unschedulable", "last cycle")
-    wave.group_status["g"] = GroupOutcome("g", [first])
-    simulated = _report(_result("g-p0", None), _result("g-p1", None))
-    simulated.conditions["g"] = [last]
-    simulated.history["g"] = [[first], [last]]
-    group = next(r for r in compare_wave(wave, simulated) if r.pod == "default/g")
-    assert group.made["condition"] and "tree-condition-earlier-cycle" in group.observed
-    simulated.history["g"] = [[last]]
-    assert not _made(compare_wave(wave, simulated))["default/g"]["condition"]
+    assert _group(compare_wave(wave, _retried([FIRST, LATER]))).mismatches

@@ -170,17 +170,13 @@ def compare_wave(outcome: WaveOutcome, simulated: Simulated, *, prefix: str = ""
                 _compare_pod(outcome, n, mine.get(n), simulated.first_messages.get(n), prefix) for n in names
             ]
             continue
-        cmp = _compare_group(outcome, group, names, mine, prefix)
-        retried = _retried_tree(outcome, group, names, mine)
-        if retried and not cmp.made.get("group-bound", True):
-            first_cycle = {n: r for n, r in mine.items() if n not in retried}
-            again = _compare_group(outcome, group, names, first_cycle, prefix)
-            if again.made.get("group-bound"):
-                cmp = again
+        cmp = _compare_whole_group(outcome, group, names, mine, simulated, prefix, first_cycle=False)
+        if cmp.mismatches and _in_tree(outcome, group):
+            first = _compare_whole_group(outcome, group, names, mine, simulated, prefix, first_cycle=True)
+            if not first.mismatches:
+                cmp = first
                 cmp.adjusted += 1
-                cmp.observed.add("tree-retried-after-settle")
-        _compare_group_messages(cmp, outcome, group, names, simulated.first_messages)
-        _compare_condition(cmp, outcome, group, names, _tree_condition(cmp, outcome, group, simulated))
+                cmp.observed.add("tree-first-cycle")
         out.append(cmp)
     victims = sorted({v for n in outcome.nodes if n in mine for v in mine[n].victims})
     if outcome.victims or victims:
@@ -339,38 +335,41 @@ def _compare_condition(
     cmp.check("condition", upstream, kubesched)
 
 
-def _tree_condition(
-    cmp: PodComparison, outcome: WaveOutcome, group: str, simulated: Simulated
-) -> list[tuple[str, str, str, str]]:
-    """kubesched's condition to compare: as its run ended; for a child of a composite whose binary's
-    condition is one an earlier cycle of kubesched's wrote, that one (adjusted,
-    `tree-condition-earlier-cycle`). The binary's tree may have been retried at once (a bind's event
-    requeues it) or not before the wave settled (after a failure, the backoff outlasts the harness's
-    quiet time), and each retry draws the children's order anew (see `_retried_tree`)."""
-    final = simulated.conditions.get(group, [])
+def _compare_whole_group(
+    outcome: WaveOutcome,
+    group: str,
+    names: list[str],
+    mine: dict[str, PodResult],
+    simulated: Simulated,
+    prefix: str,
+    *,
+    first_cycle: bool,
+) -> PodComparison:
+    """Every comparison of a group: on kubesched's run as it ended, or as its first cycle left it.
+
+    The first cycle's view is a CompositePodGroup child's second chance (`compare_wave`). The
+    binary tries a composite's children in a new random order on each cycle of the tree, so a tree
+    that failed may fit on a retry; after a failure the tree's backoff (1 s) outlasts the harness's
+    quiet time (0.6 s), so the binary is read after its first cycle unless a bind's event requeued
+    the tree at once. kubesched's simulate retries until nothing moves. The first cycle's view takes
+    the pods kubesched bound on a later attempt as unbound and the condition its first cycle wrote,
+    both at once: the binary was read at one moment. Which order the first cycle drew is the seed's
+    (`compare_wave_seeded` tries others)."""
+    condition = simulated.conditions.get(group, [])
+    if first_cycle:
+        mine = {n: r for n, r in mine.items() if not (r.result == "Scheduled" and r.attempts > 1)}
+        written = simulated.history.get(group, [])
+        condition = written[0] if written else condition
+    cmp = _compare_group(outcome, group, names, mine, prefix)
+    _compare_group_messages(cmp, outcome, group, names, simulated.first_messages)
+    _compare_condition(cmp, outcome, group, names, condition)
+    return cmp
+
+
+def _in_tree(outcome: WaveOutcome, group: str) -> bool:
+    """Whether PodGroup `group` of the wave is a child of a CompositePodGroup."""
     spec: Obj = next((g["spec"] for g in outcome.groups if g["metadata"]["name"] == group), {})
-    upstream = outcome.group_status[group].conditions if group in outcome.group_status else []
-    if not spec.get("parentCompositePodGroupName") or upstream == final:
-        return final
-    if upstream in simulated.history.get(group, []):
-        cmp.adjusted += 1
-        cmp.observed.add("tree-condition-earlier-cycle")
-        return upstream
-    return final
-
-
-def _retried_tree(outcome: WaveOutcome, group: str, names: list[str], mine: dict[str, PodResult]) -> set[str]:
-    """The pods of a CompositePodGroup's child that kubesched bound on a later cycle than its first.
-
-    The binary tries a composite's children in a new random order on each cycle of the tree, so a
-    tree that failed may fit on its retry. That retry comes after the group's backoff (1 s), when the
-    harness has taken the wave as settled (0.6 s without a change), unless a bind's event requeued the
-    tree at once. kubesched's simulate retries too: where the counts disagree, such pods count as
-    unbound and the first cycle's count stands if it agrees (adjusted)."""
-    spec: Obj = next((g["spec"] for g in outcome.groups if g["metadata"]["name"] == group), {})
-    if not spec.get("parentCompositePodGroupName"):
-        return set()
-    return {n for n in names if n in mine and mine[n].result == "Scheduled" and mine[n].attempts > 1}
+    return bool(spec.get("parentCompositePodGroupName"))
 
 
 def _groups_of(outcome: WaveOutcome) -> dict[str, str]:
