@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.differential.group_builders import IN_ONE_RACK, NO_VICTIMS, member_pods, node, pod_group
+from tests.differential.group_builders import IN_ONE_RACK, NO_VICTIMS, gang, member_pods, node, pod_group
 
 from kubesched.harness.differential.gated import COMPOSITE_GATES
 from kubesched.harness.differential.group_compare import compare_wave_seeded
@@ -29,12 +29,15 @@ from kubesched.harness.differential.waves import play_waves
 Obj = dict[str, Any]
 #: Seeds of the bounded set (no priorities: a few seconds each on an idle machine).
 SEEDS = [1, 2, 3, 4, 5]
+#: Seeds also played by `kubesched run` with the three gates.
+LIVE_SEEDS = [1, 2]
 
 
 @pytest.fixture(scope="module")
 def composite() -> Iterator[Harnesses]:
-    """A control plane serving v1beta1 and v1alpha3, kube-scheduler v1.37.2 with the three gates."""
-    with harnesses(live=False, gates=COMPOSITE_GATES) as h:
+    """A control plane serving v1beta1 and v1alpha3, kube-scheduler v1.37.2 and `kubesched run`
+    with the three gates."""
+    with harnesses(live=True, gates=COMPOSITE_GATES) as h:
         yield h
 
 
@@ -101,6 +104,21 @@ def test_seeded_trees_agree_with_kube_scheduler(composite: Harnesses, tmp_path: 
     assert tally.mismatches == [], report.getvalue()
 
 
+def test_kubesched_run_agrees_on_seeded_trees(composite: Harnesses, tmp_path: Path) -> None:
+    """`kubesched run` live: the trees' pods it binds, the FailedScheduling events and the child
+    PodGroups' conditions it writes, against kubesched's simulator as the binary is compared."""
+    tally = run_group_scenarios(
+        LIVE_SEEDS, tmp_path, composite=True, priorities=False, live_every=1, using=composite
+    )
+    report = io.StringIO()
+    for m in tally.mismatches:
+        print_mismatch(m, report, flags=composite.gates.flags())
+    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    assert tally.live_scenarios == len(LIVE_SEEDS)
+    assert made["live-group-bound"] > 5 and made["live-condition"] > 5, made
+    assert tally.mismatches == [], report.getvalue()
+
+
 def _with_priorities(wave: Wave, root_class: str, child_class: str, *, whole: bool) -> Wave:
     """The tree of `wave` anywhere in the cluster (no rack), its root and pods of `root_class`, its
     PodGroups of `child_class`; the root's `disruptionMode` `all` when `whole`."""
@@ -116,16 +134,12 @@ def _with_priorities(wave: Wave, root_class: str, child_class: str, *, whole: bo
     return wave
 
 
-def _pod(name: str, cpu: str, priority: str, group: str | None = None) -> Obj:
-    spec: Obj = {
-        "priorityClassName": priority,
-        "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}],
-    }
-    if group is not None:
-        spec["schedulingGroup"] = {"podGroupName": group}
-    metadata = {"name": name, "namespace": "default"}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+def _ordinary(name: str, cpu: str, priority: str) -> Obj:
+    """A pod of no group asking for `cpu`, of priority class `priority`."""
+    (pod,) = member_pods(name, 1, cpu, priority)
+    pod["metadata"]["name"] = name
+    del pod["spec"]["schedulingGroup"]
+    return pod
 
 
 def test_a_victim_in_a_tree_is_weighed_and_evicted_as_its_root_says(
@@ -135,22 +149,11 @@ def test_a_victim_in_a_tree_is_weighed_and_evicted_as_its_root_says(
     `high` pod on the fourth, then a one-pod gang of priority `mid`: the binary weighs the tree's
     pods at the root's `low` and evicts all three for the gang's one pod."""
     s = GroupScenario(0, label="cp21v", topology=True, composite=True)
-    s.nodes = [_node(s, i, "ab"[i % 2]) for i in range(4)]
-    gang = Wave(
-        pods=[_pod(f"{s.name}-w2-p0", "3", "mid", f"{s.name}-w2")],
-        groups=[
-            {
-                "apiVersion": "scheduling.k8s.io/v1beta1",
-                "kind": "PodGroup",
-                "metadata": {"name": f"{s.name}-w2", "namespace": "default"},
-                "spec": {"priorityClassName": "mid", "schedulingPolicy": {"gang": {"minCount": 1}}},
-            }
-        ],
-    )
+    s.nodes = [node(s, i, "ab"[i % 2]) for i in range(4)]
     s.waves = [
         _with_priorities(_tree(s, 0, 2), "low", "high", whole=True),
-        Wave(pods=[_pod(f"{s.name}-w1-o0", "4", "high")]),
-        gang,
+        Wave(pods=[_ordinary(f"{s.name}-w1-o0", "4", "high")]),
+        gang(s, 2, 1, "3", 1, priority="mid", spec={"priorityClassName": "mid"}),
     ]
     waves = play_waves(composite.upstream, s)
     assert len(waves[2].victims) == 3, waves[2].victims
