@@ -1,5 +1,9 @@
 """`kubesched explain` for a pod group: why a scheduling.k8s.io PodGroup is pending (GenericWorkload on).
 
+With CompositePodGroup on, a PodGroup under a composite is scheduled with its whole tree, all or
+nothing: the cycle is the tree's (every pending pod of its PodGroups), and the explanation names the
+tree's root and each sibling PodGroup, marking those that failed on their own and so hold it back.
+
 The group's pending pods go on a MemoryCluster with the running pods (and the pending pods that
 hold a nomination, as for one pod), and the real scheduler runs one pod-group cycle: the members
 tried in upstream's order on the placement, GangScheduling's minCount check after each. Its outcome
@@ -25,8 +29,9 @@ from kubesched.api.scheduling_groups import PodGroup
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.config.types import DEFAULT_SCHEDULER_NAME, KubeSchedulerConfiguration
 from kubesched.errors import InputError, did_you_mean
+from kubesched.framework.group_forest import EntityKey, GroupForest, GroupNode
 from kubesched.framework.node_info import PodInfo, pod_key
-from kubesched.framework.pod_groups import GroupKey, min_count, pod_group_of
+from kubesched.framework.pod_groups import GroupKey, SchedulingGroups, min_count, pod_group_of
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework
 from kubesched.scheduler.clock import VirtualClock
@@ -34,7 +39,7 @@ from kubesched.scheduler.pod_group_cycle import PodGroupOutcome
 from kubesched.scheduler.profiles import profiles_from_config
 from kubesched.scheduler.schedule_one import with_node_name
 from kubesched.scheduler.scheduler import Attempt, Scheduler
-from kubesched.simulate.explain.model import GroupMember, PodGroupExplanation
+from kubesched.simulate.explain.model import GroupMember, GroupSibling, PodGroupExplanation
 from kubesched.simulate.explain.nearest import nearest_in_cluster
 from kubesched.simulate.explain.plain import plain_words
 from kubesched.simulate.explain.run import NAMES_PER_REASON, every_node, profile_of
@@ -45,6 +50,7 @@ from kubesched.simulate.virtual_time import drain, new_scheduler
 __all__ = ["explain_pod_group", "find_pod_group"]
 
 GENERIC_WORKLOAD = "GenericWorkload"
+COMPOSITE_GATE = "CompositePodGroup"
 TOPOLOGY_GATE = "TopologyAwareWorkloadScheduling"
 #: Members that fit nowhere whose nearest nodes are worked out (each runs every Filter on every node).
 NEAREST_MEMBERS = 3
@@ -99,6 +105,11 @@ def explain_pod_group(
     )
     members = [p for p in objects.pods if pod_group_of(p) == group and not p.finished]
     pending = [p for p in members if not p.spec.node_name]
+    tree = _tree_of(objects, group, registry)
+    leaves = {(k.namespace, k.name) for k in (n.key for n in tree.leaves())} if tree else {group}
+    cycle_pending = [
+        p for p in objects.pods if pod_group_of(p) in leaves and not p.finished and not p.spec.node_name
+    ]
     specs = [every_node(s) for s in profiles_from_config(config, registry)]
     profile = profile_of(pending[0], specs) if pending else DEFAULT_SCHEDULER_NAME
     gang = pod_group.spec.scheduling_policy.gang if pod_group is not None else None
@@ -118,6 +129,8 @@ def explain_pod_group(
         assignments={},
         plain_words=[],
         members=[_member(p, "Bound") for p in members if p.spec.node_name],
+        tree=f"{tree.key.namespace}/{tree.key.name}" if tree is not None else None,
+        siblings=[],
         notes=list(notes),
         seconds=0.0,
     )
@@ -129,11 +142,11 @@ def explain_pod_group(
     nominated = [
         p
         for p in objects.pods
-        if not p.spec.node_name and p.status.nominated_node_name and pod_group_of(p) != group
+        if not p.spec.node_name and p.status.nominated_node_name and pod_group_of(p) not in leaves
     ]
     running = [p for p in objects.pods if p.spec.node_name]
     cluster = MemoryCluster(
-        dataclasses.replace(objects, pods=[*running, *pending]),
+        dataclasses.replace(objects, pods=[*running, *cycle_pending]),
         clock.now,
         group_claims=registry.features.enabled(GROUP_CLAIMS),
     )
@@ -158,12 +171,13 @@ def explain_pod_group(
         fwk = scheduler.frameworks[profile]
         if refused:
             return _done(base, started, message=str(refused[0]))
-        drain(scheduler, stop=lambda: bool(outcomes))
+        drain(scheduler, stop=lambda: any((o.namespace, o.name) == group for o in outcomes))
         admitted = [p for p in cluster.pods.values() if pod_group_of(p) == group and not p.spec.node_name]
-        if not outcomes:
+        outcome = next((o for o in outcomes if (o.namespace, o.name) == group), None)
+        if outcome is None:
             return _gated(base, started, fwk, scheduler, admitted)
-        outcome = outcomes[0]
-        tried = _members(outcome, attempts, admitted)
+        own = [a for a in attempts if pod_group_of(a.pod) == group]
+        tried = _members(outcome, own, admitted)
         if outcome.result == "Unschedulable":
             tried = _with_nearest(tried, fwk, scheduler, cluster, {pod_key(p): p for p in admitted})
     finally:
@@ -173,14 +187,75 @@ def explain_pod_group(
         for a in attempts:
             if a.error is not None:
                 on_error(f"{namespace}/{a.pod.metadata.name}", a.error)
-    return _done(
+    siblings = _siblings(objects, outcomes, group, cluster) if tree is not None else []
+    done = _done(
         base,
         started,
         verdict="Schedulable" if outcome.result == "Scheduled" else outcome.result,
         message=outcome.message,
         assignments=dict(outcome.placement or outcome.tried),
         members=[*tried, *base.members],
+        siblings=siblings,
     )
+    if tree is None or outcome.result == "Scheduled":
+        return done
+    return msgspec.structs.replace(done, plain_words=[*_tree_words(done, tree, outcome), *done.plain_words])
+
+
+def _tree_of(objects: LoadedObjects, group: GroupKey, registry: Registry) -> GroupNode | None:
+    """The CompositePodGroup tree `group` is scheduled in (CompositePodGroup on), None for a
+    PodGroup of its own."""
+    if not registry.features.enabled(COMPOSITE_GATE):
+        return None
+    forest = GroupForest(
+        SchedulingGroups([*objects.scheduling_pod_groups, *objects.composite_pod_groups]), lambda _: False
+    )
+    root = forest.root(EntityKey(False, *group))
+    return forest.tree(root) if root is not None and root.composite else None
+
+
+def _siblings(
+    objects: LoadedObjects,
+    outcomes: list[PodGroupOutcome],
+    group: GroupKey,
+    cluster: MemoryCluster,
+) -> list[GroupSibling]:
+    """The tree's other PodGroups as the cycle left them; one blocks when it could not place its
+    own quorum (minCount pods with those bound, one for the basic policy) in the trial."""
+    out: list[GroupSibling] = []
+    seen = {group}
+    for o in outcomes:
+        key = (o.namespace, o.name)
+        if key in seen:
+            continue
+        seen.add(key)
+        pod_group = cluster.groups.pod_group(*key)
+        bound = sum(1 for p in objects.pods if pod_group_of(p) == key and p.spec.node_name)
+        needed = min_count(pod_group) if pod_group is not None else 1
+        short = o.result != "Scheduled" and bound + len(o.tried) < needed
+        verdict = "Schedulable" if o.result == "Scheduled" else o.result
+        out.append(
+            GroupSibling(pod_group=f"{key[0]}/{key[1]}", verdict=verdict, message=o.message, blocking=short)
+        )
+    return out
+
+
+def _tree_words(done: PodGroupExplanation, tree: GroupNode, outcome: PodGroupOutcome) -> list[str]:
+    """Why a group of a tree is pending, in words: the tree is placed whole, and which of its
+    PodGroups did not meet their own quorum."""
+    root = f"{tree.key.namespace}/{tree.key.name}"
+    blocking = [s.pod_group for s in done.siblings if s.blocking]
+    fitted = done.pods - done.bound <= len(outcome.tried) and outcome.result != "Error"
+    words = f"{done.pod_group} is a child of the composite {root}, whose tree is placed whole, all or nothing"
+    if blocking:
+        words += (
+            f": {', '.join(blocking)} could not place enough of its own pods, so no pod of the tree binds"
+        )
+        if fitted:
+            words += f" (the pods of {done.pod_group} found nodes)"
+    elif fitted:
+        words += ": its own pods found nodes, but the composite's count of children was not met"
+    return [words]
 
 
 def _member(pod: Pod, outcome: str, message: str | None = None) -> GroupMember:

@@ -29,6 +29,12 @@ def render_group_explanation(report: PodGroupExplanation, console: Console) -> N
     if r.message:
         console.print(escape(r.message))
     console.print(f"Placement tried: {escape(r.placement)}")
+    if r.tree:
+        console.print(f"Scheduled whole with its CompositePodGroup tree {escape(r.tree)}, all or nothing")
+    for sib in r.siblings:
+        mark = " [red](holds the tree back)[/]" if sib.blocking else ""
+        text = f": {escape(sib.message)}" if sib.message else ""
+        console.print(f"  sibling {escape(sib.pod_group)}: {sib.verdict}{mark}{text}")
     if r.members:
         console.print()
         console.print(_members_table(r.members))

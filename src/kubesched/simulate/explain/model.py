@@ -104,6 +104,18 @@ class GroupMember(ReportStruct):
     nearest_nodes: list[NearNode]
 
 
+class GroupSibling(ReportStruct):
+    """Another PodGroup of the explained group's CompositePodGroup tree, as the same cycle left it."""
+
+    pod_group: str
+    #: Schedulable | Unschedulable | Error
+    verdict: str
+    #: Its condition's message (empty when it fitted).
+    message: str
+    #: Whether it failed on its own (not only with the tree): a sibling that holds the tree back.
+    blocking: bool
+
+
 class PodGroupExplanation(ReportStruct):
     """`kubesched explain` of a scheduling.k8s.io PodGroup: one pod-group cycle, in full."""
 
@@ -132,5 +144,10 @@ class PodGroupExplanation(ReportStruct):
     plain_words: list[str]
     #: The members in the order the cycle tried them, then those it did not reach.
     members: list[GroupMember]
+    #: With CompositePodGroup on, the root composite of the group's tree ("namespace/name"), which
+    #: is scheduled whole, all or nothing; None for a group of its own.
+    tree: str | None
+    #: The tree's other PodGroups, as the cycle left them.
+    siblings: list[GroupSibling]
     notes: list[str]
     seconds: float

@@ -168,3 +168,52 @@ def test_with_topology_placements_the_placement_names_the_constraints_label(
         report["placement"]
         == "one placement per value of the node label rack (the group's topology constraint)"
     )
+
+
+TREE_GATES = (
+    "--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true"
+)
+
+
+def child(name: str, min_count: int) -> Obj:
+    group = pod_group(name, min_count)
+    group["spec"]["parentCompositePodGroupName"] = "job"
+    group["spec"]["workloadRef"] = {"workloadName": "job", "templateName": name}
+    return group
+
+
+def test_a_child_of_a_composite_names_its_tree_and_the_sibling_that_holds_it_back(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    # `lead` (one 1-cpu pod) fits on any node; `work` (two 2-cpu pods) on none: 1 cpu is free on each.
+    job = {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "CompositePodGroup",
+        "metadata": {"name": "job", "namespace": "default"},
+        "spec": {
+            "workloadRef": {"workloadName": "job", "templateName": "job"},
+            "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+        },
+    }
+    docs = [job, child("lead", 1), child("work", 2), *members("lead", 1, "1"), *members("work", 2, "2")]
+    path = cluster(tmp_path, *docs)
+    report = explain_json(capsys, "--pod-group", "default/lead", "--snapshot", str(path), TREE_GATES)
+    assert (report["verdict"], report["tree"]) == ("Unschedulable", "default/job")
+    # the tree's cycle tried `work` first (the children's order is drawn from the seed) and stopped
+    assert [(m["pod"], m["outcome"]) for m in report["members"]] == [("default/lead-0", "NotTried")]
+    [work] = report["siblings"]
+    assert (work["podGroup"], work["verdict"], work["blocking"]) == ("default/work", "Unschedulable", True)
+    assert "minCount (2) cannot be satisfied: 0 scheduled" in work["message"]
+    assert report["plainWords"][0] == (
+        "default/lead is a child of the composite default/job, whose tree is placed whole, all or "
+        "nothing: default/work could not place enough of its own pods, so no pod of the tree binds"
+    )
+    code, out, _ = run_cli(
+        capsys, "explain", "--pod-group", "default/lead", "--snapshot", str(path), TREE_GATES
+    )
+    assert code == 0
+    assert "CompositePodGroup tree default/job" in out
+    assert "sibling default/work: Unschedulable (holds the tree back)" in out
+    # a PodGroup of its own has no tree
+    alone = explain_json(capsys, "--pod-group", "default/lead", "--snapshot", str(path), GATE)
+    assert (alone["tree"], alone["siblings"]) == (None, [])
