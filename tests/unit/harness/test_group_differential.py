@@ -478,3 +478,37 @@ def test_a_pod_group_of_its_own_is_compared_as_kubescheds_run_ended() -> None:
     wave = _tree_wave(False, FIRST)
     wave.groups[0]["spec"].pop("parentCompositePodGroupName")
     assert _group(compare_wave(wave, _retried([FIRST, LATER]))).mismatches
+
+
+def _tree_seeds(monkeypatch: pytest.MonkeyPatch, agree: dict[int, set[str]]) -> list[PodComparison]:
+    """compare_wave_seeded on a tree's wave whose records agree, per seed, for the names given."""
+    from kubesched.harness.differential import group_compare
+
+    wave = _tree_wave(False, FIRST)
+    wave.composites.append({"kind": "CompositePodGroup", "metadata": {"name": "tree"}, "spec": {}})
+
+    def simulate(outcome: WaveOutcome, gates: Gates, workdir: Path, *, seed: int = 0) -> int:
+        return seed
+
+    def compare(outcome: WaveOutcome, seed: int, *, prefix: str = "") -> list[PodComparison]:
+        out = []
+        for name in ("default/a", "default/b", "wave0"):
+            cmp = PodComparison(name, prefix)
+            cmp.check("group-bound", 1, 1 if name in agree.get(seed, set()) else 0)
+            out.append(cmp)
+        return out
+
+    monkeypatch.setattr(group_compare, "simulate_wave", simulate)
+    monkeypatch.setattr(group_compare, "compare_wave", compare)
+    gates = Gates({**TOPOLOGY_GATES.values, "CompositePodGroup": True})
+    return compare_wave_seeded(wave, gates, Path("."))
+
+
+def test_a_trees_wave_agrees_on_one_seed_for_all_of_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    everything = {"default/a", "default/b", "wave0"}
+    results = _tree_seeds(monkeypatch, {3: {"default/a"}, 5: {"default/b", "wave0"}, 9: everything})
+    assert not any(r.mismatches for r in results)
+    assert "tree-order-seed" in results[0].observed and results[0].adjusted == 1
+    # one group on one seed, the other group and the preemption on another: no one run gives that
+    results = _tree_seeds(monkeypatch, {3: {"default/a"}, 5: {"default/b", "wave0"}})
+    assert [r.pod for r in results if r.mismatches] == ["default/a", "default/b", "wave0"]
