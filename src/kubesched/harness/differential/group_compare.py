@@ -236,15 +236,7 @@ def _tree_seeded(
     cycle of the tree, PodGroupPostFilter's run of the algorithm included. One seed of kubesched's
     draws them all for the wave, so the tree's groups and its preemption are never taken from
     different seeds (its score ties are drawn from the same seed: `TIE_SEEDS` are among these)."""
-    if not any(c.mismatches for c in compared):
-        return compared
-    for seed in PLACEMENT_SEEDS:
-        again = compare_wave(outcome, simulate_wave(outcome, gates, workdir, seed=seed), prefix=prefix)
-        if not any(c.mismatches for c in again):
-            again[0].adjusted += 1
-            again[0].observed.add("tree-order-seed")
-            return again
-    return compared
+    return _first_agreeing(outcome, gates, workdir, prefix, compared, PLACEMENT_SEEDS, "tree-order-seed")
 
 
 def _tie_broken(
@@ -256,13 +248,28 @@ def _tie_broken(
     The binary breaks score ties at random, and so does kubesched, from its seed, which changes
     nothing else. It matters most for pod-group preemption: its victims follow the nodes the group's
     members get once every pod of lower priority is taken away, where the emptied nodes often tie."""
+    seeds = range(1, TIE_SEEDS + 1)
+    return _first_agreeing(outcome, gates, workdir, prefix, compared, seeds, "tie-break-seed")
+
+
+def _first_agreeing(
+    outcome: WaveOutcome,
+    gates: Gates,
+    workdir: Path,
+    prefix: str,
+    compared: list[PodComparison],
+    seeds: range,
+    label: str,
+) -> list[PodComparison]:
+    """`compared` if it agrees; else the wave simulated whole on the first of `seeds` that agrees on
+    everything (adjusted, observed as `label`); else `compared`."""
     if not any(c.mismatches for c in compared):
         return compared
-    for seed in range(1, TIE_SEEDS + 1):
+    for seed in seeds:
         again = compare_wave(outcome, simulate_wave(outcome, gates, workdir, seed=seed), prefix=prefix)
         if not any(c.mismatches for c in again):
             again[0].adjusted += 1
-            again[0].observed.add("tie-break-seed")
+            again[0].observed.add(label)
             return again
     return compared
 
