@@ -456,3 +456,21 @@ def test_a_pod_group_condition_is_a_uid_guarded_patch_of_its_status() -> None:
             ]
         },
     }
+
+
+def test_a_pod_group_condition_without_a_message_clears_the_one_an_earlier_cycle_wrote() -> None:
+    """Merged by type on the server, a patch that left the empty message out would keep the failed
+    cycle's text under the new True condition (seen live, DRA group set seed 70)."""
+    from kubesched.api.meta import ObjectMeta
+    from kubesched.api.resource import Condition
+    from kubesched.api.scheduling_groups import PodGroup
+
+    kube = FakeKube()
+    writer = PodStatusWriter(kube, InlineCalls(), clock=lambda: 0.0)  # type: ignore[arg-type]
+    group = PodGroup(metadata=ObjectMeta(name="g1", namespace="ml", uid="u-1"))
+    scheduled = Condition(type="PodGroupInitiallyScheduled", status="True", reason="Scheduled")
+    writer.set_pod_group_condition(group, scheduled)
+    ((_, body),) = kube.patches
+    assert body["status"]["conditions"] == [
+        {"type": "PodGroupInitiallyScheduled", "status": "True", "reason": "Scheduled", "message": ""}
+    ]

@@ -122,7 +122,12 @@ class PodStatusWriter:
         """Patch one condition of a PodGroup's status, UID-guarded, as upstream's PatchPodGroupStatus
         (a strategic merge of `status.conditions` by type)."""
         meta = pod_group.metadata
-        patch: dict[str, Any] = {"status": {"conditions": [msgspec.to_builtins(condition)]}}
+        written: dict[str, Any] = msgspec.to_builtins(condition)
+        # An empty message is sent, not left out: merged by type, a left-out message would keep the
+        # one an earlier cycle wrote (a True condition with a failed cycle's text). Upstream's patch
+        # carries metav1.Condition's message, which is never omitted.
+        written.setdefault("message", "")
+        patch: dict[str, Any] = {"status": {"conditions": [written]}}
         if meta.uid:
             patch["metadata"] = {"uid": meta.uid}
         namespace = meta.namespace or "default"
