@@ -4,21 +4,25 @@ scheduler ever sees it, for the fields the pod-group cycle reads.
 A group the API server would refuse must be refused here too, with the field path and the server's
 words, rather than scheduled by odd rules: a policy that is both `basic` and `gang` (or neither), a
 `minCount` below 1, more than one topology constraint or a constraint key that is no label key, a
-`parentCompositePodGroupName` without the `workloadRef` it depends on. Checked on the binary: these
-hold with every gate on. Rules that depend on the API server's gates (a field forbidden while its
-gate is off) are left out: kubesched cannot know the gates of the server a file came from.
+`parentCompositePodGroupName` without the `workloadRef` it depends on, shared `resourceClaims` that
+are more than four, named twice, or name neither or both of a claim and a template. Checked on the
+binary: these hold with every gate on. Rules that depend on the API server's gates (a field
+forbidden while its gate is off) are left out: kubesched cannot know the gates of the server a file
+came from.
 """
 
 from __future__ import annotations
 
 import json
 
+from kubesched.api.dns_names import dns1123_label_errors, dns1123_subdomain_errors
 from kubesched.api.scheduling_groups import (
     CompositePodGroup,
     CompositePodGroupSchedulingPolicy,
     CompositePodGroupTemplate,
     GangSchedulingPolicy,
     PodGroup,
+    PodGroupResourceClaim,
     PodGroupSchedulingConstraints,
     PodGroupSchedulingPolicy,
     PodGroupTemplate,
@@ -31,6 +35,8 @@ __all__ = ["check_scheduling_group"]
 
 #: The most topology constraints one group may have.
 MAX_TOPOLOGY = 1
+#: The most claims a PodGroup (or its template) may share.
+MAX_CLAIMS = 4
 
 
 def check_scheduling_group(obj: Workload | PodGroup | CompositePodGroup) -> None:
@@ -43,6 +49,7 @@ def check_scheduling_group(obj: Workload | PodGroup | CompositePodGroup) -> None
             )
         _check_policy(spec.scheduling_policy, "spec.schedulingPolicy")
         _check_constraints(spec.scheduling_constraints, "spec.schedulingConstraints")
+        _check_claims(spec.resource_claims, "spec.resourceClaims")
     elif isinstance(obj, CompositePodGroup):
         spec_c = obj.spec
         if spec_c.workload_ref is None:  # checked on the binary: a composite always names its Workload
@@ -59,6 +66,7 @@ def check_scheduling_group(obj: Workload | PodGroup | CompositePodGroup) -> None
 def _check_template(template: PodGroupTemplate, path: str) -> None:
     _check_policy(template.scheduling_policy, f"{path}.schedulingPolicy")
     _check_constraints(template.scheduling_constraints, f"{path}.schedulingConstraints")
+    _check_claims(template.resource_claims, f"{path}.resourceClaims")
 
 
 def _check_composite_template(template: CompositePodGroupTemplate, path: str) -> None:
@@ -107,3 +115,52 @@ def _check_constraints(constraints: PodGroupSchedulingConstraints | None, path: 
         problem = qualified_name_error(constraint.key)
         if problem is not None:
             raise InputError(f"Invalid value: {json.dumps(constraint.key)}: {problem}", path=where)
+
+
+def _check_claims(claims: list[PodGroupResourceClaim], path: str) -> None:
+    """The server's order: the count (then nothing else), every repeated name, then each entry:
+    exactly one of claim and template, its name a DNS label, the claim's or template's a subdomain."""
+    if len(claims) > MAX_CLAIMS:
+        raise InputError(f"Too many: {len(claims)}: must have at most {MAX_CLAIMS} items", path=path)
+    seen: set[str] = set()
+    for i, claim in enumerate(claims):
+        if claim.name in seen:
+            raise InputError(f"Duplicate value: {_as_json(claim)}", path=f"{path}[{i}]")
+        seen.add(claim.name)
+    for i, claim in enumerate(claims):
+        where = f"{path}[{i}]"
+        named, templated = (
+            claim.resource_claim_name is not None,
+            claim.resource_claim_template_name is not None,
+        )
+        if named and templated:
+            raise InputError(
+                'Invalid value: "{resourceClaimName, resourceClaimTemplateName}": must specify exactly one '
+                "of: `resourceClaimName`, `resourceClaimTemplateName`",
+                path=where,
+            )
+        if not named and not templated:
+            raise InputError(
+                'Invalid value: "": must specify one of: `resourceClaimName`, `resourceClaimTemplateName`',
+                path=where,
+            )
+        if not claim.name:
+            raise InputError("Required value", path=f"{where}.name")
+        for field, value, errors in (
+            ("name", claim.name, dns1123_label_errors),
+            ("resourceClaimName", claim.resource_claim_name, dns1123_subdomain_errors),
+            ("resourceClaimTemplateName", claim.resource_claim_template_name, dns1123_subdomain_errors),
+        ):
+            found = errors(value) if value is not None else []
+            if found:
+                raise InputError(f"Invalid value: {json.dumps(value)}: {found[0]}", path=f"{where}.{field}")
+
+
+def _as_json(claim: PodGroupResourceClaim) -> str:
+    """An entry as the server prints a duplicate: its set fields, in the API's order, compact."""
+    out: dict[str, str] = {"name": claim.name}
+    if claim.resource_claim_name is not None:
+        out["resourceClaimName"] = claim.resource_claim_name
+    if claim.resource_claim_template_name is not None:
+        out["resourceClaimTemplateName"] = claim.resource_claim_template_name
+    return json.dumps(out, separators=(",", ":"))

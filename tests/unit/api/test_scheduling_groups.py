@@ -263,14 +263,13 @@ _MARKER = st.none() | st.just(Marker())
 _TOPOLOGY = st.none() | st.builds(
     PodGroupSchedulingConstraints, topology=st.lists(st.builds(TopologyConstraint, key=_KEYS), max_size=1)
 )
+_DNS_LABELS = st.from_regex(r"[a-z]([a-z0-9-]{0,9}[a-z0-9])?", fullmatch=True)
+# As the API server admits them: names unique, each a DNS label, exactly one of claim and template.
 _CLAIMS = st.lists(
-    st.builds(
-        PodGroupResourceClaim,
-        name=_NAMES,
-        resource_claim_name=st.none() | _NAMES,
-        resource_claim_template_name=st.none() | _NAMES,
-    ),
+    st.builds(PodGroupResourceClaim, name=_DNS_LABELS, resource_claim_name=_DNS_LABELS)
+    | st.builds(PodGroupResourceClaim, name=_DNS_LABELS, resource_claim_template_name=_DNS_LABELS),
     max_size=2,
+    unique_by=lambda claim: claim.name,
 )
 _PRIORITY = {
     "priority_class_name": st.just("") | _NAMES,
