@@ -262,11 +262,11 @@ class ClaimStore:
         self.put(stored)
         return stored
 
-    def remove_reservation(self, claim: ResourceClaim, pod: Pod) -> ResourceClaim | None:
+    def remove_reservation(self, claim: ResourceClaim, uid: str) -> ResourceClaim | None:
         current = self._claims.get(claim.key)
         if current is None:
             return None
-        kept = [r for r in current.status.reserved_for if r.uid != pod.metadata.uid]
+        kept = [r for r in current.status.reserved_for if r.uid != uid]
         if len(kept) == len(current.status.reserved_for):
             return current
         stored = msgspec.structs.replace(
@@ -276,9 +276,13 @@ class ClaimStore:
         return stored
 
     def deallocate(self, claim: ResourceClaim) -> ResourceClaim | None:
+        """The claim with its allocation cleared; the claim as it is when there is nothing to clear
+        (the API server keeps an unchanged object as it is: no new version, no event)."""
         current = self._claims.get(claim.key)
         if current is None:
             return None
+        if current.status.allocation is None and not current.status.reserved_for:
+            return current
         meta = msgspec.structs.replace(
             current.metadata,
             finalizers=[f for f in current.metadata.finalizers if f != DELETE_PROTECTION_FINALIZER],
@@ -302,7 +306,7 @@ class ClaimStore:
                 self.delete(claim.key)
                 changed.append((claim, None))
                 continue
-            after = self.remove_reservation(claim, pod)
+            after = self.remove_reservation(claim, pod.metadata.uid)
             if after is not None and not after.status.reserved_for and after.status.allocation is not None:
                 after = self.deallocate(after)
             changed.append((claim, after))

@@ -400,16 +400,16 @@ class MemoryCluster:
         self._claim_event(old, stored)
         return stored
 
-    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
+    def remove_claim_reservation(self, claim: ResourceClaim, uid: str) -> None:
         old = self.claims.get(claim.key)
-        new = self.claims.remove_reservation(claim, pod)
+        new = self.claims.remove_reservation(claim, uid)
         if old is not None and new is not old:
             self._claim_event(old, new)
 
     def deallocate_claim(self, claim: ResourceClaim) -> None:
         old = self.claims.get(claim.key)
         new = self.claims.deallocate(claim)
-        if old is not None:
+        if old is not None and new is not old:
             self._claim_event(old, new)
 
     def create_claim(self, claim: ResourceClaim) -> ResourceClaim:

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from kubesched.api.objects import Pod
 from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
+from kubesched.framework.cycle_state import PodGroupCycleState
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.placement import ProposedAssignment
 from kubesched.framework.status import Status
@@ -56,8 +57,9 @@ class MutableSnapshot(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class GroupPreemptor:
-    """The pod group that may preempt: its PodGroup (with CompositePodGroup, the root of a tree, a
-    composite maybe), its unscheduled members, their nominations."""
+    """The pod group whose cycle failed: its PodGroup (with CompositePodGroup, the root of a tree, a
+    composite maybe), its unscheduled members, their nominations, and the failed cycle's shared
+    state (what DynamicResources' PodGroupPostFilter reads)."""
 
     pod_group: PodGroup | CompositePodGroup
     members: list[Pod]
@@ -65,6 +67,8 @@ class GroupPreemptor:
     nominated: dict[str, str] = field(default_factory=dict)
     #: PodGroupPreemptionPolicy on: the PodGroup's `preemptionPolicy` decides, not the pods'.
     group_policy: bool = False
+    #: The failed cycle's PodGroupCycleState (None: not kept, as for a composite tree).
+    cycle: PodGroupCycleState | None = None
 
 
 @dataclass(slots=True)

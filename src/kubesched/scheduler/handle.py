@@ -149,8 +149,8 @@ class ProfileHandle:
     ) -> ResourceClaim:
         return self._claims_port().write_claim_allocation(claim, allocation, pod, consumer)
 
-    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
-        self._claims_port().remove_claim_reservation(claim, pod)
+    def remove_claim_reservation(self, claim: ResourceClaim, uid: str) -> None:
+        self._claims_port().remove_claim_reservation(claim, uid)
 
     def deallocate_claim(self, claim: ResourceClaim) -> None:
         self._claims_port().deallocate_claim(claim)

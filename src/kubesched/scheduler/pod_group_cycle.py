@@ -10,8 +10,9 @@ with it (SchedulingQueue.take) and the group is scheduled as one:
 3. everything the trial assumed is undone, then the outcome is submitted: on success each placed
    member is assumed again, reserved and permitted, and binds (GangScheduling's Permit holds them
    until the quorum is assumed); otherwise, after an Unschedulable outcome, the PodGroupPostFilter
-   plugins (pod-group preemption, pod_group_post_filter.py) may evict victims and nominate the
-   members, and every member fails with upstream's texts;
+   plugins (pod_group_post_filter.py: DynamicResources' claim clean-up, then pod-group preemption)
+   may release claims, evict victims and nominate the members, and every member fails with
+   upstream's texts;
 4. the PodGroup's `PodGroupInitiallyScheduled` condition is written through the port.
 
 With TopologyAwareWorkloadScheduling on, step 2 runs in each placement the profile's PlacementGenerate
@@ -31,7 +32,7 @@ import msgspec
 from kubesched.api.objects import Pod
 from kubesched.api.resource import Condition
 from kubesched.api.scheduling_groups import POD_GROUP_INITIALLY_SCHEDULED, CompositePodGroup, PodGroup
-from kubesched.framework.cycle_state import POD_GROUP_CYCLE_KEY, CycleState
+from kubesched.framework.cycle_state import POD_GROUP_CYCLE_KEY, CycleState, PodGroupCycleState
 from kubesched.framework.group_forest import EntityKey, GroupForest, GroupNode
 from kubesched.framework.node_info import pod_key
 from kubesched.framework.placement import ProposedAssignment
@@ -205,8 +206,9 @@ class PodGroupCycle:
             return
         scheduled = groups.state(namespace, name, self._cache.is_assumed)
         already = 0 if scheduled is None else scheduled.scheduled_count()
-        results, group_status = self._placer.run(fwk, pod_group, members, already)
-        self._submit(fwk, pod_group, members, results, group_status, started)
+        cycle = PodGroupCycleState()
+        results, group_status = self._placer.run(fwk, pod_group, members, already, cycle)
+        self._submit(fwk, pod_group, members, results, group_status, started, cycle)
 
     def _validate(
         self, pod_group: PodGroup | CompositePodGroup, members: list[QueuedPodInfo], placed: list[Pod]
@@ -259,6 +261,7 @@ class PodGroupCycle:
         results: list[PodResult],
         group_status: Status | None,
         started: float,
+        cycle: PodGroupCycleState,
     ) -> None:
         """upstream's submitPodGroupAlgorithmResult: bind, or fail every member, then the condition."""
         # Members the algorithm never reached share the group's status as it was before PostFilter.
@@ -268,7 +271,7 @@ class PodGroupCycle:
         waiting: PodGroupPostFilterResult | None = None
         attempted = Code.SUCCESS if group_status is None else group_status.code
         if group_status is not None and group_status.code == Code.UNSCHEDULABLE:
-            group_status, waiting = self._pod_group_post_filter(fwk, pod_group, members, group_status)
+            group_status, waiting = self._pod_group_post_filter(fwk, pod_group, members, group_status, cycle)
         group = (pod_group.metadata.namespace or "default", pod_group.metadata.name)
         requeue = self._requeue(group, attempted)
         victims = waiting.victims if waiting is not None else []
@@ -506,11 +509,16 @@ class PodGroupCycle:
         return requeue
 
     def _pod_group_post_filter(
-        self, fwk: Framework, pod_group: PodGroup, members: list[QueuedPodInfo], status: Status
+        self,
+        fwk: Framework,
+        pod_group: PodGroup,
+        members: list[QueuedPodInfo],
+        status: Status,
+        cycle: PodGroupCycleState,
     ) -> tuple[Status, PodGroupPostFilterResult | None]:
-        """The PodGroupPostFilter plugins (pod-group preemption) after an Unschedulable cycle: the
-        group's status as the members get it, and the plugins' result when they found a placement
-        (then the members wait for the victims to leave)."""
+        """The PodGroupPostFilter plugins (DynamicResources' claim clean-up, pod-group preemption)
+        after an Unschedulable cycle: the group's status as the members get it, and the plugins'
+        result when they found a placement (then the members wait for the victims to leave)."""
         plugins = post_filter_plugins(fwk)
         if not plugins:
             return status, None
@@ -519,6 +527,7 @@ class PodGroupCycle:
             [m.pod for m in members],
             {m.key: node for m in members if (node := self._nominated(m.key))},
             group_policy=self._group_policy,
+            cycle=cycle,
         )
         groups = self._groups()
         namespace, name = pod_group.metadata.namespace or "default", pod_group.metadata.name

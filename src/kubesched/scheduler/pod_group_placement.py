@@ -136,11 +136,18 @@ class GroupPlacer:
         self._rng = rng
 
     def run(
-        self, fwk: Framework, pod_group: PodGroup, members: list[QueuedPodInfo], scheduled: int
+        self,
+        fwk: Framework,
+        pod_group: PodGroup,
+        members: list[QueuedPodInfo],
+        scheduled: int,
+        group_cycle: PodGroupCycleState | None = None,
     ) -> tuple[list[PodResult], Status | None]:
         """The members' results in order (fewer when the trial stopped early) and the group's
-        status (None: placeable). `scheduled` counts the group's pods already assumed or bound."""
-        group_cycle = PodGroupCycleState()
+        status (None: placeable). `scheduled` counts the group's pods already assumed or bound;
+        `group_cycle` is the cycle's shared state (a new one when not given)."""
+        if group_cycle is None:
+            group_cycle = PodGroupCycleState()
         if self._topology:
             trial = self.placements(fwk, pod_group, members, scheduled, group_cycle)
         else:

@@ -115,7 +115,8 @@ def run_pod_group_post_filter(
 
 
 def post_filter_plugins(fwk: Framework) -> list[tuple[str, Any]]:
-    """The profile's plugins with a PodGroupPostFilter (DefaultPreemption, when it preempts)."""
+    """The profile's plugins with a PodGroupPostFilter, in the order of its PostFilter plugins
+    (DynamicResources before DefaultPreemption, as upstream's default profile has them)."""
     out: list[tuple[str, Any]] = []
     for name in fwk.plugins_at("postFilter"):
         plugin = fwk.plugins.get(name)

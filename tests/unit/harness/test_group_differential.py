@@ -18,7 +18,7 @@ from kubesched.harness.differential.group_compare import Simulated, compare_wave
 from kubesched.harness.differential.group_run import outcome_kinds
 from kubesched.harness.differential.group_scenario import GroupScenario, generate_groups
 from kubesched.harness.differential.run import Harnesses
-from kubesched.harness.differential.waves import GroupOutcome, WaveOutcome, popped_in_part
+from kubesched.harness.differential.waves import GroupOutcome, WaveOutcome, popped_in_part, raced_in_flight
 from kubesched.simulate.explain.model import NodeScores
 from kubesched.simulate.snapshot.model import PodResult, Report, Summary
 
@@ -169,16 +169,21 @@ def test_outcome_kinds_name_what_the_binary_did() -> None:
     assert outcome_kinds(wave) == Counter({"gang-bound-part": 1, "pod-bound": 1, "preempted": 1})
 
 
-def test_messages_the_binary_gives_at_random_are_not_compared() -> None:
-    """A group whose first messages show DynamicResources' PodGroupPostFilter: the binary's own
-    runs of the wave disagree, so its messages are counted as adjusted, not compared."""
-    random = 'error in "DynamicResources" PodGroupPostFilter plugins: not found'
-    wave = _wave({"g-p0": None, "g-p1": None}, {"g-p0": [random], "g-p1": ["minCount (2) ..."]}, [])
-    results = compare_wave(
-        wave, _report(_result("g-p0", None, message="x"), _result("g-p1", None, message="y"))
+def test_dynamic_resources_pod_group_post_filter_texts_are_compared() -> None:
+    """kubesched runs DynamicResources' PodGroupPostFilter: its texts in the binary's first messages
+    are compared like any other (they were skipped while kubesched did not run it)."""
+    text = (
+        "pod group is unschedulable, minCount (2) cannot be satisfied: 1 scheduled, 0 remaining, "
+        "deallocation of PodGroup ResourceClaim completed, pod group preemption: not eligible due to "
+        "preemptionPolicy=Never."
     )
-    assert _made(results)["default/g"] == {"group-bound": True, "condition": True}
-    assert sum(r.adjusted for r in results) == 1
+    wave = _wave({"g-p0": None, "g-p1": None}, {"g-p0": [text], "g-p1": ["minCount (2) ..."]}, [])
+    other = _report(_result("g-p0", None, message="x"), _result("g-p1", None, message="minCount (2) ..."))
+    assert _made(compare_wave(wave, other))["default/g"]["message"] is False
+    same = _report(_result("g-p0", None, message=text), _result("g-p1", None, message="minCount (2) ..."))
+    results = compare_wave(wave, same)
+    assert _made(results)["default/g"]["message"] is True
+    assert sum(r.adjusted for r in results) == 0
 
 
 def test_messages_of_a_group_the_binary_popped_in_part_are_not_compared() -> None:
@@ -197,6 +202,36 @@ def test_messages_of_a_group_the_binary_popped_in_part_are_not_compared() -> Non
     assert {"binary-popped-part"} <= next(r.observed for r in results if r.pod == "default/g")
     wave.first_cycle_pods = {"g": 2}
     assert _made(compare_wave(wave, mine))["default/g"]["message"] is False
+
+
+def test_a_group_the_binary_refused_a_claim_in_flight_may_differ_in_nodes_and_messages() -> None:
+    """A member the binary tried in a later cycle met its group's claim still being allocated by
+    another member's binding cycle (seed 10 of the DRA set): where the group went and its members'
+    messages follow that race, so a disagreement there is counted as adjusted; its bound count and
+    condition are still compared, and so is all of it where it agrees."""
+    refused = (
+        "0/4 nodes are available: resource claim default/g-shared is in the process of being allocated. "
+        "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+    )
+    wave = _wave({"g-p0": "n1", "g-p1": "n1"}, {"g-p0": [], "g-p1": [refused]}, [])
+    assert raced_in_flight(wave) == {"g"}
+    elsewhere = _report(_result("g-p0", "n2", {"n2": 10}), _result("g-p1", "n2", {"n2": 10}))
+    results = compare_wave(wave, elsewhere)
+    assert _made(results)["default/g"] == {"group-bound": True, "condition": True}
+    assert results[0].mismatches == [] and results[0].adjusted == 1
+    assert "binary-in-flight-race" in results[0].observed
+    there = _report(_result("g-p0", "n1", {"n1": 10}), _result("g-p1", "n1", {"n1": 10}, message=refused))
+    results = compare_wave(wave, there)
+    assert _made(results)["default/g"] == {
+        "group-bound": True,
+        "node": True,
+        "message": True,
+        "condition": True,
+    }
+    assert results[0].adjusted == 0
+    wave.messages["g-p1"] = ["0/4 nodes are available: 4 Insufficient cpu."]
+    assert raced_in_flight(wave) == set()
+    assert _made(compare_wave(wave, elsewhere))["default/g"]["node"] is False
 
 
 def test_a_wave_tells_whether_the_scheduler_popped_a_group_in_part() -> None:
@@ -384,6 +419,32 @@ def test_a_disagreeing_play_the_binary_popped_in_part_is_played_again(
     played = _plays(monkeypatch, [2, 1], agreeing=0)
     results, _, _ = group_run.compare_group_scenario(h, GroupScenario(1), tmp_path)
     assert played == [2] and results[0].mismatches
+
+
+def test_a_disagreeing_play_where_the_binary_raced_a_claim_in_flight_is_played_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    h = Harnesses(upstream=cast(Any, object()), live=None, workdir=tmp_path, gates=GANG_GATES)
+    played = _plays(monkeypatch, [2, 2], agreeing=2)
+    plain = group_run.play_waves
+
+    def raced_first(target: object, s: object) -> list[WaveOutcome]:
+        waves = plain(target, s)
+        if len(played) == 1:
+            waves[0].messages["g-p1"] = [
+                "0/2 nodes are available: resource claim default/c is in the process of being allocated."
+            ]
+        return waves
+
+    def compare(wave: WaveOutcome, *args: object, prefix: str = "") -> list[PodComparison]:
+        cmp = PodComparison("default/g", prefix)
+        cmp.check("message", bool(wave.messages.get("g-p1")), False)  # kubesched never races
+        return [cmp]
+
+    monkeypatch.setattr(group_run, "play_waves", raced_first)
+    monkeypatch.setattr(group_run, "compare_wave_seeded", compare)
+    results, _, _ = group_run.compare_group_scenario(h, GroupScenario(1), tmp_path)
+    assert played == [2, 2] and results[0].mismatches == [] and "binary-replayed" in results[0].observed
 
 
 def test_composite_scenarios_are_trees_created_children_first() -> None:

@@ -101,8 +101,11 @@ def test_without_room_even_after_evicting_everyone_the_algorithms_text_is_kept()
     bed.create(*(member(f"h{i}", "high", "3", priority=HIGH) for i in range(3)))
     assert bed.bound("h") == {}
     assert list(bed.bound("l")) == ["l0"]
+    # DynamicResources' PodGroupPostFilter runs first and answers Unschedulable with its text even
+    # without claims; the preemption's Unschedulable does not end the run, so both texts are kept.
     assert bed.condition("high")[2] == (
         "minCount (3) cannot be satisfied: 1 scheduled, 1 remaining, "
+        "deallocation and deletion of ResourceClaims completed, "
         "pod group preemption: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining"
     )
 

@@ -129,13 +129,13 @@ class ApiClaimWriter:
 
         return self._retrying(claim, change)
 
-    def remove_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
+    def remove_reservation(self, claim: ResourceClaim, uid: str) -> None:
         path = _path(claim.metadata.namespace, claim.metadata.name)
 
         def change(raw: dict[str, Any]) -> dict[str, Any] | None:
             status = raw.get("status") or {}
             reserved = status.get("reservedFor") or []
-            kept = [r for r in reserved if r.get("uid") != pod.metadata.uid]
+            kept = [r for r in reserved if r.get("uid") != uid]
             if len(kept) == len(reserved):
                 return None
             status["reservedFor"] = kept

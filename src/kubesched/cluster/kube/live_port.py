@@ -165,9 +165,9 @@ class LivePort:
         with self._lock.released():
             return self.claims.write_allocation(claim, allocation, pod, consumer)
 
-    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
+    def remove_claim_reservation(self, claim: ResourceClaim, uid: str) -> None:
         with self._lock.released():
-            self.claims.remove_reservation(claim, pod)
+            self.claims.remove_reservation(claim, uid)
 
     def deallocate_claim(self, claim: ResourceClaim) -> None:
         with self._lock.released():

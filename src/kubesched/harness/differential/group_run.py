@@ -30,7 +30,7 @@ from kubesched.harness.differential.group_compare import (
 )
 from kubesched.harness.differential.group_scenario import GroupScenario, generate_groups
 from kubesched.harness.differential.run import Harnesses, Tally, harnesses
-from kubesched.harness.differential.waves import WaveOutcome, play_waves, popped_in_part
+from kubesched.harness.differential.waves import WaveOutcome, play_waves, popped_in_part, raced_in_flight
 
 __all__ = ["compare_group_scenario", "group_gates", "outcome_kinds", "run_group_scenarios"]
 
@@ -45,13 +45,15 @@ def compare_group_scenario(
     """Play `s` with upstream (and with `kubesched run` when `live`), compare every wave with
     kubesched's simulator; mismatching waves' objects go to `out_dir`.
 
-    kubesched's cycle holds a group whole; the binary's first may hold part of it (waves.py). A
-    play that disagrees where the binary did that is played again, up to `PLAYS` in all, and the
+    kubesched's cycle holds a group whole; the binary's first may hold part of it, and a member the
+    binary tried in a later cycle may meet its group's claim still being allocated (waves.py). A
+    play that disagrees where the binary did either is played again, up to `PLAYS` in all, and the
     first play that agrees, or else the last, stands (counted as adjusted, `binary-replayed`)."""
     upstream = play_waves(h.upstream, s)
     compared = _compare_waves(h, upstream, "")
     for _ in range(PLAYS - 1):
-        if not any(c.mismatches for c, _ in compared) or not any(popped_in_part(w) for w in upstream):
+        raced = any(popped_in_part(w) or raced_in_flight(w) for w in upstream)
+        if not any(c.mismatches for c, _ in compared) or not raced:
             break
         upstream = play_waves(h.upstream, s)
         compared = _compare_waves(h, upstream, "")

@@ -120,6 +120,29 @@ def play_waves_whole(target: ScenarioOnCluster, s: GroupScenario, *, tries: int 
     return play_waves(target, s)
 
 
+#: PreFilter's refusal of a claim another pod's Reserve allocated and whose PreBind has not written it.
+IN_FLIGHT = "is in the process of being allocated"
+
+
+def raced_in_flight(wave: WaveOutcome) -> set[str]:
+    """The wave's groups a member of which the binary refused with `IN_FLIGHT` (any attempt).
+
+    Within one pod-group cycle the members share the allocation the first one's Reserve made; a
+    member that comes to a *later* cycle while that allocation is still in flight is refused (its
+    binding cycles run apart from the scheduling loop: a member whose PreBind found the claim
+    written by another is retried at once, and a group popped in part has its last pods in a second
+    cycle). Its outcome then depends on which of the binary's goroutines came first. kubesched's
+    binding cycles end before its next cycle starts, so it never shows the refusal for a member."""
+    members = {
+        pod["metadata"]["name"]: group
+        for pod in wave.pods
+        if (group := (pod["spec"].get("schedulingGroup") or {}).get("podGroupName"))
+    }
+    return {
+        group for name, group in members.items() if any(IN_FLIGHT in m for m in wave.messages.get(name, []))
+    }
+
+
 def popped_in_part(wave: WaveOutcome) -> bool:
     """Whether the scheduler's first cycle for some group of the wave held fewer of its pods than
     the wave created (from its log; a scheduler whose log does not tell is taken at its word)."""

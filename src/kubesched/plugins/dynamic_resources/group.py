@@ -17,10 +17,11 @@ from kubesched.api.group_claims import group_consumer, matching_group_claim
 from kubesched.api.objects import Pod
 from kubesched.api.resource import ResourceClaimConsumerReference
 from kubesched.api.scheduling_groups import PodGroup
-from kubesched.framework.cycle_state import CycleState, pod_group_cycle
+from kubesched.framework.cycle_state import CycleState, PodGroupCycleState, pod_group_cycle
 from kubesched.plugins.dynamic_resources.claims import ClaimRef
+from kubesched.plugins.dynamic_resources.state import PreFilterState
 
-__all__ = ["GroupClaimState", "claim_consumers", "group_claim_state"]
+__all__ = ["GroupClaimState", "claim_consumers", "cycle_claim_state", "group_claim_state"]
 
 _KEY = "DynamicResources"
 
@@ -31,6 +32,15 @@ class GroupClaimState:
 
     #: claim uid -> uids of the members sharing its allocation, pending since a Reserve of this cycle
     pending: dict[str, set[str]] = field(default_factory=dict)
+    #: member pod key -> its PreFilter state (the last placement's), for the PodGroupPostFilter:
+    #: every member whose PreFilter ran, with claims or not (upstream's podsStateData)
+    pods: dict[str, PreFilterState] = field(default_factory=dict)
+
+
+def cycle_claim_state(cycle: PodGroupCycleState) -> GroupClaimState | None:
+    """What the plugin kept in a pod-group cycle (None: no member's PreFilter ran)."""
+    found = cycle.data.get(_KEY)
+    return found if isinstance(found, GroupClaimState) else None
 
 
 def group_claim_state(state: CycleState, *, create: bool = False) -> GroupClaimState | None:

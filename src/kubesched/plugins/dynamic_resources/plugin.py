@@ -39,7 +39,7 @@ import numpy as np
 from kubesched.api.group_claims import GROUP_CLAIMS, is_reserved_for_pod
 from kubesched.api.objects import Pod
 from kubesched.api.resource import AllocationResult, ResourceClaim
-from kubesched.api.scheduling_groups import PodGroup
+from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
 from kubesched.api.selectors import NodeSelectorMatcher, compile_node_selector
 from kubesched.config.duration import parse_duration_ns
 from kubesched.config.features import DEFAULT_GATES, FeatureGates
@@ -63,6 +63,12 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_info import NodeInfo, pod_key
 from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
 from kubesched.framework.normalize import default_normalize_score
+from kubesched.framework.pod_group_preemption import (
+    GroupPreemptor,
+    MutableSnapshot,
+    PodGroupPostFilterResult,
+    PodGroupSchedulingFunc,
+)
 from kubesched.framework.pod_groups import PodGroupLookup, pod_group_of
 from kubesched.framework.signature import SignFragment
 from kubesched.framework.status import Code, Status
@@ -86,7 +92,14 @@ from kubesched.plugins.dynamic_resources.extended_claim import (
     pod_extended_claim,
 )
 from kubesched.plugins.dynamic_resources.fast_filter import fast_filter, fast_requests, first_available_score
-from kubesched.plugins.dynamic_resources.group import claim_consumers, group_claim_state
+from kubesched.plugins.dynamic_resources.group import claim_consumers, cycle_claim_state, group_claim_state
+from kubesched.plugins.dynamic_resources.group_post_filter import (
+    CLAIMS_RELEASED,
+    ClaimWrites,
+    release_group_claims,
+    release_members_claims,
+    release_pod_claims,
+)
 from kubesched.plugins.dynamic_resources.manager import DeviceState
 from kubesched.plugins.dynamic_resources.match_cache import MatchCache
 from kubesched.plugins.dynamic_resources.pools import SliceIndex
@@ -163,6 +176,8 @@ class DynamicResources(
         self._devices: DeviceState = shared(NAME, DeviceState) if callable(shared) else DeviceState()
         #: DRAWorkloadResourceClaims: claims shared by a PodGroup's pods, reserved for the group.
         self._group_claims = features.enabled(GROUP_CLAIMS)
+        #: TopologyAwareWorkloadScheduling: its PodGroupPostFilter leaves constrained groups alone.
+        self._topology = features.enabled("TopologyAwareWorkloadScheduling")
         lookup: object = handle
         self._pod_groups: PodGroupLookup | None = lookup if isinstance(lookup, PodGroupLookup) else None
         self._hints = ClaimHints(self._claims, self._group_claims)
@@ -220,18 +235,23 @@ class DynamicResources(
     def pre_filter(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
         # Upstream writes its state before anything else: PostFilter tells "PreFilter never ran"
         # (an earlier PreFilter rejected the pod) from "nothing to do" by it.
-        state.write(STATE_KEY, PreFilterState([], [], None, [], None, False, self.filter_timeout))
+        empty = PreFilterState([], [], None, [], None, False, self.filter_timeout)
+        state.write(STATE_KEY, empty)
+        # In a pod-group cycle every member whose PreFilter ran is remembered, claims or not: the
+        # PodGroupPostFilter reads them (group_post_filter.py).
+        group_state = group_claim_state(state, create=True)
+        me = pod_key(pod)
+        if group_state is not None:
+            group_state.pods[me] = empty
         extended = pod_extended_claim(pod, self._list("DeviceClass"), self._claims)
         if not pod.spec.resource_claims and extended is None:
             return Status.skip()
-        group_state = group_claim_state(state, create=True)
         resolved = resolve_pod_claims(pod, self._claims(), self._group_claims)
         if isinstance(resolved, str):
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, resolved)
         if not resolved and extended is None:
             return Status.skip()
         classes = {c.metadata.name: c for c in self._list("DeviceClass")}
-        me = pod_key(pod)
         to_allocate: list[ResourceClaim] = []
         selectors: list[tuple[int, NodeSelectorMatcher]] = []
         stale: list[int] = []  # allocated, but binding failed or timed out: unavailable everywhere
@@ -297,6 +317,8 @@ class DynamicResources(
         data.reused = reused
         data.consumers = claim_consumers(pod, resolved, self._pod_group(pod))
         state.write(STATE_KEY, data)
+        if group_state is not None:
+            group_state.pods[me] = data
         return None
 
     # ------------------------------------------------------------------ Filter
@@ -323,9 +345,10 @@ class DynamicResources(
             for i, info in enumerate(infos):
                 for claim_pos, matcher in data.allocated_selectors:
                     if not matcher.matches(info.name, info.node.metadata.labels):
+                        # every claim unusable here is noted, as upstream's Filter does (the
+                        # PostFilters pick among them)
                         bad[i] = True
                         data.unavailable.add(claim_pos)
-                        break
             if bad.any():
                 codes[bad] = 0
                 statuses.append(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NOT_AVAILABLE))
@@ -392,28 +415,33 @@ class DynamicResources(
             # Upstream reads its PreFilter state first; when an earlier PreFilter rejected the pod
             # there is none, and CycleState's "not found" ends PostFilter (no preemption attempt).
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "not found")
-        writer = self._writer()
-        if data.unavailable and writer is not None:
-            me = pod.metadata.uid
-            for pos in sorted(data.unavailable):
-                claim = data.refs[pos].claim
-                reserved = [r.uid for r in claim.status.reserved_for]
-                if reserved and reserved != [me]:
-                    continue
-                try:
-                    writer.deallocate_claim(claim)
-                except Exception as exc:  # the API refused: the pod is retried later
-                    return None, Status.as_error(str(exc))
-                return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
-        ext = data.extended
-        if ext is not None and ext.claim.metadata.name != IN_MEMORY_CLAIM_NAME and writer is not None:
-            # An earlier attempt's extended-resource claim: delete it, the next attempt starts anew.
-            try:
-                writer.delete_claim(ext.claim)
-            except Exception as exc:
-                return None, Status.as_error(str(exc))
-            return None, Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed")
-        return None, Status(Code.UNSCHEDULABLE)
+        return None, release_pod_claims(data, pod, ClaimWrites(self._writer()))[1]
+
+    # ------------------------------------------------------------------ PodGroupPostFilter
+    def pod_group_post_filter(
+        self, preemptor: GroupPreemptor, schedule: PodGroupSchedulingFunc, snapshot: MutableSnapshot
+    ) -> tuple[PodGroupPostFilterResult | None, Status]:
+        """After a failed pod-group cycle: release claims that may have kept its members off nodes
+        (group_post_filter.py). Not for a CompositePodGroup tree, nor a group with scheduling
+        constraints under TopologyAwareWorkloadScheduling (upstream's plugin declines both)."""
+        pod_group = preemptor.pod_group
+        if isinstance(pod_group, CompositePodGroup):
+            return None, Status(Code.UNSCHEDULABLE)
+        if self._topology and pod_group.spec.scheduling_constraints is not None:
+            return None, Status(Code.UNSCHEDULABLE)
+        group = cycle_claim_state(preemptor.cycle) if preemptor.cycle is not None else None
+        if group is None:
+            # No member's PreFilter ran in the cycle: upstream's CycleState read fails.
+            return None, Status.as_error("not found")
+        writes = ClaimWrites(self._writer())
+        nothing_for_one, error = release_members_claims(group, preemptor.members, writes)
+        if error is not None:
+            return None, error
+        if nothing_for_one and self._group_claims and preemptor.members:
+            done = release_group_claims(group, preemptor.members[0], self._pod_groups, self._claims(), writes)
+            if done is not None:
+                return None, done
+        return None, Status(Code.UNSCHEDULABLE, CLAIMS_RELEASED)
 
     # ------------------------------------------------------------------ repeated failures
     def failure_repeats(self, state: CycleState, pod: Pod) -> bool:
@@ -532,7 +560,7 @@ class DynamicResources(
                 and any(r.uid == pod.metadata.uid for r in current.status.reserved_for)
             ):
                 with contextlib.suppress(Exception):  # best effort, as upstream's Unreserve
-                    writer.remove_claim_reservation(current, pod)
+                    writer.remove_claim_reservation(current, pod.metadata.uid)
         ext = data.extended
         if ext is not None and ext.created is not None:
             # PreBind created the extended-resource claim: delete it, or it would hold devices.

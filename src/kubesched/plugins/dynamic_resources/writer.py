@@ -31,12 +31,14 @@ class ResourceClaimWriter(Protocol):
         claim as stored. Raises when an allocation is given and the claim has one already."""
         ...
 
-    def remove_claim_reservation(self, claim: ResourceClaim, pod: Pod) -> None:
-        """Remove the pod from `status.reservedFor` (Unreserve after a failed binding)."""
+    def remove_claim_reservation(self, claim: ResourceClaim, uid: str) -> None:
+        """Remove the consumer with `uid` from `status.reservedFor`: a pod (Unreserve after a failed
+        binding), or a PodGroup (its PodGroupPostFilter)."""
         ...
 
     def deallocate_claim(self, claim: ResourceClaim) -> None:
-        """Clear `status.allocation`, `reservedFor` and `devices` (PostFilter)."""
+        """Clear `status.allocation`, `reservedFor` and `devices` (PostFilter); no write, so no
+        event, when there is nothing to clear (the API server does not store an unchanged object)."""
         ...
 
     def create_claim(self, claim: ResourceClaim) -> ResourceClaim:

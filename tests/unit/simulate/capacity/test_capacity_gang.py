@@ -74,6 +74,7 @@ def test_three_3cpu_pods_on_two_4cpu_nodes_need_one_more_node_all_or_nothing(
         "nodesNeeded": 1,
         "limited": False,
         "reason": "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, "
+        "deallocation and deletion of ResourceClaims completed, "
         "pod group preemption: not eligible due to preemptionPolicy=Never.",
         "nodes": {"a": 1, "b": 1, "big-0": 1},
     }
