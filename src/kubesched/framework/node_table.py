@@ -364,7 +364,11 @@ class NodeTable:
         """The rows (ascending, each once) whose pods changed since log position `since`; None when
         part of that log was already dropped (the caller then treats every row as changed)."""
         changes = self.pod_changes(since)
-        return None if changes is None else sorted({row for row, _, _ in changes})
+        if changes is None:
+            return None
+        if len(changes) <= 1:  # the usual answer between two cycles: one bind or one delete
+            return [changes[0][0]] if changes else []
+        return sorted({row for row, _, _ in changes})
 
     def update_node(self, node: Node) -> bool:
         """Refresh a row in place when only status/allocatable changed; False if a rebuild is needed."""

@@ -332,14 +332,17 @@ class Framework:
         for name, plugin in self._points.get("preFilter", []):
             try:
                 out = cast(PreFilterPlugin, plugin).pre_filter(state, pod, nodes)
-                res, status = pre_filter_result(out)
+                if out is None:
+                    continue
+                # A bare Status is the common answer (Skip, most often): no tuple to unpack.
+                res, status = (None, out) if type(out) is Status else pre_filter_result(out)
             except Exception as exc:  # a plugin bug must fail this pod, not the scheduler
                 return None, crashed(f'running PreFilter plugin "{name}"', name, exc), rejected
-            if status is not None and not status.is_success():
-                status.with_plugin(name)
-                if status.is_skip():
+            if status is not None and status.code != Code.SUCCESS:
+                if status.code == Code.SKIP:  # dropped here, so it needs no plugin name
                     state.skip_filter_plugins.add(name)
                     continue
+                status.with_plugin(name)
                 if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     rejected.add(name)
                     return None, status, rejected
@@ -494,10 +497,14 @@ class Framework:
         distinct: dict[Status, int] = {}
         for i, info in enumerate(sub.infos):
             try:
-                status = checked_status(per_node.filter(state, pod, info), "Filter")
+                status = per_node.filter(state, pod, info)
+                if status is None:
+                    continue
+                if type(status) is not Status:
+                    status = checked_status(status, "Filter")
             except Exception as exc:
                 raise OnNode(info.name, exc) from exc
-            if status is not None and not status.is_success():
+            if status is not None and status.code != Code.SUCCESS:
                 codes[i] = distinct.setdefault(status, len(distinct))
         return BatchFilterResult(codes, list(distinct))
 
@@ -524,10 +531,14 @@ class Framework:
             if skip and name in skip:
                 continue
             try:
-                status = checked_status(cast(FilterPlugin, plugin).filter(state, pod, node_info), "Filter")
+                status = cast(FilterPlugin, plugin).filter(state, pod, node_info)
+                if status is None:
+                    continue
+                if type(status) is not Status:
+                    status = checked_status(status, "Filter")
             except Exception as exc:
                 return crashed(f'running "{name}" filter plugin', name, exc, node_info.name)
-            if status is None or status.is_success():
+            if status is None or status.code == Code.SUCCESS:
                 continue
             status.with_plugin(name)
             if not status.is_rejected():
@@ -576,12 +587,16 @@ class Framework:
     def run_pre_score(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Status | None:
         for name, plugin in self._points.get("preScore", []):
             try:
-                status = checked_status(cast(PreScorePlugin, plugin).pre_score(state, pod, nodes), "PreScore")
+                status = cast(PreScorePlugin, plugin).pre_score(state, pod, nodes)
+                if status is None:
+                    continue
+                if type(status) is not Status:
+                    status = checked_status(status, "PreScore")
             except Exception as exc:
                 return crashed(f'running PreScore plugin "{name}"', name, exc)
-            if status is None or status.is_success():
+            if status is None or status.code == Code.SUCCESS:
                 continue
-            if status.is_skip():
+            if status.code == Code.SKIP:
                 state.skip_score_plugins.add(name)
                 continue
             return error_status(f'running PreScore plugin "{name}": {status.message()}', name)

@@ -21,10 +21,23 @@ IntArray = npt.NDArray[np.int64]
 _INT64 = np.dtype(np.int64)
 
 
+#: Uniform arrays made so far, by (n, value): being read-only they can be handed out again, and a
+#: cycle asks for the same few (every node 0, every node 100) from several plugins.
+_made: dict[tuple[int, int], IntArray] = {}
+_MADE_MAX = 1024
+
+
 def uniform(n: int, value: int) -> IntArray:
     """`n` scores of `value`: a read-only view of one value (no memory per node). Built directly
     on the value's bytes (read-only, being bytes): `np.broadcast_to` costs ten times as much."""
-    return np.ndarray((n,), _INT64, np.int64(value).tobytes(), 0, (0,))
+    key = (n, value)
+    made = _made.get(key)
+    if made is None:
+        made = np.ndarray((n,), _INT64, np.int64(value).tobytes(), 0, (0,))
+        if len(_made) >= _MADE_MAX:
+            _made.clear()
+        _made[key] = made
+    return made
 
 
 def is_uniform(scores: Any) -> bool:

@@ -392,6 +392,9 @@ class NodeResourcesFit(
         return backing_classes(classes)
 
     def _pre_filter_state(self, state: CycleState, pod: Pod) -> _PreFilterState:
+        found = state.get(PRE_FILTER_STATE_KEY)
+        if type(found) is _PreFilterState:  # PreFilter wrote it: Filter asks once per node
+            return found
         return pre_filter_state(
             state, PRE_FILTER_STATE_KEY, _PreFilterState, lambda: self._compute_pre_filter(pod), keep=True
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import msgspec
 
 from kubesched.api.cluster_objects import PriorityClass
@@ -9,7 +11,7 @@ from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Pod
 from kubesched.api.resources import pod_requests
 from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
-from kubesched.cluster.memory import MemoryCluster
+from kubesched.cluster.memory import _UID_NAMESPACE, MemoryCluster, name_uid
 
 
 def pod(spec: dict[str, object], name: str = "p") -> Pod:
@@ -78,3 +80,9 @@ def test_pod_group_priority_filled_from_its_class_or_the_lowest_global_default()
     assert admitted.metadata.uid  # the API server gives every object a uid (claims name it)
     unknown = pod_group({"priorityClassName": "nope"})
     assert cluster.admit_group(unknown).spec.priority is None  # the API server would refuse it
+
+
+def test_name_uid_is_the_uuid5_of_the_name() -> None:
+    # The fast path must give the very uid uuid.uuid5 gave before: reports and goldens name pods by it.
+    for name in ("default/pod-000001", "team-a/web-0", "PodGroup:ns/g", "ns/ünïcode", ""):
+        assert name_uid(name) == str(uuid.uuid5(_UID_NAMESPACE, name))

@@ -110,3 +110,14 @@ def test_uniform_scores_are_one_read_only_value() -> None:
     assert scores.strides == (0,) and not scores.flags.writeable
     assert not is_uniform(np.full(3, 7, dtype=np.int64))
     assert not is_uniform(uniform(0, 7))
+
+
+def test_uniform_arrays_are_shared_and_cannot_be_written() -> None:
+    # Handed out again to every plugin asking for the same (n, value): a write would reach them all.
+    a, b = uniform(7, 3), uniform(7, 3)
+    assert a is b and is_uniform(a) and a.tolist() == [3] * 7
+    assert uniform(7, 4).tolist() == [4] * 7 and uniform(8, 3).tolist() == [3] * 8
+    with pytest.raises(ValueError):
+        a[0] = 5
+    with pytest.raises(ValueError):
+        a.flags.writeable = True

@@ -7,6 +7,7 @@ module is written to a temporary directory put on sys.path. Each plugin records 
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 import time
@@ -22,6 +23,7 @@ from kubesched.config import load_config
 from kubesched.plugins import default_registry
 from kubesched.simulate.snapshot.model import Report
 from kubesched.simulate.snapshot.run import simulate
+from kubesched.simulate.virtual_time import RUN_GC_THRESHOLD, long_lived_heap
 
 MODULE = "kubesched_virtual_time_plugins"
 
@@ -191,3 +193,13 @@ def test_permit_timeout_is_retried_like_a_rejection(tmp_path: Path, plugins: Plu
         f"{MODULE}:WaitsInVain."
     )
     assert p.attempts == 4
+
+
+def test_long_lived_heap_raises_the_gc_threshold_for_the_run_only() -> None:
+    before = gc.get_threshold()
+    with long_lived_heap():
+        assert gc.get_threshold() == RUN_GC_THRESHOLD
+    assert gc.get_threshold() == before
+    with pytest.raises(RuntimeError), long_lived_heap():
+        raise RuntimeError("a failed run hands the thresholds back too")
+    assert gc.get_threshold() == before

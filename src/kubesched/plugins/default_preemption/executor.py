@@ -92,6 +92,8 @@ class Executor:
         return None
 
     def _running(self, handle: Handle | None, key: str) -> bool:
+        if key not in self._preempting:  # one atomic look, as under the lock: most pods preempt nothing
+            return False
         with self._preempting_lock:
             running = self._preempting.get(key)
             if running is None:

@@ -155,7 +155,7 @@ class InterPodAffinity(
     def _incoming_terms(self, pod: Pod) -> PodAffinityTerms:
         """The incoming pod's terms with namespace selectors folded into namespace sets."""
         t = self.terms_of(pod)
-        if t.errors:
+        if t.errors or t is NO_TERMS:  # nothing to fold (most pods have no affinity at all)
             return t
         listed: list[Namespace] | None = None
         req, listed = merge_namespace_selectors(t.required_affinity, listed, self.handle)
