@@ -567,3 +567,35 @@ def test_informer_changes_go_to_the_loop_in_order_and_back_to_the_informers_once
         stop(cluster, source)
     cluster._dispatch(change(50))  # the loop has ended: applied at once, under the lock, here
     assert applied[-1] == (50, threading.current_thread().name, True)
+
+
+def test_a_standby_keeps_the_next_cycles_node_table_built() -> None:
+    """Not leading, the loop builds the node table from the informers' cache (every housekeeping
+    period), so the first cycle after a takeover does not build it for every node; it binds nothing."""
+    kube = FakeKube()
+    registry = default_registry(entry_points=False)
+    source = PerKind(
+        {
+            "Node": ScriptedListWatch([[list_page([node_json("n1"), node_json("n2")], rv="10")]], []),
+            "Pod": ScriptedListWatch([[list_page([pod_json("a", scheduler="kubesched")], rv="10")]], []),
+        }
+    )
+    cluster = LiveCluster(
+        decode_config(CONFIG, "test.yaml", registry),
+        registry,
+        kube,  # type: ignore[arg-type]
+        metrics=SchedulerMetrics(),
+        options=LiveOptions(bind_depth=4),
+        source=source,
+    )
+    cluster.start_informers([KINDS["Node"], KINDS["Pod"]])
+    assert cluster.wait_for_sync(5)
+    cache = cluster.scheduler.cache
+    assert cache._table is None  # nothing has asked for it yet
+    cluster.start_loop()
+    try:
+        wait_until(lambda: cache._table is not None, timeout=5)
+        assert sorted(cache._table.names) == ["n1", "n2"]  # type: ignore[union-attr]
+        assert not kube.bind_calls
+    finally:
+        stop(cluster, source)

@@ -125,6 +125,8 @@ class SchedulingLoop:
                 now = time.monotonic()
                 if now - last_housekeeping >= HOUSEKEEPING_PERIOD:
                     last_housekeeping = now
+                    if not self._leading.is_set():
+                        self._keep_warm()
                     self._housekeeping()
                 if wait > 0:
                     self._wake.wait(wait)
@@ -175,6 +177,14 @@ class SchedulingLoop:
         if not wakeups:
             return 1.0
         return min(1.0, max(0.005, min(wakeups) - now))
+
+    def _keep_warm(self) -> None:
+        """A standby keeps the node table of its next cycle built, as the informers change the
+        cache: the cycle after a takeover then updates it for the last half second's changes
+        instead of building it for every node (and every pod the old leader bound)."""
+        with self._lock:
+            self._handoff.apply()
+            self.scheduler.cache.snapshot()
 
     def _housekeeping(self) -> None:
         if self._metrics is None:
