@@ -573,3 +573,28 @@ def test_a_trees_wave_agrees_on_one_seed_for_all_of_it(monkeypatch: pytest.Monke
     # one group on one seed, the other group and the preemption on another: no one run gives that
     results = _tree_seeds(monkeypatch, {3: {"default/a"}, 5: {"default/b", "wave0"}})
     assert [r.pod for r in results if r.mismatches] == ["default/a", "default/b", "wave0"]
+
+
+def test_a_group_the_binary_tried_once_is_compared_with_kubescheds_first_cycles_condition() -> None:
+    """Seed 1036 wave 1 of the topology set with priorities: the binary ran one cycle; kubesched's
+    simulate retried the failed gang and its last cycle quoted other placements. The condition of
+    its first cycle is the one compared, and only that one: a binary whose log does not tell, or that
+    retried the group itself, is compared with kubesched's last."""
+    wave = _wave({"g-p0": None, "g-p1": None}, {"g-p0": [], "g-p1": []}, [])
+    first = ("PodGroupInitiallyScheduled", "False", "Unschedulable", "first cycle")
+    last = ("PodGroupInitiallyScheduled", "False", "Unschedulable", "last cycle")
+    simulated = _report(_result("g-p0", None), _result("g-p1", None))
+    simulated.conditions["g"] = [last]
+    simulated.history["g"] = [[first], [last]]
+    wave.group_status["g"] = GroupOutcome("g", [first])
+    wave.cycles = {"g": 1}
+    group = next(r for r in compare_wave(wave, simulated) if r.pod == "default/g")
+    assert group.made["condition"] and "condition-first-cycle" in group.observed
+    wave.group_status["g"] = GroupOutcome("g", [last])
+    assert not _made(compare_wave(wave, simulated))["default/g"]["condition"]
+    for cycles in ({}, {"g": 2}):
+        wave.cycles = cycles
+        assert _made(compare_wave(wave, simulated))["default/g"]["condition"]
+        wave.group_status["g"] = GroupOutcome("g", [first])
+        assert not _made(compare_wave(wave, simulated))["default/g"]["condition"]
+        wave.group_status["g"] = GroupOutcome("g", [last])

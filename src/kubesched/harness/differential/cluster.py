@@ -185,6 +185,11 @@ class ScenarioOnCluster:
         order, where the scheduler tells ({}: it does not)."""
         return {}
 
+    def _group_attempts(self) -> dict[str, int]:
+        """Per PodGroup ("ns/name"), how many pod-group cycles the scheduler began for it so far,
+        where it tells ({}: it does not)."""
+        return {}
+
     def _settled_on_nomination(self, key: str, nominated: str, started: float) -> bool:
         """Whether a nominated pod's outcome may be taken as bound to `nominated` (upstream race)."""
         return False

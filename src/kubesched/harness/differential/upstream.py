@@ -44,8 +44,11 @@ GROUP_SCHEDULER_FLAGS = (
     "--v=2",
     "--vmodule=schedule_one=10,eventhandlers=4,scheduling_queue=5,schedule_one_podgroup=5",
 )
-#: The pod-group cycle's line that says how many of the group's pods it holds.
+#: The line the pod-group algorithm writes on each run: once per placement tried, and again for
+#: each placement the pod-group preemption tries; it says how many of the group's pods it holds.
 _GROUP_CYCLE = "Running a pod group scheduling algorithm"
+#: The line written once at the start of each pod-group cycle.
+_GROUP_ATTEMPT = "Attempting to schedule pod group"
 #: The queue's line for a pod held until its PodGroup is observed (`_wait_pods_seen`).
 _HELD_FOR_GROUP = (
     "Pod with pod group added to incompletePodGroupPods, "
@@ -198,6 +201,10 @@ class UpstreamHarness(ScenarioOnCluster):
     def _group_cycles(self) -> dict[str, list[int]]:
         self.log.read()
         return {group: list(sizes) for group, sizes in self.log.group_cycles.items()}
+
+    def _group_attempts(self) -> dict[str, int]:
+        self.log.read()
+        return {subject: n for (msg, subject), n in self.log.events.items() if msg == _GROUP_ATTEMPT}
 
     def _wait_groups_seen(self, keys: list[str]) -> None:
         self._wait_log("arrival of", "Add event for pod group", keys)

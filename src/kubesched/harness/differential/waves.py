@@ -97,6 +97,9 @@ class WaveOutcome:
     first_cycle_pods: dict[str, int] = field(default_factory=dict)
     #: The wave's CompositePodGroups as admitted (they carry no condition of their own).
     composites: list[Obj] = field(default_factory=list)
+    #: Per PodGroup name, how many pod-group cycles the scheduler ran for it during the wave, where its
+    #: log tells (the binary's).
+    cycles: dict[str, int] = field(default_factory=dict)
 
 
 def play_waves(target: ScenarioOnCluster, s: GroupScenario) -> list[WaveOutcome]:
@@ -187,6 +190,7 @@ def _play(target: ScenarioOnCluster, s: GroupScenario, wave: Wave, index: int) -
         )
         target._wait_pods_seen([f"default/{p['metadata']['name']}" for p in pods], members)
     cycles_before = {group: len(sizes) for group, sizes in target._group_cycles().items()}
+    attempts_before = target._group_attempts()
     groups = [
         {**api.post(PODGROUPS, group), "apiVersion": POD_GROUP_API, "kind": "PodGroup"}
         for group in wave.groups
@@ -206,6 +210,11 @@ def _play(target: ScenarioOnCluster, s: GroupScenario, wave: Wave, index: int) -
         group.partition("/")[2]: sizes[cycles_before.get(group, 0)]
         for group, sizes in target._group_cycles().items()
         if group.startswith("default/") and len(sizes) > cycles_before.get(group, 0)
+    }
+    cycles = {
+        group.partition("/")[2]: n - attempts_before.get(group, 0)
+        for group, n in target._group_attempts().items()
+        if group.startswith("default/") and n > attempts_before.get(group, 0)
     }
     for j, pod in enumerate(wave.pods):
         name = pod["metadata"]["name"]
@@ -230,6 +239,7 @@ def _play(target: ScenarioOnCluster, s: GroupScenario, wave: Wave, index: int) -
         seconds=seconds,
         first_cycle_pods=first_cycle_pods,
         composites=composites,
+        cycles=cycles,
     )
 
 
