@@ -27,6 +27,9 @@ from kubesched.harness.differential.waves import play_waves_whole
 
 #: Seeds of the bounded set (a few seconds each on an idle machine).
 SEEDS = list(range(1002, 1011))
+#: Seeds of the bounded set with priorities, in each of which a later group or pod preempts (8
+#: preempting waves when measured).
+PRIORITY_SEEDS = [1004, 1007, 1021, 1025, 1041, 1059]
 #: Seeds also played by `kubesched run` (about 15 s each on an idle machine, upstream's play included).
 LIVE_SEEDS = [1003, 1004, 1005, 1006]
 
@@ -74,6 +77,23 @@ def test_seeded_topology_groups_agree_with_kube_scheduler(topology: Harnesses, t
     made = {name: total for name, (_, total) in tally.comparisons.items()}
     assert tally.scenarios == len(SEEDS)
     assert made["group-bound"] > 12 and made["condition"] > 10 and made["message"] > 6, made
+    assert tally.mismatches == [], report.getvalue()
+
+
+def test_seeded_topology_groups_with_priorities_agree_with_kube_scheduler(
+    topology: Harnesses, tmp_path: Path
+) -> None:
+    """The bounded set with priorities: groups asking for one rack or zone preempt and are
+    preempted (DefaultPreemption's PodGroupPostFilter trying the placements again with the
+    victims gone), as the binary does."""
+    tally = run_group_scenarios(PRIORITY_SEEDS, tmp_path, topology=True, priorities=True, using=topology)
+    report = io.StringIO()
+    for m in tally.mismatches:
+        print_mismatch(m, report, flags=topology.gates.flags())
+    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    assert tally.scenarios == len(PRIORITY_SEEDS)
+    assert made["preemption"] >= 5 and made["condition"] >= 10, made
+    assert tally.observed.get("preempted", 0) >= 5, tally.observed
     assert tally.mismatches == [], report.getvalue()
 
 
