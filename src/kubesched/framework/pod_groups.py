@@ -31,6 +31,7 @@ from kubesched.api.scheduling_groups import (
 from kubesched.framework.node_info import pod_key
 
 __all__ = [
+    "AssumedNodeLookup",
     "GroupKey",
     "PodGroupLookup",
     "PodGroupState",
@@ -128,6 +129,14 @@ class PodGroupLookup(Protocol):
     PodGroupManager): the state of one PodGroup, None when neither it nor a pod of it is known."""
 
     def pod_group_state(self, namespace: str, name: str) -> PodGroupState | None: ...
+
+
+@runtime_checkable
+class AssumedNodeLookup(Protocol):
+    """What a plugin's Handle offers to find the node of a pod the scheduler assumed (its
+    `nodeName` is not written yet) without scanning every node."""
+
+    def assumed_node(self, pod_key: str) -> str | None: ...
 
 
 def _key(obj: SchedulingObject) -> GroupKey:

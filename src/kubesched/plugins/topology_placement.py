@@ -25,7 +25,7 @@ from kubesched.framework.interfaces import Handle, PlacementGeneratePlugin
 from kubesched.framework.node_info import pod_key
 from kubesched.framework.node_table import NodeSet, NodeTable
 from kubesched.framework.placement import Placement
-from kubesched.framework.pod_groups import PodGroupLookup, PodGroupState
+from kubesched.framework.pod_groups import AssumedNodeLookup, PodGroupLookup, PodGroupState
 from kubesched.framework.status import Status
 
 __all__ = ["TopologyPlacementGenerator", "topology_key"]
@@ -51,6 +51,7 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin):
         lookup: object = handle
         self._groups: PodGroupLookup | None = lookup if isinstance(lookup, PodGroupLookup) else None
         self._forest: ForestLookup | None = lookup if isinstance(lookup, ForestLookup) else None
+        self._nodes: AssumedNodeLookup | None = lookup if isinstance(lookup, AssumedNodeLookup) else None
 
     def generate_placements(
         self, state: CycleState, pod_group: PodGroup | CompositePodGroup, parent: Placement
@@ -93,15 +94,14 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin):
         table = nodes.table
         domain: str | None = None
         for group in self._states(pod_group):
-            found = TopologyPlacementGenerator._domain_of(group, key, table, domain)
+            found = self._domain_of(group, key, table, domain)
             if isinstance(found, Status):
                 return found
             domain = found
         return domain
 
-    @staticmethod
     def _domain_of(
-        group: PodGroupState, key: str, table: NodeTable, domain: str | None
+        self, group: PodGroupState, key: str, table: NodeTable, domain: str | None
     ) -> str | Status | None:
         """`domain` with the domains of `group`'s scheduled pods added (all must be one)."""
         for pod in group.pods:
@@ -109,7 +109,7 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin):
             if scheduled not in group.scheduled:
                 continue
             what = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
-            node = pod.spec.node_name or _assumed_on(table, scheduled)
+            node = pod.spec.node_name or self._assumed_on(table, scheduled)
             row = table.index.get(node)
             if row is None:
                 return _cannot(f'getting node for pod {what}: nodeinfo not found for node name "{node}"')
@@ -121,10 +121,12 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin):
             domain = value
         return domain
 
-
-def _assumed_on(table: NodeTable, key: str) -> str:
-    """The node a pod the scheduler assumed (not bound yet) is on: the one whose pods hold it."""
-    return next((info.name for info in table.infos if key in info.pods), "")
+    def _assumed_on(self, table: NodeTable, key: str) -> str:
+        """The node a pod the scheduler assumed (not bound yet) is on: the cache's record of it,
+        else (a Handle without one) the node whose pods hold it."""
+        if self._nodes is not None:
+            return self._nodes.assumed_node(key) or ""
+        return next((info.name for info in table.infos if key in info.pods), "")
 
 
 def _cannot(reason: str) -> Status:

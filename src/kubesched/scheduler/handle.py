@@ -109,6 +109,10 @@ class ProfileHandle:
         """The PodGroup and its pods (framework.pod_groups.PodGroupLookup); None with GenericWorkload off."""
         return self._s.pod_group_state(namespace, name)
 
+    def assumed_node(self, pod_key: str) -> str | None:
+        """The node the cache holds pod `pod_key` on (framework.pod_groups.AssumedNodeLookup)."""
+        return self._s.cache.pod_node(pod_key)
+
     def group_forest(self) -> GroupForest | None:
         """The CompositePodGroup hierarchies (framework.group_forest.ForestLookup); None with the
         gate off."""

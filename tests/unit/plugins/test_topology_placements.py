@@ -102,6 +102,28 @@ def test_scheduled_members_bound_or_assumed_pin_the_group_to_their_domain() -> N
     assert [p.name for p in out] == ["a"]
 
 
+class CacheHandle(Handle):
+    """A Handle that also tells which node the cache holds an assumed pod on, as the scheduler's does."""
+
+    def __init__(self, pods: Sequence[Pod], assumed: dict[str, str]) -> None:
+        super().__init__(pods, list(assumed))
+        self.nodes = assumed
+        self.asked: list[str] = []
+
+    def assumed_node(self, pod_key: str) -> str | None:
+        self.asked.append(pod_key)
+        return self.nodes.get(pod_key)
+
+
+def test_an_assumed_members_node_comes_from_the_cache_not_a_scan_of_the_nodes() -> None:
+    p0 = member("p0")
+    handle = CacheHandle([p0, member("p1")], {pod_key(p0): "n3"})
+    # The table does not hold p0 at all: only the cache's answer can put the group in rack b.
+    out = generate(TopologyPlacementGenerator(handle), group(), table(RACKS))  # type: ignore[arg-type]
+    assert not isinstance(out, Status)
+    assert [p.name for p in out] == ["b"] and handle.asked == [pod_key(p0)]
+
+
 @pytest.mark.parametrize(
     ("nodes", "reason"),
     [
