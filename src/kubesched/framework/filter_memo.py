@@ -29,7 +29,8 @@ import numpy.typing as npt
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.node_table import NodeSet, NodeTable
-from kubesched.framework.runtime import FilterOutcome, Framework
+from kubesched.framework.outcomes import FilterOutcome
+from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status
 
 __all__ = ["FilterMemo"]

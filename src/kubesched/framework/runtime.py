@@ -6,7 +6,6 @@ The scheduler drives it (scheduler/); this module only knows plugins, statuses a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
@@ -42,7 +41,8 @@ from kubesched.framework.interfaces import (
     defines,
 )
 from kubesched.framework.node_info import NodeInfo, PodInfo
-from kubesched.framework.node_table import BatchFilterResult, NodeSet, NodeTable
+from kubesched.framework.node_table import BatchFilterResult, IntArray, NodeSet, NodeTable
+from kubesched.framework.outcomes import FilterOutcome, PermitOutcome
 from kubesched.framework.placement import PlacementPoints
 from kubesched.framework.plugin_calls import (
     OnNode,
@@ -66,10 +66,8 @@ from kubesched.framework.types import (
     QueuedPodInfo,
 )
 
-IntArray = npt.NDArray[np.int64]
 #: A QueueSort plugin's `sort_key` (`SortKeyPlugin`).
 SortKey = Callable[[QueuedPodInfo], tuple[Any, ...]]
-BoolArray = npt.NDArray[np.bool_]
 
 #: How a Filter plugin is called: its batch form, its per-node form, or either (see `_filter_form`).
 _BATCH, _PER_NODE, _BOTH = 0, 1, 2
@@ -87,31 +85,6 @@ def _filter_form(cls: type) -> int:
 
 class FrameworkError(InputError):
     """A profile cannot be built (no bind plugin, two queue sorts, a plugin that fails to start, ...)."""
-
-
-@dataclass(slots=True)
-class FilterOutcome:
-    """Filter verdicts over a NodeSet: `status_idx[i] == -1` means node i passed."""
-
-    nodes: NodeSet
-    status_idx: npt.NDArray[np.int32]
-    statuses: list[Status]
-    error: Status | None = None
-
-    @property
-    def feasible(self) -> BoolArray:
-        return self.status_idx < 0
-
-    def node_to_status(self) -> dict[str, Status]:
-        names = self.nodes.table.names
-        return {names[self.nodes.rows[i]]: self.statuses[j] for i, j in enumerate(self.status_idx) if j >= 0}
-
-
-@dataclass(slots=True)
-class PermitOutcome:
-    status: Status | None
-    #: plugin -> timeout seconds, for the plugins that asked to wait.
-    waits: dict[str, float] = field(default_factory=dict)
 
 
 class Framework:
@@ -709,17 +682,6 @@ class Framework:
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for _name, plugin in self._points.get("postBind", []):
             cast(PostBindPlugin, plugin).post_bind(state, pod, node_name)
-
-
-def num_feasible_nodes_to_find(profile_pct: int | None, global_pct: int, num_all_nodes: int) -> int:
-    """How many feasible nodes to look for before scoring (upstream's adaptive sampling)."""
-    min_nodes = 100
-    if num_all_nodes < min_nodes:
-        return num_all_nodes
-    pct = profile_pct if profile_pct is not None else global_pct
-    if pct == 0:
-        pct = max(50 - num_all_nodes // 125, 5)
-    return max(num_all_nodes * pct // 100, min_nodes)
 
 
 def _overriding(plugins: list[RepeatableFailurePlugin] | None, method: str) -> list[RepeatableFailurePlugin]:

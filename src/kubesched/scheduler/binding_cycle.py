@@ -18,7 +18,8 @@ from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, Resource
 from kubesched.framework.node_info import NodeInfo
-from kubesched.framework.runtime import Framework, PermitOutcome
+from kubesched.framework.outcomes import PermitOutcome
+from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status
 from kubesched.framework.types import QueuedPodInfo
 from kubesched.framework.waiting_pods import WaitingPod, WaitingPods

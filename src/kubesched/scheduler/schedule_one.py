@@ -16,7 +16,8 @@ from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.filter_memo import FilterMemo
 from kubesched.framework.node_table import NodeSet, NodeTable
-from kubesched.framework.runtime import Framework, num_feasible_nodes_to_find
+from kubesched.framework.runtime import Framework
+from kubesched.framework.sampling import num_feasible_nodes_to_find
 from kubesched.framework.scoring import ScoreOutcome
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (

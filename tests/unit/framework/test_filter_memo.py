@@ -15,8 +15,9 @@ from kubesched.framework import CycleState, NodeInfo, NodeSet, PodInfo, Status
 from kubesched.framework.filter_memo import FilterMemo
 from kubesched.framework.node_info import pod_key
 from kubesched.framework.node_table import NodeTable
+from kubesched.framework.outcomes import FilterOutcome
 from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import PER_NODE_FILTER_MAX, FilterOutcome, Framework
+from kubesched.framework.runtime import PER_NODE_FILTER_MAX, Framework
 from kubesched.plugins.node_ports import NodePorts
 from kubesched.plugins.node_resources_fit import NodeResourcesFit
 from kubesched.plugins.node_unschedulable import NodeUnschedulable

@@ -169,7 +169,7 @@ def test_feasible_nodes_keep_the_rotated_evaluation_order(
     from kubesched.cluster.memory import MemoryCluster
     from kubesched.config import default_config
     from kubesched.framework.cycle_state import CycleState
-    from kubesched.framework.runtime import num_feasible_nodes_to_find
+    from kubesched.framework.sampling import num_feasible_nodes_to_find
     from kubesched.plugins import default_registry
     from kubesched.scheduler.clock import VirtualClock
     from kubesched.scheduler.profiles import options_from_config, profiles_from_config

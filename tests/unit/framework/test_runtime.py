@@ -20,7 +20,8 @@ from kubesched.framework import (
     Status,
 )
 from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import Framework, FrameworkError, num_feasible_nodes_to_find
+from kubesched.framework.runtime import Framework, FrameworkError
+from kubesched.framework.sampling import num_feasible_nodes_to_find
 from kubesched.framework.types import MAX_PERMIT_TIMEOUT
 from kubesched.testing.builders import make_node, make_pod, make_table
 
