@@ -18,11 +18,10 @@ The long run is `benchmarks/differential.py --seed S --count N`.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 from kubesched.harness.differential.compare import COMPARISONS, LIVE_COMPARISONS
-from kubesched.harness.differential.run import Harnesses, print_mismatch, run_scenarios
+from kubesched.harness.differential.run import Harnesses, run_scenarios
 
 #: Seeds of the bounded set (a few minutes on two cores); the long run covers thousands.
 SEEDS = list(range(1, 41))
@@ -32,14 +31,11 @@ LIVE_EVERY = 4
 
 def test_seeded_scenarios_agree_with_kube_scheduler(tmp_path: Path, differential: Harnesses) -> None:
     tally = run_scenarios(SEEDS, tmp_path, live_every=LIVE_EVERY, using=differential)
-    report = io.StringIO()
-    for m in tally.mismatches:
-        print_mismatch(m, report)
     assert tally.scenarios == len(SEEDS)
     assert tally.live_scenarios == len(SEEDS) // LIVE_EVERY
     # Every comparison was made often enough to mean something.
-    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    made = tally.made()
     assert set(made) == {*COMPARISONS, *LIVE_COMPARISONS}
     assert made["schedulable"] == tally.pods and made["scores"] > 10 and made["message"] > 5, made
     assert made["live-schedulable"] > 10 and made["live-message"] > 2, made
-    assert tally.mismatches == [], report.getvalue()
+    assert tally.mismatches == [], tally.mismatch_report()

@@ -11,7 +11,6 @@ checked by hand first, then a bounded seeded set; the long run is `benchmarks/di
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from kubesched.harness.differential.gated import COMPOSITE_GATES
 from kubesched.harness.differential.group_compare import compare_wave_seeded
 from kubesched.harness.differential.group_run import run_group_scenarios
 from kubesched.harness.differential.group_scenario import COMPOSITE_API, GroupScenario, Wave
-from kubesched.harness.differential.run import Harnesses, harnesses, print_mismatch
+from kubesched.harness.differential.run import Harnesses, harnesses
 from kubesched.harness.differential.waves import play_waves
 
 Obj = dict[str, Any]
@@ -95,13 +94,10 @@ def test_a_tree_fits_one_rack_whole_or_not_at_all(composite: Harnesses, tmp_path
 def test_seeded_trees_agree_with_kube_scheduler(composite: Harnesses, tmp_path: Path) -> None:
     """The bounded set, every pod of priority 0."""
     tally = run_group_scenarios(SEEDS, tmp_path, composite=True, priorities=False, using=composite)
-    report = io.StringIO()
-    for m in tally.mismatches:
-        print_mismatch(m, report, flags=composite.gates.flags())
-    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    made = tally.made()
     assert tally.scenarios == len(SEEDS)
     assert made["group-bound"] > 10 and made["condition"] > 10 and made["message"] > 5, made
-    assert tally.mismatches == [], report.getvalue()
+    assert tally.mismatches == [], tally.mismatch_report(composite.gates.flags())
 
 
 def test_kubesched_run_agrees_on_seeded_trees(composite: Harnesses, tmp_path: Path) -> None:
@@ -110,13 +106,10 @@ def test_kubesched_run_agrees_on_seeded_trees(composite: Harnesses, tmp_path: Pa
     tally = run_group_scenarios(
         LIVE_SEEDS, tmp_path, composite=True, priorities=False, live_every=1, using=composite
     )
-    report = io.StringIO()
-    for m in tally.mismatches:
-        print_mismatch(m, report, flags=composite.gates.flags())
-    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    made = tally.made()
     assert tally.live_scenarios == len(LIVE_SEEDS)
     assert made["live-group-bound"] > 5 and made["live-condition"] > 5, made
-    assert tally.mismatches == [], report.getvalue()
+    assert tally.mismatches == [], tally.mismatch_report(composite.gates.flags())
 
 
 def _with_priorities(wave: Wave, root_class: str, child_class: str, *, whole: bool) -> Wave:

@@ -12,14 +12,13 @@ is `benchmarks/differential.py --groups --dra`.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kubesched.harness.differential.group_run import group_gates, run_group_scenarios
-from kubesched.harness.differential.run import Harnesses, harnesses, print_mismatch
+from kubesched.harness.differential.run import Harnesses, harnesses
 
 #: Seeds of the bounded set (about 5 s each on an idle machine).
 SEEDS = list(range(1, 9))
@@ -34,28 +33,21 @@ def gated() -> Iterator[Harnesses]:
         yield h
 
 
-def _report(tally_mismatches: list[dict[str, object]], h: Harnesses) -> str:
-    out = io.StringIO()
-    for m in tally_mismatches:
-        print_mismatch(m, out, flags=h.gates.flags())
-    return out.getvalue()
-
-
 def test_seeded_dra_groups_agree_with_kube_scheduler(gated: Harnesses, tmp_path: Path) -> None:
     tally = run_group_scenarios(SEEDS, tmp_path, priorities=False, dra=True, using=gated)
-    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    made = tally.made()
     assert tally.scenarios == len(SEEDS)
     assert made["group-bound"] > 10 and made["message"] > 5, made
     assert {"dra-group-claim", "dra-pod-claims"} <= set(tally.features), tally.features
     assert {"gang-bound-all", "gang-bound-none"} <= set(tally.observed), tally.observed
-    assert tally.mismatches == [], _report(tally.mismatches, gated)
+    assert tally.mismatches == [], tally.mismatch_report(gated.gates.flags())
 
 
 def test_kubesched_run_agrees_on_seeded_dra_groups(gated: Harnesses, tmp_path: Path) -> None:
     """`kubesched run` live: the group's claim written once and reserved for the PodGroup, the
     other members' PreBind failing on it, as the binary's."""
     tally = run_group_scenarios(LIVE_SEEDS, tmp_path, priorities=False, dra=True, live_every=1, using=gated)
-    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    made = tally.made()
     assert tally.live_scenarios == len(LIVE_SEEDS)
     assert made["live-group-bound"] >= 2, made
-    assert tally.mismatches == [], _report(tally.mismatches, gated)
+    assert tally.mismatches == [], tally.mismatch_report(gated.gates.flags())

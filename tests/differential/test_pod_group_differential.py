@@ -13,7 +13,6 @@ gates (compared the same way, under `live-` names). The long run is
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from kubesched.harness.differential.gated import GANG_GATES
 from kubesched.harness.differential.group_compare import compare_wave, simulate_wave
 from kubesched.harness.differential.group_run import run_group_scenarios
 from kubesched.harness.differential.group_scenario import GroupScenario
-from kubesched.harness.differential.run import Harnesses, harnesses, print_mismatch
+from kubesched.harness.differential.run import Harnesses, harnesses
 from kubesched.harness.differential.waves import play_waves_whole
 
 #: Seeds of the bounded set (about 4 s each on an idle machine).
@@ -86,41 +85,32 @@ def test_the_issues_three_gangs(gated: Harnesses, tmp_path: Path) -> None:
 def test_seeded_groups_agree_with_kube_scheduler(gated: Harnesses, tmp_path: Path) -> None:
     """The bounded set, every pod of priority 0: nothing preempts."""
     tally = run_group_scenarios(SEEDS, tmp_path, priorities=False, using=gated)
-    report = io.StringIO()
-    for m in tally.mismatches:
-        print_mismatch(m, report, flags=gated.gates.flags())
-    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    made = tally.made()
     assert tally.scenarios == len(SEEDS)
     assert made["group-bound"] > 40 and made["condition"] > 30 and made["message"] > 25, made
     assert made["node"] > 5, made
     # The set measures something: gangs bound whole, from minCount up, not at all; basic groups.
     wanted = {"gang-bound-all", "gang-bound-part", "gang-bound-none", "basic-bound-all", "pod-bound"}
     assert wanted <= set(tally.observed), tally.observed
-    assert tally.mismatches == [], report.getvalue()
+    assert tally.mismatches == [], tally.mismatch_report(gated.gates.flags())
 
 
 def test_kubesched_run_agrees_on_seeded_groups(gated: Harnesses, tmp_path: Path) -> None:
     """`kubesched run`'s pod-group path, live: the pods it binds, the FailedScheduling events it
     writes and the PodGroup condition it patches, compared with the simulator as upstream's are."""
     tally = run_group_scenarios(LIVE_SEEDS, tmp_path, priorities=False, live_every=1, using=gated)
-    report = io.StringIO()
-    for m in tally.mismatches:
-        print_mismatch(m, report, flags=gated.gates.flags())
-    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    made = tally.made()
     assert tally.live_scenarios == len(LIVE_SEEDS)
     assert made["live-group-bound"] >= 8 and made["live-condition"] >= 8 and made["live-message"] >= 5, made
-    assert tally.mismatches == [], report.getvalue()
+    assert tally.mismatches == [], tally.mismatch_report(gated.gates.flags())
 
 
 def test_seeded_groups_with_priorities_agree_with_kube_scheduler(gated: Harnesses, tmp_path: Path) -> None:
     """The bounded set with priorities: groups preempt ordinary pods and each other's pods (the
     pod-group preemption of DefaultPreemption), and ordinary pods preempt pods of groups."""
     tally = run_group_scenarios(PRIORITY_SEEDS, tmp_path, priorities=True, using=gated)
-    report = io.StringIO()
-    for m in tally.mismatches:
-        print_mismatch(m, report, flags=gated.gates.flags())
-    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    made = tally.made()
     assert tally.scenarios == len(PRIORITY_SEEDS)
     assert made["preemption"] >= 3 and made["condition"] > 15, made
     assert tally.observed.get("preempted", 0) >= 3, tally.observed
-    assert tally.mismatches == [], report.getvalue()
+    assert tally.mismatches == [], tally.mismatch_report(gated.gates.flags())

@@ -11,7 +11,6 @@ with the same gates (compared the same way, under `live-` names); the long run i
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from kubesched.harness.differential.gated import TOPOLOGY_GATES
 from kubesched.harness.differential.group_compare import compare_wave_seeded
 from kubesched.harness.differential.group_run import run_group_scenarios
 from kubesched.harness.differential.group_scenario import GroupScenario
-from kubesched.harness.differential.run import Harnesses, harnesses, print_mismatch
+from kubesched.harness.differential.run import Harnesses, harnesses
 from kubesched.harness.differential.waves import play_waves_whole
 
 #: Seeds of the bounded set (a few seconds each on an idle machine).
@@ -71,13 +70,10 @@ def test_a_gang_fits_one_rack_or_none(topology: Harnesses, tmp_path: Path) -> No
 def test_seeded_topology_groups_agree_with_kube_scheduler(topology: Harnesses, tmp_path: Path) -> None:
     """The bounded set, every pod of priority 0: nothing preempts."""
     tally = run_group_scenarios(SEEDS, tmp_path, topology=True, priorities=False, using=topology)
-    report = io.StringIO()
-    for m in tally.mismatches:
-        print_mismatch(m, report, flags=topology.gates.flags())
-    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    made = tally.made()
     assert tally.scenarios == len(SEEDS)
     assert made["group-bound"] > 12 and made["condition"] > 10 and made["message"] > 6, made
-    assert tally.mismatches == [], report.getvalue()
+    assert tally.mismatches == [], tally.mismatch_report(topology.gates.flags())
 
 
 def test_seeded_topology_groups_with_priorities_agree_with_kube_scheduler(
@@ -87,14 +83,11 @@ def test_seeded_topology_groups_with_priorities_agree_with_kube_scheduler(
     preempted (DefaultPreemption's PodGroupPostFilter trying the placements again with the
     victims gone), as the binary does."""
     tally = run_group_scenarios(PRIORITY_SEEDS, tmp_path, topology=True, priorities=True, using=topology)
-    report = io.StringIO()
-    for m in tally.mismatches:
-        print_mismatch(m, report, flags=topology.gates.flags())
-    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    made = tally.made()
     assert tally.scenarios == len(PRIORITY_SEEDS)
     assert made["preemption"] >= 5 and made["condition"] >= 10, made
     assert tally.observed.get("preempted", 0) >= 5, tally.observed
-    assert tally.mismatches == [], report.getvalue()
+    assert tally.mismatches == [], tally.mismatch_report(topology.gates.flags())
 
 
 def test_kubesched_run_agrees_on_seeded_topology_groups(topology: Harnesses, tmp_path: Path) -> None:
@@ -104,10 +97,7 @@ def test_kubesched_run_agrees_on_seeded_topology_groups(topology: Harnesses, tmp
     tally = run_group_scenarios(
         LIVE_SEEDS, tmp_path, topology=True, priorities=False, live_every=1, using=topology
     )
-    report = io.StringIO()
-    for m in tally.mismatches:
-        print_mismatch(m, report, flags=topology.gates.flags())
-    made = {name: total for name, (_, total) in tally.comparisons.items()}
+    made = tally.made()
     assert tally.live_scenarios == len(LIVE_SEEDS)
     assert made["live-group-bound"] >= 8 and made["live-condition"] >= 8 and made["live-message"] >= 5, made
-    assert tally.mismatches == [], report.getvalue()
+    assert tally.mismatches == [], tally.mismatch_report(topology.gates.flags())

@@ -10,7 +10,6 @@ not (InterPodAffinity) and must where upstream does (PodTopologySpread).
 from __future__ import annotations
 
 import copy
-import io
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Pod
 from kubesched.cluster.memory import MemoryCluster
 from kubesched.harness.differential.cluster import PodOutcome
-from kubesched.harness.differential.run import Harnesses, Tally, compare_scenario, print_mismatch
+from kubesched.harness.differential.run import Harnesses, Tally, compare_scenario
 from kubesched.harness.differential.scenario import HOSTNAME, ZONE, Scenario
 
 Obj = dict[str, Any]
@@ -91,10 +90,7 @@ def check(h: Harnesses, s: Scenario, tmp_path: Path, *, live: bool = False) -> l
     results, files, outcomes = compare_scenario(h, s, tmp_path, live=live)
     tally = Tally()
     tally.add(s, results, files)
-    report = io.StringIO()
-    for m in tally.mismatches:
-        print_mismatch(m, report)
-    assert tally.mismatches == [], report.getvalue()
+    assert tally.mismatches == [], tally.mismatch_report()
     return outcomes
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import tempfile
@@ -48,6 +49,17 @@ class Tally:
     adjusted: int = 0
     #: How many pods exercised each `PodComparison.observed` thing.
     observed: dict[str, int] = field(default_factory=dict)
+
+    def made(self) -> dict[str, int]:
+        """How many of each comparison were made, agreeing or not."""
+        return {name: total for name, (_, total) in self.comparisons.items()}
+
+    def mismatch_report(self, flags: tuple[str, ...] = ()) -> str:
+        """Every mismatch as `print_mismatch` writes it (a failing test's message)."""
+        out = io.StringIO()
+        for m in self.mismatches:
+            print_mismatch(m, out, flags=flags)
+        return out.getvalue()
 
     def add(self, scenario: Scenario, results: list[PodComparison], files: list[Path]) -> None:
         self.scenarios += 1
