@@ -66,9 +66,16 @@ def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
-def start(
-    kube: FakeKube, nodes: list[Any], pods: list[Any], metrics: SchedulerMetrics | None = None
+def build(
+    kube: FakeKube,
+    nodes: list[Any],
+    pods: list[Any],
+    *,
+    metrics: SchedulerMetrics | None = None,
+    options: LiveOptions | None = None,
+    fence: Callable[[], str | None] | None = None,
 ) -> tuple[LiveCluster, PerKind]:
+    """A LiveCluster over scripted lists of `nodes` and `pods`, not started."""
     registry = default_registry(entry_points=False)
     cfg = decode_config(CONFIG, "test.yaml", registry)
     source = PerKind(
@@ -81,9 +88,19 @@ def start(
         cfg,
         registry,
         kube,  # type: ignore[arg-type]
-        metrics=metrics or SchedulerMetrics(),
-        options=LiveOptions(bind_depth=4),
+        metrics=metrics,
+        options=options or LiveOptions(),
         source=source,
+        fence=fence,
+    )
+    return cluster, source
+
+
+def start(
+    kube: FakeKube, nodes: list[Any], pods: list[Any], metrics: SchedulerMetrics | None = None
+) -> tuple[LiveCluster, PerKind]:
+    cluster, source = build(
+        kube, nodes, pods, metrics=metrics or SchedulerMetrics(), options=LiveOptions(bind_depth=4)
     )
     cluster.start_informers([KINDS["Node"], KINDS["Pod"]])
     assert cluster.wait_for_sync(5)
@@ -334,20 +351,8 @@ def test_a_batch_refused_at_the_gate_is_abandoned_and_requeued_without_failures(
     is abandoned (undone, requeued, no FailedScheduling), none is bound."""
     kube = FakeKube()
     fenced: list[str] = []
-    registry = default_registry(entry_points=False)
-    cfg = decode_config(CONFIG, "test.yaml", registry)
-    source = PerKind(
-        {
-            "Node": ScriptedListWatch([[list_page([node_json("n1", cpu="64")], rv="1")]], []),
-            "Pod": ScriptedListWatch([[list_page(many_pods(3), rv="1")]], []),
-        }
-    )
-    cluster = LiveCluster(
-        cfg,
-        registry,
-        kube,  # type: ignore[arg-type]
-        source=source,
-        fence=lambda: fenced[0] if fenced else None,
+    cluster, source = build(
+        kube, [node_json("n1", cpu="64")], many_pods(3), fence=lambda: fenced[0] if fenced else None
     )
     sending = cluster.pipeline.sending
 
@@ -440,20 +445,8 @@ def test_stop_drops_queued_binds_and_returns_within_its_bound() -> None:
 def test_a_fence_that_runs_out_stops_popping_and_binding() -> None:
     kube = FakeKube()
     fenced: list[str] = []
-    registry = default_registry(entry_points=False)
-    cfg = decode_config(CONFIG, "test.yaml", registry)
-    source = PerKind(
-        {
-            "Node": ScriptedListWatch([[list_page([node_json("n1", cpu="64")], rv="1")]], []),
-            "Pod": ScriptedListWatch([[list_page(many_pods(5), rv="1")]], []),
-        }
-    )
-    cluster = LiveCluster(
-        cfg,
-        registry,
-        kube,  # type: ignore[arg-type]
-        source=source,
-        fence=lambda: fenced[0] if fenced else None,
+    cluster, source = build(
+        kube, [node_json("n1", cpu="64")], many_pods(5), fence=lambda: fenced[0] if fenced else None
     )
     fenced.append("lease not renewed for 10.2 s")
     cluster.start_informers([KINDS["Node"], KINDS["Pod"]])
