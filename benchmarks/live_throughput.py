@@ -20,7 +20,8 @@ upstream
     `clientConnection.qps: 5000, burst: 10000` and `leaderElect: false`, default profile.
 kubesched
     `kubesched run` as a subprocess (the way a user starts it) with the same client limits and
-    `leaderElect: false`, one profile with the default plugins.
+    `leaderElect: false`, one profile with the default plugins. Both schedulers serve their endpoints
+    as shipped: HTTPS with a certificate made at start, delegated authn/authz, the same flags.
 baseline
     The same, from another source tree (`--baseline-src DIR`, e.g. `git archive` of an older commit,
     put first on PYTHONPATH): a before/after comparison measured in one run, on one API server.
@@ -31,8 +32,10 @@ requesting 100m cpu and 500Mi memory) exist before the scheduler starts, and a w
 records when each pod's `spec.nodeName` appears: pods/s is N / (last bind - first bind), so start-up and
 informer sync are not counted (scheduler_perf leaves them out too). Peak RSS of each scheduler is its
 `VmHWM` from `/proc/<pid>/status`, read just before it is stopped; its CPU seconds (start-up included)
-and the API server's + etcd's over the phase are reported too, with the load average: on a shared
-two-core machine rates move with whatever else runs, CPU seconds much less. For kubesched,
+and the API server's and etcd's over the phase are reported too, with the load average: on a shared
+two-core machine rates move with whatever else runs, CPU seconds much less. So are the requests and
+watch events the API server served per bound pod, by verb and resource (its `/metrics` before and
+after the phase): what each scheduler costs the server, which limits the pinned rate. For kubesched,
 `events_unsent_at_stop` is how many Events it still had queued when stopped right after the last
 bind (from its shutdown log line): how far Events fell behind binds.
 
@@ -71,8 +74,6 @@ import ssl
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -85,6 +86,7 @@ import kubesched
 from kubesched.cluster.kube.client import ApiError as KubeApiError
 from kubesched.cluster.kube.client import KubeClient
 from kubesched.harness.controlplane import ControlPlane, ManagedProcess
+from kubesched.harness.controlplane.process import http_get
 from kubesched.harness.differential.gated import GANG_GATES, NO_GATES, Gates
 from kubesched.harness.fake_nodes import (
     ApiClient,
@@ -112,6 +114,10 @@ CREATE_THREADS = 8
 PHASE_TIMEOUT = 240.0
 READY_TIMEOUT = 300.0  # start-up is not measured; 5000 nodes + slices sync slowly on a loaded machine
 DELETE_TIMEOUT = 120.0
+#: Both schedulers serve a self-signed certificate made at start: readiness polls do not verify it.
+UNVERIFIED = ssl.create_default_context()
+UNVERIFIED.check_hostname = False
+UNVERIFIED.verify_mode = ssl.CERT_NONE
 
 KUBESCHED_CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -481,6 +487,8 @@ class BindWatch:
     bound_at: dict[str, float] = field(default_factory=dict)
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
+    #: Called (on the watch's thread) when the first pod is seen bound.
+    on_first_bind: Callable[[], None] | None = None
     _close: Callable[[], None] | None = None
     _thread: threading.Thread | None = None
 
@@ -526,6 +534,8 @@ class BindWatch:
                 # (and their deletion is an event with a nodeName too).
                 if pod.spec.nodeName and name.startswith("pod-") and name not in self.bound_at:
                     self.bound_at[name] = now
+                    if len(self.bound_at) == 1 and self.on_first_bind is not None:
+                        self.on_first_bind()
                     if len(self.bound_at) >= self.expected:
                         return
         if not self.done.is_set():
@@ -604,12 +614,15 @@ class KubeschedProcess:
         self.port = free_port()
         config = cp.workdir / f"kubesched-bench-{self.port}.yaml"
         config.write_text(KUBESCHED_CONFIG.format(qps=QPS, burst=BURST, name=name))
+        # Served as shipped and as upstream's phase serves: HTTPS with a self-signed certificate made
+        # at start, delegated authn/authz, the same flags as `scheduler_args` gives kube-scheduler.
         args = [
             sys.executable, "-m", "kubesched.cli", "run",
             "--config", str(config),
             "--kubeconfig", str(cp.kubeconfig_path),
-            "--secure-port", "0",
-            "--insecure-listen", f"127.0.0.1:{self.port}",
+            "--bind-address", "127.0.0.1",
+            "--secure-port", str(self.port),
+            "--authorization-always-allow-paths", "/healthz,/readyz,/livez,/metrics",
             *gates.flags(),
         ]  # fmt: skip
         env = bytecode_on(src if src is not None else Path(kubesched.__file__).parent.parent)
@@ -623,16 +636,13 @@ class KubeschedProcess:
         )
 
     def wait_ready(self) -> None:
+        """Until `/readyz` answers 200 over HTTPS, as the upstream phase waits for kube-scheduler."""
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:
             if not self.proc.alive():
                 raise RuntimeError(f"kubesched exited:\n{self.proc.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as resp:
-                    if resp.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
+            if http_get(f"https://127.0.0.1:{self.port}/readyz", UNVERIFIED, timeout=2)[0] == 200:
+                return
             time.sleep(0.1)
         raise RuntimeError(f"kubesched not ready after {READY_TIMEOUT:.0f} s:\n{self.proc.log_tail()}")
 
@@ -700,11 +710,18 @@ class Bench:
 
     def server_cpu(self) -> float:
         """CPU seconds used so far by kube-apiserver and etcd together."""
-        total = 0.0
-        for proc in (self.cp.apiserver, self.cp.etcd):
-            used = cpu_seconds(proc.pid) if proc is not None else None
-            total += used or 0.0
-        return total
+        return sum(self.servers_cpu())
+
+    def servers_cpu(self) -> tuple[float, float]:
+        """CPU seconds used so far by kube-apiserver and by etcd."""
+        used = [
+            cpu_seconds(proc.pid) if proc is not None else None for proc in (self.cp.apiserver, self.cp.etcd)
+        ]
+        return used[0] or 0.0, used[1] or 0.0
+
+    def server_counters(self) -> Counters:
+        """The API server's request and watch-event counters so far (its `/metrics`)."""
+        return server_counters(self.watch_client.get("/metrics").body.decode("utf-8", "replace"))
 
     # ---- (b) and (c)
 
@@ -749,9 +766,12 @@ class Bench:
         self, phase: str, ns: str, pods: int, scheduler_name: str, cpus: Collection[int] | None
     ) -> dict[str, Any]:
         watch = BindWatch(self.watch_client, ns, pods, current_resource_version(self.api, ns))
+        at_first_bind: list[tuple[float, float]] = []
+        watch.on_first_bind = lambda: at_first_bind.append(self.servers_cpu())
         watch.start()
+        counters0 = self.server_counters()
         started = time.perf_counter()
-        server0 = self.server_cpu()
+        server0 = self.servers_cpu()
         proc: ManagedProcess | None = None
         try:
             if phase == "upstream":
@@ -770,7 +790,10 @@ class Bench:
                 proc = kubesched.proc
                 kubesched.wait_ready()
             complete = watch.wait(PHASE_TIMEOUT, proc.alive)
-            server_cpu = self.server_cpu() - server0
+            server_end = self.servers_cpu()
+            apiserver_cpu, etcd_cpu = (b - a for a, b in zip(server0, server_end, strict=True))
+            binding_cpu = sum(server_end) - sum(at_first_bind[0]) if at_first_bind else None
+            counters = self.server_counters() - counters0
             rss = peak_rss_mib(proc.pid)
             cpu = cpu_seconds(proc.pid)
             if not proc.alive():
@@ -793,9 +816,74 @@ class Bench:
             # From process start to stop: informer lists and start-up included.
             "scheduler_cpu_seconds": round(cpu, 2) if cpu is not None else None,
             "cpu_ms_per_pod": round(cpu / bound * 1000, 2) if cpu is not None and bound else None,
-            "apiserver_etcd_cpu_seconds": round(server_cpu, 2),
+            # What the scheduler cost the API server over the phase (start-up included), the limit
+            # of the pinned rate: CPU per process, and requests and watch events sent per bound pod.
+            "apiserver_etcd_cpu_seconds": round(apiserver_cpu + etcd_cpu, 2),
+            "apiserver_cpu_seconds": round(apiserver_cpu, 2),
+            "etcd_cpu_seconds": round(etcd_cpu, 2),
+            "apiserver_etcd_cpu_ms_per_pod": round((apiserver_cpu + etcd_cpu) / bound * 1000, 2)
+            if bound
+            else None,
+            # From the first bind seen to the last: what a pod costs the servers once start-up is
+            # over, and the share of a core they used then (near 1 with one core of their own: the
+            # servers, not the scheduler, set the rate).
+            "apiserver_etcd_cpu_ms_per_pod_binding": round(binding_cpu / bound * 1000, 2)
+            if binding_cpu is not None and bound
+            else None,
+            "apiserver_etcd_cores_binding": round(binding_cpu / span, 2)
+            if binding_cpu is not None and span
+            else None,
+            "apiserver_requests_per_pod": counters.per_pod("requests", bound),
+            "apiserver_watch_events_per_pod": counters.per_pod("watch_events", bound),
             "load_average_1m": load_average(),
         }
+
+
+_SAMPLE = re.compile(r"^(apiserver_request_total|apiserver_watch_events_total)\{([^}]*)\} (\S+)$", re.M)
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+@dataclass
+class Counters:
+    """Sums of the API server's `apiserver_request_total` by verb and resource (with subresource,
+    group when not core), and of `apiserver_watch_events_total` by resource; subtract two to get a
+    phase's. The server counts a request when it ends: a watch still open is not in them yet."""
+
+    requests: dict[str, float] = field(default_factory=dict)
+    watch_events: dict[str, float] = field(default_factory=dict)
+
+    def __sub__(self, before: Counters) -> Counters:
+        def minus(now: dict[str, float], then: dict[str, float]) -> dict[str, float]:
+            return {k: v - then.get(k, 0.0) for k, v in now.items() if v - then.get(k, 0.0) > 0}
+
+        return Counters(minus(self.requests, before.requests), minus(self.watch_events, before.watch_events))
+
+    def per_pod(self, which: str, pods: int) -> dict[str, float]:
+        """`which` ("requests" or "watch_events") per pod, largest first; counts of 1 and 2 say little
+        about a scheduler's per-pod cost, so rows below 0.01 per pod are left out."""
+        counts: dict[str, float] = getattr(self, which)
+        if not pods:
+            return {}
+        rows = sorted(counts.items(), key=lambda kv: -kv[1])
+        return {k: round(v / pods, 3) for k, v in rows if v / pods >= 0.01}
+
+
+def server_counters(text: str) -> Counters:
+    """Counters from the API server's Prometheus text."""
+    out = Counters()
+    for metric, labels_text, value in _SAMPLE.findall(text):
+        labels = dict(_LABEL.findall(labels_text))
+        resource = labels.get("resource", "")  # a non-resource path's is in `subresource`
+        if labels.get("subresource"):
+            resource += "/" + labels["subresource"]
+        if labels.get("group"):
+            resource += "." + labels["group"]
+        if metric == "apiserver_request_total":
+            key, table = f"{labels.get('verb', '')} {resource}", out.requests
+        else:
+            key, table = resource, out.watch_events
+        table[key] = table.get(key, 0.0) + float(value)
+    return out
 
 
 def shape_gates(shape: str) -> Gates:
