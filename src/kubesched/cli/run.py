@@ -9,8 +9,10 @@ Where the cluster is: `--kubeconfig`, else the config's `clientConnection.kubeco
 in-cluster service account when `KUBERNETES_SERVICE_HOST` is set, else `$KUBECONFIG` /
 `~/.kube/config`; `--master` overrides the server address.
 
-Lifecycle: serve the health endpoints, start informers and wait for them to sync, then (with
-`leaderElection.leaderElect`) wait to acquire the Lease; only the leader schedules. SIGTERM or
+Lifecycle: take the endpoints' ports, start informers and wait for them to sync, then (with
+`leaderElection.leaderElect`) wait to acquire the Lease; only the leader schedules. The endpoints
+are served once the first scheduling attempt is over (1 s at the latest; at once when the API server
+cannot be reached), so that building them does not delay the first bind. SIGTERM or
 SIGINT stops popping pods, drops the binds not yet sent, waits briefly for those on the wire, flushes
 Events with what time is left, releases the Lease and exits 0, within about 2 s whatever the load.
 Losing the Lease (or renewals failing past `renewDeadline`) shuts the bind pipeline's gate at once
@@ -27,7 +29,9 @@ import argparse
 import gc
 import logging
 import signal
+import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -38,8 +42,10 @@ from kubesched.errors import InputError
 if TYPE_CHECKING:
     from kubesched.cluster.kube.leader import LeaderElector
     from kubesched.cluster.kube.live import LiveCluster
-    from kubesched.metrics import HealthServer, SchedulerMetrics
-    from kubesched.serving.options import SecureServing, ServingOptions
+    from kubesched.metrics import SchedulerMetrics
+    from kubesched.serving.health import HealthServer
+    from kubesched.serving.options import ServingOptions
+    from kubesched.serving.secure import SecureServing
 
 __all__ = ["add_run_command", "run"]
 
@@ -56,6 +62,12 @@ STOP_CLUSTER_SECONDS = 1.2
 #: thread asleep in an untimed wait would never look at it. Seen once in make test: no "received
 #: SIGTERM" line, killed after 30 s.
 SIGNAL_POLL_SECONDS = 0.25
+#: The endpoints are served once the first scheduling attempt is over (the first bind goes first),
+#: or this long after informers started syncing or the loop started, at the latest; at once if the
+#: API server cannot be reached. Their ports are taken at start, so a probe meanwhile waits in the
+#: backlog. Polled this often while the first attempt runs.
+SERVE_WITHIN_SECONDS = 1.0
+FIRST_ATTEMPT_POLL_SECONDS = 0.005
 #: The executable starts `run` with the cyclic garbage collector off (`kubesched.cli.entry`); it is
 #: turned on once the informers synced, or after this long at the latest: an API server that cannot
 #: be reached at start-up means retries, and their exceptions are cyclic garbage.
@@ -223,7 +235,12 @@ def _write_config(path: str, text: str) -> None:
 
 class _Endpoints:
     """Where /healthz, /livez, /readyz and /metrics are served: HTTPS with delegated auth, and plain
-    HTTP only when asked. The transport is this module's; what the checks mean is `_Runner`'s."""
+    HTTP only when asked. The transport is this module's; what the checks mean is `_Runner`'s.
+
+    `listen()` takes the ports at once (a port in use is exit 2 before the cluster is touched);
+    `start()` builds the servers on them, which imports the ASGI stack and makes the certificate:
+    `_Runner` calls it after the first scheduling attempt (see SERVE_WITHIN_SECONDS).
+    """
 
     def __init__(
         self, serving: ServingOptions, connect: Callable[[str | None], Any], insecure_listen: str | None
@@ -233,33 +250,61 @@ class _Endpoints:
         self.insecure_listen = insecure_listen
         self.secure: SecureServing | None = None
         self.insecure: HealthServer | None = None
+        self._secure_socket: socket.socket | None = None
+        self._insecure_socket: socket.socket | None = None
+        self.started = False
 
-    def start(self, health: HealthServer) -> None:
-        from kubesched.serving.options import SecureServing
+    def listen(self) -> None:
+        """Bind and listen on the ports asked for; InputError naming the flag when one cannot be."""
+        from kubesched.metrics import parse_listen
+        from kubesched.serving.sockets import listen
 
         if self.serving.secure_port:
-            self.secure = SecureServing(health.app, self.serving, self.connect)
             try:
-                self.secure.start()
+                self._secure_socket = listen(self.serving.bind_address, self.serving.secure_port)
             except OSError as exc:
-                self.secure.stop()
                 raise InputError(str(exc), source="--secure-port") from None
+        if self.insecure_listen:
+            try:
+                self._insecure_socket = listen(*parse_listen(self.insecure_listen))
+            except OSError as exc:
+                self.stop()
+                raise InputError(str(exc), source="--insecure-listen") from None
+
+    def start(self, health: Callable[[], HealthServer]) -> None:
+        """Serve `health()`'s app on the ports `listen()` took (once; later calls do nothing)."""
+        if self.started:
+            return
+        self.started = True
+        from kubesched.serving.secure import SecureServing
+
+        app = health()
+        # Each line is written before its server answers: a caller that gets an answer (its
+        # connection waited in the backlog) finds the line already there.
+        if self._secure_socket is not None:
+            self.secure = SecureServing(app.app, self.serving, self.connect)
             log.info(
                 "serving /healthz /livez /readyz /metrics on %s (certificate: %s; client CA: %s)",
                 self.secure.url,
                 self.secure.certificate,
                 self.secure.client_ca,
             )
-        if self.insecure_listen:
             try:
-                health.start()
+                self.secure.start(self._secure_socket)
             except OSError as exc:
-                raise InputError(str(exc), source="--insecure-listen") from None
-            self.insecure = health
+                self.secure.stop()
+                raise InputError(str(exc), source="--secure-port") from None
+        if self._insecure_socket is not None:
+            app.port = self._insecure_socket.getsockname()[1]
             log.warning(
                 "serving /healthz /livez /readyz /metrics over plain HTTP on %s, without authentication",
-                health.url,
+                app.url,
             )
+            try:
+                app.start(sock=self._insecure_socket)
+            except OSError as exc:
+                raise InputError(str(exc), source="--insecure-listen") from None
+            self.insecure = app
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop serving within about `timeout` (a shutdown has a budget; see `_Runner._shutdown`)."""
@@ -267,6 +312,9 @@ class _Endpoints:
             self.secure.stop(timeout)
         if self.insecure is not None:
             self.insecure.stop(timeout)
+        for sock in (self._secure_socket, self._insecure_socket):
+            if sock is not None:
+                sock.close()
 
 
 class _Runner:
@@ -282,7 +330,6 @@ class _Runner:
         origin: str = "",
     ) -> None:
         from kubesched.cluster.kube.health import LiveHealth
-        from kubesched.metrics import HealthServer
 
         self.cluster = cluster
         self.metrics = metrics
@@ -294,12 +341,16 @@ class _Runner:
         self.endpoints = endpoints
         #: Where the API server address came from (a kubeconfig, in-cluster, --master), for errors.
         self.origin = origin
-        health = LiveHealth(cluster, elector, lease=lease, stopping=self.stopping)
-        self.server: HealthServer = HealthServer(
-            endpoints.insecure_listen or "127.0.0.1:0",
-            metrics,
-            live_checks=health.live_checks(),
-            ready_checks=health.ready_checks(),
+        self.health = LiveHealth(cluster, elector, lease=lease, stopping=self.stopping)
+
+    def _health_server(self) -> HealthServer:
+        from kubesched.serving.health import HealthServer
+
+        return HealthServer(
+            self.endpoints.insecure_listen or "127.0.0.1:0",
+            self.metrics,
+            live_checks=self.health.live_checks(),
+            ready_checks=self.health.ready_checks(),
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -312,7 +363,7 @@ class _Runner:
     def run(self) -> int:
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
-            self.endpoints.start(self.server)
+            self.endpoints.listen()
             log.info("profiles: %s", ", ".join(sorted(self.cluster.profile_names)))
             if self.cluster.extenders is not None:
                 # The config's extenders are called from every scheduling cycle: say which, so a slow
@@ -323,6 +374,7 @@ class _Runner:
                 collect_from_now()
                 self.cluster.start_loop()
                 self._lead()
+                self._serve_after_first_attempt()
                 while not self.stopping.wait(SIGNAL_POLL_SECONDS):
                     pass  # wakes to run a signal handler another thread's delivery left pending
             return self._shutdown()
@@ -331,7 +383,8 @@ class _Runner:
                 signal.signal(sig, handler)
 
     def _start_informers(self) -> bool:
-        """Discover kinds and start informers, retrying while the API server is unreachable.
+        """Discover kinds and start informers, retrying while the API server is unreachable (the
+        endpoints are served from the first failure on, so probes see a live, unready scheduler).
 
         Authentication and authorization failures are not retried: they will not fix themselves.
         """
@@ -355,18 +408,40 @@ class _Runner:
                     exc.message if exc.is_transport else exc,
                     delay,
                 )
+                self.endpoints.start(self._health_server)
                 self.stopping.wait(delay)
         return False
 
     def _wait_for_sync(self) -> bool:
         log.info("waiting for informers to sync")
         # On the informers' own events (the loop starts the moment the last one syncs), looking
-        # at `stopping` at least every 0.1 s.
+        # at `stopping` at least every 0.1 s. A long sync (a big cluster) is served meanwhile.
+        serve_at = time.monotonic() + SERVE_WITHIN_SECONDS
         while not (self.cluster.wait_for_sync(0.1) and self.cluster.has_synced()):
             if self.stopping.is_set():
                 return False
+            if time.monotonic() > serve_at:
+                self.endpoints.start(self._health_server)
         log.info("informers synced: %s", ", ".join(sorted(self.cluster.informers)))
         return True
+
+    def _serve_after_first_attempt(self) -> None:
+        """Serve the endpoints once the first scheduling attempt is over: building them (the ASGI
+        stack's imports, the certificate: about 0.1 CPU s) does not hold up the first bind.
+
+        A standby (not leading), or a leader with nothing to schedule, serves within
+        SERVE_WITHIN_SECONDS at the latest.
+        """
+        serve_at = time.monotonic() + SERVE_WITHIN_SECONDS
+        while (
+            self.cluster.leading
+            and not self.cluster.attempts
+            and time.monotonic() < serve_at
+            and not self.stopping.wait(FIRST_ATTEMPT_POLL_SECONDS)
+        ):
+            pass
+        if not self.stopping.is_set():
+            self.endpoints.start(self._health_server)
 
     def _lead(self) -> None:
         elector = self.elector
@@ -397,8 +472,6 @@ class _Runner:
         # Order matters: no new pods and no new binds, then the requests already on the wire, then
         # the Lease (a standby must not start binding while ours are still landing), then the
         # endpoints. Everything is bounded: SHUTDOWN_SECONDS in all.
-        import time
-
         deadline = time.monotonic() + SHUTDOWN_SECONDS
         lost = self.lost.is_set()
         if lost:

@@ -11,8 +11,11 @@ they treat kube-scheduler.
 * `authn` / `authz` - authenticators and authorizers, each one small and testable on its own.
 * `asgi` - the ASGI middleware that runs them before an app, and the TLS details it needs.
 * `server` - uvicorn on a thread, plain or TLS, returning once it listens.
-* `options` - upstream's flag names (`--secure-port`, `--authentication-kubeconfig`, ...) and what
-  they build.
+* `options` - upstream's flag names (`--secure-port`, `--authentication-kubeconfig`, ...): what
+  they ask for, without importing the server.
+* `secure` - the HTTPS server they build: certificate, TLS, authn/authz, uvicorn.
+* `sockets` - a listening socket taken before its server starts (a busy port fails at once).
+* `health` - `/healthz`, `/livez`, `/readyz` and `/metrics` of `kubesched run`.
 
 This layer sits between the extender and the cluster adapters: it talks to the API server through
 `cluster.kube.client` and knows nothing about scheduling.

@@ -8,6 +8,7 @@ endpoints, the extender in tests and benchmarks, and anything else that needs a 
 from __future__ import annotations
 
 import logging
+import socket
 import ssl
 import threading
 import time
@@ -75,13 +76,14 @@ class BackgroundServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.scheme}://{host}:{self.port}"
 
-    def start(self, timeout: float = 10.0) -> BackgroundServer:
-        """Serve; raises OSError if the address is taken or not available."""
+    def start(self, timeout: float = 10.0, *, sock: socket.socket | None = None) -> BackgroundServer:
+        """Serve; raises OSError if the address is taken or not available. `sock`: serve on this
+        socket, already listening (`kubesched.serving.sockets.listen`), instead of binding one."""
         failure: list[BaseException] = []
 
         def serve() -> None:
             try:
-                self.server.run()
+                self.server.run(sockets=[sock] if sock is not None else None)
             except BaseException as exc:  # SystemExit from uvicorn when the bind fails
                 failure.append(exc)
 

@@ -13,12 +13,12 @@ from kubesched.errors import InputError
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Code, Status
 from kubesched.metrics import (
-    HealthServer,
     SchedulerMetrics,
     exponential_buckets,
     instrument_plugins,
     parse_listen,
 )
+from kubesched.serving.health import HealthServer
 
 
 def test_upstream_names_labels_and_buckets() -> None:
