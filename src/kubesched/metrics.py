@@ -186,6 +186,16 @@ class SchedulerMetrics:
             self.cache_size.labels(kind)
         self._incoming_seen: dict[tuple[str, str], int] = {}
         self._dropped_seen: dict[str, int] = {}
+        self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
+
+    def _child(self, metric: Counter | Histogram, *values: str) -> Any:
+        """`metric.labels(*values)`, kept: each cycle updates half a dozen labelled metrics, and
+        `labels` (its checks and its lock) cost more than the update itself."""
+        key = (metric, values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
 
     # ------------------------------------------------------------------ updates
 
@@ -194,8 +204,8 @@ class SchedulerMetrics:
         label = RESULT_LABELS.get(result)
         if label is None:
             return  # "Waiting" (at Permit) is not a finished attempt
-        self.schedule_attempts.labels(label, profile).inc()
-        self.attempt_duration.labels(label, profile).observe(max(0.0, duration))
+        self._child(self.schedule_attempts, label, profile).inc()
+        self._child(self.attempt_duration, label, profile).observe(max(0.0, duration))
 
     def set_pending(self, counts: Mapping[str, int]) -> None:
         for queue, n in counts.items():
@@ -227,16 +237,16 @@ class SchedulerMetrics:
 
     # -- opportunistic batching (kubesched.scheduler.batch.BatchMetrics)
     def observe_batch_attempt(self, profile: str, result: str) -> None:
-        self.batch_attempts.labels(profile, result).inc()
+        self._child(self.batch_attempts, profile, result).inc()
 
     def observe_batch_flush(self, profile: str, reason: str) -> None:
-        self.batch_cache_flushed.labels(profile, reason).inc()
+        self._child(self.batch_cache_flushed, profile, reason).inc()
 
     def observe_node_hint(self, profile: str, hinted: bool, seconds: float) -> None:
-        self.node_hint_duration.labels("hint" if hinted else "no_hint", profile).observe(seconds)
+        self._child(self.node_hint_duration, "hint" if hinted else "no_hint", profile).observe(seconds)
 
     def observe_store_results(self, profile: str, seconds: float) -> None:
-        self.store_results_duration.labels(profile).observe(seconds)
+        self._child(self.store_results_duration, profile).observe(seconds)
 
     def observe_rescore(self, profile: str, seconds: float) -> None:
         self.batch_rescore_attempts.labels(profile).inc()

@@ -53,18 +53,21 @@ def test_only_run_and_explain_skip_the_teardown_and_nothing_written_is_lost(
     assert ("teardown ran" in done.stderr) is teardown, done.stderr
 
 
-def test_run_freezes_what_start_up_built_and_turns_the_collector_on() -> None:
+def test_run_freezes_what_start_up_built_and_turns_the_collector_on_with_serving_thresholds() -> None:
     import gc
 
-    from kubesched.cli.run import collect_from_now
+    from kubesched.cli.run import SERVING_GC_THRESHOLD, collect_from_now
 
     assert gc.isenabled()
-    collect_from_now()  # already on (tests, `main`): nothing frozen
-    assert gc.get_freeze_count() == 0
+    thresholds = gc.get_threshold()
+    collect_from_now()  # already on (tests, `main`): nothing frozen, thresholds left alone
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
     gc.disable()
     try:
         collect_from_now()
         assert gc.isenabled() and gc.get_freeze_count() > 0
+        assert gc.get_threshold() == SERVING_GC_THRESHOLD != thresholds
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
         gc.enable()

@@ -189,14 +189,28 @@ def test_a_burst_of_events_goes_out_in_pipelined_batches() -> None:
     rec = EventRecorder(kube, calls, hostname="h")  # type: ignore[arg-type]
     for i in range(250):
         record_scheduled(rec, f"web-{i}")
-    # A sender for the first Event, another each time more wait than senders run.
-    assert rec.unsent == 250 and calls.pending == SENDERS
+    # A sender for the first Event, another each time more than a full batch per sender waits.
+    assert rec.unsent == 250 and calls.pending == -(-250 // BATCH) < SENDERS
     calls.start()
     try:
         assert calls.drain(10)
         assert len(kube.events) == 250 and rec.created == 250 and rec.unsent == 0
         assert sum(kube.batches) == 250 and max(kube.batches) <= BATCH
         assert len(kube.batches) < 200  # pipelined: fewer writes than Events
+    finally:
+        calls.stop(1)
+
+
+def test_a_lingering_sender_sends_a_burst_in_one_batch() -> None:
+    kube = FakeKube()
+    calls = AsyncCalls("events", 4)
+    calls.start()
+    try:
+        rec = EventRecorder(kube, calls, hostname="h", linger=0.5)  # type: ignore[arg-type]
+        for i in range(BATCH - 1):
+            record_scheduled(rec, f"web-{i}")
+        assert calls.drain(10)
+        assert kube.batches == [BATCH - 1] and rec.created == BATCH - 1
     finally:
         calls.stop(1)
 
