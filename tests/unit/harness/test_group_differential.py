@@ -186,10 +186,11 @@ def test_dynamic_resources_pod_group_post_filter_texts_are_compared() -> None:
     assert sum(r.adjusted for r in results) == 0
 
 
-def test_messages_of_a_group_the_binary_popped_in_part_are_not_compared() -> None:
+def test_messages_of_a_tree_child_the_binary_popped_in_part_are_not_compared() -> None:
     """The binary's first cycle held one of the group's two pods (its log says so): which pods
-    failed first, and how, follow that split, so the messages are counted as adjusted; a first
-    cycle that held the whole group is compared."""
+    failed first, and how, follow that split. kubesched is given the split for a PodGroup of its
+    own (test_first_cycle.py), so its messages are compared; not for a CompositePodGroup's child,
+    where it is not, so they are counted as adjusted."""
     wave = _wave(
         {"g-p0": None, "g-p1": None},
         {"g-p0": ["0/2 nodes are available: 2 Insufficient cpu."], "g-p1": ["minCount (2) ..."]},
@@ -197,6 +198,10 @@ def test_messages_of_a_group_the_binary_popped_in_part_are_not_compared() -> Non
     )
     mine = _report(_result("g-p0", None, message="x"), _result("g-p1", None, message="x"))
     wave.first_cycle_pods = {"g": 1}
+    results = compare_wave(wave, mine)
+    assert _made(results)["default/g"]["message"] is False
+    assert "first-cycle-pods" in results[0].observed
+    wave.groups[0]["spec"]["parentCompositePodGroupName"] = "tree"
     results = compare_wave(wave, mine)
     assert _made(results)["default/g"] == {"group-bound": True, "condition": True}
     assert {"binary-popped-part"} <= next(r.observed for r in results if r.pod == "default/g")

@@ -14,8 +14,10 @@ arrival moves them to the active queue in Go's map order), so a group is compare
   among kubesched's best;
 * `message` — the first FailedScheduling message of each pod that failed an attempt, exactly, as a
   multiset per group (the attempt made when the group arrived whole; later ones follow retries
-  whose timing is the binary's); not for a group the binary popped before all its pods had joined
-  it (its log shows the first cycle holding fewer: `WaveOutcome.first_cycle_pods`);
+  whose timing is the binary's). Where the binary popped a group before all its pods had joined it
+  (its log shows the first cycle holding fewer: `WaveOutcome.first_cycle_pods`), kubesched is given
+  the same split (first_cycle.py), except in a CompositePodGroup tree, whose messages are then not
+  compared;
 * `condition` — per group: its PodGroup conditions (type, status, reason, message), exactly, except
   where the binary's is random (False on a group bound from minCount up, or True carrying a failed
   cycle's text);
@@ -35,6 +37,7 @@ import yaml
 from kubesched.api.loader import LoadedObjects, load_documents
 from kubesched.config import load_config
 from kubesched.harness.differential.compare import CONFIG_YAML, PodComparison, as_created
+from kubesched.harness.differential.first_cycle import JoinAfterFirstCycle, held_back, holding
 from kubesched.harness.differential.gated import Gates
 from kubesched.harness.differential.waves import WaveOutcome, raced_in_flight
 from kubesched.plugins import default_registry
@@ -114,7 +117,9 @@ def simulate_wave(outcome: WaveOutcome, gates: Gates, workdir: Path, *, seed: in
     config_path.write_text(CONFIG_YAML)
     config = load_config(str(config_path), registry, gates.features())
     loaded = LoadedObjects()
-    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": wave_objects(outcome)})
+    held = held_back(outcome, skip=frozenset(g for g in outcome.first_cycle_pods if _in_tree(outcome, g)))
+    items = holding(wave_objects(outcome), held)
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
     for obj in load_documents(text, f"wave{outcome.index}.json", skipped=loaded.skipped):
         loaded.add(obj)
     first: dict[str, str] = {}
@@ -125,7 +130,14 @@ def simulate_wave(outcome: WaveOutcome, gates: Gates, workdir: Path, *, seed: in
             first.setdefault(attempt.pod.metadata.name, attempt.message)
 
     report, cluster = simulate_cluster(
-        loaded, config, registry, seed=seed, explain=True, per_node=True, on_attempt=record
+        loaded,
+        config,
+        registry,
+        seed=seed,
+        explain=True,
+        per_node=True,
+        on_attempt=record,
+        timeline=JoinAfterFirstCycle if held else None,
     )
     conditions = {}
     history: dict[str, list[list[tuple[str, str, str, str]]]] = {}
@@ -320,12 +332,15 @@ def _compare_group(
 def _compare_group_messages(
     cmp: PodComparison, outcome: WaveOutcome, group: str, names: list[str], kubesched: dict[str, str]
 ) -> None:
-    """The first messages of the group's pods, as a multiset (its pods are alike, see above); not
-    where the binary popped the group before all its pods had joined it."""
+    """The first messages of the group's pods, as a multiset (its pods are alike, see above). Where
+    the binary popped the group before all its pods had joined it, kubesched was given the same
+    split (first_cycle.py); not compared for a CompositePodGroup's child, where it was not."""
     if outcome.first_cycle_pods.get(group, len(names)) < len(names):
-        cmp.adjusted += 1
-        cmp.observed.add("binary-popped-part")
-        return
+        if _in_tree(outcome, group):
+            cmp.adjusted += 1
+            cmp.observed.add("binary-popped-part")
+            return
+        cmp.observed.add("first-cycle-pods")
     upstream = Counter(outcome.messages[n][0] for n in names if outcome.messages[n])
     mine = Counter(kubesched[n] for n in names if n in kubesched)
     if upstream or mine:

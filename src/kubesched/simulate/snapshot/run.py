@@ -34,7 +34,13 @@ from kubesched.simulate.snapshot.model import (
 from kubesched.simulate.snapshot.names import PodPicker
 from kubesched.simulate.snapshot.pod_groups import pod_group_results
 from kubesched.simulate.snapshot.workloads import owner_label, owner_labels, pod_workloads, workload_results
-from kubesched.simulate.virtual_time import long_lived_heap, new_scheduler, run_until_settled
+from kubesched.simulate.virtual_time import (
+    Timeline,
+    long_lived_heap,
+    new_scheduler,
+    run_timeline,
+    run_until_settled,
+)
 from kubesched.simulate.workloads import (
     PodChanges,
     WorkloadControllers,
@@ -160,8 +166,14 @@ def simulate_cluster(
     on_attempt: Callable[[Attempt], None] | None = None,
     on_settled: Callable[[Scheduler, MemoryCluster, Report], None] | None = None,
     tie_break: str = TIE_BREAK_RANDOM,
+    timeline: Callable[[Scheduler, MemoryCluster], Timeline] | None = None,
 ) -> tuple[Report, MemoryCluster]:
-    """`simulate`, also returning the cluster as the run left it (every pod, bound or not, by key)."""
+    """`simulate`, also returning the cluster as the run left it (every pod, bound or not, by key).
+
+    `timeline`, given the scheduler and the cluster, makes what runs in front of the scheduler in
+    place of scheduling the input until it settles (an input without workload controllers only): the
+    differential harness lets part of a PodGroup's pods join after its first cycle, as the binary's did.
+    """
     for node in objects.nodes:
         check_node_quantities(node)
     clock = VirtualClock()
@@ -247,7 +259,9 @@ def simulate_cluster(
         cluster.subscribe(scheduler, on_error=refuse)
         gc.freeze()  # the scheduler's cache of every node lives as long as the run, too
         try:
-            if controllers is None:
+            if controllers is None and timeline is not None:
+                run_timeline(scheduler, clock, timeline(scheduler, cluster))
+            elif controllers is None:
                 run_until_settled(scheduler, clock, cluster, retry_unschedulable=True)
             else:
                 run_with_controllers(scheduler, clock, cluster, controllers, follow)
