@@ -114,6 +114,7 @@ CREATE_THREADS = 8
 PHASE_TIMEOUT = 240.0
 READY_TIMEOUT = 300.0  # start-up is not measured; 5000 nodes + slices sync slowly on a loaded machine
 DELETE_TIMEOUT = 120.0
+IDLE_SAMPLE_SECONDS = 2.0
 #: Both schedulers serve a self-signed certificate made at start: readiness polls do not verify it.
 UNVERIFIED = ssl.create_default_context()
 UNVERIFIED.check_hostname = False
@@ -660,6 +661,8 @@ class Bench:
     raw_sweep: tuple[int, ...] = RAW_SWEEP
     raw_sweep_pods: int = RAW_SWEEP_PODS
     raw_repeats: int = RAW_REPEATS
+    #: Seconds the servers' idle CPU is sampled before each scheduler phase.
+    idle_sample_seconds: float = IDLE_SAMPLE_SECONDS
     seq: itertools.count[int] = field(default_factory=itertools.count)
 
     @property
@@ -719,6 +722,13 @@ class Bench:
         ]
         return used[0] or 0.0, used[1] or 0.0
 
+    def idle_server_cores(self) -> float:
+        """The cores kube-apiserver and etcd use with no scheduler running (their own loops): over a
+        long phase on a loaded machine this background is a good part of their CPU per pod."""
+        before, t0 = self.server_cpu(), time.perf_counter()
+        time.sleep(self.idle_sample_seconds)
+        return (self.server_cpu() - before) / (time.perf_counter() - t0)
+
     def server_counters(self) -> Counters:
         """The API server's request and watch-event counters so far (its `/metrics`)."""
         return server_counters(self.watch_client.get("/metrics").body.decode("utf-8", "replace"))
@@ -769,6 +779,7 @@ class Bench:
         at_first_bind: list[tuple[float, float]] = []
         watch.on_first_bind = lambda: at_first_bind.append(self.servers_cpu())
         watch.start()
+        idle_cores = self.idle_server_cores()
         counters0 = self.server_counters()
         started = time.perf_counter()
         server0 = self.servers_cpu()
@@ -832,6 +843,14 @@ class Bench:
             else None,
             "apiserver_etcd_cores_binding": round(binding_cpu / span, 2)
             if binding_cpu is not None and span
+            else None,
+            # The same without the servers' background (their CPU with no scheduler, sampled just
+            # before): what the pods themselves cost them.
+            "apiserver_etcd_idle_cores": round(idle_cores, 3),
+            "apiserver_etcd_cpu_ms_per_pod_binding_over_idle": round(
+                max(0.0, binding_cpu - idle_cores * span) / bound * 1000, 2
+            )
+            if binding_cpu is not None and bound
             else None,
             "apiserver_requests_per_pod": counters.per_pod("requests", bound),
             "apiserver_watch_events_per_pod": counters.per_pod("watch_events", bound),
@@ -997,6 +1016,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 create_priority_class(api)
             if args.smoke:
                 bench.raw_sweep, bench.raw_sweep_pods, bench.raw_repeats = (4,), 20, 1
+                bench.idle_sample_seconds = 0.2
             node_names: list[str] = []
             for count, pods in zip(args.nodes, args.pods, strict=True):
                 t0 = time.monotonic()

@@ -178,6 +178,9 @@ def live_throughput(out: list[Any]) -> None:
         # What the phase cost the API server: its CPU and etcd's, and one bind request per pod.
         assert o["apiserver_cpu_seconds"] > 0 and o["etcd_cpu_seconds"] >= 0
         assert o["apiserver_etcd_cpu_ms_per_pod_binding"] >= 0 and o["apiserver_etcd_cores_binding"] >= 0
+        assert (
+            o["apiserver_etcd_idle_cores"] >= 0 and o["apiserver_etcd_cpu_ms_per_pod_binding_over_idle"] >= 0
+        )
         assert o["apiserver_requests_per_pod"]["POST pods/binding"] == 1.0, o["apiserver_requests_per_pod"]
     assert phases["raw"]["pods_per_second"] > 0
     assert phases["kubesched"]["events_unsent_at_stop"] >= 0
