@@ -11,7 +11,8 @@ stderr with the scenario file that reproduces it.
 `--groups` runs pod-group scenarios instead (kubesched.harness.differential.group_run), with
 GenericWorkload on everywhere (`--topology` adds TopologyAwareWorkloadScheduling, `--composite`
 CompositePodGroup trees with their gate, `--dra` devices, claims and DRAWorkloadResourceClaims:
-groups whose pods share a claim); its `observed`
+groups whose pods share a claim, `--disruption` one pod preempting through gangs whose
+`disruptionMode` is `all` or `single`); its `observed`
 counts what the binary did (`gang-bound-all`, `gang-bound-part`, `gang-bound-none`, `preempted`, ...).
 
     nice python benchmarks/differential.py --groups --seed 1 --count 500 --live-every 0
@@ -56,6 +57,11 @@ def main() -> int:
         "--dra", action="store_true", help="with --groups: devices, claims and DRAWorkloadResourceClaims"
     )
     parser.add_argument(
+        "--disruption",
+        action="store_true",
+        help="with --groups: one pod preempting through gangs disrupted whole or pod by pod",
+    )
+    parser.add_argument(
         "--no-priorities",
         action="store_true",
         help="with --groups: every pod of priority 0 (nothing preempts)",
@@ -74,12 +80,14 @@ def main() -> int:
             priorities=not args.no_priorities,
             composite=args.composite,
             dra=args.dra,
+            disruption=args.disruption,
             live_every=args.live_every,
             on_mismatch=lambda m: print_mismatch(m, flags=flags),
         )
     else:
         tally = run_scenarios(seeds, args.out, live_every=args.live_every, on_mismatch=print_mismatch)
     kind = "composite" if args.composite else "topology" if args.topology else "gang"
+    kind = "disruption" if args.disruption else kind
     kind += "+dra" if args.dra else ""
     report: dict[str, object] = {"groups": kind} if args.groups else {}
     report |= {

@@ -81,3 +81,23 @@ def gang(
     name = f"{s.name}-w{i}"
     group = {"schedulingPolicy": {"gang": {"minCount": min_count}}} | (spec or {})
     return Wave(member_pods(name, size, cpu, priority), [pod_group(name, group)])
+
+
+def plain_pod(name: str, cpu: str, priority: str | None = None, node_name: str | None = None) -> Obj:
+    """An ordinary pod `name` asking for `cpu` (running on `node_name`, if given)."""
+    spec: Obj = {
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    if priority is not None:
+        spec["priorityClassName"] = priority
+    pod: Obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": "plain"}},
+        "spec": spec,
+    }
+    if node_name is not None:
+        spec["nodeName"] = node_name
+        pod["status"] = {"phase": "Running"}
+    return pod

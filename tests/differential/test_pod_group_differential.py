@@ -7,7 +7,8 @@ settled; kubesched's simulator, with the same gates, is given the objects the se
 each wave and must agree (kubesched.harness.differential.group_compare says what is compared, and
 what is not where the binary's own runs disagree). The issue's three gangs are checked first, by
 hand; then a bounded seeded set; then a few seeds played again by `kubesched run` with the same
-gates (compared the same way, under `live-` names). The long run is
+gates (compared the same way, under `live-` names); then one pod preempting through a gang
+disrupted whole or pod by pod, by hand and seeded (group_disruption). The long run is
 `benchmarks/differential.py --groups`.
 """
 
@@ -17,12 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.differential.group_builders import NO_VICTIMS, gang, node
+from tests.differential.group_builders import NO_VICTIMS, gang, node, plain_pod
 
 from kubesched.harness.differential.gated import GANG_GATES
-from kubesched.harness.differential.group_compare import compare_wave, simulate_wave
+from kubesched.harness.differential.group_compare import compare_wave, compare_wave_seeded, simulate_wave
 from kubesched.harness.differential.group_run import run_group_scenarios
-from kubesched.harness.differential.group_scenario import GroupScenario
+from kubesched.harness.differential.group_scenario import GroupScenario, Wave
 from kubesched.harness.differential.run import Harnesses, harnesses
 from kubesched.harness.differential.waves import play_waves_whole
 
@@ -32,6 +33,9 @@ SEEDS = list(range(1, 21))
 LIVE_SEEDS = [1, 2, 3, 4]
 #: Seeds of the bounded set with priorities, where groups preempt (3, 8 and 10 among them).
 PRIORITY_SEEDS = list(range(1, 13))
+#: Seeds of the disruption family (group_disruption): 8, 15 and 16 disagreed before one pod's
+#: preemption took a gang disrupted whole as one victim; 16 and 17 evict gangs pod by pod.
+DISRUPTION_SEEDS = [8, 15, 16, 17]
 
 
 @pytest.fixture(scope="module")
@@ -113,4 +117,45 @@ def test_seeded_groups_with_priorities_agree_with_kube_scheduler(gated: Harnesse
     assert tally.scenarios == len(PRIORITY_SEEDS)
     assert made["preemption"] >= 3 and made["condition"] > 15, made
     assert tally.observed.get("preempted", 0) >= 3, tally.observed
+    assert tally.mismatches == [], tally.mismatch_report(gated.gates.flags())
+
+
+@pytest.mark.parametrize(("mode", "victims"), [("all", 2), ("single", 1)])
+def test_one_pod_preempts_through_a_gang_disrupted_whole_or_one_by_one(
+    gated: Harnesses, tmp_path: Path, mode: str, victims: int
+) -> None:
+    """Upstream's single-pod preemption treats a PodGroup whose `disruptionMode` is `all` as one
+    victim spanning nodes (framework/preemption/types.go, getCrossNodesVictims): every scheduled pod
+    of it is evicted, and the dry run weighs them all. Four 4-CPU nodes; two 2-CPU `low` pods run
+    on n3; a `low` gang of three 3-CPU pods takes n0-n2; then a 3-CPU `high` pod arrives. Disrupted
+    whole, the gang costs three victims, more than n3's two; pod by pod, one gang pod is cheapest."""
+    s = GroupScenario(0, label=f"dx{mode[0]}")
+    s.nodes = [node(s, i) for i in range(4)]
+    s.running = [plain_pod(f"{s.name}-o{i}", "2", "low", f"{s.name}-n3") for i in range(2)]
+    spec = {"priorityClassName": "low", "disruptionMode": {mode: {}}}
+    s.waves = [
+        gang(s, 0, 3, "3", 3, priority="low", spec=spec),
+        Wave([plain_pod(f"{s.name}-hi", "3", "high")]),
+    ]
+    placed, preempting = play_waves_whole(gated.upstream, s)
+    assert sorted(n or "" for n in placed.nodes.values()) == [f"{s.name}-n{i}" for i in range(3)]
+    assert preempting.nodes[f"{s.name}-hi"] is not None
+    assert len(preempting.victims) == victims
+    if mode == "all":
+        assert preempting.victims == [f"default/{s.name}-o0", f"default/{s.name}-o1"]
+        assert preempting.nodes[f"{s.name}-hi"] == f"{s.name}-n3"
+    else:
+        assert preempting.victims[0].startswith(f"default/{s.name}-w0-p")
+    results = [r for w in (placed, preempting) for r in compare_wave_seeded(w, gated.gates, tmp_path)]
+    assert "preemption" in {name for r in results for name in r.made}
+    assert [m for r in results for m in r.mismatches] == []
+
+
+def test_seeded_disruption_agrees_with_kube_scheduler(gated: Harnesses, tmp_path: Path) -> None:
+    """The bounded set of the disruption family: one pod preempting through gangs disrupted whole
+    (`all`) or pod by pod (`single`, or unset)."""
+    tally = run_group_scenarios(DISRUPTION_SEEDS, tmp_path, disruption=True, using=gated)
+    assert tally.scenarios == len(DISRUPTION_SEEDS)
+    assert tally.observed.get("evicted-whole-all", 0) >= 2, tally.observed
+    assert tally.made()["preemption"] >= 3, tally.made()
     assert tally.mismatches == [], tally.mismatch_report(gated.gates.flags())

@@ -6,7 +6,7 @@ The three gangs are the issue's, checked on the v1.37.2 binary: four 4-CPU nodes
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pytest
 
@@ -34,6 +34,7 @@ from kubesched.testing.builders import make_node, make_pod
 GATES = FeatureGates(explicit={"GenericWorkload": True})
 CONFIG = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 INSUFFICIENT = "0/4 nodes are available: 4 Insufficient cpu."
+ZONE = "topology.kubernetes.io/zone"
 NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
 
 
@@ -57,12 +58,19 @@ def member(name: str, group: str, cpu: str, **kw: object) -> Pod:
 
 class Bed:
     def __init__(
-        self, *, nodes: int = 4, features: FeatureGates = GATES, groups: Iterable[PodGroup] = ()
+        self,
+        *,
+        nodes: int = 4,
+        features: FeatureGates = GATES,
+        groups: Iterable[PodGroup] = (),
+        zones: Sequence[str] = (),
     ) -> None:
+        """`nodes` 4-CPU nodes `n<i>`; the first ones labelled with `zones` (topology.kubernetes.io/zone)."""
         registry = default_registry(entry_points=False, features=features)
         cfg = decode_config(CONFIG, "sched.yaml", registry, features)
         self.clock = VirtualClock()
-        node_list = [make_node(f"n{i}", cpu="4", memory="8Gi") for i in range(nodes)]
+        labels = [{ZONE: z} for z in zones] + [{}] * (nodes - len(zones))
+        node_list = [make_node(f"n{i}", cpu="4", memory="8Gi", labels=labels[i]) for i in range(nodes)]
         self.cluster = MemoryCluster(
             LoadedObjects(nodes=node_list, scheduling_pod_groups=list(groups)), self.clock.now
         )

@@ -28,6 +28,7 @@ from kubesched.harness.differential.group_compare import (
     compare_wave_seeded,
     wave_file,
 )
+from kubesched.harness.differential.group_disruption import evictions, generate_disruption
 from kubesched.harness.differential.group_scenario import GroupScenario, generate_groups
 from kubesched.harness.differential.run import Harnesses, Tally, harnesses
 from kubesched.harness.differential.waves import WaveOutcome, play_waves, popped_in_part, raced_in_flight
@@ -122,6 +123,7 @@ def run_group_scenarios(
     priorities: bool = True,
     composite: bool = False,
     dra: bool = False,
+    disruption: bool = False,
     live_every: int = 0,
     on_mismatch: Callable[[dict[str, Any]], None] | None = None,
     log: TextIO = sys.stderr,
@@ -129,8 +131,9 @@ def run_group_scenarios(
 ) -> Tally:
     """Each seed's group scenario through upstream and kubesched (gang gates; `topology` adds
     TopologyAwareWorkloadScheduling, `composite` CompositePodGroup trees and its gate too; `dra`
-    devices and claims, with DRAWorkloadResourceClaims; without `priorities` nothing preempts);
-    every `live_every`-th also through `kubesched run`."""
+    devices and claims, with DRAWorkloadResourceClaims; without `priorities` nothing preempts;
+    `disruption`: instead, one pod preempting through gangs disrupted whole or pod by pod,
+    group_disruption); every `live_every`-th also through `kubesched run`."""
     gates = group_gates(topology=topology, composite=composite, dra=dra)
     if using is None:
         with harnesses(live=live_every > 0, gates=gates) as h:
@@ -141,6 +144,7 @@ def run_group_scenarios(
                 priorities=priorities,
                 composite=composite,
                 dra=dra,
+                disruption=disruption,
                 live_every=live_every,
                 on_mismatch=on_mismatch,
                 log=log,
@@ -149,14 +153,18 @@ def run_group_scenarios(
     tally = Tally(comparisons={c: [0, 0] for c in GROUP_COMPARISONS})
     started = time.monotonic()
     for n, seed in enumerate(seeds, 1):
-        scenario = generate_groups(
-            seed, topology=topology, priorities=priorities, composite=composite, dra=dra
+        scenario = (
+            generate_disruption(seed)
+            if disruption
+            else generate_groups(seed, topology=topology, priorities=priorities, composite=composite, dra=dra)
         )
         live = live_every > 0 and seed % live_every == 0
         results, files, waves = compare_group_scenario(using, scenario, out_dir, live=live)
+        kinds = evictions(waves) if disruption else Counter[str]()
         for wave in waves:
-            for kind, count in outcome_kinds(wave).items():
-                tally.observed[kind] = tally.observed.get(kind, 0) + count
+            kinds.update(outcome_kinds(wave))
+        for kind, count in kinds.items():
+            tally.observed[kind] = tally.observed.get(kind, 0) + count
         before = len(tally.mismatches)
         tally.add(scenario, results, files)
         if on_mismatch is not None:

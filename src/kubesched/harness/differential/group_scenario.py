@@ -29,7 +29,16 @@ from typing import Any
 
 from kubesched.harness.differential.scenario import HOSTNAME, PRIORITY_CLASSES, ZONE, Dice, Scenario
 
-__all__ = ["COMPOSITE_API", "DRIVER", "RACK", "GroupScenario", "Wave", "generate_groups"]
+__all__ = [
+    "COMPOSITE_API",
+    "DRIVER",
+    "RACK",
+    "RACKS",
+    "GroupScenario",
+    "Wave",
+    "generate_groups",
+    "rack_node",
+]
 
 Obj = dict[str, Any]
 
@@ -74,6 +83,22 @@ class GroupScenario(Scenario):
         return [g for w in self.waves for g in w.groups]
 
 
+def rack_node(name: str, rack: str, cpu: str) -> Obj:
+    """A Ready node of `cpu` CPUs labelled with its hostname, `rack` and the rack's zone."""
+    allocatable = {"cpu": cpu, "memory": "16Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {HOSTNAME: name, ZONE: RACKS[rack], RACK: rack}},
+        "spec": {},
+        "status": {
+            "capacity": dict(allocatable),
+            "allocatable": allocatable,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
 class _Gen(Dice):
     def __init__(
         self, seed: int, topology: bool, priorities: bool, composite: bool = False, dra: bool = False
@@ -91,22 +116,10 @@ class _Gen(Dice):
         self.priorities: list[int] = []
 
     def node(self, i: int) -> Obj:
-        name = f"{self.s.name}-n{i}"
         rack = self.pick(RACKS)
         cpu = self.pick(("2", "3", "4", "4"))
         self.capacity += 1000 * int(cpu)
-        allocatable = {"cpu": cpu, "memory": "16Gi", "pods": "110"}
-        return {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": {HOSTNAME: name, ZONE: RACKS[rack], RACK: rack}},
-            "spec": {},
-            "status": {
-                "capacity": dict(allocatable),
-                "allocatable": allocatable,
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        }
+        return rack_node(f"{self.s.name}-n{i}", rack, cpu)
 
     def pod(self, name: str, cpu: str, priority: str | None, group: str | None) -> Obj:
         priority = priority if self.with_priorities else None

@@ -14,7 +14,9 @@ order:
    are reprieved (added back) from the most important down — first those whose eviction would
    violate a PodDisruptionBudget, then the others — as long as the pod still fits. Those left are
    the victims. The dry run stops once enough candidates are found (`minCandidateNodes*` args) and
-   at least one of them violates no PDB.
+   at least one of them violates no PDB. With GenericWorkload on, a pod under a group whose
+   `disruptionMode` is `all` is reprieved or evicted with every scheduled pod of its group, on
+   whatever node (upstream's getCrossNodesVictims).
 4. Selection. Fewest PDB violations, then the lowest highest-victim priority, the smallest sum of
    priorities, the fewest victims, the latest start time of the most important victims, then the
    first candidate in dry-run order.
@@ -38,7 +40,6 @@ from kubesched.plugins.default_preemption.args import DefaultPreemptionArgs
 from kubesched.plugins.default_preemption.candidates import (
     Candidate,
     disruption_budgets,
-    filter_pods_with_pdb_violation,
     pick_one_node_for_preemption,
     potential_rows,
     start_time,
@@ -62,7 +63,6 @@ __all__ = [
     "DefaultPreemption",
     "DefaultPreemptionArgs",
     "disruption_budgets",
-    "filter_pods_with_pdb_violation",
     "pick_one_node_for_preemption",
     "potential_rows",
     "start_time",

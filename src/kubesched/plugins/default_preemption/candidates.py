@@ -32,7 +32,6 @@ __all__ = [
     "Candidate",
     "ExtensionError",
     "disruption_budgets",
-    "filter_pods_with_pdb_violation",
     "nobody_below",
     "pick_one_node_for_preemption",
     "potential_count",
@@ -99,31 +98,6 @@ def disruption_budgets(pdbs: Iterable[PodDisruptionBudget]) -> list[Budget]:
     return out
 
 
-def filter_pods_with_pdb_violation(
-    pods: Sequence[PodInfo], budgets: Sequence[Budget]
-) -> tuple[list[PodInfo], list[PodInfo]]:
-    """Split `pods` (in order) into those whose eviction would exceed a PDB's budget and the rest.
-
-    Each matching PDB's `disruptionsAllowed` is spent pod by pod, so with one disruption allowed
-    the first matching pod is fine and the second violates.
-    """
-    allowed = [b.allowed for b in budgets]
-    violating: list[PodInfo] = []
-    non_violating: list[PodInfo] = []
-    for pi in pods:
-        violated = False
-        labels = pi.pod.metadata.labels
-        if labels:  # a pod without labels matches no PDB
-            for i, budget in enumerate(budgets):
-                if budget.namespace != pi.namespace or not budget.selector.matches(labels):
-                    continue
-                allowed[i] -= 1
-                if allowed[i] < 0:
-                    violated = True
-        (violating if violated else non_violating).append(pi)
-    return violating, non_violating
-
-
 def potential_rows(table: NodeTable, node_to_status: Mapping[str, Status]) -> IndexArray:
     """Rows (in table order) of the nodes the filters rejected as `Unschedulable`: the only nodes
     evicting pods can help. Statuses are shared among nodes, so each distinct one is read once."""
@@ -175,7 +149,9 @@ def _helpful_codes(columns: StatusColumns) -> BoolArray:
 
 
 def _earliest_start_of_most_important(c: Candidate) -> float:
-    top = c.victims[0].priority
+    """The earliest start among the victims of the highest pod priority (upstream's
+    GetEarliestPodStartTime: the victims follow their groups' order, not their pods' priorities)."""
+    top = max(v.priority for v in c.victims)
     return min(start_time(v.pod) for v in c.victims if v.priority == top)
 
 

@@ -1,8 +1,9 @@
 """The preemption dry run: on clones of the potential nodes, the fewest, least important victims.
 
-As upstream's DryRunPreemption and SelectVictimsOnNode: each node is cloned, every pod of lower
-priority removed and the filters re-run (nominated pods included); pods are then reprieved, most
-important first (PDB-violating ones before the others), while the preemptor still fits.
+As upstream's DryRunPreemption and SelectVictimsOnNode: each node is cloned, every victim of lower
+priority removed and the filters re-run (nominated pods included); victims are then reprieved, most
+important first (PDB-violating ones before the others), while the preemptor still fits. A victim is
+one pod, or a whole group spanning nodes (GenericWorkload on, `disruptionMode: all`).
 """
 
 from __future__ import annotations
@@ -19,14 +20,8 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_info import NodeInfo, PodInfo
 from kubesched.framework.node_table import IndexArray, NodeTable
 from kubesched.framework.status import Code, Status
-from kubesched.plugins.default_preemption.candidates import (
-    Budget,
-    Candidate,
-    ExtensionError,
-    filter_pods_with_pdb_violation,
-    start_time,
-)
-from kubesched.plugins.default_preemption.victim_units import pod_victim_facts
+from kubesched.plugins.default_preemption.candidates import Budget, Candidate, ExtensionError
+from kubesched.plugins.default_preemption.victim_units import CrossNodeVictims, GroupVictim, split_by_budgets
 
 __all__ = ["NO_VICTIMS", "DryRun", "dry_run", "select_victims_on_node"]
 
@@ -71,9 +66,12 @@ def dry_run(
     cut = int(np.searchsorted(positions, offset))
     order = np.concatenate((positions[cut:], positions[:cut]))
     infos = table.infos
+    victims_of = CrossNodeVictims(handle)
     for row in potential[order].tolist():
         info = infos[row].clone()
-        victims, violations, status = select_victims_on_node(handle, state.clone(), preemptor, info, budgets)
+        victims, violations, status = select_victims_on_node(
+            handle, state.clone(), preemptor, info, budgets, victims_of
+        )
         if status is None and victims:
             (violating if violations else non_violating).append(Candidate(info.name, victims, violations))
             if non_violating and len(non_violating) + len(violating) >= num_candidates:
@@ -95,69 +93,84 @@ def select_victims_on_node(
     preemptor: PodInfo,
     node_info: NodeInfo,
     budgets: Sequence[Budget],
+    victims_of: CrossNodeVictims | None = None,
 ) -> tuple[list[PodInfo], int, Status | None]:
-    """The fewest, least important pods to evict from `node_info` (a clone) so the pod fits.
+    """The fewest, least important victims to evict so the pod fits on `node_info` (a clone).
 
-    A victim's priority and rank are `victim_units.pod_victim_facts`: with GenericWorkload off, the
-    pod's own priority, every pod alike.
+    A victim is a pod, or (GenericWorkload on) every scheduled pod under a group whose
+    `disruptionMode` is `all` (`victim_units`), at the priority of its tree. Only this node's pods
+    leave `node_info`; a group's pods on other nodes go through the PreFilter extensions alone, with
+    their own node (upstream's SelectVictimsOnNode), so only this node's filters are re-run.
+    `victims_of` gathers each group once for a whole dry run.
 
-    Returns (victims most important first, number of victims whose eviction violates a PDB,
-    None) or ([], 0, why not).
+    Returns (victims' pods, most important victim first; the number of pods whose eviction violates
+    a PDB; None) or ([], 0, why not).
     """
     pod = preemptor.pod
-    victim_facts = pod_victim_facts(handle)
+    name = node_info.name
+    table = handle.snapshot
+    units = CrossNodeVictims(handle) if victims_of is None else victims_of
 
-    def remove(pi: PodInfo) -> None:
-        node_info.remove_pod(pi.key)
-        st = handle.run_pre_filter_extension_remove_pod(state, pod, pi, node_info)
-        if st is not None and not st.is_success():
-            raise ExtensionError(st)
+    def home(v: GroupVictim, pi: PodInfo) -> NodeInfo:
+        node = v.homes.get(pi.key, name) if v.homes else name
+        return node_info if node == name else table.infos[table.index[node]]
 
-    def add(pi: PodInfo) -> None:
-        node_info.add_pod(pi)
-        st = handle.run_pre_filter_extension_add_pod(state, pod, pi, node_info)
-        if st is not None and not st.is_success():
-            raise ExtensionError(st)
+    def remove(v: GroupVictim) -> None:
+        for pi in v.pods:
+            info = home(v, pi)
+            if info is node_info:
+                node_info.remove_pod(pi.key)
+            st = handle.run_pre_filter_extension_remove_pod(state, pod, pi, info)
+            if st is not None and not st.is_success():
+                raise ExtensionError(st)
+
+    def add(v: GroupVictim) -> None:
+        for pi in v.pods:
+            info = home(v, pi)
+            if info is node_info:
+                node_info.add_pod(pi)
+            st = handle.run_pre_filter_extension_add_pod(state, pod, pi, info)
+            if st is not None and not st.is_success():
+                raise ExtensionError(st)
 
     def fits() -> Status | None:
         st = handle.run_filter_plugins_with_nominated_pods(state, pod, node_info)
         return None if st is None or st.is_success() else st
 
-    facts = {pi.key: victim_facts(pi) for pi in node_info.pods.values()}
-
-    def importance(pi: PodInfo) -> tuple[int, int, float]:
-        """Most important first: priority, a pod of a group before one on its own, earlier start."""
-        priority, rank = facts[pi.key]
-        return (-priority, -rank, start_time(pi.pod))
-
     try:
-        potential = [pi for pi in node_info.pods.values() if facts[pi.key][0] < preemptor.priority]
-        for pi in potential:
-            remove(pi)
+        potential = units.on((node_info,), preemptor.priority)
+        for v in potential:
+            remove(v)
         if not potential:
             return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
-        # Even with every lower-priority pod gone the pod does not fit: this node cannot help.
+        # Even with every lower-priority victim gone the pod does not fit: this node cannot help.
         # (Affinity to one of those pods is not considered, as upstream.)
         status = fits()
         if status is not None:
             return [], 0, status
-        potential.sort(key=importance)
-        violating, non_violating = filter_pods_with_pdb_violation(potential, budgets)
-        victims: list[PodInfo] = []
+        potential.sort(key=_importance)
+        violating, non_violating = split_by_budgets(potential, budgets)
+        victims: list[GroupVictim] = []
 
-        def reprieve(pi: PodInfo) -> bool:
-            add(pi)
+        def reprieve(v: GroupVictim) -> bool:
+            add(v)
             if fits() is None:
                 return True
-            remove(pi)
-            victims.append(pi)
+            remove(v)
+            victims.append(v)
             return False
 
-        num_violations = sum(1 for pi in violating if not reprieve(pi))
-        for pi in non_violating:
-            reprieve(pi)
+        num_violations = sum(count for v, count in violating if not reprieve(v))
+        for v in non_violating:
+            reprieve(v)
     except ExtensionError as err:
         return [], 0, Status.as_error(err.status.message())
     if violating and non_violating:
-        victims.sort(key=importance)
-    return victims, num_violations, None
+        victims.sort(key=_importance)
+    return [pi for v in victims for pi in v.pods], num_violations, None
+
+
+def _importance(v: GroupVictim) -> tuple[int, int, int, float]:
+    """Most important first (upstream's MoreImportantVictim): priority, a composite before a group
+    before a pod on its own, more pods, earlier start."""
+    return (-v.priority, -v.rank, -len(v.pods), v.start)

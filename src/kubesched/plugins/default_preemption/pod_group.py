@@ -30,6 +30,7 @@ from kubesched.plugins.default_preemption.victim_units import (
     VictimUnits,
     group_victims,
     pod_victim_facts,
+    split_by_budgets,
 )
 
 __all__ = [
@@ -90,7 +91,7 @@ def select_group_victims(
     """The victims to evict (most important first), the PDB violations among them, and where each
     member goes; or why there are none. The snapshot is restored before returning."""
     priority = pod_group_priority(preemptor.pod_group)
-    potential = [v for v in group_victims(handle) if v.priority < priority]
+    potential = group_victims(handle, priority)
     if not potential:
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS_FOR_GROUP)
     removed: dict[str, PodInfo] = {}
@@ -103,7 +104,7 @@ def select_group_victims(
         if status is not None and not status.is_success():
             return status
         potential.sort(key=_ORDER)
-        violating, non_violating = _split_by_budgets(potential, budgets)
+        violating, non_violating = split_by_budgets(potential, budgets)
         keep = [a for a in assignments if a.node_name]
         chosen: list[GroupVictim] = []
         violations = 0
@@ -135,34 +136,6 @@ def ongoing(handle: Handle, preemptor: GroupPreemptor) -> bool:
             if units.of(pi).priority < priority and terminating_by_preemption(pi.pod):
                 return True
     return False
-
-
-def _split_by_budgets(
-    victims: list[GroupVictim], budgets: Sequence[Budget]
-) -> tuple[list[tuple[GroupVictim, int]], list[GroupVictim]]:
-    """upstream's FilterVictimsWithPDBViolation over victims: one pod breaking a budget makes its
-    whole victim violating (a group cannot be reprieved in part); budgets are spent in order."""
-    allowed = [b.allowed for b in budgets]
-    violating: list[tuple[GroupVictim, int]] = []
-    others: list[GroupVictim] = []
-    for v in victims:
-        count = 0
-        for pi in v.pods:
-            labels = pi.pod.metadata.labels
-            if not labels:
-                continue
-            for i, budget in enumerate(budgets):
-                if budget.namespace != pi.namespace or not budget.selector.matches(labels):
-                    continue
-                allowed[i] -= 1
-                if allowed[i] < 0:
-                    count += 1
-                    break
-        if count:
-            violating.append((v, count))
-        else:
-            others.append(v)
-    return violating, others
 
 
 def _reprieve(

@@ -10,17 +10,26 @@ of that walk whose `disruptionMode` is `all` (a composite's rank above a PodGrou
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
 from kubesched.framework.group_forest import EntityKey, ForestLookup, GroupForest
 from kubesched.framework.interfaces import Handle
-from kubesched.framework.node_info import PodInfo, pod_key
+from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
 from kubesched.framework.pod_groups import PodGroupLookup, PodGroupState, pod_group_of, pod_group_priority
-from kubesched.plugins.default_preemption.candidates import start_time
+from kubesched.plugins.default_preemption.candidates import Budget, start_time
 
-__all__ = ["GroupVictim", "PodUnit", "PodUnitFacts", "VictimUnits", "group_victims", "pod_victim_facts"]
+__all__ = [
+    "CrossNodeVictims",
+    "GroupVictim",
+    "PodUnit",
+    "PodUnitFacts",
+    "VictimUnits",
+    "group_victims",
+    "pod_victim_facts",
+    "split_by_budgets",
+]
 
 #: A running pod's (priority, rank) as a victim of one pod's preemption.
 PodUnitFacts = Callable[[PodInfo], tuple[int, int]]
@@ -39,6 +48,8 @@ class GroupVictim:
     #: The earliest `status.startTime` of its pods (inf: none started).
     start: float
     whole_group: bool = False
+    #: A group's pods' nodes (pod key -> node): they may run on other nodes than the one tried.
+    homes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,34 +96,93 @@ class VictimUnits:
         return [] if state is None else [state]
 
 
-def group_victims(handle: Handle) -> list[GroupVictim]:
-    """Every pod on the snapshot as a possible victim, node by node: a pod under a group evicted
-    whole brings every scheduled pod under that group along, once."""
-    units = VictimUnits(handle)
-    table = handle.snapshot
-    on_nodes = {k: pi for info in table.infos for k, pi in info.pods.items()}
-    seen: set[EntityKey] = set()
-    out: list[GroupVictim] = []
-    for info in table.infos:
-        for pi in info.pods.values():
-            unit = units.of(pi)
-            if unit.whole is None:
-                out.append(GroupVictim([pi], unit.priority, unit.rank, start_time(pi.pod)))
+class CrossNodeVictims:
+    """upstream's getCrossNodesVictims: the victims the pods of some nodes make. A pod under a group
+    evicted whole brings every scheduled pod under that group along, wherever it runs; each such
+    group is gathered once for the snapshot, however many nodes ask for it."""
+
+    def __init__(self, handle: Handle) -> None:
+        self.units = VictimUnits(handle)
+        self._table = handle.snapshot
+        #: pod key -> (node, pod) over the whole snapshot, built when a group first needs it.
+        self._placed: dict[str, tuple[str, PodInfo]] | None = None
+        self._wholes: dict[EntityKey, GroupVictim] = {}
+
+    def on(self, infos: Iterable[NodeInfo], below: int) -> list[GroupVictim]:
+        """The victims of `infos`' pods of priority below `below` (upstream lists them all, then
+        keeps those): each group evicted whole once, in the nodes' pod order."""
+        units = self.units
+        seen: set[EntityKey] = set()
+        out: list[GroupVictim] = []
+        for info in infos:
+            for pi in info.pods.values():
+                unit = units.of(pi)
+                if unit.priority >= below:
+                    continue
+                if unit.whole is None:
+                    out.append(GroupVictim([pi], unit.priority, unit.rank, start_time(pi.pod)))
+                elif unit.whole not in seen:
+                    seen.add(unit.whole)
+                    out.append(self._whole(unit.whole, unit.priority, pi, info.name))
+        return out
+
+    def _whole(self, key: EntityKey, priority: int, pi: PodInfo, node: str) -> GroupVictim:
+        found = self._wholes.get(key)
+        if found is not None:
+            return found
+        if self._placed is None:
+            self._placed = {k: (info.name, p) for info in self._table.infos for k, p in info.pods.items()}
+        placed = self._placed
+        homes = {
+            k: placed[k]
+            for state in self.units.states_under(key)
+            for p in state.pods
+            if (k := pod_key(p)) in state.scheduled and k in placed
+        }
+        if not homes:
+            homes = {pi.key: (node, pi)}
+        pods = [p for _, p in homes.values()]
+        start = min(start_time(p.pod) for p in pods)
+        rank = 3 if key.composite else 2
+        victim = GroupVictim(pods, priority, rank, start, True, {k: n for k, (n, _) in homes.items()})
+        self._wholes[key] = victim
+        return victim
+
+
+def group_victims(handle: Handle, below: int) -> list[GroupVictim]:
+    """Every pod on the snapshot of priority below `below` as a possible victim, node by node (a
+    group evicted whole once)."""
+    return CrossNodeVictims(handle).on(handle.snapshot.infos, below)
+
+
+def split_by_budgets(
+    victims: Sequence[GroupVictim], budgets: Sequence[Budget]
+) -> tuple[list[tuple[GroupVictim, int]], list[GroupVictim]]:
+    """upstream's FilterVictimsWithPDBViolation: (violating victims with their count of violating
+    pods, the others), in order. Budgets are spent pod by pod; a pod violates at the first budget
+    it overdraws (later ones are not spent for it); one violating pod makes its whole victim
+    violating, as a group cannot be reprieved in part."""
+    allowed = [b.allowed for b in budgets]
+    violating: list[tuple[GroupVictim, int]] = []
+    others: list[GroupVictim] = []
+    for v in victims:
+        count = 0
+        for pi in v.pods:
+            labels = pi.pod.metadata.labels
+            if not labels:
                 continue
-            if unit.whole in seen:
-                continue
-            seen.add(unit.whole)
-            pods = [
-                on_nodes[k]
-                for state in units.states_under(unit.whole)
-                for p in state.pods
-                if (k := pod_key(p)) in state.scheduled and k in on_nodes
-            ]
-            pods = pods or [pi]
-            start = min(start_time(p.pod) for p in pods)
-            rank = 3 if unit.whole.composite else 2
-            out.append(GroupVictim(pods, unit.priority, rank, start, whole_group=True))
-    return out
+            for i, budget in enumerate(budgets):
+                if budget.namespace != pi.namespace or not budget.selector.matches(labels):
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    count += 1
+                    break
+        if count:
+            violating.append((v, count))
+        else:
+            others.append(v)
+    return violating, others
 
 
 def pod_victim_facts(handle: Handle) -> PodUnitFacts:
