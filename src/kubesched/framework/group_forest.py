@@ -8,14 +8,15 @@ pod of the tree. `GroupForest` answers the walks upstream's queue, cache and plu
 under any key. A parent that does not exist (yet) leaves its children without a root; a cycle of
 parents has none either.
 
-Upstream keeps a composite's children in a Go set, so the order it tries them in is random; here
-they come in the order the objects arrived, the PodGroups before the composites.
+A tree lists a composite's children in the order the objects arrived, the PodGroups before the
+composites; the algorithm tries them in upstream's order (`GroupNode.trial_order`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
@@ -70,6 +71,27 @@ class GroupNode:
     def leaves(self) -> list[GroupNode]:
         """The PodGroups of the tree, in the order their composites list them."""
         return [n for n in self.walk() if n.pod_group is not None]
+
+    def trial_order(self) -> list[GroupNode]:
+        """The children in the order upstream's algorithm tries them (PodGroupInfo.GetChildGroups):
+        the oldest `creationTimestamp` first, equal ones by name. Fixed, not random: which child
+        meets the room first decides whether a tree fits."""
+        return sorted(self.children, key=lambda c: (_created(c.obj), c.key.name))
+
+
+_ZERO = datetime.min.replace(tzinfo=UTC)
+
+
+def _created(obj: PodGroup | CompositePodGroup) -> datetime:
+    """`creationTimestamp` as a time; unset (or unreadable) is Go's zero time, before any other."""
+    stamp = obj.metadata.creation_timestamp
+    if not stamp:
+        return _ZERO
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return _ZERO
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 class GroupForest:

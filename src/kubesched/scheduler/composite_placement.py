@@ -16,8 +16,9 @@ required, so always by placements):
 
 When it fitted nowhere, the first placement's outcome stands under `0/N placements are available,
 first placement status: ...`. Whatever was assumed is undone before `run` returns; the pod-group
-cycle assumes the winners again when it submits. Upstream tries the children in a Go set's order,
-random: the run's seeded RNG draws it here, as it draws the placements' order.
+cycle assumes the winners again when it submits. The children are tried oldest first, by name
+among equals, as upstream's GetChildGroups sorts them; the placements come out of a Go map, so
+their order is random, and the run's seeded RNG draws it here.
 """
 
 from __future__ import annotations
@@ -225,7 +226,7 @@ class _Walk:
             return res, []
         any_scheduled = False
         undo: list[Undo] = []
-        for child in self.placer.shuffled(node.children):
+        for child in node.trial_order():
             child_res, child_undo = self.child(child, nodes, results)
             if child_res.status is not None and child_res.status.code == Code.ERROR:
                 self.placer.revert(self.fwk, undo)

@@ -202,9 +202,8 @@ class GroupPlacer:
         return feasible[chosen][1]
 
     def shuffled(self, items: Sequence[T]) -> list[T]:
-        """Upstream's placements (and a composite's children) come out of a Go map: their order,
-        and with it which placement's failure a message quotes, is random. The run's seeded RNG
-        draws it here."""
+        """Upstream's placements come out of a Go map: their order, and with it which placement's
+        failure a message quotes, is random. The run's seeded RNG draws it here."""
         out = list(items)
         if len(out) > 1:
             self._rng.shuffle(out)

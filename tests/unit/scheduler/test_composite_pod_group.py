@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import pytest
+
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.meta import ObjectMeta
 from kubesched.api.objects import Pod
@@ -60,9 +62,9 @@ def composite(
     )
 
 
-def child(name: str, min_count: int, parent: str = "job") -> PodGroup:
+def child(name: str, min_count: int, parent: str = "job", *, created: str | None = None) -> PodGroup:
     return PodGroup(
-        metadata=ObjectMeta(name=name, namespace="default", generation=1),
+        metadata=ObjectMeta(name=name, namespace="default", generation=1, creation_timestamp=created),
         spec=PodGroupSpec(
             parent_composite_pod_group_name=parent,
             workload_ref=WorkloadReference("w", name),
@@ -80,7 +82,7 @@ PODS = (member("lead-0", "lead", "2"), member("work-0", "work", "3"), member("wo
 
 class Bed:
     def __init__(
-        self, groups: Iterable[PodGroup | CompositePodGroup], gates: dict[str, bool] = GATES
+        self, groups: Iterable[PodGroup | CompositePodGroup], gates: dict[str, bool] = GATES, *, seed: int = 0
     ) -> None:
         features = FeatureGates(explicit=gates)
         registry = default_registry(entry_points=False, features=features)
@@ -102,7 +104,7 @@ class Bed:
             registry,
             self.cluster,
             self.clock,
-            options_from_config(cfg, seed=0),
+            options_from_config(cfg, seed=seed),
             on_pod_group=self.outcomes.append,
         )
         self.cluster.subscribe(self.scheduler)
@@ -214,3 +216,43 @@ def test_the_forest_finds_roots_children_and_states() -> None:
     assert tree is not None and [n.key.name for n in tree.walk()] == ["job", "half", "lead"]
     assert [s.all_pods_count() for s in forest.states_under(EntityKey(True, "default", "job"))] == [1]
     assert str(lead) == "podgroup/default/lead"
+
+
+#: `spread` (four 2-CPU pods, one per node) tried first leaves no node the 3 CPU of `big`; `big`
+#: tried first leaves room for `spread` on the other three nodes.
+SPREAD = tuple(member(f"spread-{i}", "spread", "2") for i in range(4))
+BIG = member("big-0", "big", "3")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_children_are_tried_by_name_among_equal_creation_times_whatever_the_seed(seed: int) -> None:
+    bed = Bed([composite("job", 2), child("spread", 4), child("big", 1)], seed=seed)
+    bed.create(*SPREAD, BIG)
+    # upstream's GetChildGroups: "big" before "spread"
+    assert set(bed.bound()) == {"big-0", *(p.metadata.name for p in SPREAD)}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_older_child_is_tried_first_whatever_its_name(seed: int) -> None:
+    older, newer = "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z"
+    groups = [composite("job", 2), child("spread", 4, created=older), child("big", 1, created=newer)]
+    bed = Bed(groups, seed=seed)
+    bed.create(*SPREAD, BIG)
+    assert bed.bound() == {}
+    assert bed.condition("big")[0] == "False"
+
+
+def test_trial_order_sorts_by_creation_time_then_name_unset_first() -> None:
+    groups = SchedulingGroups(
+        [
+            composite("job", 1),
+            child("c", 1, created="2026-01-01T00:00:05Z"),
+            child("b", 1, created="2026-01-01T00:00:01Z"),
+            child("z", 1),
+            child("a", 1, created="2026-01-01T00:00:05Z"),
+        ],
+        [],
+    )
+    tree = GroupForest(groups, lambda _key: False).tree(EntityKey(True, "default", "job"))
+    assert tree is not None
+    assert [n.key.name for n in tree.trial_order()] == ["z", "b", "a", "c"]

@@ -9,6 +9,7 @@ Four 4-CPU nodes. The tree `job` (root priority 10) holds `lead` (one 2-CPU pod)
 from __future__ import annotations
 
 import msgspec
+import pytest
 from tests.unit.scheduler.test_composite_pod_group import Bed, child, composite
 from tests.unit.scheduler.test_pod_group_cycle import gang
 
@@ -92,3 +93,30 @@ def test_the_walk_up_stops_at_a_missing_parent_and_after_four_groups() -> None:
     walked = forest.ancestry(EntityKey(False, "default", "leaf"))
     assert [k.name for k, _ in walked] == ["leaf", "c0", "c1", "c2"]
     assert [k.name for k, _ in forest.ancestry(EntityKey(False, "default", "orphan"))] == ["orphan"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_dry_run_tries_the_children_in_upstreams_order_and_may_find_nothing(seed: int) -> None:
+    # Composite seed 209 wave 2 in small: four ordinary pods of priority 0 leave 1 CPU per node.
+    # With them all taken away, `a` (four 2-CPU pods, one per node) goes before `b` (one 3-CPU pod)
+    # by name, leaves no node 3 CPU, and the dry run finds no placement: nothing is evicted. Tried
+    # `b` first, the tree would fit and take all four nodes' pods.
+    a, b = child("a", 4), child("b", 1)
+    bed = Bed([root(), a, b], seed=seed)
+    bed.create(*(make_pod(f"low{i}", cpu="3") for i in range(4)))
+    assert len(set(bed.bound().values())) == 4
+    members = [
+        make_pod(f"{g}-{i}", cpu=cpu, priority=ROOT, spec={"schedulingGroup": {"podGroupName": g}})  # type: ignore[arg-type]
+        for g, n, cpu in (("a", 4, "2"), ("b", 1, "3"))
+        for i in range(n)
+    ]
+    bed.create(*members)
+    settle(bed)
+    assert set(bed.bound()) == {f"low{i}" for i in range(4)}
+    dry_run = (
+        "pod group preemption: pod group is unschedulable, 0/1 placements are available, "
+        "first placement status: minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"
+    )
+    status, reason, message = bed.condition("b")
+    assert (status, reason) == ("False", "Unschedulable")
+    assert message.endswith(dry_run)

@@ -194,9 +194,10 @@ def compare_wave_seeded(
 
     The binary tries a group's placements in a Go map's order and breaks ties between the best at
     random, so which placement's failure its messages quote, and which domain of two alike a group
-    gets, changes from run to run; with CompositePodGroup, so does the order a composite's children
-    are tried in (a Go set's), so every group of a tree counts as constrained. kubesched draws all
-    of it from its seed: the binary's outcome agrees when some seed gives it."""
+    gets, changes from run to run; a composite's placements too, and a child of one is placed inside
+    them, so every group of a tree counts as constrained (the children's order is fixed: oldest
+    first, by name among equals). kubesched draws all of it from its seed: the binary's outcome
+    agrees when some seed gives it."""
     compared = compare_wave(outcome, simulate_wave(outcome, gates, workdir), prefix=prefix)
     if not gates.values.get("TopologyAwareWorkloadScheduling"):
         return _tie_broken(outcome, gates, workdir, prefix, compared)
@@ -230,10 +231,11 @@ def _tree_seeded(
     """A CompositePodGroup tree's wave that disagrees, simulated again whole with other seeds
     (`PLACEMENT_SEEDS`): the first that agrees on everything stands (adjusted, `tree-order-seed`).
 
-    The binary draws the order of a composite's children, and of the placements, anew on every
-    cycle of the tree, PodGroupPostFilter's run of the algorithm included. One seed of kubesched's
-    draws them all for the wave, so the tree's groups and its preemption are never taken from
-    different seeds (its score ties are drawn from the same seed: `TIE_SEEDS` are among these)."""
+    The binary draws the order of the placements (a composite's, and each child PodGroup's inside
+    it) anew on every cycle of the tree, PodGroupPostFilter's run of the algorithm included; the
+    children themselves it tries in a fixed order. One seed of kubesched's draws every placement
+    order for the wave, so the tree's groups and its preemption are never taken from different
+    seeds (its score ties are drawn from the same seed: `TIE_SEEDS` are among these)."""
     return _first_agreeing(outcome, gates, workdir, prefix, compared, PLACEMENT_SEEDS, "tree-order-seed")
 
 
@@ -385,13 +387,13 @@ def _compare_whole_group(
     """Every comparison of a group: on kubesched's run as it ended, or as its first cycle left it.
 
     The first cycle's view is a CompositePodGroup child's second chance (`compare_wave`). The
-    binary tries a composite's children in a new random order on each cycle of the tree, so a tree
-    that failed may fit on a retry; after a failure the tree's backoff (1 s) outlasts the harness's
-    quiet time (0.6 s), so the binary is read after its first cycle unless a bind's event requeued
-    the tree at once. kubesched's simulate retries until nothing moves. The first cycle's view takes
-    the pods kubesched bound on a later attempt as unbound and the condition its first cycle wrote,
-    both at once: the binary was read at one moment. Which order the first cycle drew is the seed's
-    (`compare_wave_seeded` tries others)."""
+    binary draws the tree's placement orders anew on each cycle, so a tree that failed may fit on a
+    retry; after a failure the tree's backoff (1 s) outlasts the harness's quiet time (0.6 s), so
+    the binary is read after its first cycle unless a bind's event requeued the tree at once.
+    kubesched's simulate retries until nothing moves. The first cycle's view takes the pods
+    kubesched bound on a later attempt as unbound and the condition its first cycle wrote, both at
+    once: the binary was read at one moment. Which placement orders the first cycle drew is the
+    seed's (`compare_wave_seeded` tries others)."""
     condition = simulated.conditions.get(group, [])
     written = simulated.history.get(group, [])
     one_cycle = not first_cycle and _tried_once(outcome, group) and bool(written)
