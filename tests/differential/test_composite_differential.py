@@ -3,10 +3,10 @@ TopologyAwareWorkloadScheduling and CompositePodGroup on (the API server serving
 
 A wave is one tree: its pods, then its PodGroups (once the binary saw the pods), then its
 composites (once it saw the PodGroups), the root last, which releases the whole tree at once. The
-binary tries a composite's placements and children in Go map order, so a tree that disagrees is
-compared again on kubesched runs with other seeds (group_compare.compare_wave_seeded). A tree
-checked by hand first, then a bounded seeded set; the long run is `benchmarks/differential.py
---groups --composite`.
+binary tries a composite's placements in Go map order, so a tree that disagrees is compared again
+on kubesched runs with other seeds (group_compare.compare_wave_seeded); its children it tries
+oldest first, by name among equals. Trees checked by hand first, then a bounded seeded set; the
+long run is `benchmarks/differential.py --groups --composite`.
 """
 
 from __future__ import annotations
@@ -153,3 +153,44 @@ def test_a_victim_in_a_tree_is_weighed_and_evicted_as_its_root_says(
     results = [r for w in waves for r in compare_wave_seeded(w, composite.gates, tmp_path)]
     assert [m for r in results for m in r.mismatches] == []
     assert "preemption" in {name for r in results for name in r.made}
+
+
+def test_the_binary_tries_a_trees_children_by_name_in_its_preemption_too(
+    composite: Harnesses, tmp_path: Path
+) -> None:
+    """Four `low` pods of 3 CPU, one per 4-CPU node, then a `mid` tree needing both its children:
+    `a` (four 2-CPU pods) and `b` (one 3-CPU pod). With every `low` pod taken away, `a`, tried
+    first by name, spreads over the four nodes and leaves `b` none: the binary's pod-group
+    preemption finds no placement and evicts nothing (tried `b` first, the tree would fit and all
+    four would go). Composite seed 209 wave 2 in small."""
+    s = GroupScenario(0, label="cp21o", topology=True, composite=True)
+    s.nodes = [node(s, i, "ab"[i % 2]) for i in range(4)]
+    root = f"{s.name}-w4"
+    tree = Wave()
+    for child, size, cpu in (("a", 4, "2"), ("b", 1, "3")):
+        name = f"{root}-{child}"
+        tree.pods += member_pods(name, size, cpu, "mid")
+        spec = {
+            "parentCompositePodGroupName": root,
+            "workloadRef": {"workloadName": root, "templateName": child},
+            "schedulingPolicy": {"gang": {"minCount": size}},
+            "priorityClassName": "mid",
+        }
+        tree.groups.append(pod_group(name, spec))
+    spec = {
+        "workloadRef": {"workloadName": root, "templateName": root},
+        "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+        "priorityClassName": "mid",
+    }
+    meta = {"name": root, "namespace": "default"}
+    tree.composites.append(
+        {"apiVersion": COMPOSITE_API, "kind": "CompositePodGroup", "metadata": meta, "spec": spec}
+    )
+    s.waves = [*(Wave(pods=[_ordinary(f"{s.name}-w{i}-o0", "3", "low")]) for i in range(4)), tree]
+    waves = play_waves(composite.upstream, s)
+    assert waves[4].victims == [] and set(waves[4].nodes.values()) == {None}, waves[4]
+    results = [r for w in waves for r in compare_wave_seeded(w, composite.gates, tmp_path)]
+    assert [m for r in results for m in r.mismatches] == []
+    # the dry run ran the algorithm and it failed: victims there were, no placement
+    condition = waves[4].group_status[f"{root}-b"].conditions[0]
+    assert "pod group preemption: pod group is unschedulable" in condition[3], condition
