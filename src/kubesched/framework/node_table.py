@@ -504,6 +504,14 @@ class PodRowCounts:
         return counts
 
 
+def minus_ones(n: int) -> npt.NDArray[np.int32]:
+    """`n` codes of -1 (every node passes so far): `np.full` goes through a Python wrapper that
+    costs more than filling a few rows, and filters ask for such arrays on every pass."""
+    codes = np.empty(n, dtype=np.int32)
+    codes.fill(-1)
+    return codes
+
+
 @dataclass(slots=True)
 class BatchFilterResult:
     """A batch Filter's verdict on a NodeSet: `codes[i] == -1` passes, else `statuses[codes[i]]`."""
@@ -520,7 +528,7 @@ class BatchFilterResult:
 
     @classmethod
     def all_pass(cls, n: int) -> BatchFilterResult:
-        return cls(np.full(n, -1, dtype=np.int32), [])
+        return cls(minus_ones(n), [])
 
     @classmethod
     def all_fail(cls, n: int, status: Status) -> BatchFilterResult:

@@ -41,7 +41,7 @@ from kubesched.framework.interfaces import (
     defines,
 )
 from kubesched.framework.node_info import NodeInfo, PodInfo
-from kubesched.framework.node_table import BatchFilterResult, IntArray, NodeSet, NodeTable
+from kubesched.framework.node_table import BatchFilterResult, IntArray, NodeSet, NodeTable, minus_ones
 from kubesched.framework.outcomes import FilterOutcome, PermitOutcome
 from kubesched.framework.placement import PlacementPoints
 from kubesched.framework.plugin_calls import (
@@ -385,7 +385,7 @@ class Framework:
         nodes still feasible. An Error status aborts the whole evaluation.
         """
         n = len(nodes)
-        status_idx = np.full(n, -1, dtype=np.int32)
+        status_idx = minus_ones(n)
         statuses: list[Status] = []
         #: Positions (in `nodes`) still feasible; None while every node is.
         feasible_pos: npt.NDArray[np.intp] | None = None
@@ -466,7 +466,7 @@ class Framework:
     @staticmethod
     def _filter_per_node(plugin: Any, state: CycleState, pod: Pod, sub: NodeSet) -> BatchFilterResult:
         per_node = cast(FilterPlugin, plugin)
-        codes = np.full(len(sub), -1, dtype=np.int32)
+        codes = minus_ones(len(sub))
         distinct: dict[Status, int] = {}
         for i, info in enumerate(sub.infos):
             try:

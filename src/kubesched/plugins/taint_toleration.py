@@ -137,7 +137,7 @@ class TaintToleration(
     def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeSet) -> Scores:
         tolerations = self._tolerations(state, pod)
         table = nodes.table
-        counts = [_count_intolerable(taints, tolerations) for taints in table.taint_sets]
+        counts = [_count_intolerable(taints, tolerations) if taints else 0 for taints in table.taint_sets]
         if len(set(counts)) == 1:  # one count for every node (e.g. no PreferNoSchedule taints)
             return uniform(len(nodes), counts[0])
         per_set = np.asarray(counts, dtype=np.int64)

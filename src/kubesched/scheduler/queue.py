@@ -381,6 +381,8 @@ class SchedulingQueue:
         """
         self._record_event(event, old_obj, new_obj)
         self._move_request_cycle = self._scheduling_cycle
+        if not self._pool:  # every bind and delete lands here; most find nobody waiting
+            return 0
         return self._move_pool_pods(
             self._pool.candidates(event, exclude, old_obj, new_obj), event, old_obj, new_obj
         )
