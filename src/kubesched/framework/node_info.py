@@ -226,10 +226,11 @@ class NodeInfo:
             self.requested[name] = self.requested.get(name, 0) + sign * amount
         self.non_zero_cpu += sign * pi.non_zero_cpu
         self.non_zero_memory += sign * pi.non_zero_memory
-        if sign > 0:
-            self.used_ports.update(pi.host_ports)
-        else:
-            self.used_ports.difference_update(pi.host_ports)
+        if pi.host_ports:  # most pods hold none: no set operation for them
+            if sign > 0:
+                self.used_ports.update(pi.host_ports)
+            else:
+                self.used_ports.difference_update(pi.host_ports)
         self.pods_with_affinity += sign * pi.has_affinity
         self.pods_with_required_anti_affinity += sign * pi.has_required_anti_affinity
         for claim in pi.pvc_names:

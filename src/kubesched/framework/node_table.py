@@ -299,18 +299,26 @@ class NodeTable:
         return pi
 
     def _account(self, row: int, pi: PodInfo, sign: int) -> None:
+        # Every bind and delete lands here, and a numpy element update costs several dict ones:
+        # counters a pod leaves unchanged (most pods have no affinity, no host port) are not touched.
+        index = self.resource_index
         for r, v in pi.requests.items():
             if r == PODS:
                 continue
-            col = self.ensure_resource(r)  # may grow the matrices: index them only afterwards
+            col = index.get(r)
+            if col is None:
+                col = self.ensure_resource(r)  # grows the matrices: index them only afterwards
             self.requested[row, col] += sign * v
         self.non_zero_requested[row, 0] += sign * pi.non_zero_cpu
         self.non_zero_requested[row, 1] += sign * pi.non_zero_memory
         self.pod_count[row] += sign
-        self.affinity_pods[row] += sign * pi.has_affinity
-        self.required_anti_affinity_pods[row] += sign * pi.has_required_anti_affinity
-        self.required_anti_affinity_total += sign * pi.has_required_anti_affinity
-        self.host_port_pods[row] += sign * bool(pi.host_ports)
+        if pi.has_affinity:
+            self.affinity_pods[row] += sign
+        if pi.has_required_anti_affinity:
+            self.required_anti_affinity_pods[row] += sign
+            self.required_anti_affinity_total += sign
+        if pi.host_ports:
+            self.host_port_pods[row] += sign
         if sign > 0:
             if pi.priority < self.lowest_priority[row]:
                 self.lowest_priority[row] = pi.priority

@@ -285,6 +285,8 @@ def distinct_statuses(node_to_status: dict[str, Status]) -> list[tuple[Status, i
     columns = node_to_status.columns if isinstance(node_to_status, NodeStatuses) else None
     if columns is not None:
         return columns.counts()
+    if not node_to_status:  # a pod that fits: nothing was kept, and a Counter costs more than this
+        return []
     statuses = node_to_status.values()
     per_status: Counter[int] = Counter(map(id, statuses))
     distinct: dict[int, Status] = dict(zip(map(id, statuses), statuses, strict=True))

@@ -83,10 +83,10 @@ class ClusterFrame(NamedTuple):
     objects: int
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptStart:
+class AttemptStart(NamedTuple):
     """The cluster as an attempt whose failure may be kept began: a failure is kept only if the
-    attempt left the frame and the pod log as they were."""
+    attempt left the frame and the pod log as they were. (A tuple: one is made per attempt, and
+    a frozen dataclass costs several times as much to build.)"""
 
     #: The pod's `pod_content`.
     content: bytes
@@ -192,8 +192,9 @@ class RepeatedFailures:
     def objects_changed(self) -> None:
         self.objects_version += 1
 
-    def _frame(self) -> ClusterFrame:
-        table = self._cache.snapshot()
+    def _frame(self, table: NodeTable | None = None) -> ClusterFrame:
+        if table is None:
+            table = self._cache.snapshot()
         return ClusterFrame(table, table.node_generation, self._nominator.version, self.objects_version)
 
     def _repeatable_content(self, fwk: Framework, qpi: QueuedPodInfo) -> bytes | None:
@@ -220,7 +221,8 @@ class RepeatedFailures:
         content = self._repeatable_content(fwk, qpi)
         if content is None:
             return None
-        return AttemptStart(content, self._frame(), self._cache.snapshot().pod_log_position, start)
+        table = self._cache.snapshot()
+        return AttemptStart(content, self._frame(table), table.pod_log_position, start)
 
     def holding(self, fwk: Framework, qpi: QueuedPodInfo, begun: AttemptStart) -> RepeatableFailure | None:
         """The failure kept for pods like this one, if it holds now."""

@@ -14,6 +14,7 @@ from kubesched.api.resource import DeviceClass
 from kubesched.config import default_config
 from kubesched.plugins import default_registry
 from kubesched.plugins.dynamic_resources.extended import backing_classes, requests_and_mappings
+from kubesched.plugins.dynamic_resources.extended_claim import pod_extended_claim
 from kubesched.simulate.snapshot.run import simulate_cluster
 
 CLASS = """
@@ -230,3 +231,15 @@ def test_a_new_list_of_classes_is_read_anew() -> None:
         found = backing_classes([cls])
         assert found.get(resource) is cls
         assert found.get({"x.com/a": "x.com/b", "x.com/b": "x.com/a"}[resource]) is None
+
+
+def test_a_pod_naming_no_extended_resource_lists_no_device_class() -> None:
+    def unlisted() -> list[DeviceClass]:
+        raise AssertionError("the DeviceClasses were listed")
+
+    plain = msgspec.convert(yaml.safe_load(gpu_pod("plain", 1, resource="memory")), Pod)
+    assert pod_extended_claim(plain, unlisted, dict) is None
+    classes = [msgspec.convert(yaml.safe_load(CLASS), DeviceClass)]
+    gpu = msgspec.convert(yaml.safe_load(gpu_pod("gpu", 2)), Pod)
+    found = pod_extended_claim(gpu, lambda: classes, dict)
+    assert found is not None and found.amounts == {"example.com/gpu": 2}

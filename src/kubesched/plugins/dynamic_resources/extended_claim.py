@@ -55,19 +55,25 @@ class NodeRejected(Exception):
 
 
 def pod_extended_claim(
-    pod: Pod, device_classes: Sequence[DeviceClass], claims: Callable[[], Mapping[str, ResourceClaim]]
+    pod: Pod,
+    device_classes: Callable[[], Sequence[DeviceClass]],
+    claims: Callable[[], Mapping[str, ResourceClaim]],
 ) -> ExtendedClaim | None:
-    """The pod's extended resources a DeviceClass backs, or None when it requests none."""
-    classes = backing_classes(device_classes)
-    if not classes:
-        return None
+    """The pod's extended resources a DeviceClass backs, or None when it requests none.
+
+    Only a name that can be a DRA extended resource can end up backed, so a pod naming none (cpu
+    and memory only, the common case) is answered without listing the DeviceClasses."""
     named = {
         r
         for c in (*pod.spec.init_containers, *pod.spec.containers)
         for r in (*c.resources.requests, *c.resources.limits)
+        if is_dra_extended_resource_name(r)
     }
-    if not any(classes.get(r) is not None for r in named):
-        return None  # the common case, decided without summing the pod's requests
+    if not named:
+        return None
+    classes = backing_classes(device_classes())
+    if not classes or not any(classes.get(r) is not None for r in named):
+        return None  # decided without summing the pod's requests
     try:
         requests = pod_requests(pod)
     except QuantityError:

@@ -38,7 +38,7 @@ import numpy as np
 
 from kubesched.api.group_claims import GROUP_CLAIMS, is_reserved_for_pod
 from kubesched.api.objects import Pod
-from kubesched.api.resource import AllocationResult, ResourceClaim
+from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim
 from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
 from kubesched.api.selectors import NodeSelectorMatcher, compile_node_selector
 from kubesched.config.duration import parse_duration_ns
@@ -194,6 +194,9 @@ class DynamicResources(
     def _list(self, kind: str) -> Sequence[Any]:
         return self._handle.lister(kind) if self._handle is not None else ()
 
+    def _device_classes(self) -> Sequence[DeviceClass]:
+        return self._list("DeviceClass")
+
     def _claims(self) -> dict[str, ResourceClaim]:
         if self.ledger.listing_needed:
             self.ledger.sync(self._list("ResourceClaim"))
@@ -243,7 +246,7 @@ class DynamicResources(
         me = pod_key(pod)
         if group_state is not None:
             group_state.pods[me] = empty
-        extended = pod_extended_claim(pod, self._list("DeviceClass"), self._claims)
+        extended = pod_extended_claim(pod, self._device_classes, self._claims)
         if not pod.spec.resource_claims and extended is None:
             return Status.skip()
         resolved = resolve_pod_claims(pod, self._claims(), self._group_claims)
