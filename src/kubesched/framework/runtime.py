@@ -230,12 +230,13 @@ class Framework:
         `table` once those nodes, filtered again, give the same statuses (`RepeatableFailurePlugin`)."""
         if self._failure_plugins is None:
             return False
-        try:
-            return all(
-                p.failure_survives_pod_changes(state, pod, table) for p in self._failure_survival_checks
-            )
+        try:  # a loop, not all() over a generator: asked for most repeated failures
+            for p in self._failure_survival_checks:
+                if not p.failure_survives_pod_changes(state, pod, table):
+                    return False
         except Exception:  # a promise is an optimisation, never a reason to fail
             return False
+        return True
 
     # ------------------------------------------------------------------ signatures (KEP-5598)
     @property
