@@ -44,13 +44,13 @@ def write_inputs(directory: Path) -> None:
     import msgspec
     import yaml
 
-    from kubesched.harness.differential.scenario import generate
+    from kubesched.harness.differential.scenario import generate, priority_class_manifests
     from kubesched.testing.scenarios import synthetic_scenario
 
     directory.mkdir(parents=True, exist_ok=True)
     for seed in DIFFERENTIAL_SEEDS:
         s = generate(seed)
-        docs = [*s.volumes, *s.nodes, *s.running, *s.pending, *s.pdbs]
+        docs = [*priority_class_manifests(), *s.volumes, *s.nodes, *s.running, *s.pending, *s.pdbs]
         (directory / f"differential-{seed:04d}.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=True))
     (directory / "pod.yaml").write_text(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: probe, namespace: default}\nspec:\n"

@@ -18,6 +18,7 @@ from kubesched.cli.inputs import (
     add_output_option,
     add_seed_option,
     add_strict_option,
+    check_priority_classes,
     load_inputs,
     load_objects,
     require_cluster,
@@ -92,7 +93,10 @@ def _capacity(args: argparse.Namespace) -> int:
     registry = default_registry(features=gates)
     reader = (lambda: cluster_objects(args, command="capacity", gates=gates)) if live else None
     objects, config = load_inputs(args.paths, args.config, registry, gates, strict=args.strict, live=reader)
-    given = load_objects([args.shape], strict=args.strict)
+    given = load_objects([args.shape], strict=args.strict, whole_cluster=False)
+    check_priority_classes(
+        given, strict=args.strict, known=[pc.metadata.name for pc in objects.priority_classes]
+    )
     gangs = _gangs(given, args, enabled=gates.enabled("GenericWorkload"))
     found = [s for s in shapes_of(given) if not (isinstance(s, Pod) and any(s in g.pods for g in gangs))]
     if not found and not gangs:
@@ -101,7 +105,9 @@ def _capacity(args: argparse.Namespace) -> int:
         )
     node_shape = None
     if args.node_shape:
-        node_shape = node_shape_of(load_objects([args.node_shape], strict=args.strict), args.node_shape)
+        node_shape = node_shape_of(
+            load_objects([args.node_shape], strict=args.strict, whole_cluster=False), args.node_shape
+        )
     limit = DEFAULT_LIMIT if args.max is None else args.max
     with progress_reporter(enabled=sys.stderr.isatty()) as progress:
         report = capacity(

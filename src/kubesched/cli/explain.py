@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kubesched.cli._flags import add_feature_gates_flag, feature_gates
 from kubesched.cli.cluster_input import add_cluster_options, read_cluster
-from kubesched.cli.inputs import add_strict_option, load_objects, print_warnings
+from kubesched.cli.inputs import add_strict_option, check_priority_classes, load_objects, print_warnings
 from kubesched.errors import InputError
 
 if TYPE_CHECKING:
@@ -91,6 +91,7 @@ def add_explain_command(subparsers: argparse._SubParsersAction[argparse.Argument
 
 
 def _explain(args: argparse.Namespace) -> int:
+    from kubesched.api.loader import LoadedObjects
     from kubesched.api.scheduling_groups import PodGroup as SchedulingPodGroup
     from kubesched.config import default_config, load_config
     from kubesched.plugins import default_registry
@@ -114,6 +115,12 @@ def _explain(args: argparse.Namespace) -> int:
         )
         objects, source = snap.objects, f"cluster {snap.server}"
         notes = snap.notes
+    if manifest is not None:
+        check_priority_classes(
+            LoadedObjects().with_object(manifest),
+            strict=args.strict,
+            known=[pc.metadata.name for pc in objects.priority_classes],
+        )
     grouped = registry.features.enabled("GenericWorkload")
     job = _job_group(objects, manifest, gates)
     target: Pod | None

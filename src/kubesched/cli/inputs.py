@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 from kubesched.api.loader import LoadedObjects, load_paths
+from kubesched.api.priority_admission import unknown_priority_classes
 from kubesched.cli._flags import pflag_bool
 from kubesched.config.features import DEFAULT_GATES, FeatureGates
 from kubesched.config.types import KubeSchedulerConfiguration
@@ -22,6 +23,7 @@ __all__ = [
     "add_output_option",
     "add_seed_option",
     "add_strict_option",
+    "check_priority_classes",
     "config_note",
     "input_notes",
     "load_configs",
@@ -107,11 +109,28 @@ def print_warnings(warnings: Sequence[InputError]) -> None:
         print(f"kubesched: warning: {more} more problem(s) like these ignored", file=sys.stderr)
 
 
-def load_objects(paths: Sequence[str], *, strict: bool) -> LoadedObjects:
-    """`load_paths`, printing what it ignored when not `strict`."""
+def load_objects(paths: Sequence[str], *, strict: bool, whole_cluster: bool = True) -> LoadedObjects:
+    """`load_paths`, printing what it ignored when not `strict`.
+
+    `whole_cluster`: the paths hold the cluster, so a pod naming a PriorityClass they do not hold is
+    refused as the API server refuses it (`check_priority_classes`); False for a file of shapes
+    checked against a cluster loaded apart."""
     objects = load_paths(paths, strict=strict)
     print_warnings(objects.warnings)
+    if whole_cluster:
+        check_priority_classes(objects, strict=strict)
     return objects
+
+
+def check_priority_classes(objects: LoadedObjects, *, strict: bool, known: Collection[str] = ()) -> None:
+    """Raise the first object naming a PriorityClass that neither `objects` nor `known` hold; or,
+    not `strict`, print a warning for each (such a pod is then simulated at priority 0)."""
+    problems = unknown_priority_classes(objects, known)
+    if problems and strict:
+        more = f" (and {len(problems) - 1} more like it)" if len(problems) > 1 else ""
+        first = problems[0]
+        raise InputError(first.message + more, source=first.source, path=first.path)
+    print_warnings(problems)
 
 
 def add_demo_option(parser: argparse.ArgumentParser) -> None:

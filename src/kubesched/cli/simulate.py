@@ -17,6 +17,7 @@ from kubesched.cli.cluster_input import (
 from kubesched.cli.inputs import (
     DEMO_DIR,
     add_strict_option,
+    check_priority_classes,
     input_notes,
     load_inputs,
     load_objects,
@@ -248,6 +249,11 @@ def _replay(args: argparse.Namespace, registry: Registry, gates: FeatureGates) -
         initial = cluster_objects(args, command="simulate", gates=gates)
     elif args.paths:
         initial = load_objects(args.paths, strict=args.strict)
+    check_priority_classes(
+        scenario.every_object(),
+        strict=args.strict,
+        known=[pc.metadata.name for pc in initial.priority_classes] if initial is not None else [],
+    )
     with progress_reporter(enabled=sys.stderr.isatty(), label="replaying") as progress:
         report = replay(
             scenario,

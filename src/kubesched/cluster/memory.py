@@ -19,6 +19,7 @@ from kubesched.api.cluster_objects import PriorityClass
 from kubesched.api.label_keys import merge_label_keys
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.objects import Node, Pod, PodCondition, PodExtendedResourceClaimStatus
+from kubesched.api.priority_admission import SYSTEM_PRIORITY_CLASSES
 from kubesched.api.resource import AllocationResult, Condition, ResourceClaim, ResourceClaimConsumerReference
 from kubesched.api.resources import default_requests_from_limits
 from kubesched.api.scheduling_groups import CompositePodGroup, Workload
@@ -199,10 +200,11 @@ class MemoryCluster:
         return made
 
     def _priority_class(self, name: str) -> PriorityClass | None:
-        """The class `name` names; for no name, the global default (the lowest, should there be
-        several, as admission picks it); None for a class the cluster does not hold."""
+        """The class `name` names (the API server's system classes exist in every cluster); for no
+        name, the global default (the lowest, should there be several, as admission picks it); None
+        for a class the cluster does not hold (the CLI refuses such input before it gets here)."""
         if name:
-            return self.priority_classes.get(name)
+            return self.priority_classes.get(name) or SYSTEM_PRIORITY_CLASSES.get(name)
         defaults = [p for p in self.priority_classes.values() if p.global_default]
         return min(defaults, key=lambda p: p.value) if defaults else None
 

@@ -29,7 +29,7 @@ import gc
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +126,18 @@ class Scenario:
     until: float | None = None
     sample_interval: float | None = None
     source: str = ""
+
+    def every_object(self) -> LoadedObjects:
+        """The objects present from the start and each object an event creates or updates: what a
+        check spanning the timeline reads (a pod naming a PriorityClass that no file holds)."""
+        every = LoadedObjects()
+        for f in fields(LoadedObjects):
+            if f.name not in ("skipped", "warnings"):
+                setattr(every, f.name, list(getattr(self.objects, f.name)))
+        for event in self.events:
+            if event.obj is not None:
+                every.add(event.obj)
+        return every
 
 
 # --------------------------------------------------------------------------- reading

@@ -18,6 +18,7 @@ __all__ = [
     "Dice",
     "Scenario",
     "generate",
+    "priority_class_manifests",
 ]
 
 Obj = dict[str, Any]
@@ -26,6 +27,21 @@ Obj = dict[str, Any]
 NAMESPACES: dict[str, dict[str, str]] = {"default": {}, "team-a": {"team": "a"}, "team-b": {"team": "b"}}
 #: PriorityClasses every scenario may use (created once per control plane).
 PRIORITY_CLASSES: dict[str, int] = {"low": 10, "mid": 100, "high": 1000}
+
+
+def priority_class_manifests() -> list[Obj]:
+    """`PRIORITY_CLASSES` as objects: what a scenario written to a file needs beside its pods, which
+    name them (kubesched, as the API server, refuses a pod naming a class the cluster lacks)."""
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        for name, value in PRIORITY_CLASSES.items()
+    ]
+
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"

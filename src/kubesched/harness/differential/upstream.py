@@ -27,7 +27,7 @@ from kubesched.harness.differential.cluster import (
     wait_until,
 )
 from kubesched.harness.differential.gated import NO_GATES, Gates
-from kubesched.harness.differential.scenario import NAMESPACES, PRIORITY_CLASSES, Scenario
+from kubesched.harness.differential.scenario import NAMESPACES, Scenario, priority_class_manifests
 from kubesched.harness.fake_nodes import ApiClient, ApiError
 
 __all__ = ["PodOutcome", "UpstreamHarness", "UpstreamTimeout"]
@@ -127,10 +127,8 @@ class UpstreamHarness(ScenarioOnCluster):
         for name, labels in NAMESPACES.items():
             if name != "default":
                 self._create("/api/v1/namespaces", {"metadata": {"name": name, "labels": labels}})
-        for name, value in PRIORITY_CLASSES.items():
-            self._create(
-                "/apis/scheduling.k8s.io/v1/priorityclasses", {"metadata": {"name": name}, "value": value}
-            )
+        for priority_class in priority_class_manifests():
+            self._create("/apis/scheduling.k8s.io/v1/priorityclasses", priority_class)
 
     def _create(self, path: str, body: Obj) -> Obj:
         try:
