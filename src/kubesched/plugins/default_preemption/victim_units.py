@@ -17,7 +17,13 @@ from kubesched.api.scheduling_groups import CompositePodGroup, PodGroup
 from kubesched.framework.group_forest import EntityKey, ForestLookup, GroupForest
 from kubesched.framework.interfaces import Handle
 from kubesched.framework.node_info import NodeInfo, PodInfo, pod_key
-from kubesched.framework.pod_groups import PodGroupLookup, PodGroupState, pod_group_of, pod_group_priority
+from kubesched.framework.pod_groups import (
+    AssumedNodeLookup,
+    PodGroupLookup,
+    PodGroupState,
+    pod_group_of,
+    pod_group_priority,
+)
 from kubesched.plugins.default_preemption.candidates import Budget, start_time
 
 __all__ = [
@@ -104,6 +110,8 @@ class CrossNodeVictims:
     def __init__(self, handle: Handle) -> None:
         self.units = VictimUnits(handle)
         self._table = handle.snapshot
+        #: The cache's pod index (TopologyPlacementGenerator's lookup): a member's node without a scan.
+        self._nodes = handle if isinstance(handle, AssumedNodeLookup) else None
         #: pod key -> (node, pod) over the whole snapshot, built when a group first needs it.
         self._placed: dict[str, tuple[str, PodInfo]] | None = None
         self._wholes: dict[EntityKey, GroupVictim] = {}
@@ -130,14 +138,11 @@ class CrossNodeVictims:
         found = self._wholes.get(key)
         if found is not None:
             return found
-        if self._placed is None:
-            self._placed = {k: (info.name, p) for info in self._table.infos for k, p in info.pods.items()}
-        placed = self._placed
         homes = {
-            k: placed[k]
+            k: home
             for state in self.units.states_under(key)
             for p in state.pods
-            if (k := pod_key(p)) in state.scheduled and k in placed
+            if (k := pod_key(p)) in state.scheduled and (home := self._home(k)) is not None
         }
         if not homes:
             homes = {pi.key: (node, pi)}
@@ -147,6 +152,19 @@ class CrossNodeVictims:
         victim = GroupVictim(pods, priority, rank, start, True, {k: n for k, (n, _) in homes.items()})
         self._wholes[key] = victim
         return victim
+
+    def _home(self, key: str) -> tuple[str, PodInfo] | None:
+        """(node, pod) of scheduled pod `key` in the snapshot: from the cache's pod index when the
+        snapshot agrees with it, else by one scan of the snapshot, kept for later members."""
+        table = self._table
+        node = self._nodes.assumed_node(key) if self._nodes is not None else None
+        row = table.index.get(node) if node else None
+        found = table.infos[row].pods.get(key) if row is not None else None
+        if node is not None and found is not None:
+            return node, found
+        if self._placed is None:
+            self._placed = {k: (info.name, p) for info in table.infos for k, p in info.pods.items()}
+        return self._placed.get(key)
 
 
 def group_victims(handle: Handle, below: int) -> list[GroupVictim]:
