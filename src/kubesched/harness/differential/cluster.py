@@ -48,6 +48,8 @@ POLL_SECONDS = 0.01
 GROUPS_SEEN_PAUSE = 1.0
 #: How often, while a pod is being scheduled, the harness plays the PV controller.
 PV_CONTROLLER_PERIOD = 0.1
+#: Seconds a bound pod whose victims are gone may wait for the Event naming its preemption.
+PREEMPTING_EVENT_WAIT = 10.0
 _FOUND = re.compile(r"found a potential placement for pod on node (\S+), preempting")
 
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
@@ -334,6 +336,10 @@ class ScenarioOnCluster:
             f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in self.api.list_all("/api/v1/pods")
         }
         victims = sorted(k for k in existing if k not in after)
+        if victims and not any(_FOUND.search(m) for m in messages):
+            # A preemptor can be bound (its victims gone) before the Event of the attempt that
+            # preempted is written: both schedulers send Events in the background.
+            messages = self._preempting_event(ns, name, uid) or messages
         found = next((m for m in (_FOUND.search(msg) for msg in messages) if m is not None), None)
         if result == "Unschedulable" or stalled:
             self.api.request("DELETE", pod_path(ns, name), {"gracePeriodSeconds": 0})
@@ -373,6 +379,17 @@ class ScenarioOnCluster:
                 if err.reason != "Conflict":
                     raise
         raise UpstreamTimeout(f"could not write the status of {namespace}/{name}")
+
+    def _preempting_event(self, namespace: str, name: str, uid: str) -> list[str]:
+        """The pod's FailedScheduling notes once the one naming a preemption is among them, or none
+        if it did not come within `PREEMPTING_EVENT_WAIT` (the comparison then shows it missing)."""
+        deadline = time.monotonic() + PREEMPTING_EVENT_WAIT
+        while time.monotonic() < deadline:
+            time.sleep(5 * POLL_SECONDS)
+            messages = self._failed_scheduling(namespace, name, uid)
+            if any(_FOUND.search(m) for m in messages):
+                return messages
+        return []
 
     def _failed_scheduling(self, namespace: str, name: str, uid: str) -> list[str]:
         """The notes of the pod's FailedScheduling events, oldest first. Only this very pod's: the
