@@ -167,6 +167,18 @@ class LoadedObjects:
     def __len__(self) -> int:
         return sum(len(getattr(self, name)) for name in _ATTRIBUTES.values())
 
+    def of_type(self, cls: type[msgspec.Struct]) -> list[Any]:
+        """The list `add` files objects of `cls` under (the object itself, not a copy)."""
+        listed: list[Any] = getattr(self, _ATTRIBUTES[cls])
+        return listed
+
+    def with_added(self, obj: LoadedObject) -> LoadedObjects:
+        """A shallow copy holding `obj` besides the objects of its kind; this one stays as it is."""
+        attribute = _ATTRIBUTES[type(obj)]
+        copy = dataclasses.replace(self)
+        setattr(copy, attribute, [*getattr(self, attribute), obj])
+        return copy
+
     def with_object(self, obj: LoadedObject) -> LoadedObjects:
         """A shallow copy holding `obj` instead of the object of its kind, namespace and name (a new
         version of it), or besides the others when there is none; this one stays as it is."""

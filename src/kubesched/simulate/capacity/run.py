@@ -17,10 +17,10 @@ was, so the identical copies after it fail too and the count equals scheduling o
 
 from __future__ import annotations
 
-import copy
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import get_args
 
 import msgspec
 
@@ -63,15 +63,8 @@ DEFAULT_LIMIT = 10_000
 _MAX_BATCH = 256
 
 Workload = Deployment | ReplicaSet | StatefulSet | DaemonSet | Job | CronJob | ReplicationController
-_LISTS: dict[type, str] = {
-    Deployment: "deployments",
-    ReplicaSet: "replica_sets",
-    StatefulSet: "stateful_sets",
-    DaemonSet: "daemon_sets",
-    Job: "jobs",
-    CronJob: "cron_jobs",
-    ReplicationController: "replication_controllers",
-}
+#: The workload kinds, in the order their shapes are counted.
+_WORKLOAD_TYPES: tuple[type[Workload], ...] = get_args(Workload)
 
 
 def capacity(
@@ -127,8 +120,8 @@ def capacity(
 def shapes_of(objects: LoadedObjects) -> list[Pod | Workload]:
     """The pods and workloads of `objects`, each a shape to count."""
     shapes: list[Pod | Workload] = [*objects.pods]
-    for attribute in _LISTS.values():
-        shapes += getattr(objects, attribute)
+    for cls in _WORKLOAD_TYPES:
+        shapes += objects.of_type(cls)
     return shapes
 
 
@@ -173,9 +166,7 @@ class _ShapeRun(InputRun):
             self.template = PodTemplateSpec(metadata=shape.metadata, spec=never_preempt(shape.spec))
         else:
             shape = _without_preemption(shape)
-            attribute = _LISTS[type(shape)]
-            objects = copy.copy(objects)  # the input stays as given: other shapes start from it too
-            setattr(objects, attribute, [*getattr(objects, attribute), shape])
+            objects = objects.with_added(shape)  # the input stays as given: other shapes start from it too
             self.template = _template(shape)
         super().__init__(objects, config, registry, seed=seed)
         self.served = {p.scheduler_name or DEFAULT_SCHEDULER_NAME for p in config.profiles}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kubesched.api.controllers import (
     CronJob,
@@ -26,6 +26,7 @@ from kubesched.api.controllers import (
     ReplicationController,
     StatefulSet,
 )
+from kubesched.api.kinds import KINDS
 from kubesched.api.loader import LoadedObjects
 from kubesched.api.meta import ObjectMeta, controller_of
 from kubesched.api.objects import Pod
@@ -158,23 +159,6 @@ def _daemon_set_controller(ds: DaemonSet) -> DaemonSetController:
 def _job_controller(job: Job, gates: FeatureGates) -> JobController:
     key = ("Job", _namespace(job.metadata), job.metadata.name)
     return JobController(key, job, _uid("Job", job.metadata), gates)
-
-
-#: The LoadedObjects list holding each workload kind.
-_LISTS = {
-    "Deployment": "deployments",
-    "ReplicaSet": "replica_sets",
-    "ReplicationController": "replication_controllers",
-    "StatefulSet": "stateful_sets",
-    "DaemonSet": "daemon_sets",
-    "Job": "jobs",
-    "CronJob": "cron_jobs",
-}
-
-
-def _objects_of_kind(objects: LoadedObjects, kind: str) -> list[Any]:
-    listed: list[Any] = getattr(objects, _LISTS[kind])
-    return listed
 
 
 class WorkloadControllers:
@@ -373,10 +357,10 @@ class WorkloadControllers:
     def _list_object(self, obj: WorkloadObject) -> None:
         """Put `obj` in the cluster's object lists, replacing an earlier version of it."""
         self._unlist_object(str(obj.kind), _namespace(obj.metadata), obj.metadata.name)
-        _objects_of_kind(self._objects, str(obj.kind)).append(obj)
+        self._objects.of_type(KINDS[str(obj.kind)]).append(obj)
 
     def _unlist_object(self, kind: str, namespace: str, name: str) -> None:
-        listed = _objects_of_kind(self._objects, kind)
+        listed = self._objects.of_type(KINDS[kind])
         listed[:] = [o for o in listed if (_namespace(o.metadata), o.metadata.name) != (namespace, name)]
 
     # ------------------------------------------------------------------ running
