@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import resource
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import h11
 import uvicorn
@@ -158,6 +158,8 @@ def limited_h11_protocol(
     held = slots if slots is not None else ConnectionSlots(limits)
 
     class LimitedH11Protocol(base):  # type: ignore[valid-type,misc]
+        #: The server's connections (read by tests to know what the server has accepted).
+        slots: ClassVar[ConnectionSlots] = held
         _header_timer: asyncio.TimerHandle | None = None
         #: Whether this connection holds a slot (False once refused, evicted or lost).
         _slot = False

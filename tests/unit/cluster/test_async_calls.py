@@ -60,8 +60,8 @@ def test_stop_gives_waiting_calls_one_last_try_at_once_and_no_retry_after_it() -
     started = time.monotonic()
     calls.stop(5)
     # Both retries were due in 60 s; stop ran them at once: one got through, the other failed
-    # again and was not queued for another minute.
-    assert time.monotonic() - started < 5
+    # again and was not queued for another minute. (Half the delay: not the machine's speed.)
+    assert time.monotonic() - started < 30
     assert sent == [1] and len(attempts) == 2 and calls.pending == 0 and calls.waiting == 0
     assert not calls.submit(lambda: None) and not calls.submit_later(lambda: None, 0)
 

@@ -8,7 +8,7 @@ import json
 import resource
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from kubesched.extender.limits import ConnectionLimits
-from kubesched.extender.server import BackgroundServer, uvicorn_config
+from kubesched.extender.limits import ConnectionLimits, ConnectionSlots
+from kubesched.extender.server import BackgroundServer, ExtenderServer, uvicorn_config
 from kubesched.extender.state import ClusterState
 
 VERBS = ("filter", "prioritize", "preempt", "bind")
@@ -146,11 +146,37 @@ def test_no_byte_string_makes_the_server_answer_500(verb: str, body: bytes) -> N
 
 
 @contextmanager
-def running(limits: ConnectionLimits | None = None, **options: Any) -> Iterator[BackgroundServer]:
-    app = server(engine(ClusterState.from_objects(objects([node_json("n1")], []))), **options).app
-    srv = BackgroundServer(uvicorn_config(app, "127.0.0.1", 0, limits=limits))
+def serving(
+    limits: ConnectionLimits | None = None, **options: Any
+) -> Iterator[tuple[BackgroundServer, ExtenderServer]]:
+    extender = server(engine(ClusterState.from_objects(objects([node_json("n1")], []))), **options)
+    srv = BackgroundServer(uvicorn_config(extender.app, "127.0.0.1", 0, limits=limits))
     with srv:
+        yield srv, extender
+
+
+@contextmanager
+def running(limits: ConnectionLimits | None = None, **options: Any) -> Iterator[BackgroundServer]:
+    with serving(limits, **options) as (srv, _):
         yield srv
+
+
+def holding(extender: ExtenderServer, n: int) -> None:
+    """Wait until the server holds `n` request bytes in flight (it reads on its own thread)."""
+    deadline = time.monotonic() + 30
+    while extender.inflight.used != n:
+        assert time.monotonic() < deadline, f"{extender.inflight.used} bytes in flight, never {n}"
+        time.sleep(0.01)
+
+
+def settled(srv: BackgroundServer, what: str, ready: Callable[[ConnectionSlots], bool]) -> None:
+    """Wait until the server's connections are as `ready` says: it accepts and reads on its own
+    thread, and a fixed pause was not enough for that on a loaded machine."""
+    slots: ConnectionSlots = srv.config.http.slots  # type: ignore[union-attr]
+    deadline = time.monotonic() + 30
+    while not ready(slots):
+        assert time.monotonic() < deadline, f"the server never had {what}: {slots.total} connections"
+        time.sleep(0.01)
 
 
 def connect(srv: BackgroundServer) -> socket.socket:
@@ -212,10 +238,10 @@ FILTER = json.dumps({"Pod": POD, "NodeNames": ["n1"]}).encode()
 def test_idle_connections_make_room_for_a_caller_oldest_first() -> None:
     with running(ConnectionLimits(max_connections=3, max_connections_per_peer=3)) as srv:
         held = [connect(srv) for _ in range(3)]
-        time.sleep(0.2)
+        settled(srv, "3 waiting connections", lambda c: len(c.waiting) == 3)
         code, _ = request(srv, FILTER)  # a fourth connection: the longest-waiting one makes room
         assert code == 200
-        assert closed_by_server(held[0], 2.0)
+        assert closed_by_server(held[0], 10.0)
         assert not closed_by_server(held[2], 0.3)
         for s in held:
             s.close()
@@ -224,11 +250,11 @@ def test_idle_connections_make_room_for_a_caller_oldest_first() -> None:
 def test_a_caller_is_refused_only_when_every_slot_is_in_a_request() -> None:
     with running(ConnectionLimits(max_connections=3, max_connections_per_peer=3, header_timeout=30)) as srv:
         busy = [mid_request(connect(srv)) for _ in range(3)]
-        time.sleep(0.2)
+        settled(srv, "3 connections in a request", lambda c: c.total == 3 and not c.waiting)
         extra = connect(srv)
-        assert closed_by_server(extra, 2.0)
+        assert closed_by_server(extra, 10.0)
         busy.pop().close()
-        time.sleep(0.2)
+        settled(srv, "2 connections", lambda c: c.total == 2)
         code, _ = request(srv, FILTER)
         assert code == 200
         for s in busy:
@@ -239,9 +265,9 @@ def test_one_peer_cannot_take_every_slot() -> None:
     limits = ConnectionLimits(max_connections=4, max_connections_per_peer=2, header_timeout=30)
     with running(limits) as srv:
         busy = [mid_request(connect_from(srv, "127.0.0.2")) for _ in range(2)]
-        time.sleep(0.2)
+        settled(srv, "2 connections in a request", lambda c: c.total == 2 and not c.waiting)
         third = connect_from(srv, "127.0.0.2")
-        assert closed_by_server(third, 2.0)  # its peer holds its share, all of it in requests
+        assert closed_by_server(third, 10.0)  # its peer holds its share, all of it in requests
         code, _ = request(srv, FILTER)  # another peer still gets served
         assert code == 200
         for s in busy:
@@ -253,10 +279,10 @@ def test_slow_headers_do_not_hold_a_slot_against_a_caller() -> None:
         slow = [connect(srv) for _ in range(2)]
         for s in slow:
             s.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\n")  # headers never finished
-        time.sleep(0.2)
+        settled(srv, "2 waiting connections", lambda c: len(c.waiting) == 2)
         code, _ = request(srv, FILTER)
         assert code == 200
-        assert closed_by_server(slow[0], 2.0)
+        assert closed_by_server(slow[0], 10.0)
         for s in slow:
             s.close()
 
@@ -267,7 +293,7 @@ def test_more_idle_connections_than_slots_never_starve_an_authenticated_caller()
     limits = ConnectionLimits(max_connections=128, max_connections_per_peer=128, header_timeout=30)
     with running(limits, token="secret") as srv:
         idle = [connect(srv) for _ in range(200)]
-        time.sleep(0.3)
+        settled(srv, "200 connections accepted", lambda c: c.total == 128 and c.evicted == 72)
         started = time.monotonic()
         with connect(srv) as s:
             head = (
@@ -277,7 +303,9 @@ def test_more_idle_connections_than_slots_never_starve_an_authenticated_caller()
             s.sendall(head.encode() + FILTER)
             code, text = parse_response(s)
         assert code == 200 and '"NodeNames":["n1"]' in text.replace(" ", "")
-        assert time.monotonic() - started < 2.0
+        # Starved, it would wait for an idle connection's 30 s header timeout; a third of that
+        # tells the two apart on a loaded machine too.
+        assert time.monotonic() - started < limits.header_timeout / 3
         assert request(srv, FILTER)[0] == 401
         open_idle = sum(not closed_by_server(c, 0.01) for c in idle[-100:])
         assert open_idle >= 90  # the newest idle connections keep their slots
@@ -299,10 +327,11 @@ def test_a_client_that_never_finishes_its_headers_is_disconnected() -> None:
         slow = connect(srv)
         slow.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\n")  # ... and nothing more
         started = time.monotonic()
-        assert closed_by_server(slow, 5.0)
-        assert time.monotonic() - started < 3.0
+        assert closed_by_server(slow, 20.0)
+        # Half the default header timeout (10 s): its own 0.5 s applied, not the default.
+        assert time.monotonic() - started < ConnectionLimits().header_timeout / 2
         silent = connect(srv)  # sends nothing at all
-        assert closed_by_server(silent, 5.0)
+        assert closed_by_server(silent, 20.0)
 
 
 def test_a_body_that_does_not_arrive_in_time_gets_408() -> None:
@@ -311,28 +340,28 @@ def test_a_body_that_does_not_arrive_in_time_gets_408() -> None:
         started = time.monotonic()
         code, text = parse_response(s)
         assert code == 408 and "not received within 0.5 s" in text
-        assert time.monotonic() - started < 3.0
+        assert time.monotonic() - started < 5.0  # the default body timeout is 30 s
 
 
 def test_request_bytes_in_flight_share_one_budget() -> None:
     body = json.dumps({"Pod": POD, "NodeNames": ["n1"]}).encode()
-    with running(max_inflight_bytes=2000, max_body_bytes=1500) as srv:
+    with serving(max_inflight_bytes=2000, max_body_bytes=1500) as (srv, extender):
         hog = connect(srv)
         hog.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 1400\r\n\r\n{")  # holds 1400
-        time.sleep(0.3)
+        holding(extender, 1400)
         code, text = request(srv, body.ljust(700))
         assert code == 503 and "in flight" in text
         hog.close()
-        time.sleep(0.3)
+        holding(extender, 0)
         code, _ = request(srv, body.ljust(700))
         assert code == 200
 
 
 def test_chunked_bodies_count_against_the_budget_as_they_arrive() -> None:
-    with running(max_inflight_bytes=1000, max_body_bytes=1000) as srv:
+    with serving(max_inflight_bytes=1000, max_body_bytes=1000) as (srv, extender):
         hog = connect(srv)
         hog.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 900\r\n\r\n{")
-        time.sleep(0.3)
+        holding(extender, 900)
         with connect(srv) as s:
             s.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
             s.sendall(b"c8\r\n" + b" " * 200 + b"\r\n")

@@ -88,8 +88,10 @@ class PluginModule(Protocol):
     FAILURES: int
 
 
-#: Wall-clock budget for runs that cover up to 16 minutes of virtual time.
-WALL_SECONDS = 2.0
+def no_real_waiting(wall: float, virtual: float) -> None:
+    """The run did not wait out its virtual time. Half of it is the bound: what is tested is that
+    no real time was waited for, not how fast a loaded machine simulates (2 s flaked)."""
+    assert wall < virtual / 2, f"{wall:.1f} s of real time for {virtual:g} virtual seconds"
 
 
 @pytest.fixture
@@ -126,8 +128,8 @@ def test_error_backoff_doubles_in_virtual_time(tmp_path: Path, plugins: PluginMo
     (p,) = report.pods
     assert (p.result, p.node, p.attempts, p.message) == ("Scheduled", "n1", 7, None)
     assert plugins.CALLS == [0.0, 1.0, 3.0, 7.0, 15.0, 25.0, 35.0]
-    assert wall < WALL_SECONDS
-    assert report.summary.seconds < WALL_SECONDS
+    no_real_waiting(wall, 35.0)
+    no_real_waiting(report.summary.seconds, 35.0)
 
 
 def test_backoff_durations_come_from_the_config(tmp_path: Path, plugins: PluginModule) -> None:
@@ -148,7 +150,7 @@ def test_a_pod_that_always_errors_stops_at_the_idle_horizon(tmp_path: Path, plug
     assert p.message == f'running "{MODULE}:FlakyFilter" filter plugin: disk on fire'
     assert p.attempts == 99
     assert plugins.CALLS[-1] == 955.0
-    assert wall < WALL_SECONDS
+    no_real_waiting(wall, 955.0)
     assert (report.summary.errors, report.summary.scheduled) == (1, 0)
 
 
@@ -156,16 +158,16 @@ def test_binding_cycle_failures_are_retried_without_leaking_the_assumed_pod(
     tmp_path: Path, plugins: PluginModule
 ) -> None:
     """A PreBind error unreserves and forgets the assumed pod, then the pod is retried after backoff."""
-    plugins.FAILURES = 3
+    plugins.FAILURES = 5
     report, wall = run(
         tmp_path, f"profiles:\n- plugins:\n    preBind:\n      enabled: [{{name: '{MODULE}:FlakyPreBind'}}]\n"
     )
     (p,) = report.pods
-    assert (p.result, p.node, p.attempts) == ("Scheduled", "n1", 4)
-    assert plugins.CALLS == [0.0, 1.0, 3.0, 7.0]
+    assert (p.result, p.node, p.attempts) == ("Scheduled", "n1", 6)
+    assert plugins.CALLS == [0.0, 1.0, 3.0, 7.0, 15.0, 25.0]
     (n1,) = report.nodes
     assert (n1.pods, n1.requested) == (1, {"cpu": "1", "memory": "1Gi"})
-    assert wall < WALL_SECONDS
+    no_real_waiting(wall, 25.0)
 
 
 def permit_profile(plugin: str) -> str:
@@ -182,7 +184,7 @@ def test_permit_rejection_is_retried_by_the_leftover_flush(tmp_path: Path, plugi
     assert plugins.CALLS == [0.0, 300.0, 600.0, 900.0]
     # The node holds nothing: every rejection unreserved and forgot the assumed pod.
     assert (report.nodes[0].pods, report.nodes[0].requested["cpu"]) == (0, "0")
-    assert wall < WALL_SECONDS
+    no_real_waiting(wall, 900.0)
 
 
 def test_permit_timeout_is_retried_like_a_rejection(tmp_path: Path, plugins: PluginModule) -> None:
