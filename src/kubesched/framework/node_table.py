@@ -129,7 +129,9 @@ class NodeTable:
         #: affinity plugins visit only the nodes that can matter.
         self.affinity_pods: IntArray = np.zeros(n, dtype=np.int64)
         self.required_anti_affinity_pods: IntArray = np.zeros(n, dtype=np.int64)
-        #: Their sum: whether anyone at all has required anti-affinity, without a scan.
+        #: Their sums: whether anyone at all has any pod (anti-)affinity, or required
+        #: anti-affinity, without a scan.
+        self.affinity_total = 0
         self.required_anti_affinity_total = 0
         #: Per node: pods holding host ports, so NodePorts checks only those nodes.
         self.host_port_pods: IntArray = np.zeros(n, dtype=np.int64)
@@ -177,7 +179,9 @@ class NodeTable:
             [(ni.non_zero_cpu, ni.non_zero_memory) for ni in infos], dtype=np.int64
         ).reshape(n, 2)
         self.pod_count[at] = [len(ni.pods) for ni in infos]
-        self.affinity_pods[at] = [ni.pods_with_affinity for ni in infos]
+        affinity = np.array([ni.pods_with_affinity for ni in infos], dtype=np.int64)
+        self.affinity_total += int(affinity.sum() - self.affinity_pods[at].sum())
+        self.affinity_pods[at] = affinity
         anti = np.array([ni.pods_with_required_anti_affinity for ni in infos], dtype=np.int64)
         self.required_anti_affinity_total += int(anti.sum() - self.required_anti_affinity_pods[at].sum())
         self.required_anti_affinity_pods[at] = anti
@@ -216,6 +220,7 @@ class NodeTable:
             mine[at] = padded[np.ix_(src, cols)]
         for name in _ROW_COLUMNS:
             getattr(self, name)[at] = getattr(previous, name)[src]
+        self.affinity_total = int(self.affinity_pods.sum())
         self.required_anti_affinity_total = int(self.required_anti_affinity_pods.sum())
         return to_load
 
@@ -314,6 +319,7 @@ class NodeTable:
         self.pod_count[row] += sign
         if pi.has_affinity:
             self.affinity_pods[row] += sign
+            self.affinity_total += sign
         if pi.has_required_anti_affinity:
             self.required_anti_affinity_pods[row] += sign
             self.required_anti_affinity_total += sign

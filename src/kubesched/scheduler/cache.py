@@ -63,6 +63,9 @@ class Cache:
         self._nodes: dict[str, Node] = {}
         self._infos: dict[str, NodeInfo] = {}
         self._pods: dict[str, tuple[str, PodInfo]] = {}
+        #: Node name -> the keys of its pods, in `_pods`' order (every change to `_pods` is made
+        #: here too): a node that comes (back) finds its pods without a scan of every pod.
+        self._on_node: dict[str, dict[str, None]] = {}
         self._assumed: set[str] = set()
         self._binding_finished: set[str] = set()
         self._table: NodeTable | None = None
@@ -79,9 +82,8 @@ class Cache:
             return
         self._nodes[name] = node
         info = NodeInfo(node)
-        for pod_node, pi in self._pods.values():
-            if pod_node == name:
-                info.add_pod(pi)
+        for key in self._on_node.get(name, ()):
+            info.add_pod(self._pods[key][1])
         self._infos[name] = info
         self._table = None
 
@@ -116,6 +118,7 @@ class Cache:
     # ------------------------------------------------------------------ pods
     def _place(self, pi: PodInfo, node_name: str) -> None:
         self._pods[pi.key] = (node_name, pi)
+        self._on_node.setdefault(node_name, {})[pi.key] = None
         if node_name not in self._infos:
             return
         if self._table is not None:
@@ -126,6 +129,10 @@ class Cache:
 
     def _unplace(self, key: str) -> tuple[str, PodInfo]:
         node_name, pi = self._pods.pop(key)
+        keys = self._on_node[node_name]
+        del keys[key]
+        if not keys:
+            del self._on_node[node_name]
         if node_name in self._infos:
             if self._table is not None:
                 self._table.remove_pod(self._table.index[node_name], key)
@@ -166,6 +173,9 @@ class Cache:
                 if row is not None:
                     del self._pods[pi.key]
                     self._pods[pi.key] = (node_name, pi)
+                    keys = self._on_node[node_name]
+                    del keys[pi.key]
+                    keys[pi.key] = None
                     table.replace_pod(row, pi)
                     return
             self._unplace(pi.key)

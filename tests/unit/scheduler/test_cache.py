@@ -87,6 +87,29 @@ def test_pods_seen_before_their_node_are_counted_when_it_arrives() -> None:
     assert len(cache.snapshot()) == 0 and cache.pod_node("default-early") == "late-node"
 
 
+def test_a_node_that_comes_back_holds_its_pods_in_the_caches_order() -> None:
+    """The pods a returning node gets are those bound or assumed to it, in the order of the cache's
+    last change to each (as the scan of every pod found them), not in the order they first came."""
+    cache = Cache()
+    cache.add_node(make_node("n1", cpu="8"))
+    cache.add_node(make_node("other", cpu="8"))
+    for name in ("a", "b", "c", "d"):
+        cache.add_pod(PodInfo(make_pod(name, cpu="100m", node_name="n1")))
+    cache.add_pod(PodInfo(make_pod("x", cpu="100m", node_name="other")))
+    cache.remove_node("n1")
+    cache.remove_pod("default-b")
+    cache.add_pod(PodInfo(make_pod("a", cpu="200m", node_name="n1")))  # changed: last now
+    cache.assume_pod(PodInfo(make_pod("e", cpu="100m")), "n1")
+    cache.add_pod(PodInfo(make_pod("c", cpu="100m", node_name="other")))  # moved away
+    want = [pi.key for pi in cache.pods() if cache.pod_node(pi.key) == "n1"]
+    assert want == ["default-d", "default-a", "default-e"]
+    cache.add_node(make_node("n1", cpu="8"))
+    info = cache.node_info("n1")
+    assert info is not None and list(info.pods) == want
+    table = cache.snapshot()
+    assert table.requested[table.index["n1"], table.resource_index["cpu"]] == 400
+
+
 def test_node_update_keeps_the_table_when_only_allocatable_changes() -> None:
     cache = Cache()
     cache.add_node(make_node("n1", cpu="2"))
@@ -121,6 +144,8 @@ def _assert_same_rows(table: NodeTable, fresh: NodeTable) -> None:
     for column in _ROW_COLUMNS:
         assert getattr(table, column).tolist() == getattr(fresh, column).tolist(), column
     assert table.required_anti_affinity_total == fresh.required_anti_affinity_total
+    assert table.affinity_total == fresh.affinity_total == int(fresh.affinity_pods.sum())
+    assert table.required_anti_affinity_total == int(fresh.required_anti_affinity_pods.sum())
 
 
 @settings(max_examples=80, deadline=None)

@@ -258,6 +258,10 @@ class InterPodAffinity(
         if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred_terms(pod):
             return Status.skip()
         terms = self._incoming_terms(pod)
+        if terms is NO_TERMS and not table.affinity_total:
+            # No term of its own and no running pod with any: nothing can touch a node, which is
+            # what the count below would find, after building its state (most pods, most cycles).
+            return Status.skip()
         if terms.errors:
             return Status.as_error(f"failed to {parse_error(terms)}")
         ns_labels = NamespaceLabels(self.handle, pod.metadata.namespace)
