@@ -72,7 +72,9 @@ class Status:
 
     @classmethod
     def skip(cls) -> Status:
-        return cls(Code.SKIP)
+        """A Skip status: the one shared, unchangeable instance (PreFilter and PreScore plugins
+        answer it about a million times in a 100,000-event replay), or a new one of a subclass."""
+        return _SKIP if cls is Status else cls(Code.SKIP)
 
     @classmethod
     def pending(cls, *reasons: str) -> Status:
@@ -102,7 +104,8 @@ class Status:
         return ", ".join(self.all_reasons())
 
     def with_plugin(self, plugin: str) -> Status:
-        """Record which plugin produced this status (kept if already set)."""
+        """Record which plugin produced this status (kept if already set); returns the status
+        (a copy, for the shared Skip)."""
         if not self.plugin:
             self.plugin = plugin
         return self
@@ -118,6 +121,34 @@ class Status:
     def __repr__(self) -> str:
         plugin = f" plugin={self.plugin!r}" if self.plugin else ""
         return f"Status({self.code}{plugin}: {self.message()!r})"
+
+
+class _SharedStatus(Status):
+    """`Status.skip()`'s one instance: attributes cannot be set (it would change every Skip), and
+    `with_plugin` returns a plain copy naming the plugin. Where the framework records a plugin on a
+    Skip, the Skip then ends as an Error naming the plugin itself, so nothing reads the copy there."""
+
+    __slots__ = ()
+
+    def __init__(self, code: Code) -> None:
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "reasons", ())
+        object.__setattr__(self, "error", None)
+        object.__setattr__(self, "plugin", "")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(
+            f"the shared {self.code} status cannot be changed; make a Status({self.code}) instead"
+        )
+
+    def with_plugin(self, plugin: str) -> Status:
+        return Status(self.code, plugin=plugin)
+
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        return Status.skip, ()  # copied or unpickled, it is the shared one again
+
+
+_SKIP: Status = _SharedStatus(Code.SKIP)
 
 
 def is_success(status: Status | None) -> bool:

@@ -312,7 +312,8 @@ class SchedulingCycle:
             raise CycleError(outcome.error)
         status_idx = outcome.status_idx
         feasible_pos = np.flatnonzero(status_idx < 0)  # positions in `nodes`, ascending
-        low = int(np.searchsorted(feasible_pos, start))  # feasible positions before the start
+        low = int(feasible_pos.searchsorted(start))  # feasible positions before the start (the
+        # method: np.searchsorted's Python wrapper costs twice the search, once per cycle)
         evaluated = n
         if len(feasible_pos) > to_find:
             # Keep the first `to_find` feasible nodes in rotated order (positions >= start first).
@@ -439,7 +440,7 @@ def select_host(totals: np.ndarray[Any, np.dtype[np.int64]], rng: random.Random,
         return int(top[0])
     k = rng.randrange(len(top))
     if wrap:
-        high = len(top) - int(np.searchsorted(top, wrap))  # top nodes at or after `wrap` come first
+        high = len(top) - int(top.searchsorted(wrap))  # top nodes at or after `wrap` come first
         return int(top[len(top) - high + k] if k < high else top[k - high])
     return int(top[k])
 

@@ -295,3 +295,15 @@ def test_pre_filter_state_is_read_or_computed_and_kept_only_when_asked() -> None
     stop = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "no")
     assert pre_filter_state(state, "s", Counter, lambda: stop, keep=True) is stop
     assert state.get("s") is None  # only a state of the asked kind is kept
+
+
+def test_skip_is_one_shared_status_that_cannot_be_changed() -> None:
+    skip = Status.skip()
+    assert skip is Status.skip() and skip.is_skip() and skip == Status(Code.SKIP)
+    named = skip.with_plugin("NodePorts")
+    assert named is not skip and named.plugin == "NodePorts" and named.is_skip()
+    assert skip.plugin == "" and Status.skip().plugin == ""
+    with pytest.raises(AttributeError, match="cannot be changed"):
+        skip.reasons = ("x",)
+    assert copy.copy(skip) is skip and copy.deepcopy(skip) is skip
+    assert pickle.loads(pickle.dumps(skip)) is skip
