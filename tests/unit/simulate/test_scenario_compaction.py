@@ -1,5 +1,5 @@
-"""A scenario's timeline objects share one empty list and dict (api/compact.py): the same
-objects, in less memory, and no replay changes a shared empty."""
+"""A scenario's timeline objects share equal strings and one empty list and dict
+(api/compact.py): the same objects, in less memory, and no replay changes a shared empty."""
 
 from __future__ import annotations
 
@@ -32,21 +32,26 @@ def _pod(name: str) -> Pod:
     return pod
 
 
-def test_compacted_objects_share_the_empties_at_any_depth_and_encode_the_same() -> None:
+def test_compacted_objects_share_strings_and_empties_at_any_depth_and_encode_the_same() -> None:
     a, b = _pod("a"), _pod("b")
     before = [msgspec.json.encode(p) for p in (a, b)]
+    assert a.spec.containers[0].image is not b.spec.containers[0].image
     assert a.spec.tolerations is not b.spec.tolerations
     compactor = Compactor()
     compactor.compact(a)
     compactor.compact(b)
     assert [msgspec.json.encode(p) for p in (a, b)] == before
+    # strings: plain fields, in a list of structs (containers), dict values
+    assert a.kind is b.kind and a.metadata.namespace is b.metadata.namespace
+    assert a.spec.containers[0].image is b.spec.containers[0].image
+    assert a.metadata.labels["app"] is b.metadata.labels["app"]
+    assert a.spec.containers[0].resources.requests["cpu"] is b.spec.containers[0].resources.requests["cpu"]
+    # empties, at any depth
     assert a.spec.tolerations is b.spec.tolerations is EMPTY_LIST
     assert a.spec.node_selector is b.spec.node_selector is EMPTY_DICT
     assert a.metadata.annotations is EMPTY_DICT and a.metadata.labels == {"app": "web"}
-    # inside a list of structs (containers) and a struct within (resources)
     assert a.spec.containers[0].ports is EMPTY_LIST
     assert a.spec.containers[0].resources.limits is EMPTY_DICT
-    assert a.spec.containers[0].resources.requests == {"cpu": "1"}
     assert a.metadata.name == "a" and b.metadata.name == "b"
 
 
@@ -55,6 +60,7 @@ def test_a_parsed_timeline_is_compacted() -> None:
     pods = [e.obj for e in scenario.events if isinstance(e.obj, Pod)]
     assert len(pods) > 2
     assert all(p.spec.volumes is EMPTY_LIST and p.metadata.annotations is EMPTY_DICT for p in pods)
+    assert len({id(p.kind) for p in pods}) == 1
 
 
 @pytest.mark.parametrize("name", ["shop-morning.yaml", "web-rollout.yaml", "synthetic"])
