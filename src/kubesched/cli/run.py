@@ -9,7 +9,9 @@ Where the cluster is: `--kubeconfig`, else the config's `clientConnection.kubeco
 in-cluster service account when `KUBERNETES_SERVICE_HOST` is set, else `$KUBECONFIG` /
 `~/.kube/config`; `--master` overrides the server address.
 
-Lifecycle: take the endpoints' ports, start informers and wait for them to sync, then (with
+Lifecycle: take the endpoints' ports, send the first Node and Pod LISTs (`run_early`: the API
+server prepares them while the configuration is read and the scheduler built), start informers
+(which take those lists) and wait for them to sync, then (with
 `leaderElection.leaderElect`) wait to acquire the Lease; only the leader schedules. The endpoints
 are served once the first scheduling attempt is over (1 s at the latest; at once when the API server
 cannot be reached), so that building them does not delay the first bind. SIGTERM or
@@ -40,8 +42,11 @@ from typing import TYPE_CHECKING, Any
 from kubesched.errors import InputError
 
 if TYPE_CHECKING:
+    from kubesched.cli.run_early import EarlyLists
     from kubesched.cluster.kube.leader import LeaderElector
     from kubesched.cluster.kube.live import LiveCluster
+    from kubesched.config import FeatureGates, KubeSchedulerConfiguration
+    from kubesched.framework.registry import Registry
     from kubesched.metrics import SchedulerMetrics
     from kubesched.serving.health import HealthServer
     from kubesched.serving.options import ServingOptions
@@ -154,17 +159,16 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run until signalled (exit 0) or until the Lease is lost (exit 1)."""
+    """Run until signalled (exit 0) or until the Lease is lost (exit 1).
+
+    Start-up order: the flags; the ports (a busy one is exit 2 before the cluster is touched); the
+    first Node and Pod LISTs (`run_early`: the API server prepares them while the rest is imported
+    and built); the configuration, validated; the clients, the scheduler and its informers.
+    """
     from kubesched.cli._flags import feature_gates, reject_unsupported
     from kubesched.cli._logging import configure_logging
-    from kubesched.cli.kube_flags import apply_flags, log_level
+    from kubesched.cli.kube_flags import log_level
     from kubesched.cli.serving_flags import serving_options
-    from kubesched.cluster.kube.client import KubeClient, load_connection, where_from
-    from kubesched.cluster.kube.leader import ApiLeaseLock, LeaderElector, default_identity
-    from kubesched.cluster.kube.live import LiveCluster, LiveOptions
-    from kubesched.config import dump_config, load_config
-    from kubesched.metrics import SchedulerMetrics, parse_listen
-    from kubesched.plugins import default_registry
 
     at_the_latest = threading.Timer(START_WITHOUT_GC_SECONDS, collect_from_now)
     at_the_latest.daemon = True
@@ -176,20 +180,73 @@ def run(args: argparse.Namespace) -> int:
     if args.bind_depth < 1:
         raise InputError("must be at least 1", source="--bind-depth")
     gates = feature_gates(args)
-    registry = default_registry(features=gates)
-    cfg = apply_flags(load_config(args.config, registry, gates), args, registry, gates)
-    if args.write_config_to:
-        _write_config(args.write_config_to, dump_config(cfg))
+    if args.write_config_to:  # takes no port and never touches the cluster
+        from kubesched.config import dump_config
+
+        _write_config(args.write_config_to, dump_config(_load_config(args, gates)[1]))
         return 0
     serving = serving_options(args)
     if args.insecure_listen:  # a bad address is bad input: exit 2 before touching the cluster
+        from kubesched.metrics import parse_listen
+
         parse_listen(args.insecure_listen, flag="--insecure-listen")
+    endpoints = _Endpoints(serving, _no_auth_client, args.insecure_listen)
+    endpoints.listen()
+    early: EarlyLists | None = None
+    try:
+        from kubesched.cli.run_early import EarlyLists
+
+        early = EarlyLists.start(args)
+        return _run_with(args, gates, endpoints, early)
+    except BaseException:  # bad input after the ports were taken: give them back, drop the lists
+        if early is not None:
+            early.close()
+        endpoints.stop(0.5)
+        raise
+    finally:
+        at_the_latest.cancel()
+
+
+def _load_config(
+    args: argparse.Namespace, gates: FeatureGates
+) -> tuple[Registry, KubeSchedulerConfiguration]:
+    """The plugin registry and the configuration file with the flags written over it, validated."""
+    from kubesched.cli.kube_flags import apply_flags
+    from kubesched.config import load_config
+    from kubesched.plugins import default_registry
+
+    registry = default_registry(features=gates)
+    return registry, apply_flags(load_config(args.config, registry, gates), args, registry, gates)
+
+
+def _no_auth_client(kubeconfig: str | None) -> Any:
+    raise AssertionError("the endpoints' auth client is set once the configuration is read")
+
+
+def _run_with(
+    args: argparse.Namespace, gates: FeatureGates, endpoints: _Endpoints, early: EarlyLists | None
+) -> int:
+    """Everything after the ports: the configuration, the clients (the early one when the
+    configuration connects as it did), the scheduler, and the run itself."""
+    from kubesched.cluster.kube.client import KubeClient, load_connection, where_from
+    from kubesched.cluster.kube.initial_lists import InitialLists
+    from kubesched.cluster.kube.leader import ApiLeaseLock, LeaderElector, default_identity
+    from kubesched.cluster.kube.live import LiveCluster, LiveOptions
+    from kubesched.metrics import SchedulerMetrics
+
+    registry, cfg = _load_config(args, gates)
     conn = cfg.client_connection
     le = cfg.leader_election
     assert conn is not None and le is not None  # filled in by defaulting
-    single = load_connection(conn.kubeconfig or None, master=args.master)
     qps, burst = float(conn.qps or 0), int(conn.burst or 0)
-    client = KubeClient(single, qps=qps, burst=burst, name="scheduler")
+    initial_lists: InitialLists | None = None
+    if early is not None and early.matches(conn.kubeconfig or "", qps, burst):
+        single, client, initial_lists = early.single, early.client, early.lists
+    else:
+        if early is not None:
+            early.close()
+        single = load_connection(conn.kubeconfig or None, master=args.master)
+        client = KubeClient(single, qps=qps, burst=burst, name="scheduler")
     # kube-scheduler gives Events and leader election their own clients (and rate limiters), so
     # neither starves binds, and binds never delay a Lease renewal.
     events_client = KubeClient(single, qps=qps, burst=burst, name="events")
@@ -201,6 +258,7 @@ def run(args: argparse.Namespace) -> int:
             load_connection(kubeconfig) if kubeconfig else single, qps=qps, burst=burst, name="auth"
         )
 
+    endpoints.connect = connect
     try:
         metrics = SchedulerMetrics()
         elector = None
@@ -222,13 +280,12 @@ def run(args: argparse.Namespace) -> int:
             events_client=events_client,
             metrics=metrics,
             options=LiveOptions(bind_depth=args.bind_depth),
+            initial_lists=initial_lists,
             fence=elector.fence if elector is not None else None,
         )
-        endpoints = _Endpoints(serving, connect, args.insecure_listen)
         origin = "--master" if args.master else where_from(conn.kubeconfig or None)
         return _Runner(cluster, metrics, elector, lease, endpoints, origin).run()
     finally:
-        at_the_latest.cancel()
         client.close()
         events_client.close()
         lease_client.close()
@@ -245,7 +302,8 @@ class _Endpoints:
     """Where /healthz, /livez, /readyz and /metrics are served: HTTPS with delegated auth, and plain
     HTTP only when asked. The transport is this module's; what the checks mean is `_Runner`'s.
 
-    `listen()` takes the ports at once (a port in use is exit 2 before the cluster is touched);
+    `listen()` takes the ports (`run` calls it before anything is sent to the cluster, so a port in
+    use is exit 2 before the cluster is touched);
     `start()` builds the servers on them, which imports the ASGI stack and makes the certificate:
     `_Runner` calls it after the first scheduling attempt (see SERVE_WITHIN_SECONDS).
     """
@@ -264,7 +322,6 @@ class _Endpoints:
 
     def listen(self) -> None:
         """Bind and listen on the ports asked for; InputError naming the flag when one cannot be."""
-        from kubesched.metrics import parse_listen
         from kubesched.serving.sockets import listen
 
         if self.serving.secure_port:
@@ -273,6 +330,8 @@ class _Endpoints:
             except OSError as exc:
                 raise InputError(str(exc), source="--secure-port") from None
         if self.insecure_listen:
+            from kubesched.metrics import parse_listen
+
             try:
                 self._insecure_socket = listen(*parse_listen(self.insecure_listen))
             except OSError as exc:
@@ -371,7 +430,6 @@ class _Runner:
     def run(self) -> int:
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
-            self.endpoints.listen()
             log.info("profiles: %s", ", ".join(sorted(self.cluster.profile_names)))
             if self.cluster.extenders is not None:
                 # The config's extenders are called from every scheduling cycle: say which, so a slow

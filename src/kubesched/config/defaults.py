@@ -32,6 +32,8 @@ from kubesched.config.types import (
 from kubesched.errors import InputError
 
 __all__ = [
+    "DEFAULT_CLIENT_BURST",
+    "DEFAULT_CLIENT_QPS",
     "DEFAULT_EXTENDER_HTTP_TIMEOUT",
     "DEFAULT_LEASE_NAME",
     "UPSTREAM_DEFAULT_PLUGINS",
@@ -40,6 +42,10 @@ __all__ = [
     "default_plugins",
     "upstream_default_plugins",
 ]
+
+#: clientConnection.qps and .burst when the file gives none (kube-scheduler's).
+DEFAULT_CLIENT_QPS = 50.0
+DEFAULT_CLIENT_BURST = 100
 
 #: Upstream's default plugins before its feature gates add theirs, all enabled through multiPoint, in
 #: order, with their Score weights (None: no weight configured; the plugin does not score, or scores
@@ -178,8 +184,8 @@ def _default_top_level(cfg: KubeSchedulerConfiguration) -> None:
     cc.kubeconfig = cc.kubeconfig or ""
     cc.accept_content_types = cc.accept_content_types or ""
     cc.content_type = cc.content_type or "application/vnd.kubernetes.protobuf"
-    cc.qps = 50.0 if cc.qps is None else cc.qps
-    cc.burst = 100 if cc.burst is None else cc.burst
+    cc.qps = DEFAULT_CLIENT_QPS if cc.qps is None else cc.qps
+    cc.burst = DEFAULT_CLIENT_BURST if cc.burst is None else cc.burst
     if cfg.enable_profiling is None:
         cfg.enable_profiling = True
     if cfg.enable_contention_profiling is None:

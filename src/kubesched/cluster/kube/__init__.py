@@ -6,6 +6,8 @@ Small modules with one job each:
                token bucket, JSON requests and watch streams, `ApiError`.
 * `informer` - list then watch one resource kind into the lean msgspec structs, with bookmarks,
                resume, relist on 410 Gone and reconnect backoff.
+* `initial_lists` - the Node and Pod informers' first LISTs, sent early (while `kubesched run` is
+               still starting) and handed to the informers.
 * `binder`   - `POST pods/{name}/binding`; a 409 "already assigned" is final.
 * `volumes`  - VolumeBinding's PreBind writes (PV claimRef, claim selected-node) and the wait until
                the PV controller reports the claims bound.

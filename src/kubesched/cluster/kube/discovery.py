@@ -9,7 +9,7 @@ the scheduler's RBAC does not cover is skipped with a warning rather than left u
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from kubesched.api.scheduling_groups import COMPOSITE_POD_GROUP_KEY, POD_GROUP_KEY, WORKLOAD_KEY
 from kubesched.cluster.kube.client import ApiError, KubeClient
@@ -31,8 +31,18 @@ _SKIP_IF_FORBIDDEN = frozenset({"PodGroup", *GROUP_KINDS})
 REQUIRED_KINDS = ("Node", "Pod")
 
 
-def served_kinds(client: KubeClient, wanted: Iterable[str], features: FeatureGates) -> list[ResourceKind]:
-    """The kinds of `wanted` (Pods and Nodes always) that this server serves and lets us list."""
+def served_kinds(
+    client: KubeClient,
+    wanted: Iterable[str],
+    features: FeatureGates,
+    *,
+    served_resources: Callable[[str], set[str] | None] | None = None,
+) -> list[ResourceKind]:
+    """The kinds of `wanted` (Pods and Nodes always) that this server serves and lets us list.
+
+    `served_resources` answers for `client.served_resources` (discovery fetched early:
+    `InitialLists.served_resources`)."""
+    ask = served_resources or client.served_resources
     names = list(dict.fromkeys([*REQUIRED_KINDS, *wanted]))
     served: dict[str, set[str] | None] = {}
     kinds: list[ResourceKind] = []
@@ -41,7 +51,7 @@ def served_kinds(client: KubeClient, wanted: Iterable[str], features: FeatureGat
         if rk.gate and not features.enabled(rk.gate):
             continue
         if rk.group_version not in served:
-            served[rk.group_version] = client.served_resources(rk.group_version)
+            served[rk.group_version] = ask(rk.group_version)
         resources = served[rk.group_version]
         if resources is not None and rk.plural in resources:
             if name in _SKIP_IF_FORBIDDEN and _forbidden(client, rk):

@@ -48,6 +48,7 @@ from kubesched.api.storage import (
     StorageClass,
 )
 from kubesched.cluster.kube.client import ApiError, KubeClient, error_from_body
+from kubesched.cluster.kube.initial_lists import NON_TERMINAL_PODS, PAGE_SIZE, list_params
 
 __all__ = [
     "KINDS",
@@ -64,8 +65,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Items per LIST page, as client-go's pager uses.
-PAGE_SIZE = 500
 #: The server ends a watch after a random 5-10 minutes (client-go's minWatchTimeout * (1 + rand)).
 MIN_WATCH_TIMEOUT = 300
 
@@ -100,9 +99,6 @@ class ResourceKind:
         prefix = "/api" if not self.group else "/apis"
         return f"{prefix}/{self.group_version}/{self.plural}"
 
-
-#: Pods that finished hold no resources; kube-scheduler's pod informer leaves them out the same way.
-NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 #: Every kind the live scheduler watches, by `key`. Pods and Nodes drive scheduling; the others feed
 #: `Handle.lister(key)` for plugins (volumes, spreading, disruption budgets, namespaces, priorities,
@@ -271,15 +267,13 @@ class ApiListWatch:
     def list_page(
         self, kind: ResourceKind, *, limit: int, continue_token: str, resource_version: str = ""
     ) -> bytes:
-        params: dict[str, str | int] = {"limit": limit}
-        if continue_token:
-            params["continue"] = continue_token
-        elif resource_version:
-            params["resourceVersion"] = resource_version
-            if self.exact:
-                params["resourceVersionMatch"] = "Exact"
-        if kind.field_selector:
-            params["fieldSelector"] = kind.field_selector
+        params = list_params(
+            limit=limit,
+            continue_token=continue_token,
+            resource_version=resource_version,
+            field_selector=kind.field_selector,
+            exact=self.exact,
+        )
         return self.client.get(kind.path, params).body
 
     def watch(

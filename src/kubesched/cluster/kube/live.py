@@ -59,6 +59,7 @@ from kubesched.cluster.kube.bad_pods import BadPods
 from kubesched.cluster.kube.client import KubeClient
 from kubesched.cluster.kube.handoff import LoopHandoff
 from kubesched.cluster.kube.informer import ApiListWatch, Informer, ListWatch, ResourceKind
+from kubesched.cluster.kube.initial_lists import InitialLists
 from kubesched.cluster.kube.live_binding import BindingRunner
 from kubesched.cluster.kube.live_extenders import LiveExtenders
 from kubesched.cluster.kube.live_feeds import InformerFeeds
@@ -112,7 +113,10 @@ class LiveCluster(LivePort):
         clock: Clock | None = None,
         source: ListWatch | None = None,
         fence: Fence | None = None,
+        initial_lists: InitialLists | None = None,
     ) -> None:
+        """`initial_lists`: the first Node and Pod LISTs and the discovery, already on their way
+        through `client` (`kubesched run` sends them early); the informers and discovery take them."""
         self.config = config
         self.options = options
         self.metrics = metrics
@@ -185,7 +189,9 @@ class LiveCluster(LivePort):
         self.feeds = InformerFeeds(
             self.scheduler,
             client,
-            source or ApiListWatch(client),
+            initial_lists.source(source or ApiListWatch(client))
+            if initial_lists is not None
+            else source or ApiListWatch(client),
             informers=informers,
             groups=groups,
             bad_pods=BadPods(self.profile_names, self.events, self.status, metrics),
@@ -193,6 +199,7 @@ class LiveCluster(LivePort):
             features=registry.features,
             kinds=options.kinds,
             stopping=self._stopping,
+            served_resources=initial_lists.served_resources if initial_lists is not None else None,
         )
         self.loop = SchedulingLoop(
             self.scheduler,

@@ -65,6 +65,7 @@ class InformerFeeds:
         features: FeatureGates,
         kinds: tuple[str, ...] | None,
         stopping: threading.Event,
+        served_resources: Callable[[str], set[str] | None] | None = None,
     ) -> None:
         self.scheduler = scheduler
         self._client = client
@@ -76,11 +77,12 @@ class InformerFeeds:
         self._features = features
         self._kinds = kinds
         self._stopping = stopping
+        self._served_resources = served_resources
 
     def discover(self) -> list[ResourceKind]:
         """The kinds to watch that this server serves (Pods and Nodes are required; see `discovery`)."""
         wanted = self._kinds if self._kinds is not None else tuple(KINDS)
-        return served_kinds(self._client, wanted, self._features)
+        return served_kinds(self._client, wanted, self._features, served_resources=self._served_resources)
 
     def create(self, kinds: list[ResourceKind]) -> None:
         """An informer for each kind, not started yet."""
