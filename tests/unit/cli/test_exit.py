@@ -71,3 +71,19 @@ def test_run_freezes_what_start_up_built_and_turns_the_collector_on_with_serving
         gc.unfreeze()
         gc.set_threshold(*thresholds)
         gc.enable()
+
+
+@pytest.mark.parametrize(("command", "off"), [("run", True), ("explain", True), ("simulate", False)])
+def test_run_and_explain_import_and_parse_without_the_collector(command: str, off: bool) -> None:
+    script = (
+        "import gc, sys, kubesched.cli\n"
+        "parser = kubesched.cli._parser\n"
+        "kubesched.cli._parser = lambda *a: (print(f'parsing with gc {gc.isenabled()}', file=sys.stderr), "
+        "parser(*a))[1]\n"
+        "sys.argv = ['kubesched', *sys.argv[1:]]\n"
+        "kubesched.cli.entry()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, command, "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.stderr.splitlines()[0] == f"parsing with gc {not off}", done.stderr
