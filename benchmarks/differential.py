@@ -2,7 +2,9 @@
 
 Each scenario is created on a real API server, scheduled one pending pod at a time by the upstream
 binary, and its read-back objects are given to kubesched (see kubesched.harness.differential); every
-`--live-every`-th scenario is also scheduled by a real `kubesched run`. Prints one JSON object:
+`--live-every`-th scenario is also scheduled by a real `kubesched run` (`--system-classes`: the
+scenarios `k<seed>`, some of whose pods name system-node-critical or system-cluster-critical).
+Prints one JSON object:
 agreement per comparison (over pods) and per feature (over scenarios). Every mismatch is printed to
 stderr with the scenario file that reproduces it.
 
@@ -62,6 +64,11 @@ def main() -> int:
         help="with --groups: one pod preempting through gangs disrupted whole or pod by pod",
     )
     parser.add_argument(
+        "--system-classes",
+        action="store_true",
+        help="one-pod scenarios with some pods of system-node-critical / system-cluster-critical",
+    )
+    parser.add_argument(
         "--no-priorities",
         action="store_true",
         help="with --groups: every pod of priority 0 (nothing preempts)",
@@ -85,11 +92,18 @@ def main() -> int:
             on_mismatch=lambda m: print_mismatch(m, flags=flags),
         )
     else:
-        tally = run_scenarios(seeds, args.out, live_every=args.live_every, on_mismatch=print_mismatch)
+        tally = run_scenarios(
+            seeds,
+            args.out,
+            live_every=args.live_every,
+            on_mismatch=print_mismatch,
+            system_classes=args.system_classes,
+        )
     kind = "composite" if args.composite else "topology" if args.topology else "gang"
     kind = "disruption" if args.disruption else kind
     kind += "+dra" if args.dra else ""
     report: dict[str, object] = {"groups": kind} if args.groups else {}
+    report |= {"systemClasses": True} if args.system_classes and not args.groups else {}
     report |= {
         "seed": args.seed,
         "count": args.count,

@@ -39,3 +39,22 @@ def test_seeded_scenarios_agree_with_kube_scheduler(tmp_path: Path, differential
     assert made["schedulable"] == tally.pods and made["scores"] > 10 and made["message"] > 5, made
     assert made["live-schedulable"] > 10 and made["live-message"] > 2, made
     assert tally.mismatches == [], tally.mismatch_report()
+
+
+#: Scenarios `k<seed>` (some pods of system-node-critical or system-cluster-critical): in each a
+#: pending pod of a system class preempts (12: cluster-critical; 14: cluster-critical, with a
+#: running cluster-critical pod in the cluster; 19: two node-critical pods, and one `high`; 38:
+#: node-critical, with a running node-critical pod). The long run is
+#: `benchmarks/differential.py --system-classes`.
+SYSTEM_SEEDS = [12, 14, 19, 38]
+
+
+def test_system_priority_classes_agree_with_kube_scheduler(tmp_path: Path, differential: Harnesses) -> None:
+    """Pods naming the classes the API server creates itself, admitted there at 2000000000 and
+    2000001000: the binary's preemptions (nominated node, victims) and messages, and kubesched's."""
+    tally = run_scenarios(SYSTEM_SEEDS, tmp_path, using=differential, system_classes=True)
+    assert tally.scenarios == len(SYSTEM_SEEDS)
+    for kind in ("pending-system-node-critical", "pending-system-cluster-critical"):
+        assert tally.features[kind][1] >= 2, tally.features
+    assert tally.made()["preemption"] >= 5, tally.made()
+    assert tally.mismatches == [], tally.mismatch_report()

@@ -162,19 +162,27 @@ def run_scenarios(
     on_mismatch: Callable[[dict[str, Any]], None] | None = None,
     log: TextIO = sys.stderr,
     using: Harnesses | None = None,
+    system_classes: bool = False,
 ) -> Tally:
     """Each seed's scenario through upstream and kubesched; every `live_every`-th seed also through
     `kubesched run` (0: none). Mismatch scenario files go to `out_dir`. Runs on `using`'s
-    schedulers, or on a control plane of its own."""
+    schedulers, or on a control plane of its own. `system_classes`: the scenarios with pods of the
+    system PriorityClasses (scenario.generate)."""
     if using is None:
         with harnesses(live=live_every > 0) as h:
             return run_scenarios(
-                seeds, out_dir, live_every=live_every, on_mismatch=on_mismatch, log=log, using=h
+                seeds,
+                out_dir,
+                live_every=live_every,
+                on_mismatch=on_mismatch,
+                log=log,
+                using=h,
+                system_classes=system_classes,
             )
     tally = Tally()
     started = time.monotonic()
     for n, seed in enumerate(seeds, 1):
-        scenario = generate(seed)
+        scenario = generate(seed, system_classes=system_classes)
         live = live_every > 0 and seed % live_every == 0
         results, files, _ = compare_scenario(using, scenario, out_dir, live=live)
         before = len(tally.mismatches)

@@ -4,6 +4,12 @@ A scenario is a handful of nodes, pods already running on them, and pods to sche
 other. Every feature the generator uses is recorded in `Scenario.features`, so agreement can be
 reported per feature. The manifests are valid for a v1.37 API server: the harness creates them
 there as they are.
+
+With `system_classes`, some pods name one of the two PriorityClasses the API server creates itself
+(system-node-critical, system-cluster-critical) in place of the class drawn: a pending one preempts
+nearly anything, a running one is nearly never a victim. Those draws come from a generator of their
+own, so every other draw of a seed is the same with and without them (the scenario `k<seed>` is
+`s<seed>` with some classes swapped).
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from typing import Any
+
+from kubesched.api.priority_admission import SYSTEM_PRIORITY_CLASSES
 
 __all__ = [
     "NAMESPACES",
@@ -89,10 +97,16 @@ class Dice:
         return self.rng.choice(list(options))
 
 
+#: Chance that a pod which named a class names a system one instead (pending, running).
+_SYSTEM_CHANCE = {False: 0.5, True: 0.25}
+
+
 class _Gen(Dice):
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, system_classes: bool = False) -> None:
         super().__init__(seed)
-        self.s = Scenario(seed)
+        self.s = Scenario(seed, label=f"k{seed}" if system_classes else "")
+        #: The system-class draws (a generator of their own: the other draws stay as without them).
+        self.system = random.Random(seed * 7919 + 31) if system_classes else None
 
     # ------------------------------------------------------------------ nodes
     def node(self, i: int) -> Obj:
@@ -198,6 +212,9 @@ class _Gen(Dice):
         if self.chance(0.5):
             spec["priorityClassName"] = self.pick(PRIORITY_CLASSES)
             self.s.features.add("priority")
+            if self.system is not None and self.system.random() < _SYSTEM_CHANCE[running]:
+                spec["priorityClassName"] = self.system.choice(sorted(SYSTEM_PRIORITY_CLASSES))
+                self.s.features.add(f"{'running' if running else 'pending'}-{spec['priorityClassName']}")
         if self.chance(0.3):
             self.tolerations(spec)
         if not running:
@@ -497,9 +514,10 @@ class _Gen(Dice):
         }
 
 
-def generate(seed: int) -> Scenario:
-    """The scenario of `seed`: 3-12 nodes, 0-14 running pods, 1-4 pods to schedule, maybe PDBs."""
-    g = _Gen(seed)
+def generate(seed: int, *, system_classes: bool = False) -> Scenario:
+    """The scenario of `seed`: 3-12 nodes, 0-14 running pods, 1-4 pods to schedule, maybe PDBs;
+    with `system_classes`, some pods of the system PriorityClasses (see above)."""
+    g = _Gen(seed, system_classes)
     s = g.s
     s.nodes = [g.node(i) for i in range(g.rng.randint(3, 12))]
     names = [n["metadata"]["name"] for n in s.nodes]

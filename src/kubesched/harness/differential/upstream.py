@@ -44,9 +44,19 @@ GROUP_SCHEDULER_FLAGS = (
     "--v=2",
     "--vmodule=schedule_one=10,eventhandlers=4,scheduling_queue=5,schedule_one_podgroup=5",
 )
-#: The line the pod-group algorithm writes on each run: once per placement tried, and again for
-#: each placement the pod-group preemption tries; it says how many of the group's pods it holds.
-_GROUP_CYCLE = "Running a pod group scheduling algorithm"
+#: The lines a pod-group cycle writes as it submits its outcome: one per PodGroup of the group or
+#: tree it popped, each with the key-values that sum to how many of that PodGroup's pods the cycle
+#: held. Not the algorithm's own line ("Running a pod group scheduling algorithm", once per
+#: placement tried): a composite stops trying its children once its minGroupCount is out of reach,
+#: so a child it never tried has no such line in that cycle (composite seed 30 wave 1: the tree's
+#: first cycle held none of `c2`'s pods and tried only `c0` and `c1`; `c2`'s first line, from the
+#: next cycle, read as whole). The submit lines cover every PodGroup of the tree, tried or not.
+_GROUP_SUBMITTED: dict[str, tuple[str, ...]] = {
+    "Successfully scheduled a pod group": ("scheduledPods", "unschedulablePods"),
+    "Unable to schedule a pod group": ("unschedulablePods",),
+    "Pod group is waiting for preemption": ("unschedulablePods",),
+    "Error scheduling pod group": ("errorPods",),
+}
 #: The line written once at the start of each pod-group cycle.
 _GROUP_ATTEMPT = "Attempting to schedule pod group"
 #: The queue's line for a pod held until its PodGroup is observed (`_wait_pods_seen`).
@@ -70,7 +80,7 @@ class _Log:
         self.partial = ""
         self.events: dict[tuple[str, str], int] = {}  # (message, object) -> count
         self.lines: list[tuple[str, dict[str, str]]] = []
-        #: Per PodGroup, the pods each of its cycles held (`_GROUP_CYCLE` lines), in order.
+        #: Per PodGroup, the pods each of its cycles held (`_GROUP_SUBMITTED` lines), in order.
         self.group_cycles: dict[str, list[int]] = {}
 
     def read(self) -> None:
@@ -89,8 +99,10 @@ class _Log:
             msg = m["msg"]
             subject = kv.get("pod") or kv.get("preemptor") or kv.get("node") or kv.get("podGroup") or ""
             self.events[(msg, subject)] = self.events.get((msg, subject), 0) + 1
-            if msg == _GROUP_CYCLE and "podGroup" in kv:
-                self.group_cycles.setdefault(kv["podGroup"], []).append(int(kv["unscheduledPodsCount"]))
+            counted = _GROUP_SUBMITTED.get(msg)
+            if counted is not None and "podGroup" in kv:
+                held = sum(int(kv.get(key, "0")) for key in counted)
+                self.group_cycles.setdefault(kv["podGroup"], []).append(held)
             if msg in ("About to try and schedule pod", "Plugin scored node for pod"):
                 self.lines.append((msg, kv))
 
