@@ -69,6 +69,12 @@ def _failed(api: ApiClient) -> dict[str, set[str]]:
     return out
 
 
+def _decided(api: ApiClient, names: list[str]) -> bool:
+    pods = {p["metadata"]["name"]: p for p in api.list_all("/api/v1/namespaces/default/pods", {})}
+    failed = _failed(api)
+    return all(name in failed or (pods.get(name) or {}).get("spec", {}).get("nodeName") for name in names)
+
+
 def _three_gangs(api: ApiClient) -> Outcome:
     for i in range(4):
         create_node(api, fake_node(f"n{i}", cpu="4"))
@@ -80,6 +86,11 @@ def _three_gangs(api: ApiClient) -> Outcome:
             spec: dict[str, Any] = {"schedulingGroup": {"podGroupName": group}}
             create_pod(api, pod_manifest(name, cpu=cpu, memory=None, spec_overrides=spec))
         _wait(lambda g=group: _condition(api, g) is not None, 60, f"the condition of {group}")
+        # The condition can come before the binds (they go out in the background): each pod must be
+        # bound or told why not before the next gang comes, and before the outcome is read.
+        _wait(
+            lambda n=names: _decided(api, n), 60, f"a bind or a FailedScheduling for each of {group}'s pods"
+        )
         if group != "g1":
             failed = f"FailedScheduling of {group}'s pods"
             _wait(lambda n=names: all(x in _failed(api) for x in n), 60, failed)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from kubesched.framework.types import truncate_note
 from kubesched.harness.differential.scenario import PRIORITY_CLASSES, Scenario
 from kubesched.harness.fake_nodes import ApiClient, ApiError
 
@@ -331,6 +332,8 @@ class ScenarioOnCluster:
                     raise UpstreamTimeout(f"pod {key}: no FailedScheduling event in {OUTCOME_TIMEOUT:.0f} s")
                 time.sleep(5 * POLL_SECONDS)
                 messages = self._failed_scheduling(ns, name, uid)
+        if result == "Unschedulable":
+            messages = self._last_attempt_event(ns, name, uid, messages)
         scores = {} if stalled else self._scores(key)
         after = {
             f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in self.api.list_all("/api/v1/pods")
@@ -390,6 +393,25 @@ class ScenarioOnCluster:
             if any(_FOUND.search(m) for m in messages):
                 return messages
         return []
+
+    def _last_attempt_event(self, namespace: str, name: str, uid: str, messages: list[str]) -> list[str]:
+        """The pod's FailedScheduling notes once its condition's message is among them (as an
+        Event's note, truncated): of a pod tried more than once, the condition of a later attempt
+        can be read before that attempt's Event is written, and the last note is what is compared.
+        If it never comes within `PREEMPTING_EVENT_WAIT`, the notes as they are (the comparison then
+        shows the difference)."""
+        deadline = time.monotonic() + PREEMPTING_EVENT_WAIT
+        while True:
+            pod = self.api.get(pod_path(namespace, name))
+            cond: Obj = next(
+                (c for c in pod["status"].get("conditions") or [] if c["type"] == "PodScheduled"), {}
+            )
+            if truncate_note(cond.get("message") or "") in messages:
+                return messages
+            if time.monotonic() > deadline:
+                return messages
+            time.sleep(5 * POLL_SECONDS)
+            messages = self._failed_scheduling(namespace, name, uid) or messages
 
     def _failed_scheduling(self, namespace: str, name: str, uid: str) -> list[str]:
         """The notes of the pod's FailedScheduling events, oldest first. Only this very pod's: the

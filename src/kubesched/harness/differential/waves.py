@@ -16,9 +16,9 @@ in about one play of six, with 3 of 4 pods; a group whose first cycle held one p
 Which pods fail their first attempt, and with which message, follows that split.
 
 **Settled** means: every pod of the wave is bound, or unschedulable with no nomination pending and
-a FailedScheduling event written; every PodGroup (basic ones too) carries its
-`PodGroupInitiallyScheduled` condition; and nothing of that (nodes, conditions, event notes)
-changed for `QUIET_SECONDS`. A wave that does not settle within `SETTLE_TIMEOUT` is an error, not
+the FailedScheduling event of the attempt its condition shows written; every PodGroup (basic ones
+too) carries its `PodGroupInitiallyScheduled` condition; and nothing of that (nodes, conditions,
+event notes) changed for `QUIET_SECONDS`. A wave that does not settle within `SETTLE_TIMEOUT` is an error, not
 an outcome. Pods of the wave a later pod of it preempted count as victims.
 
 Then bound pods are started (the kubelet's part, `ScenarioOnCluster._start`) and the wave's unbound
@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from kubesched.framework.types import truncate_note
 from kubesched.harness.differential.cluster import (
     ScenarioOnCluster,
     UpstreamTimeout,
@@ -246,8 +247,15 @@ def _play(target: ScenarioOnCluster, s: GroupScenario, wave: Wave, index: int) -
 _State = tuple[dict[str, str | None], dict[str, list[str]], dict[str, GroupOutcome]]
 
 
-def _observe(api: ApiClient, wave: Wave, uids: dict[str, str]) -> tuple[_State, bool]:
-    """The wave's state now, and whether it is final (every pod decided, every group conditioned)."""
+def _observe(
+    api: ApiClient, wave: Wave, uids: dict[str, str], expected: dict[str, set[str]] | None = None
+) -> tuple[_State, bool]:
+    """The wave's state now, and whether it is final (every pod decided, every group conditioned).
+
+    `expected` gathers, from one call to the next, the notes of the failed attempts seen in pods'
+    conditions: a pod bound since (binding sets its condition to True) is final only once their
+    Events are written too, for its first message is compared."""
+    expected = {} if expected is None else expected
     pods = {
         p["metadata"]["name"]: p for p in api.list_all(pod_path("default")) if p["metadata"]["name"] in uids
     }
@@ -268,11 +276,13 @@ def _observe(api: ApiClient, wave: Wave, uids: dict[str, str]) -> tuple[_State, 
             nodes[name] = None
             continue
         nodes[name] = pod["spec"].get("nodeName") or None
-        if nodes[name] is not None:
-            continue
         status = pod.get("status") or {}
         cond: Obj = next((c for c in status.get("conditions") or [] if c["type"] == "PodScheduled"), {})
-        if cond.get("reason") != "Unschedulable" or status.get("nominatedNodeName") or not notes[name]:
+        if nodes[name] is None and cond.get("reason") == "Unschedulable":
+            expected.setdefault(name, set()).add(truncate_note(cond.get("message") or ""))
+        if not expected.get(name, set()) <= {note for _, note in notes[name]}:
+            final = False  # the Event of an attempt a condition showed is not written yet
+        if nodes[name] is None and (cond.get("reason") != "Unschedulable" or status.get("nominatedNodeName")):
             final = False
     groups: dict[str, GroupOutcome] = {}
     for group in wave.groups:
@@ -293,8 +303,9 @@ def _settle(api: ApiClient, wave: Wave, uids: dict[str, str]) -> _State:
     deadline = time.monotonic() + SETTLE_TIMEOUT
     last: _State | None = None
     since = time.monotonic()
+    expected: dict[str, set[str]] = {}
     while True:
-        state, final = _observe(api, wave, uids)
+        state, final = _observe(api, wave, uids, expected)
         now = time.monotonic()
         if state != last:
             last, since = state, now
