@@ -627,6 +627,8 @@ class KubeschedProcess:
             *gates.flags(),
         ]  # fmt: skip
         env = bytecode_on(src if src is not None else Path(kubesched.__file__).parent.parent)
+        #: `time.perf_counter()` when the process was spawned (after the bytecode check above).
+        self.spawned_at = time.perf_counter()
         self.proc = ManagedProcess(
             f"kubesched-{self.port}",
             args,

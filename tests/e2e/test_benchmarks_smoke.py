@@ -188,6 +188,19 @@ def live_throughput(out: list[Any]) -> None:
     assert out[-1]["summary"] == "live_throughput"
 
 
+def startup_latency(out: list[Any]) -> None:
+    *starts, summary = out
+    assert [s["phase"] for s in starts] == ["upstream", "kubesched"]
+    for s in starts:
+        assert s["complete"] is True
+        assert s["start_to_first_bind_seconds"] > 0 and s["cpu_seconds_at_first_bind"] > 0
+    marks = starts[1]["marks"]
+    assert 0 < marks["configured"] <= marks["informers_started"] <= marks["synced"]
+    assert marks["synced"] <= starts[1]["start_to_first_bind_seconds"] + 0.01  # log stamps: ms
+    assert summary["summary"] == "startup_latency"
+    has(summary["by_nodes"]["20"]["kubesched"], "start_to_first_bind_seconds", "cpu_seconds_at_first_bind")
+
+
 def fault_comparison(out: list[Any]) -> None:
     *runs, summary = out
     assert {r["flavour"] for r in runs} == {"kubesched", "kube-scheduler"}
@@ -227,7 +240,7 @@ CHECKS: dict[str, Callable[[list[Any]], None]] = {
     )
 }
 LIVE_CHECKS: dict[str, Callable[[list[Any]], None]] = {
-    f.__name__: f for f in (explain_latency, live_throughput, fault_comparison, differential)
+    f.__name__: f for f in (explain_latency, live_throughput, startup_latency, fault_comparison, differential)
 }
 needs_kube = pytest.mark.skipif(not binaries_built(), reason="kube binaries not built (make kube-binaries)")
 
