@@ -71,6 +71,22 @@ def wait_until(cond: Callable[[], bool], what: str, timeout: float = 60) -> None
         time.sleep(0.2)
 
 
+def scale(api: ApiClient, path: str, parallelism: int) -> None:
+    """Set a Job's parallelism by read-modify-write, read again on a conflict: the Job controller
+    writes the Job too (its status, its tracking finalizers), and under load it did so between the
+    read and the write (409 Conflict, CI-shaped run at load 17)."""
+    for _ in range(10):
+        current = api.get(path)
+        current["spec"]["parallelism"] = parallelism
+        try:
+            api.request("PUT", path, current)
+            return
+        except ApiError as err:
+            if err.reason != "Conflict":
+                raise
+    raise AssertionError(f"{path}: still in conflict after 10 reads")
+
+
 def job(name: str, parallelism: int, **spec: Any) -> Obj:
     container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m"}}}
     template: Obj = {"spec": {"restartPolicy": "Never", "containers": [container]}}
@@ -259,9 +275,7 @@ def test_a_scaled_gangs_min_count_and_a_deleted_jobs_objects_go_as_upstream(
     groups = f"{V1BETA1}/namespaces/{ns}/podgroups"
     wait_until(lambda: len(api.get(groups)["items"]) == 1, "the gang's PodGroup")
 
-    current = api.get(f"/apis/batch/v1/namespaces/{ns}/jobs/gang")
-    current["spec"]["parallelism"] = 5
-    api.request("PUT", f"/apis/batch/v1/namespaces/{ns}/jobs/gang", current)
+    scale(api, f"/apis/batch/v1/namespaces/{ns}/jobs/gang", 5)
 
     def min_counts() -> tuple[int, int]:
         (wl,) = api.get(f"{V1BETA1}/namespaces/{ns}/workloads")["items"]

@@ -367,21 +367,26 @@ class ScenarioOnCluster:
         Without a start time upstream takes "now" for it where preemption compares start times
         (`util.GetPodStartTime`), which makes its choice between equal candidates random.
         """
-        path = pod_path(namespace, name)
+        status = {"phase": "Running", "startTime": _start_time(_PENDING_START + index)}
+        self._update(
+            pod_path(namespace, name),
+            lambda pod: pod.update(status=pod.get("status", {}) | status),
+            "/status",
+        )
+
+    def _update(self, path: str, change: Callable[[Obj], object], subresource: str = "") -> Obj:
+        """Read the object, change it, write it (to `subresource`, e.g. "/status"), read again on a
+        conflict: the scheduler (or a controller) may write it between the read and the write."""
         for _ in range(5):
             current = self.api.get(path)
-            current["status"] = {
-                **current.get("status", {}),
-                "phase": "Running",
-                "startTime": _start_time(_PENDING_START + index),
-            }
+            change(current)
             try:
-                self.api.request("PUT", f"{path}/status", current)
-                return
+                written: Obj = self.api.request("PUT", path + subresource, current)
+                return written
             except ApiError as err:
                 if err.reason != "Conflict":
                     raise
-        raise UpstreamTimeout(f"could not write the status of {namespace}/{name}")
+        raise UpstreamTimeout(f"could not write {path}{subresource}: in conflict 5 times")
 
     def _preempting_event(self, namespace: str, name: str, uid: str) -> list[str]:
         """The pod's FailedScheduling notes once the one naming a preemption is among them, or none
@@ -489,21 +494,25 @@ class ScenarioOnCluster:
         return self.api.post(_LISTS["PersistentVolume"], pv)
 
     def _bind(self, claim: Obj, pv: Obj) -> None:
-        annotations = claim["metadata"].setdefault("annotations", {})
-        annotations["pv.kubernetes.io/bind-completed"] = "yes"
-        annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
-        claim["spec"]["volumeName"] = pv["metadata"]["name"]
+        volume = pv["metadata"]["name"]
+
+        def bind(current: Obj) -> None:
+            annotations = current["metadata"].setdefault("annotations", {})
+            annotations["pv.kubernetes.io/bind-completed"] = "yes"
+            annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
+            current["spec"]["volumeName"] = volume
+
         path = object_path(_with_kind(claim, "PersistentVolumeClaim"))
-        updated = self.api.request("PUT", path, claim)
-        updated["status"] = {
+        self._update(path, bind)
+        bound = {
             "phase": "Bound",
             "accessModes": pv["spec"].get("accessModes") or [],
             "capacity": pv["spec"]["capacity"],
         }
-        self.api.request("PUT", f"{path}/status", updated)
-        current = self.api.get(f"{_LISTS['PersistentVolume']}/{pv['metadata']['name']}")
-        current["status"] = {"phase": "Bound"}
-        self.api.request("PUT", f"{_LISTS['PersistentVolume']}/{pv['metadata']['name']}/status", current)
+        self._update(path, lambda current: current.update(status=bound), "/status")
+        self._update(
+            f"{_LISTS['PersistentVolume']}/{volume}", lambda v: v.update(status={"phase": "Bound"}), "/status"
+        )
 
     # ------------------------------------------------------------------ teardown
     def _tear_down(self, s: Scenario) -> None:
