@@ -1,17 +1,20 @@
 """What the differential harness waits for before it reads an outcome the schedulers write in the
-background: the Event of a pod's last attempt, and a deleted pod leaving the binary's cache."""
+background: the Event of a pod's last attempt, a deleted pod leaving the binary's cache, and
+`kubesched run` started again when the port it was given was taken meanwhile."""
 
 from __future__ import annotations
 
 import threading
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 
 from kubesched.framework.types import truncate_note
-from kubesched.harness.differential import cluster, upstream, waves
+from kubesched.harness.controlplane import ControlPlane
+from kubesched.harness.differential import cluster, live, upstream, waves
 from kubesched.harness.differential.cluster import ScenarioOnCluster
 from kubesched.harness.differential.group_scenario import Wave
 from kubesched.harness.differential.upstream import UpstreamHarness, UpstreamTimeout, _Log
@@ -167,3 +170,35 @@ def test_a_pod_bound_after_a_failed_attempt_waits_for_that_attempts_event() -> N
     assert not final
     _, final = waves._observe(cast(ApiClient, api), Wave(), {"p": UID})  # with nothing seen before
     assert final
+
+
+class FakeRun:
+    """`kubesched run` as ManagedProcess starts it: the first finds its port taken and exits."""
+
+    started: list[list[str]] = []
+
+    def __init__(self, name: str, args: list[str], log_path: Path, *, port: int) -> None:
+        self.taken = not FakeRun.started
+        FakeRun.started.append(args)
+
+    def alive(self) -> bool:
+        return not self.taken
+
+    def log_tail(self) -> str:
+        return "kubesched: --insecure-listen: cannot serve on ... (address in use or not available)"
+
+    def stop(self) -> None:
+        pass
+
+
+def test_kubesched_run_is_started_again_on_another_port_when_its_port_was_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live, "ManagedProcess", FakeRun)
+    monkeypatch.setattr(live, "http_get", lambda url, context: (200, "ok"))
+    FakeRun.started = []
+    plane = SimpleNamespace(kubeconfig_path=tmp_path / "kubeconfig")
+    h = live.KubeschedLive(cast(ControlPlane, plane), cast(ApiClient, None), tmp_path)
+    assert len(FakeRun.started) == 2
+    ports = [args[args.index("--insecure-listen") + 1] for args in FakeRun.started]
+    assert ports[1] == f"127.0.0.1:{h.port}"

@@ -38,6 +38,9 @@ leaderElection:
 profiles:
 - schedulerName: {LIVE_PROFILE}
 """
+#: Ports tried for `--insecure-listen`: a port found free may be taken by another process before
+#: `kubesched run` (seconds of imports later, on a loaded machine) binds it.
+PORT_TRIES = 3
 _SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][\w:]*)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
 
 
@@ -50,27 +53,32 @@ class KubeschedLive(ScenarioOnCluster):
         self, control_plane: ControlPlane, client: ApiClient, workdir: Path, gates: Gates = NO_GATES
     ) -> None:
         super().__init__(client)
-        self.port = free_port()
         config = workdir / "kubesched-live.yaml"
         config.write_text(_CONFIG)
-        self.process = ManagedProcess(
-            "kubesched-run",
-            [
-                sys.executable, "-m", "kubesched.cli", "run",
-                "--config", str(config),
-                "--kubeconfig", str(control_plane.kubeconfig_path),
-                "--secure-port", "0",
-                "--insecure-listen", f"127.0.0.1:{self.port}",
-                *gates.flags(),
-            ],
-            workdir / "kubesched-live.log",
-            port=self.port,
-        )  # fmt: skip
-        try:
-            wait_until("kubesched run /readyz", lambda: self._get("/readyz")[0] == 200, timeout=120)
-        except UpstreamTimeout:
-            self.process.stop()
-            raise UpstreamTimeout(f"kubesched run never got ready:\n{self.process.log_tail()}") from None
+        for _ in range(PORT_TRIES):
+            self.port = free_port()
+            self.process = ManagedProcess(
+                "kubesched-run",
+                [
+                    sys.executable, "-m", "kubesched.cli", "run",
+                    "--config", str(config),
+                    "--kubeconfig", str(control_plane.kubeconfig_path),
+                    "--secure-port", "0",
+                    "--insecure-listen", f"127.0.0.1:{self.port}",
+                    *gates.flags(),
+                ],
+                workdir / "kubesched-live.log",
+                port=self.port,
+            )  # fmt: skip
+            try:
+                wait_until("kubesched run /readyz", lambda: self._get("/readyz")[0] == 200, timeout=120)
+                return
+            except UpstreamTimeout:
+                self.process.stop()
+                tail = self.process.log_tail()
+                if "address in use" not in tail:
+                    raise UpstreamTimeout(f"kubesched run never got ready:\n{tail}") from None
+        raise UpstreamTimeout(f"kubesched run found no free port in {PORT_TRIES} tries")
 
     def stop(self) -> None:
         self.process.stop()
