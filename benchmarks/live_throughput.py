@@ -53,11 +53,19 @@ kube-apiserver and this script on the others, the same for both schedulers. On t
 take about half the CPU, so the shared pods/s mostly measures CPU per pod; the pinned one is what a
 scheduler with a core of its own achieves.
 
+`--threads` starts kubesched (and the baseline) through a launcher that names each OS thread after
+its Python thread before it runs `python -m kubesched.cli`, and reports the scheduler's CPU and thread
+switches per pod by thread (`thread_cpu_ms_per_pod`, `thread_switches_per_pod`: the scheduling loop,
+the bind batches, the Event senders, the informers, the main thread that starts it all), so a change
+to the live path shows which thread's cost it moved. Every scheduler phase reports its thread
+switches per pod (`switches_per_pod`, all threads, voluntary and not).
+
 Output: one JSON object per line for every figure (pods/s, CPU ms per pod, start to first bind, peak
 RSS; `pinned` says which run), the ratios for each node count, and a final summary object. Every
 process is started by this script and stopped by pid on the way out, even on failure.
 
     python benchmarks/live_throughput.py [--nodes 1000 5000] [--pods 2000 3000] [--shape SHAPE] [--pin]
+        [--threads]
 """
 
 from __future__ import annotations
@@ -162,6 +170,42 @@ def cpu_seconds(pid: int) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
+
+
+#: `--threads`: how kubesched is started (`python -c NAMED_THREADS run ...`): every thread writes its
+#: Python name into its OS name (`/proc/self/task/<tid>/comm`, 15 bytes kept) as it starts, then the
+#: command runs as `python -m kubesched.cli` would. Nothing else changes.
+NAMED_THREADS = """\
+import runpy, threading
+start = threading.Thread._bootstrap_inner
+def named(self):
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/comm", "w") as comm:
+            comm.write(self.name[:15])
+    except OSError:
+        pass
+    start(self)
+threading.Thread._bootstrap_inner = named
+runpy.run_module("kubesched.cli", run_name="__main__", alter_sys=True)
+"""
+
+
+def thread_stats(pid: int) -> dict[str, tuple[float, int]]:
+    """CPU seconds (user + system) and thread switches (voluntary and not) of a live process's
+    threads, summed by OS thread name with a trailing `-N` dropped (`bind-batch-0`..`-3` are one)."""
+    out: dict[str, tuple[float, int]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = re.sub(r"-\d+$", "", (task / "comm").read_text().strip())
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            status = (task / "status").read_text()
+        except OSError:  # a thread that has just exited
+            continue
+        switches = sum(int(n) for n in re.findall(r"^(?:non)?voluntary_ctxt_switches:\s*(\d+)", status, re.M))
+        cpu, count = out.get(name, (0.0, 0))
+        out[name] = (cpu + (int(fields[11]) + int(fields[12])) / tick, count + switches)
+    return out
 
 
 def load_average() -> float:
@@ -611,6 +655,7 @@ class KubeschedProcess:
         src: Path | None = None,
         cpus: Collection[int] | None = None,
         gates: Gates = NO_GATES,
+        named_threads: bool = False,
     ) -> None:
         self.port = free_port()
         config = cp.workdir / f"kubesched-bench-{self.port}.yaml"
@@ -618,7 +663,7 @@ class KubeschedProcess:
         # Served as shipped and as upstream's phase serves: HTTPS with a self-signed certificate made
         # at start, delegated authn/authz, the same flags as `scheduler_args` gives kube-scheduler.
         args = [
-            sys.executable, "-m", "kubesched.cli", "run",
+            sys.executable, *(("-c", NAMED_THREADS) if named_threads else ("-m", "kubesched.cli")), "run",
             "--config", str(config),
             "--kubeconfig", str(cp.kubeconfig_path),
             "--bind-address", "127.0.0.1",
@@ -665,6 +710,8 @@ class Bench:
     raw_repeats: int = RAW_REPEATS
     #: Seconds the servers' idle CPU is sampled before each scheduler phase.
     idle_sample_seconds: float = IDLE_SAMPLE_SECONDS
+    #: `--threads`: kubesched's threads named, and its CPU and switches reported per thread.
+    threads: bool = False
     seq: itertools.count[int] = field(default_factory=itertools.count)
 
     @property
@@ -799,7 +846,7 @@ class Bench:
                 )
             else:
                 src = self.baseline_src if phase == "baseline" else None
-                kubesched = KubeschedProcess(self.cp, scheduler_name, src, cpus, self.gates)
+                kubesched = KubeschedProcess(self.cp, scheduler_name, src, cpus, self.gates, self.threads)
                 proc = kubesched.proc
                 kubesched.wait_ready()
             complete = watch.wait(PHASE_TIMEOUT, proc.alive)
@@ -808,6 +855,7 @@ class Bench:
             binding_cpu = sum(server_end) - sum(at_first_bind[0]) if at_first_bind else None
             counters = self.server_counters() - counters0
             rss = peak_rss_mib(proc.pid)
+            threads = thread_stats(proc.pid)  # first: the whole, read after, is never less than its parts
             cpu = cpu_seconds(proc.pid)
             if not proc.alive():
                 raise RuntimeError(f"{phase} scheduler exited:\n{proc.log_tail()}")
@@ -819,7 +867,19 @@ class Bench:
         bound = len(times)
         span = times[-1] - times[0] if bound > 1 else 0.0
         unsent = {} if phase == "upstream" else {"events_unsent_at_stop": unsent_events(proc.log_path)}
-        return unsent | {
+        by_thread: dict[str, Any] = {}
+        if self.threads and phase != "upstream" and bound:
+            # Busiest first; threads that neither ran a clock tick nor ever waited are left out.
+            ranked = sorted(
+                ((k, v) for k, v in threads.items() if any(v)), key=lambda kv: (-kv[1][0], -kv[1][1])
+            )
+            by_thread = {
+                "thread_cpu_ms_per_pod": {k: round(c / bound * 1000, 3) for k, (c, _) in ranked},
+                "thread_switches_per_pod": {k: round(n / bound, 2) for k, (_, n) in ranked},
+            }
+        switches = sum(n for _, n in threads.values())
+        extra = unsent | by_thread
+        return extra | {
             "bound": bound,
             "complete": complete,
             "seconds": round(span, 3),
@@ -829,6 +889,8 @@ class Bench:
             # From process start to stop: informer lists and start-up included.
             "scheduler_cpu_seconds": round(cpu, 2) if cpu is not None else None,
             "cpu_ms_per_pod": round(cpu / bound * 1000, 2) if cpu is not None and bound else None,
+            # Thread switches of all its threads, voluntary (waits) and not (preempted), per pod.
+            "switches_per_pod": round(switches / bound, 2) if bound else None,
             # What the scheduler cost the API server over the phase (start-up included), the limit
             # of the pinned rate: CPU per process, and requests and watch events sent per bound pod.
             "apiserver_etcd_cpu_seconds": round(apiserver_cpu + etcd_cpu, 2),
@@ -976,6 +1038,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "etcd, kube-apiserver and this process on the others",
     )
     parser.add_argument(
+        "--threads",
+        action="store_true",
+        help="name kubesched's OS threads and report its CPU and thread switches per pod by thread",
+    )
+    parser.add_argument(
         "--baseline-src",
         type=Path,
         metavar="DIR",
@@ -1013,7 +1080,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 str(cp.kubeconfig_path), qps=0, burst=1, name="bench-watch"
             ) as watcher,
         ):
-            bench = Bench(cp, api, watcher, RawBinder(cp), args.baseline_src, shape=args.shape)
+            bench = Bench(
+                cp, api, watcher, RawBinder(cp), args.baseline_src, shape=args.shape, threads=args.threads
+            )
             if args.shape == "preemption":
                 create_priority_class(api)
             if args.smoke:

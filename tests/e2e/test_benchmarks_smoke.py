@@ -174,6 +174,7 @@ def live_throughput(out: list[Any]) -> None:
     for name in ("upstream", "kubesched"):
         o = phases[name]
         has(o, "seconds", "start_to_first_bind_seconds", "peak_rss_mib", "scheduler_cpu_seconds")
+        assert o["switches_per_pod"] > 0
         assert o["complete"] is True and o["bound"] == o["pods"] and o["pods_per_second"] > 0
         # What the phase cost the API server: its CPU and etcd's, and one bind request per pod.
         assert o["apiserver_cpu_seconds"] > 0 and o["etcd_cpu_seconds"] >= 0
@@ -349,3 +350,19 @@ def test_live_throughput_gang_smoke() -> None:
     for o in phases:
         assert o["shape"] == "gang" and o["complete"] is True and o["bound"] == o["pods"], o
     assert out[-1]["pod_shape"]["shape"] == "gang"
+
+
+@needs_kube
+@pytest.mark.xdist_group("benchmark-control-planes")
+def test_live_throughput_threads_smoke() -> None:
+    """--threads: kubesched's OS threads carry their Python names, and its CPU and switches per pod
+    come by thread (the scheduling loop, the bind batches, the pod informer among them)."""
+    out = run("live_throughput.py", "--smoke", "--threads", "--phases", "kubesched")
+    (o,) = [o for o in out if "phase" in o]
+    assert o["complete"] is True, o
+    cpu, switches = o["thread_cpu_ms_per_pod"], o["thread_switches_per_pod"]
+    assert {"scheduling-loop", "informer-pods", "informer-nodes"} <= set(cpu), cpu
+    assert set(switches) == set(cpu) and cpu["scheduling-loop"] > 0 and switches["informer-pods"] > 0
+    # The threads' CPU is the process's, split: their sum is at most the whole (threads that ended
+    # before the reading are not in it).
+    assert sum(cpu.values()) <= o["cpu_ms_per_pod"] * 1.01 + 0.01
