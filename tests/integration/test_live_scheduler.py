@@ -84,6 +84,7 @@ class Kubesched:
         extra_args: Sequence[str] = (),
     ) -> None:
         self.lease = lease or f"kubesched-{uuid.uuid4().hex[:8]}"
+        self.cp, self.workdir, self.name, self.extra_args = cp, workdir, name, extra_args
         self.port = free_port()
         self.config = workdir / f"{name}-{self.port}.yaml"
         self.config.write_text(
@@ -95,16 +96,19 @@ class Kubesched:
                 retry_period=retry_period,
             )
         )
-        self.log_path = workdir / f"{name}-{self.port}.log"
+        self._launch()
+
+    def _launch(self) -> None:
+        self.log_path = self.workdir / f"{self.name}-{self.port}.log"
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [
                 sys.executable, "-m", "kubesched.cli", "run",
                 "--config", str(self.config),
-                "--kubeconfig", str(cp.kubeconfig_path),
+                "--kubeconfig", str(self.cp.kubeconfig_path),
                 "--secure-port", "0",
                 "--insecure-listen", f"127.0.0.1:{self.port}",
-                *extra_args,
+                *self.extra_args,
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -124,9 +128,20 @@ class Kubesched:
     def wait_ready(self, timeout: float = 60.0, path: str = "/readyz") -> None:
         """Until `path` answers 200: `/readyz` once synced (a standby too, as upstream), `/livez` alive."""
 
+        tries = 3
+
         def probe() -> tuple[int, str]:
+            nonlocal tries
             if self.proc.poll() is not None:
-                raise AssertionError(f"kubesched exited with {self.proc.returncode}:\n{self.log_text()}")
+                log = self.log_text()
+                tries -= 1
+                if "address in use" in log and tries:
+                    # The port found free was taken before kubesched (seconds of imports later) bound it.
+                    self.log.close()
+                    self.port = free_port()
+                    self._launch()
+                    return 0, log
+                raise AssertionError(f"kubesched exited with {self.proc.returncode}:\n{log}")
             return self.get(path)
 
         wait_for(probe, lambda r: r[0] == 200, timeout, f"kubesched {path}")
