@@ -116,6 +116,11 @@ class MemoryCluster:
             if isinstance(g, SchedulingPodGroup)
         }
         self.pods: dict[str, Pod] = {}
+        #: Per node, its bound pods' keys -> their place in `pods` (a creation count), and the same
+        #: for pods not bound: `pods_on_node` without a scan of every pod (`_index` keeps them).
+        self._bound_on: dict[str, dict[str, int]] = {}
+        self._unbound: dict[str, int] = {}
+        self._created = 0
         #: Pods whose phase is Succeeded or Failed: kept out of `pods`, as the live scheduler's informer
         #: keeps them out of its cache (snapshots of real clusters are full of completed Job pods).
         self.finished_pods: list[Pod] = []
@@ -130,7 +135,9 @@ class MemoryCluster:
                 prepared, created = instantiate_template_claims(prepared, templates, group)
                 for claim in created:
                     self.claims.put(claim)
-            self.pods[pod_key(prepared)] = prepared
+            key = pod_key(prepared)
+            self._index(key, self.pods.get(key), prepared)  # a repeated key keeps its place
+            self.pods[key] = prepared
         #: (namespace, name) of every pod, finished ones too, so that a created pod cannot take a name in use.
         self._names = {
             (p.metadata.namespace, p.metadata.name) for p in [*self.pods.values(), *self.finished_pods]
@@ -258,6 +265,7 @@ class MemoryCluster:
         if old.spec.node_name:
             raise ClusterError(f"pod {prepared.key} is already bound to node {old.spec.node_name!r}")
         self.pods[key] = prepared
+        self._index(key, old, prepared)
         self._deliver(lambda h: h.on_pod_update(old, prepared), prepared, on_error)
         return prepared
 
@@ -269,6 +277,35 @@ class MemoryCluster:
                 if on_error is None:
                     raise
                 on_error(pod, exc)
+
+    def _index(self, key: str, old: Pod | None, new: Pod | None) -> None:
+        """Keep `_bound_on` and `_unbound` in step with `pods[key]` going from `old` to `new` (None:
+        absent); a pod keeps its place from creation to deletion, as in `pods`."""
+        old_node = old.spec.node_name if old is not None else None
+        new_node = new.spec.node_name if new is not None else None
+        if old is None:
+            place = self._created
+            self._created += 1
+        elif old_node == new_node:
+            return
+        elif old_node:
+            keys = self._bound_on[old_node]
+            place = keys.pop(key)
+            if not keys:
+                del self._bound_on[old_node]
+        else:
+            place = self._unbound.pop(key)
+        if new_node:
+            self._bound_on.setdefault(new_node, {})[key] = place
+        elif new is not None:
+            self._unbound[key] = place
+
+    def pods_on_node(self, name: str) -> list[Pod]:
+        """The pods bound to node `name`, in `pods`' order (what a scan of `pods` would find)."""
+        keys = self._bound_on.get(name)
+        if not keys:
+            return []
+        return [self.pods[key] for key in sorted(keys, key=keys.__getitem__)]
 
     def _ordered_pods(self) -> Iterable[Pod]:
         """Running pods before pending ones, so pending pods see the capacity already used."""
@@ -297,6 +334,7 @@ class MemoryCluster:
             ),
         )
         self.pods[key] = bound
+        self._index(key, current, bound)
         self.bind_count[key] = self.bind_count.get(key, 0) + 1
         for h in self._handlers:
             h.on_pod_update(current, bound)
@@ -382,6 +420,7 @@ class MemoryCluster:
                 self.claims.put(claim)
                 self._claim_event(None, claim)
         self.pods[key] = admitted
+        self._index(key, None, admitted)
         self._names.add(name)
         self._deliver(lambda h: h.on_pod_add(admitted), admitted, on_error)
         return admitted
@@ -391,6 +430,7 @@ class MemoryCluster:
         current = self.pods.pop(key, None)
         if current is None:
             return
+        self._index(key, current, None)
         self._names.discard((current.metadata.namespace, current.metadata.name))
         for h in self._handlers:
             h.on_pod_delete(current)

@@ -280,7 +280,7 @@ class _Replay:
             self._skip("delete of a node that does not exist")
             return
         # PodGC deletes the pods of a node that is gone; the replay does it at once.
-        for pod in [p for p in self.cluster.pods.values() if p.spec.node_name == ref.name]:
+        for pod in self.cluster.pods_on_node(ref.name):
             self._remove(pod, NODE_DELETED)
 
     def _create_pod(self, pod: Pod, run_for: float | None) -> None:
