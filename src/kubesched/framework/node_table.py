@@ -113,10 +113,14 @@ class NodeTable:
         self._name_rank: IntArray | None = None
         n = len(self.infos)
         names = list(BASE_RESOURCES)
-        seen = set(names)
+        seen = {*names, PODS}  # PODS is never a column
         for ni in self.infos:
+            # Most nodes name nothing new: a subset test in C, not a loop over their resources
+            # (half the cost of a 5000-node table, rebuilt whenever a node comes or goes).
+            if ni.allocatable.keys() <= seen and ni.requested.keys() <= seen:
+                continue
             for r in (*ni.allocatable, *ni.requested):
-                if r not in seen and r != PODS:
+                if r not in seen:
                     seen.add(r)
                     names.append(r)
         self.resources: list[str] = names
