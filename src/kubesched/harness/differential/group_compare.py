@@ -16,8 +16,9 @@ arrival moves them to the active queue in Go's map order), so a group is compare
   multiset per group (the attempt made when the group arrived whole; later ones follow retries
   whose timing is the binary's). Where the binary popped a group before all its pods had joined it
   (its log shows the first cycle holding fewer: `WaveOutcome.first_cycle_pods`), kubesched is given
-  the same split (first_cycle.py); a CompositePodGroup tree only where it disagrees whole
-  (`tree-popped-part`), and its groups' messages are then not compared;
+  the same split (first_cycle.py), a CompositePodGroup tree too (`tree-popped-part`; where no run
+  given the split agrees on everything, the whole tree's comparison stands, with the messages of
+  its groups popped in part not compared: `tree-split-disagrees`);
 * `condition` — per group: its PodGroup conditions (type, status, reason, message), exactly, except
   where the binary's is random (False on a group bound from minCount up, or True carrying a failed
   cycle's text);
@@ -161,8 +162,11 @@ def simulate_wave(
     return Simulated(report, first, conditions, history)
 
 
-def compare_wave(outcome: WaveOutcome, simulated: Simulated, *, prefix: str = "") -> list[PodComparison]:
-    """One comparison record per ordinary pod of the wave, one per group, one for preemption."""
+def compare_wave(
+    outcome: WaveOutcome, simulated: Simulated, *, prefix: str = "", split: bool = False
+) -> list[PodComparison]:
+    """One comparison record per ordinary pod of the wave, one per group, one for preemption.
+    `split`: kubesched was given the binary's first cycle of every tree (`trees_split`)."""
     mine = {p.name: p for p in simulated.report.pods if p.namespace == "default"}
     out: list[PodComparison] = []
     grouped: dict[str, list[str]] = {}
@@ -176,9 +180,13 @@ def compare_wave(outcome: WaveOutcome, simulated: Simulated, *, prefix: str = ""
                 _compare_pod(outcome, n, mine.get(n), simulated.first_messages.get(n), prefix) for n in names
             ]
             continue
-        cmp = _compare_whole_group(outcome, group, names, mine, simulated, prefix, first_cycle=False)
+        cmp = _compare_whole_group(
+            outcome, group, names, mine, simulated, prefix, first_cycle=False, split=split
+        )
         if cmp.mismatches and _in_tree(outcome, group):
-            first = _compare_whole_group(outcome, group, names, mine, simulated, prefix, first_cycle=True)
+            first = _compare_whole_group(
+                outcome, group, names, mine, simulated, prefix, first_cycle=True, split=split
+            )
             if not first.mismatches:
                 cmp = first
                 cmp.adjusted += 1
@@ -239,26 +247,29 @@ def compare_wave_seeded(
 def _tree_popped(
     outcome: WaveOutcome, gates: Gates, workdir: Path, prefix: str, compared: list[PodComparison]
 ) -> list[PodComparison]:
-    """A tree's wave that still disagrees where the binary popped the tree before all its pods had
-    joined it, simulated again whole with the tree's PodGroups split as the binary's first cycle
-    split them (first_cycle.py: the pods it did not hold join after kubesched's first cycle), on
-    seed 0 and the placement seeds. The first run that agrees on everything stands (adjusted,
-    `tree-popped-part`).
+    """A tree's wave where the binary popped the tree before all its pods had joined it, simulated
+    again with the tree's PodGroups split as the binary's first cycle split them (first_cycle.py:
+    the pods it did not hold join after kubesched's first cycle), on seed 0 and the placement
+    seeds, the messages of the groups popped in part compared too. The first run that agrees on
+    everything stands (adjusted, `tree-popped-part`); if none does, `compared` (the tree given
+    whole, those messages not compared) stands, observed `tree-split-disagrees`.
 
     The binary's queue moves a tree's pods to it one by one when the root arrives, and its
     scheduling loop may pop the tree in between; the rest wait for the tree's requeue. Which pods,
-    and how many, is the binary's timing; what it then does with them is compared. A tree popped in
-    part is first compared whole (its held pods may join before anything is decided), so the split
-    is a second chance, as for the seeds."""
-    if not any(c.mismatches for c in compared) or not held_back(outcome):
+    and how many, is the binary's timing; what it then does with them is compared. The log gives
+    each PodGroup's count in every cycle of the tree, tried or not (upstream.py), so the split is
+    the binary's: on composite seeds 1-40 every tree popped in part agreed given it, the messages
+    of 47 groups popped in part included."""
+    if not held_back(outcome):
         return compared
     for seed in (0, *PLACEMENT_SEEDS):
         simulated = simulate_wave(outcome, gates, workdir, seed=seed, trees_split=True)
-        again = compare_wave(outcome, simulated, prefix=prefix)
+        again = compare_wave(outcome, simulated, prefix=prefix, split=True)
         if not any(c.mismatches for c in again):
             again[0].adjusted += 1
             again[0].observed.add("tree-popped-part")
             return again
+    compared[0].observed.add("tree-split-disagrees")
     return compared
 
 
@@ -369,17 +380,23 @@ def _compare_group(
 
 
 def _compare_group_messages(
-    cmp: PodComparison, outcome: WaveOutcome, group: str, names: list[str], kubesched: dict[str, str]
+    cmp: PodComparison,
+    outcome: WaveOutcome,
+    group: str,
+    names: list[str],
+    kubesched: dict[str, str],
+    *,
+    split: bool = False,
 ) -> None:
     """The first messages of the group's pods, as a multiset (its pods are alike, see above). Where
     the binary popped the group before all its pods had joined it, kubesched was given the same
-    split (first_cycle.py); not compared for a CompositePodGroup's child, where it was not."""
+    split (first_cycle.py); a CompositePodGroup's child only when the tree was given it (`split`)."""
     if outcome.first_cycle_pods.get(group, len(names)) < len(names):
-        if _in_tree(outcome, group):
+        if _in_tree(outcome, group) and not split:
             cmp.adjusted += 1
             cmp.observed.add("binary-popped-part")
             return
-        cmp.observed.add("first-cycle-pods")
+        cmp.observed.add("tree-split-messages" if split else "first-cycle-pods")
     upstream = Counter(outcome.messages[n][0] for n in names if outcome.messages[n])
     mine = Counter(kubesched[n] for n in names if n in kubesched)
     if upstream or mine:
@@ -420,6 +437,7 @@ def _compare_whole_group(
     prefix: str,
     *,
     first_cycle: bool,
+    split: bool = False,
 ) -> PodComparison:
     """Every comparison of a group: on kubesched's run as it ended, or as its first cycle left it.
 
@@ -441,7 +459,7 @@ def _compare_whole_group(
     if one_cycle and written[0] != condition:
         cmp.observed.add("condition-first-cycle")
         condition = written[0]
-    _compare_group_messages(cmp, outcome, group, names, simulated.first_messages)
+    _compare_group_messages(cmp, outcome, group, names, simulated.first_messages, split=split)
     _compare_condition(cmp, outcome, group, names, condition)
     return cmp
 
