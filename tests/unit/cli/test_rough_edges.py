@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kubeconfigs import kubeconfig_for
 
 from kubesched.cli import main
 
@@ -207,23 +208,6 @@ def test_debug_prints_the_plugins_traceback(failing: Path, capsys: Capsys) -> No
 
 
 # --------------------------------------------------------------------------- servers
-
-
-def kubeconfig_for(tmp_path: Path, server: str) -> Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
-    return path
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+from kubeconfigs import kubeconfig_for
 
 from kubesched.cli.run_early import ConnectionHint, EarlyLists, connection_hint
 
@@ -28,23 +28,6 @@ def _args(config: Path, **flags: object) -> argparse.Namespace:
 def _config(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "sched.yaml"
     path.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n" + text)
-    return path
-
-
-def _kubeconfig(tmp_path: Path, server: str) -> Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
     return path
 
 
@@ -89,7 +72,7 @@ def test_the_validated_connection_decides_whether_the_early_client_is_used(tmp_p
     with socket.socket() as s:  # a server that never answers: the lists stay on their way
         s.bind(("127.0.0.1", 0))
         s.listen()
-        kubeconfig = _kubeconfig(tmp_path, f"https://127.0.0.1:{s.getsockname()[1]}")
+        kubeconfig = kubeconfig_for(tmp_path, f"https://127.0.0.1:{s.getsockname()[1]}")
         early = EarlyLists.start(_args(_config(tmp_path, ""), kubeconfig=str(kubeconfig)))
         assert early is not None
         try:
@@ -107,7 +90,7 @@ def test_a_busy_port_is_exit_2_before_anything_reaches_the_api_server(tmp_path: 
         api.listen()
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        kubeconfig = _kubeconfig(tmp_path, f"https://127.0.0.1:{api.getsockname()[1]}")
+        kubeconfig = kubeconfig_for(tmp_path, f"https://127.0.0.1:{api.getsockname()[1]}")
         port = busy.getsockname()[1]
         flags = ["--bind-address", "127.0.0.1", "--secure-port", str(port) if bad == "--secure-port" else "0"]
         flags += ["--insecure-listen", f"127.0.0.1:{port}"] if bad == "--insecure-listen" else []
